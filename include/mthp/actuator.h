@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "mthp/journal.h"
+#include "mthp/probe.h"
+
+#define MTHP_REASON_MAX 512
+#define MTHP_HISTORY_MAX 256
+
+struct mthp_change {
+        uint64_t realtime_usec;
+        char id[32];
+        char old[MTHP_VALUE_MAX];
+        char new[MTHP_VALUE_MAX];
+        char reason[MTHP_REASON_MAX];
+};
+
+struct mthp_actuator;
+typedef void (*mthp_change_cb)(void *user, const struct mthp_change *c);
+/* Called once when a knob mthpd manages was changed by someone else. */
+typedef void (*mthp_foreign_cb)(void *user, const struct mthp_knob *k, const char *ours, const char *theirs);
+
+struct mthp_actuator {
+        const struct mthp_host *host;
+        const struct mthp_caps *caps;
+        char journal_file[MTHP_PATH_MAX];
+        struct mthp_journal journal;
+        bool dry_run;
+        mthp_change_cb on_change;
+        mthp_foreign_cb on_foreign;
+        void *user;
+        unsigned n_history, history_head;
+        struct mthp_change history[MTHP_HISTORY_MAX];
+};
+
+int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
+                       const char *state_dir, bool dry_run);
+
+/* The one function that writes a knob. value "" means "give it back its
+ * original value". Journals the original before the first write, validates
+ * against the accepted values, writes, reads back, records old->new and the
+ * reason. Returns 1 if it changed the knob, 0 if nothing needed doing (or
+ * dry run), negative errno on failure; err gets a sentence naming the knob,
+ * the value and the kernel's errno in words. */
+int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason,
+                    char *err, size_t errsz);
+
+/* Compare every managed knob with what mthpd wrote; a difference means
+ * another writer: stop managing that knob (state foreign). Returns the
+ * number of knobs newly found foreign. */
+int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MTHP_VALUE_MAX]);
+bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob);
+/* Restore all managed knobs (clean stop). Returns failures or -errno. */
+int mthp_actuator_restore(struct mthp_actuator *a);
+
+/* Who set a knob, for status: "original", "mthpd", "other". */
+const char *mthp_knob_owner(const struct mthp_journal *j, const struct mthp_knob *k, const char *current);

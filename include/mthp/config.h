@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "mthp/probe.h"
+
+enum mthp_mode { MTHP_MODE_MANAGE, MTHP_MODE_DRY_RUN };
+
+struct mthp_engine_config {
+        unsigned min_kb[_MTHP_KIND_MAX], max_kb[_MTHP_KIND_MAX]; /* sizes the engine may enable */
+        double raise_fault_rate;      /* 4K pages/s that count as "faulting hard" */
+        double lower_fault_rate;      /* below this for lower_ticks: step down */
+        unsigned confirm_ticks;       /* ticks the raise condition must hold */
+        unsigned lower_ticks;         /* ticks the idle condition must hold */
+        unsigned dwell_ticks;         /* minimum ticks between changes of one kind */
+        double psi_some_max;          /* percent (avg10) that counts as pressure */
+        double min_available;         /* percent of MemTotal */
+        double max_fallback;          /* percent of mTHP faults falling back */
+};
+
+struct mthp_config {
+        uint64_t interval_usec;
+        enum mthp_mode mode;
+        char state_dir[MTHP_PATH_MAX];
+        struct mthp_engine_config engine;
+};
+
+void mthp_config_defaults(struct mthp_config *c);
+/* Parse an mthpd.conf over the current values. Every unknown section or key
+ * and every bad value is reported as "FILE:LINE: ..." (one per line of err);
+ * on any error c is left untouched and -EINVAL returned. */
+int mthp_config_load(const char *file, struct mthp_config *c, char *err, size_t errsz);
+int mthp_config_load_string(const char *name, const char *text, struct mthp_config *c, char *err, size_t errsz);
+
+/* Value parsers shared by config and policy files. */
+int mthp_parse_duration(const char *s, uint64_t *usec);   /* "1s", "500ms", "2" (s) */
+int mthp_parse_percent(const char *s, double *pct);       /* "10", "10%" */
+int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb); /* "16K-64K", "64K", "none" */

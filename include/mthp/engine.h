@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "mthp/config.h"
+#include "mthp/sample.h"
+#include "mthp/actuator.h"
+
+/* Per kind, the engine keeps a level: level L enables the L smallest sizes of
+ * the allowed ladder ("always"); sizes above stay at their original value.
+ * The kernel tries the largest enabled size first and falls back to smaller
+ * enabled ones, so a cumulative ladder degrades gracefully. */
+struct mthp_engine_kind {
+        unsigned level;
+        unsigned raise_streak, lower_streak, pressure_streak;
+        uint64_t last_change_tick;
+};
+
+struct mthp_engine_state {
+        uint64_t tick;
+        struct mthp_engine_kind kind[_MTHP_KIND_MAX];
+};
+
+struct mthp_decision {
+        int knob;                               /* index into caps.knobs */
+        char value[MTHP_VALUE_MAX];             /* "" = its original value */
+        char reason[MTHP_REASON_MAX];
+};
+
+/* The ladder of sizes a kind may use under cfg, ascending; returns count. */
+unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            enum mthp_kind kind, unsigned ladder[MTHP_SIZES_MAX]);
+
+/* Pure: no I/O, no clock, no globals. Emits one decision for every knob the
+ * engine manages, every tick (the actuator only writes differences), and
+ * explains it. Returns the number of decisions. */
+int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                       const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
+                       struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);

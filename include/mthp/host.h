@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Every /sys, /proc and cgroup path is resolved below a host root, so the
+ * whole library can run against a fake host tree in tests. Paths passed to
+ * these helpers are absolute host paths ("/proc/vmstat"). */
+struct mthp_host {
+        int root_fd;      /* O_PATH directory fd of the root */
+        char *root;       /* as given, for messages */
+        bool real;        /* root is "/" (libcgroup discovery is possible) */
+};
+
+int mthp_host_open(const char *root, struct mthp_host **ret);
+void mthp_host_free(struct mthp_host *h);
+
+/* Returns an fd or a negative errno. Absolute symlinks stay inside the root. */
+int mthp_host_open_file(const struct mthp_host *h, const char *path, int flags);
+bool mthp_host_exists(const struct mthp_host *h, const char *path);
+
+/* pread() from offset 0 into buf (NUL-terminated); returns bytes read or -errno. */
+int mthp_read_fd(int fd, char *buf, size_t size);
+int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_t size);
+/* Writes value as one write(2), as sysfs expects; returns 0 or -errno. */
+int mthp_host_write(const struct mthp_host *h, const char *path, const char *value);
+
+/* Parse a "key value" (or "key: value kB") line-oriented file; calls cb per
+ * line. Used for vmstat, meminfo and memory.stat. */
+typedef void (*mthp_kv_cb)(void *user, const char *key, unsigned long long value);
+void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user);
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+void mthp_closep(int *fd);
+void mthp_freep(void *p);
+#define _cleanup_close_ _cleanup_(mthp_closep)
+#define _cleanup_free_ _cleanup_(mthp_freep)
+
+/* Copy with truncation check: 0, or -ENAMETOOLONG (dst then holds a prefix). */
+int mthp_strcpy(char *dst, size_t size, const char *src);

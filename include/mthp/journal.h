@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include "mthp/probe.h"
+
+/* The restore journal: for every knob mthpd has changed, the value it had
+ * before (original) and the value mthpd last wrote. Written atomically
+ * (temp file, fsync, rename, fsync dir) before the first write to a knob,
+ * so a crash at any point leaves either the old or the new journal. */
+#define MTHP_JOURNAL_FILE "restore.journal"
+
+enum mthp_entry_state { MTHP_ENTRY_MANAGED, MTHP_ENTRY_FOREIGN };
+
+struct mthp_journal_entry {
+        char path[MTHP_PATH_MAX];
+        char id[32];
+        char original[MTHP_VALUE_MAX];
+        char written[MTHP_VALUE_MAX];
+        /* what mthpd had written before 'written': the journal is saved
+         * before each write, so a crash between save and write leaves the
+         * kernel at this value, which is still ours to restore */
+        char previous[MTHP_VALUE_MAX];
+        enum mthp_entry_state state;
+        char foreign_value[MTHP_VALUE_MAX];    /* what the other writer set */
+};
+
+struct mthp_journal {
+        char root[MTHP_PATH_MAX];              /* host root the paths belong to */
+        unsigned n;
+        struct mthp_journal_entry e[MTHP_KNOBS_MAX];
+};
+
+/* Missing file: -ENOENT. Malformed: -EBADMSG, with "FILE:LINE: ..." in err. */
+int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_t errsz);
+int mthp_journal_save(const char *file, const struct mthp_journal *j);
+struct mthp_journal_entry *mthp_journal_find(struct mthp_journal *j, const char *path);
+void mthp_journal_remove(struct mthp_journal *j, const char *path);
+
+/* Put back every managed knob whose current value is still what mthpd wrote.
+ * Knobs changed by someone else are left alone (and reported). Restores
+ * per-size knobs before global ones (the kernel rejects per-size "inherit"
+ * for shmem while the global value is "force"). Removes the journal when
+ * everything is back. Returns the number of knobs that could not be
+ * restored (0 = all good) or a negative errno. */
+struct mthp_host;
+int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *n_restored);

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "mthp/probe.h"
+
+/* A counter and its rate per second since the previous snapshot. A counter
+ * that went backwards (reset, wrap, knob dir recreated) has rate 0 and
+ * reset = true for that tick. */
+struct mthp_counter {
+        uint64_t value;
+        double rate;
+        bool reset;
+        bool present;
+};
+
+enum mthp_vmstat_field {
+        MTHP_VM_PGFAULT,
+        MTHP_VM_PGMAJFAULT,
+        MTHP_VM_THP_FAULT_ALLOC,
+        MTHP_VM_THP_FAULT_FALLBACK,
+        MTHP_VM_THP_SPLIT_PAGE,
+        MTHP_VM_COMPACT_STALL,
+        MTHP_VM_COMPACT_FAIL,
+        MTHP_VM_COMPACT_SUCCESS,
+        MTHP_VM_PSWPOUT,
+        _MTHP_VM_MAX,
+};
+const char *mthp_vmstat_name(enum mthp_vmstat_field f);
+
+struct mthp_meminfo {
+        uint64_t total_kb, available_kb, anon_kb, shmem_kb, anon_huge_kb, shmem_huge_kb;
+};
+
+struct mthp_psi {
+        bool present;
+        double some_avg10, full_avg10;      /* percent */
+        struct mthp_counter some_total, full_total; /* usec stalled; rate = us/s */
+};
+
+struct mthp_size_stats {
+        struct mthp_counter stat[MTHP_STATS_MAX]; /* indexed like caps.sizes[i].stats */
+};
+
+struct mthp_snapshot {
+        uint64_t tick;
+        uint64_t t_usec;           /* CLOCK_MONOTONIC */
+        double dt;                 /* seconds since previous snapshot, 0 on the first */
+        struct mthp_counter vm[_MTHP_VM_MAX];
+        struct mthp_meminfo mem;
+        struct mthp_psi psi;
+        struct mthp_size_stats size[MTHP_SIZES_MAX];
+        /* Current selection of every knob in caps order ("" if unreadable). */
+        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        /* Derived: pages faulted in per second counted in 4K pages, so that a
+         * 64K folio fault counts as 16 pages: demand does not drop when
+         * folios grow, which would make a fault-rate policy flap. */
+        double fault_pages_rate;
+        /* The part explained by mTHP allocations of each kind (4K pages/s). */
+        double kind_pages_rate[_MTHP_KIND_MAX];
+        double kind_fallback_rate[_MTHP_KIND_MAX]; /* fallbacks per second */
+        double kind_alloc_rate[_MTHP_KIND_MAX];    /* mTHP allocations per second */
+};
+
+/* Keeps persistent fds for the hot files; pread each tick. */
+struct mthp_sampler;
+
+int mthp_sampler_new(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_sampler **ret);
+void mthp_sampler_free(struct mthp_sampler *s);
+/* Take a snapshot at t_usec; rates are against the sampler's previous one. */
+int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snapshot *snap);
+
+/* Pure helpers, exposed for tests and record/replay. */
+void mthp_counter_update(struct mthp_counter *c, const struct mthp_counter *prev, uint64_t value, double dt);
+int mthp_parse_psi(const char *text, struct mthp_psi *psi);
+int mthp_stat_index(const struct mthp_size *sz, const char *name);
+void mthp_snapshot_derive(const struct mthp_caps *caps, struct mthp_snapshot *snap);

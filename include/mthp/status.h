@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include "mthp/engine.h"
+
+/* /run/mthpd/status: the daemon's latest decisions and reasons, rewritten
+ * each tick (atomically, on tmpfs), so mthpctl can explain without a bus. */
+#define MTHP_STATUS_FILE "status"
+
+struct mthp_status_knob {
+        char id[32];
+        char decision[MTHP_VALUE_MAX];  /* "" = original */
+        char reason[MTHP_REASON_MAX];
+};
+
+struct mthp_status {
+        int pid;
+        bool dry_run;
+        unsigned long long tick, updated_realtime_usec;
+        double fault_pages_rate;
+        unsigned n;
+        struct mthp_status_knob k[MTHP_KNOBS_MAX];
+};
+
+int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                           const struct mthp_decision *d, int n, bool dry_run);
+void mthp_status_file_remove(const char *state_dir);
+/* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */
+int mthp_status_file_read(const char *state_dir, struct mthp_status *st);

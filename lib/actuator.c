@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "mthp/actuator.h"
+#include "mthp/log.h"
+
+int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
+                       const char *state_dir, bool dry_run) {
+        memset(a, 0, sizeof(*a));
+        a->host = h;
+        a->caps = caps;
+        a->dry_run = dry_run;
+        snprintf(a->journal_file, sizeof(a->journal_file), "%s/" MTHP_JOURNAL_FILE, state_dir);
+        snprintf(a->journal.root, sizeof(a->journal.root), "%s", h->root);
+        if (dry_run)
+                return 0;
+        if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static void record(struct mthp_actuator *a, const struct mthp_knob *k, const char *old, const char *new,
+                   const char *reason) {
+        struct mthp_change *c = &a->history[a->history_head];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        memset(c, 0, sizeof(*c));
+        c->realtime_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        snprintf(c->id, sizeof(c->id), "%s", k->id);
+        snprintf(c->old, sizeof(c->old), "%s", old);
+        snprintf(c->new, sizeof(c->new), "%s", new);
+        snprintf(c->reason, sizeof(c->reason), "%s", reason);
+        a->history_head = (a->history_head + 1) % MTHP_HISTORY_MAX;
+        if (a->n_history < MTHP_HISTORY_MAX)
+                a->n_history++;
+        mthp_log_change(c, a->dry_run);
+        if (a->on_change)
+                a->on_change(a->user, c);
+}
+
+bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob) {
+        const struct mthp_journal_entry *e =
+                mthp_journal_find((struct mthp_journal *) &a->journal, a->caps->knobs[knob].path);
+        return e && e->state == MTHP_ENTRY_FOREIGN;
+}
+
+int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
+                    size_t errsz) {
+        const struct mthp_knob *k = &a->caps->knobs[knob];
+        struct mthp_journal_entry *e = mthp_journal_find(&a->journal, k->path);
+        char cur[MTHP_VALUE_MAX], target[MTHP_VALUE_MAX], back[MTHP_VALUE_MAX];
+        int r;
+
+        if (err && errsz)
+                err[0] = 0;
+        if (e && e->state == MTHP_ENTRY_FOREIGN)
+                return 0; /* someone else owns it now */
+        if (!value[0]) {
+                if (!e)
+                        return 0; /* never touched: it has its original value */
+                value = e->original;
+        }
+        snprintf(target, sizeof(target), "%s", value);
+        if (!mthp_knob_allows(k, target)) {
+                char list[MTHP_VALUES_MAX * MTHP_VALUE_MAX] = "";
+                for (unsigned i = 0; i < k->n_allowed; i++) {
+                        strcat(list, i ? ", " : "");
+                        strcat(list, k->allowed[i]);
+                }
+                snprintf(err, errsz, "%s (%s): '%s' is not one of the values this kernel accepts (%s)", k->id,
+                         k->path, target, list);
+                return -EINVAL;
+        }
+        r = mthp_knob_read(a->host, k, cur);
+        if (r < 0) {
+                snprintf(err, errsz, "%s (%s): cannot read current value: %s", k->id, k->path, mthp_errno_words(r));
+                return r;
+        }
+        if (e && strcmp(cur, e->written) != 0) {
+                /* changed behind our back since our last write */
+                snprintf(err, errsz, "%s: someone else set '%s' over mthpd's '%s'", k->id, cur, e->written);
+                return -EBUSY;
+        }
+        if (strcmp(cur, target) == 0)
+                return 0;
+        if (a->dry_run) {
+                record(a, k, cur, target, reason);
+                return 0;
+        }
+
+        /* journal the original before the first write, durably */
+        struct mthp_journal_entry saved = { 0 };
+        bool had = e != NULL;
+        if (had)
+                saved = *e;
+        else {
+                if (a->journal.n >= MTHP_KNOBS_MAX)
+                        return -E2BIG;
+                e = &a->journal.e[a->journal.n++];
+                memset(e, 0, sizeof(*e));
+                snprintf(e->path, sizeof(e->path), "%s", k->path);
+                snprintf(e->id, sizeof(e->id), "%s", k->id);
+                snprintf(e->original, sizeof(e->original), "%s", cur);
+        }
+        /* One durable save before the write, holding the original and the
+         * value we intend. If we die before the write lands, the kernel still
+         * holds the original, and restore sees "not what we wrote, but the
+         * original": nothing to do. */
+        snprintf(e->previous, sizeof(e->previous), "%s", cur);
+        snprintf(e->written, sizeof(e->written), "%s", target);
+        r = mthp_journal_save(a->journal_file, &a->journal);
+        if (r < 0) {
+                if (had)
+                        *e = saved;
+                else
+                        mthp_journal_remove(&a->journal, k->path);
+                snprintf(err, errsz, "%s: not written: cannot save the restore journal %s: %s", k->id,
+                         a->journal_file, mthp_errno_words(r));
+                return r;
+        }
+
+        r = mthp_host_write(a->host, k->path, target);
+        if (r == 0) {
+                r = mthp_knob_read(a->host, k, back);
+                if (r == 0 && strcmp(back, target) != 0)
+                        r = -EIO;
+        }
+        if (r < 0) {
+                if (r == -EIO)
+                        snprintf(err, errsz, "%s (%s): wrote '%s' but the kernel reads back '%s'", k->id, k->path,
+                                 target, back);
+                else
+                        snprintf(err, errsz, "%s (%s): writing '%s' failed: %s", k->id, k->path, target,
+                                 mthp_errno_words(r));
+                /* the kernel kept the old value: make the journal say so again */
+                char now[MTHP_VALUE_MAX];
+                if (mthp_knob_read(a->host, k, now) == 0)
+                        snprintf(e->written, sizeof(e->written), "%s", now);
+                else
+                        snprintf(e->written, sizeof(e->written), "%s", cur);
+                snprintf(e->previous, sizeof(e->previous), "%s", e->written);
+                if (strcmp(e->written, e->original) == 0)
+                        mthp_journal_remove(&a->journal, k->path);
+                (void) mthp_journal_save(a->journal_file, &a->journal);
+                return r;
+        }
+        if (strcmp(target, e->original) == 0) {
+                /* back where the admin had it: forget it */
+                mthp_journal_remove(&a->journal, k->path);
+                (void) mthp_journal_save(a->journal_file, &a->journal);
+        }
+        record(a, k, cur, target, reason);
+        return 1;
+}
+
+int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MTHP_VALUE_MAX]) {
+        int found = 0;
+        bool dirty = false;
+
+        for (unsigned i = 0; i < a->caps->n_knobs; i++) {
+                const struct mthp_knob *k = &a->caps->knobs[i];
+                struct mthp_journal_entry *e = mthp_journal_find(&a->journal, k->path);
+                if (!e || e->state == MTHP_ENTRY_FOREIGN || !current[i][0])
+                        continue;
+                if (strcmp(current[i], e->written) == 0)
+                        continue;
+                e->state = MTHP_ENTRY_FOREIGN;
+                snprintf(e->foreign_value, sizeof(e->foreign_value), "%s", current[i]);
+                dirty = true;
+                found++;
+                mthp_log_foreign(k, e->written, current[i]);
+                if (a->on_foreign)
+                        a->on_foreign(a->user, k, e->written, current[i]);
+        }
+        if (dirty && !a->dry_run)
+                (void) mthp_journal_save(a->journal_file, &a->journal);
+        return found;
+}
+
+int mthp_actuator_restore(struct mthp_actuator *a) {
+        if (a->dry_run)
+                return 0;
+        unsigned n = 0;
+        int r = mthp_journal_restore(a->host, a->journal_file, &n);
+        /* whatever is left on disk is what could not be restored */
+        char err[256];
+        if (mthp_journal_load(a->journal_file, &a->journal, err, sizeof(err)) < 0) {
+                memset(&a->journal, 0, sizeof(a->journal));
+                snprintf(a->journal.root, sizeof(a->journal.root), "%s", a->host->root);
+        }
+        return r;
+}
+
+const char *mthp_knob_owner(const struct mthp_journal *j, const struct mthp_knob *k, const char *current) {
+        const struct mthp_journal_entry *e = mthp_journal_find((struct mthp_journal *) j, k->path);
+        if (!e)
+                return "original";
+        if (e->state == MTHP_ENTRY_FOREIGN || strcmp(current, e->written) != 0)
+                return strcmp(current, e->original) == 0 ? "original" : "other";
+        return "mthpd";
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ini-util.h"
+#include "mthp/config.h"
+
+void mthp_config_defaults(struct mthp_config *c) {
+        memset(c, 0, sizeof(*c));
+        c->interval_usec = 1000000;
+        c->mode = MTHP_MODE_MANAGE;
+        snprintf(c->state_dir, sizeof(c->state_dir), "/run/mthpd");
+        struct mthp_engine_config *e = &c->engine;
+        /* 16K-64K: the sizes with the best gain/bloat ratio on faulting
+         * workloads (seeds: 16K halves faults; 64K 2x page_fault1). PMD size
+         * stays with the admin's global setting. */
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                e->min_kb[k] = 16;
+                e->max_kb[k] = 64;
+        }
+        e->raise_fault_rate = 25000;   /* ~100 MB/s of fresh memory */
+        e->lower_fault_rate = 2500;
+        e->confirm_ticks = 2;
+        e->lower_ticks = 10;
+        e->dwell_ticks = 5;
+        e->psi_some_max = 10;
+        e->min_available = 10;
+        e->max_fallback = 50;
+}
+
+int mthp_parse_duration(const char *s, uint64_t *usec) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno || v < 0 || !isfinite(v))
+                return -EINVAL;
+        double mult = 1e6;
+        if (strcmp(end, "ms") == 0)
+                mult = 1e3;
+        else if (strcmp(end, "us") == 0)
+                mult = 1;
+        else if (strcmp(end, "min") == 0)
+                mult = 60e6;
+        else if (*end && strcmp(end, "s") != 0)
+                return -EINVAL;
+        *usec = (uint64_t) (v * mult);
+        return 0;
+}
+
+int mthp_parse_percent(const char *s, double *pct) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno || !isfinite(v))
+                return -EINVAL;
+        if (*end == '%')
+                end++;
+        if (*end || v < 0 || v > 100)
+                return -EINVAL;
+        *pct = v;
+        return 0;
+}
+
+int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb) {
+        char a[32], *dash;
+        if (strcasecmp(s, "none") == 0) {
+                *min_kb = *max_kb = 0;
+                return 0;
+        }
+        if (strlen(s) >= sizeof(a))
+                return -EINVAL;
+        strcpy(a, s);
+        dash = strchr(a, '-');
+        if (dash)
+                *dash = 0;
+        int r = mthp_parse_size(a, min_kb);
+        if (r < 0)
+                return r;
+        r = dash ? mthp_parse_size(dash + 1, max_kb) : (*max_kb = *min_kb, 0);
+        if (r < 0)
+                return r;
+        return *min_kb <= *max_kb ? 0 : -ERANGE;
+}
+
+static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s || *end || errno || *s == '-' || v < lo || v > hi)
+                return -EINVAL;
+        *out = (unsigned) v;
+        return 0;
+}
+
+static int parse_rate(const char *s, double *out) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno || !isfinite(v) || v < 0)
+                return -EINVAL;
+        if (*end == 'k' || *end == 'K')
+                v *= 1000, end++;
+        if (*end)
+                return -EINVAL;
+        *out = v;
+        return 0;
+}
+
+#define BAD(what) \
+        (mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value), -EINVAL)
+
+static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
+        struct mthp_config *c = ini->user;
+        struct mthp_engine_config *e = &c->engine;
+
+        if (strcmp(section, "Daemon") == 0) {
+                if (strcmp(key, "Interval") == 0) {
+                        uint64_t u;
+                        if (mthp_parse_duration(value, &u) < 0 || u < 100000 || u > 3600000000ULL)
+                                return BAD("a duration from 100ms to 1h (e.g. 1s, 500ms)");
+                        c->interval_usec = u;
+                        return 0;
+                }
+                if (strcmp(key, "Mode") == 0) {
+                        if (strcmp(value, "manage") == 0)
+                                c->mode = MTHP_MODE_MANAGE;
+                        else if (strcmp(value, "dry-run") == 0)
+                                c->mode = MTHP_MODE_DRY_RUN;
+                        else
+                                return BAD("manage or dry-run");
+                        return 0;
+                }
+                if (strcmp(key, "StateDirectory") == 0) {
+                        if (value[0] != '/' || strlen(value) >= sizeof(c->state_dir) - 32)
+                                return BAD("an absolute directory path");
+                        snprintf(c->state_dir, sizeof(c->state_dir), "%s", value);
+                        return 0;
+                }
+        } else if (strcmp(section, "Engine") == 0) {
+                if (strcmp(key, "AnonSizes") == 0 || strcmp(key, "ShmemSizes") == 0) {
+                        int k = key[0] == 'A' ? MTHP_ANON : MTHP_SHMEM;
+                        if (mthp_parse_size_range(value, &e->min_kb[k], &e->max_kb[k]) < 0)
+                                return BAD("a size range like 16K-64K, one size like 64K, or none");
+                        return 0;
+                }
+                if (strcmp(key, "RaiseFaultRate") == 0)
+                        return parse_rate(value, &e->raise_fault_rate) < 0 ? BAD("pages per second (e.g. 25000 or 25k)") : 0;
+                if (strcmp(key, "LowerFaultRate") == 0)
+                        return parse_rate(value, &e->lower_fault_rate) < 0 ? BAD("pages per second (e.g. 2500 or 2.5k)") : 0;
+                if (strcmp(key, "ConfirmTicks") == 0)
+                        return parse_count(value, 1, 100, &e->confirm_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
+                if (strcmp(key, "LowerTicks") == 0)
+                        return parse_count(value, 1, 1000, &e->lower_ticks) < 0 ? BAD("a whole number from 1 to 1000") : 0;
+                if (strcmp(key, "DwellTicks") == 0)
+                        return parse_count(value, 0, 1000, &e->dwell_ticks) < 0 ? BAD("a whole number from 0 to 1000") : 0;
+                if (strcmp(key, "PressureMax") == 0)
+                        return mthp_parse_percent(value, &e->psi_some_max) < 0 ? BAD("a percentage (PSI some avg10)") : 0;
+                if (strcmp(key, "MinAvailable") == 0)
+                        return mthp_parse_percent(value, &e->min_available) < 0 ? BAD("a percentage of MemTotal") : 0;
+                if (strcmp(key, "MaxFallback") == 0)
+                        return mthp_parse_percent(value, &e->max_fallback) < 0 ? BAD("a percentage of mTHP faults") : 0;
+        } else {
+                mthp_ini_error(ini, "unknown section [%s]: expected [Daemon] or [Engine]", section);
+                return -EINVAL;
+        }
+        mthp_ini_error(ini, "unknown key '%s' in [%s]", key, section);
+        return -EINVAL;
+}
+
+static int finish(struct mthp_config *tmp, struct mthp_config *c, const char *name, int r, char *err, size_t errsz) {
+        if (r == 0 && tmp->engine.lower_fault_rate >= tmp->engine.raise_fault_rate) {
+                if (err)
+                        snprintf(err, errsz,
+                                 "%s: LowerFaultRate (%.0f) must be below RaiseFaultRate (%.0f), or mthpd would flap\n",
+                                 name, tmp->engine.lower_fault_rate, tmp->engine.raise_fault_rate);
+                r = -EINVAL;
+        }
+        if (r == 0)
+                *c = *tmp;
+        return r;
+}
+
+int mthp_config_load(const char *file, struct mthp_config *c, char *err, size_t errsz) {
+        struct mthp_config tmp = *c;
+        int r = mthp_ini_parse_file(file, handler, &tmp, err, errsz);
+        return finish(&tmp, c, file, r, err, errsz);
+}
+
+int mthp_config_load_string(const char *name, const char *text, struct mthp_config *c, char *err, size_t errsz) {
+        struct mthp_config tmp = *c;
+        int r = mthp_ini_parse_string(name, text, handler, &tmp, err, errsz);
+        return finish(&tmp, c, name, r, err, errsz);
+}

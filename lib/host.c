@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mthp/host.h"
+
+void mthp_closep(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+}
+
+void mthp_freep(void *p) {
+        free(*(void **) p);
+}
+
+int mthp_host_open(const char *root, struct mthp_host **ret) {
+        struct mthp_host *h;
+
+        if (!root || !*root)
+                root = "/";
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->root = strdup(root);
+        if (!h->root) {
+                free(h);
+                return -ENOMEM;
+        }
+        h->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (h->root_fd < 0) {
+                int r = -errno;
+                free(h->root);
+                free(h);
+                return r;
+        }
+        struct stat a, b;
+        h->real = fstat(h->root_fd, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+        *ret = h;
+        return 0;
+}
+
+void mthp_host_free(struct mthp_host *h) {
+        if (!h)
+                return;
+        if (h->root_fd >= 0)
+                close(h->root_fd);
+        free(h->root);
+        free(h);
+}
+
+int mthp_host_open_file(const struct mthp_host *h, const char *path, int flags) {
+        while (*path == '/')
+                path++;
+        if (!*path)
+                path = ".";
+        /* RESOLVE_IN_ROOT keeps absolute symlinks (common in /sys) inside the
+         * fake tree instead of escaping to the real host. */
+        struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC), .resolve = h->real ? 0 : RESOLVE_IN_ROOT };
+        int fd = (int) syscall(SYS_openat2, h->root_fd, path, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS)
+                fd = openat(h->root_fd, path, flags | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+bool mthp_host_exists(const struct mthp_host *h, const char *path) {
+        int fd = mthp_host_open_file(h, path, O_PATH);
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
+int mthp_read_fd(int fd, char *buf, size_t size) {
+        size_t len = 0;
+
+        if (size == 0)
+                return -ENOBUFS;
+        for (;;) {
+                ssize_t n = pread(fd, buf + len, size - 1 - len, (off_t) len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len == size - 1)
+                        break;
+        }
+        buf[len] = 0;
+        return (int) len;
+}
+
+int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = mthp_host_open_file(h, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        return mthp_read_fd(fd, buf, size);
+}
+
+int mthp_host_write(const struct mthp_host *h, const char *path, const char *value) {
+        /* O_TRUNC is ignored by sysfs and makes a fake tree behave alike. */
+        _cleanup_close_ int fd = mthp_host_open_file(h, path, O_WRONLY | O_TRUNC);
+        if (fd < 0)
+                return fd;
+        size_t len = strlen(value);
+        ssize_t n = write(fd, value, len);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
+void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
+        const char *p = text;
+
+        while (*p) {
+                const char *eol = strchrnul(p, '\n');
+                char key[64];
+                size_t klen = strcspn(p, ": \t\n");
+                if (klen > 0 && klen < sizeof(key) && p + klen < eol) {
+                        memcpy(key, p, klen);
+                        key[klen] = 0;
+                        const char *v = p + klen;
+                        while (v < eol && (*v == ':' || *v == ' ' || *v == '\t'))
+                                v++;
+                        char *end;
+                        errno = 0;
+                        unsigned long long val = strtoull(v, &end, 10);
+                        if (end != v && errno == 0)
+                                cb(user, key, val);
+                }
+                p = *eol ? eol + 1 : eol;
+        }
+}
+
+int mthp_strcpy(char *dst, size_t size, const char *src) {
+        size_t len = strlen(src);
+        if (size == 0)
+                return -ENAMETOOLONG;
+        if (len >= size) {
+                memcpy(dst, src, size - 1);
+                dst[size - 1] = 0;
+                return -ENAMETOOLONG;
+        }
+        memcpy(dst, src, len + 1);
+        return 0;
+}

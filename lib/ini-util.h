@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+
+/* inih with line numbers: Debian's libinih is built without
+ * INI_HANDLER_LINENO, so count lines in our own reader callback. */
+struct mthp_ini {
+        const char *name;       /* file name for messages */
+        unsigned line;          /* line of the current key */
+        char *err;              /* accumulated "FILE:LINE: ..." messages */
+        size_t errsz, errlen;
+        unsigned n_errors;
+        void *user;
+};
+
+/* Handler returns 0 to go on, negative to count an error (it has already
+ * called mthp_ini_error). The parse always goes to the end so that every
+ * error of a file is reported at once. */
+typedef int (*mthp_ini_handler)(struct mthp_ini *ini, const char *section, const char *key, const char *value);
+
+int mthp_ini_parse_file(const char *file, mthp_ini_handler h, void *user, char *err, size_t errsz);
+int mthp_ini_parse_string(const char *name, const char *text, mthp_ini_handler h, void *user, char *err,
+                          size_t errsz);
+void mthp_ini_error(struct mthp_ini *ini, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

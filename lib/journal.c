@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ini-util.h"
+#include "mthp/journal.h"
+#include "mthp/log.h"
+
+#define KNOB_PREFIX "knob "
+
+struct load_ctx {
+        struct mthp_journal *j;
+        struct mthp_journal_entry *cur;
+};
+
+static int copy_value(struct mthp_ini *ini, const char *key, const char *value, char *dst, size_t size) {
+        if (strlen(value) >= size || !*value) {
+                mthp_ini_error(ini, "key '%s': expected a knob value of 1-%zu characters, got '%s'", key, size - 1,
+                               value);
+                return -EINVAL;
+        }
+        memcpy(dst, value, strlen(value) + 1);
+        return 0;
+}
+
+static int load_handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
+        struct load_ctx *c = ini->user;
+        struct mthp_journal *j = c->j;
+
+        if (strcmp(section, "journal") == 0) {
+                if (strcmp(key, "root") == 0)
+                        return copy_value(ini, key, value, j->root, sizeof(j->root));
+                mthp_ini_error(ini, "unknown key '%s' in [journal]", key);
+                return -EINVAL;
+        }
+        if (strncmp(section, KNOB_PREFIX, strlen(KNOB_PREFIX)) != 0) {
+                mthp_ini_error(ini, "unknown section [%s]: expected [journal] or [knob PATH]", section);
+                return -EINVAL;
+        }
+        const char *path = section + strlen(KNOB_PREFIX);
+        if (!c->cur || strcmp(c->cur->path, path) != 0) {
+                if (j->n >= MTHP_KNOBS_MAX || strlen(path) >= MTHP_PATH_MAX || path[0] != '/') {
+                        mthp_ini_error(ini, "section [%s]: expected an absolute knob path", section);
+                        return -EINVAL;
+                }
+                c->cur = &j->e[j->n++];
+                memset(c->cur, 0, sizeof(*c->cur));
+                memcpy(c->cur->path, path, strlen(path) + 1);
+        }
+        struct mthp_journal_entry *e = c->cur;
+        if (strcmp(key, "id") == 0)
+                return copy_value(ini, key, value, e->id, sizeof(e->id));
+        if (strcmp(key, "original") == 0)
+                return copy_value(ini, key, value, e->original, sizeof(e->original));
+        if (strcmp(key, "written") == 0)
+                return copy_value(ini, key, value, e->written, sizeof(e->written));
+        if (strcmp(key, "previous") == 0)
+                return copy_value(ini, key, value, e->previous, sizeof(e->previous));
+        if (strcmp(key, "foreign_value") == 0)
+                return copy_value(ini, key, value, e->foreign_value, sizeof(e->foreign_value));
+        if (strcmp(key, "state") == 0) {
+                if (strcmp(value, "managed") == 0)
+                        e->state = MTHP_ENTRY_MANAGED;
+                else if (strcmp(value, "foreign") == 0)
+                        e->state = MTHP_ENTRY_FOREIGN;
+                else {
+                        mthp_ini_error(ini, "key 'state': expected managed or foreign, got '%s'", value);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        mthp_ini_error(ini, "unknown key '%s' in [%s]", key, section);
+        return -EINVAL;
+}
+
+int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_t errsz) {
+        struct load_ctx c = { .j = j };
+        memset(j, 0, sizeof(*j));
+        if (access(file, F_OK) < 0)
+                return -errno;
+        int r = mthp_ini_parse_file(file, load_handler, &c, err, errsz);
+        if (r == -EINVAL)
+                return -EBADMSG;
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < j->n; i++)
+                if (!j->e[i].original[0] || !j->e[i].written[0]) {
+                        if (err)
+                                snprintf(err, errsz, "%s: knob %s: original= and written= are required\n", file,
+                                         j->e[i].path);
+                        return -EBADMSG;
+                }
+        return 0;
+}
+
+static int fsync_dir_of(const char *file) {
+        char tmp[MTHP_PATH_MAX];
+        snprintf(tmp, sizeof(tmp), "%s", file);
+        int fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = fsync(fd) < 0 ? -errno : 0;
+        close(fd);
+        return r;
+}
+
+int mthp_journal_save(const char *file, const struct mthp_journal *j) {
+        char tmp[MTHP_PATH_MAX + 8];
+        if (j->n == 0) {
+                if (unlink(file) < 0 && errno != ENOENT)
+                        return -errno;
+                return fsync_dir_of(file);
+        }
+        snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        FILE *f = fdopen(fd, "w");
+        if (!f) {
+                int r = -errno;
+                close(fd);
+                unlink(tmp);
+                return r;
+        }
+        fprintf(f, "# mthpd restore journal: the values THP knobs had before mthpd changed them.\n"
+                   "# 'mthpctl restore' puts them back. Written by mthpd; do not edit.\n"
+                   "[journal]\nroot=%s\n",
+                j->root[0] ? j->root : "/");
+        for (unsigned i = 0; i < j->n; i++) {
+                const struct mthp_journal_entry *e = &j->e[i];
+                fprintf(f, "\n[" KNOB_PREFIX "%s]\nid=%s\noriginal=%s\nwritten=%s\nprevious=%s\nstate=%s\n",
+                        e->path, e->id, e->original, e->written, e->previous[0] ? e->previous : e->original,
+                        e->state == MTHP_ENTRY_FOREIGN ? "foreign" : "managed");
+                if (e->state == MTHP_ENTRY_FOREIGN && e->foreign_value[0])
+                        fprintf(f, "foreign_value=%s\n", e->foreign_value);
+        }
+        if (fflush(f) != 0 || fsync(fd) < 0) {
+                int r = -errno;
+                fclose(f);
+                unlink(tmp);
+                return r;
+        }
+        if (fclose(f) != 0) {
+                int r = -errno;
+                unlink(tmp);
+                return r;
+        }
+        if (rename(tmp, file) < 0) {
+                int r = -errno;
+                unlink(tmp);
+                return r;
+        }
+        return fsync_dir_of(file);
+}
+
+struct mthp_journal_entry *mthp_journal_find(struct mthp_journal *j, const char *path) {
+        for (unsigned i = 0; i < j->n; i++)
+                if (strcmp(j->e[i].path, path) == 0)
+                        return &j->e[i];
+        return NULL;
+}
+
+void mthp_journal_remove(struct mthp_journal *j, const char *path) {
+        for (unsigned i = 0; i < j->n; i++)
+                if (strcmp(j->e[i].path, path) == 0) {
+                        memmove(&j->e[i], &j->e[i + 1], (j->n - i - 1) * sizeof(j->e[0]));
+                        j->n--;
+                        return;
+                }
+}
+
+static bool is_global(const char *path) {
+        return !strstr(path, "/hugepages-");
+}
+
+int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *n_restored) {
+        struct mthp_journal j;
+        char err[1024];
+        unsigned failed = 0, restored = 0;
+
+        int r = mthp_journal_load(file, &j, err, sizeof(err));
+        if (r == -ENOENT) {
+                if (n_restored)
+                        *n_restored = 0;
+                return 0;
+        }
+        if (r < 0) {
+                mthp_log(LOG_ERR, "%s", err[0] ? err : "cannot read restore journal");
+                return r;
+        }
+        /* two passes: per-size knobs, then global ones */
+        for (int pass = 0; pass < 2; pass++)
+                for (unsigned i = 0; i < j.n; i++) {
+                        struct mthp_journal_entry *e = &j.e[i];
+                        if (is_global(e->path) != (pass == 1) || !e->path[0])
+                                continue;
+                        struct mthp_knob k = { 0 };
+                        snprintf(k.path, sizeof(k.path), "%s", e->path);
+                        snprintf(k.id, sizeof(k.id), "%s", e->id);
+                        char cur[MTHP_VALUE_MAX];
+                        r = mthp_knob_read(h, &k, cur);
+                        if (r < 0) {
+                                mthp_log(LOG_ERR, "restore %s: cannot read %s: %s", e->id, e->path,
+                                         mthp_errno_words(r));
+                                failed++;
+                                continue;
+                        }
+                        bool ours = strcmp(cur, e->written) == 0 || (e->previous[0] && strcmp(cur, e->previous) == 0);
+                        if (e->state == MTHP_ENTRY_FOREIGN || !ours) {
+                                if (strcmp(cur, e->original) != 0)
+                                        mthp_log(LOG_NOTICE,
+                                                 "restore %s: left at '%s': someone else changed it after mthpd "
+                                                 "wrote '%s' (original was '%s')",
+                                                 e->id, cur, e->written, e->original);
+                                e->path[0] = 0; /* not ours any more */
+                                continue;
+                        }
+                        r = mthp_host_write(h, e->path, e->original);
+                        char back[MTHP_VALUE_MAX] = "";
+                        if (r == 0)
+                                r = mthp_knob_read(h, &k, back);
+                        if (r == 0 && strcmp(back, e->original) != 0)
+                                r = -EIO;
+                        if (r < 0) {
+                                mthp_log(LOG_ERR, "restore %s: writing '%s' to %s failed: %s", e->id, e->original,
+                                         e->path, mthp_errno_words(r));
+                                failed++;
+                                continue;
+                        }
+                        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
+                        e->path[0] = 0;
+                        restored++;
+                }
+        /* keep only what could not be restored, so a retry still knows it */
+        struct mthp_journal left = { .n = 0 };
+        memcpy(left.root, j.root, sizeof(left.root));
+        for (unsigned i = 0; i < j.n; i++)
+                if (j.e[i].path[0])
+                        left.e[left.n++] = j.e[i];
+        r = mthp_journal_save(file, &left);
+        if (r < 0)
+                return r;
+        if (n_restored)
+                *n_restored = restored;
+        return (int) failed;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mthp/log.h"
+
+static bool use_journal;
+static bool log_verbose;
+static const char *log_ident = "mthp";
+
+/* Same test systemd uses: JOURNAL_STREAM names the device and inode of our
+ * stderr when the service manager connected it to journald. */
+static bool stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return st.st_dev == dev && st.st_ino == ino;
+}
+
+void mthp_log_init(const char *ident, bool verbose) {
+        log_ident = ident;
+        log_verbose = verbose;
+        use_journal = stderr_is_journal();
+}
+
+static const char *prio_word(int prio) {
+        switch (prio) {
+        case LOG_EMERG: case LOG_ALERT: case LOG_CRIT: case LOG_ERR: return "error";
+        case LOG_WARNING: return "warning";
+        case LOG_NOTICE: return "notice";
+        case LOG_INFO: return "info";
+        default: return "debug";
+        }
+}
+
+void mthp_log(int prio, const char *fmt, ...) {
+        char msg[4096];
+        va_list ap;
+        if (prio == LOG_DEBUG && !log_verbose)
+                return;
+        int e = errno;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (use_journal)
+                sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=%s", log_ident, NULL);
+        else
+                fprintf(stderr, "%s: %s: %s\n", log_ident, prio_word(prio), msg);
+        errno = e;
+}
+
+void mthp_log_change(const struct mthp_change *c, bool dry_run) {
+        const char *slash = strchr(c->id, '/');
+        char size[16] = "";
+        if (slash && (size_t) (slash - c->id) < sizeof(size))
+                memcpy(size, c->id, (size_t) (slash - c->id));
+        if (use_journal) {
+                sd_journal_send("MESSAGE=%s %s: %s -> %s: %s", dry_run ? "would set" : "set", c->id, c->old, c->new,
+                                c->reason, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, "PRIORITY=%d", LOG_NOTICE,
+                                "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", c->id, "MTHP_SIZE=%s", size,
+                                "MTHP_KIND=%s", slash ? slash + 1 : "", "MTHP_OLD=%s", c->old, "MTHP_NEW=%s", c->new,
+                                "MTHP_REASON=%s", c->reason, "MTHP_DRY_RUN=%d", dry_run, NULL);
+                return;
+        }
+        fprintf(stderr, "%s: %s %s: %s -> %s: %s\n", log_ident, dry_run ? "would set" : "set", c->id, c->old, c->new,
+                c->reason);
+}
+
+void mthp_log_foreign(const struct mthp_knob *k, const char *ours, const char *theirs) {
+        const char *fmt = "%s was changed by someone else (mthpd wrote '%s', it now reads '%s'): "
+                          "mthpd stops managing it and will not restore it";
+        if (use_journal) {
+                char msg[512];
+                snprintf(msg, sizeof(msg), fmt, k->id, ours, theirs);
+                sd_journal_send("MESSAGE=%s", msg, "MESSAGE_ID=" MTHP_MESSAGE_FOREIGN, "PRIORITY=%d", LOG_WARNING,
+                                "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", k->id, "MTHP_OURS=%s", ours,
+                                "MTHP_THEIRS=%s", theirs, NULL);
+                return;
+        }
+        fprintf(stderr, "%s: warning: ", log_ident);
+        fprintf(stderr, fmt, k->id, ours, theirs);
+        fputc('\n', stderr);
+}
+
+const char *mthp_errno_words(int err) {
+        if (err < 0)
+                err = -err;
+        switch (err) {
+        case EINVAL: return "the kernel rejected the value (EINVAL)";
+        case EACCES: return "permission denied (EACCES): run as root";
+        case EPERM: return "operation not permitted (EPERM): run as root with CAP_SYS_ADMIN";
+        case EROFS: return "read-only file system (EROFS): /sys is mounted read-only here";
+        case ENOENT: return "no such file (ENOENT): this kernel does not have it";
+        case EBUSY: return "busy (EBUSY)";
+        case ENOSPC: return "no space left on device (ENOSPC)";
+        default: return strerror(err);
+        }
+}

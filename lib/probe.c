@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libcgroup.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mthp/probe.h"
+
+const char *mthp_kind_name(enum mthp_kind k) {
+        return k == MTHP_ANON ? "anon" : "shmem";
+}
+
+const char *mthp_cg_layout_name(enum mthp_cg_layout l) {
+        static const char *const n[] = { "none", "v1", "hybrid", "v2" };
+        return n[l];
+}
+
+void mthp_format_size(unsigned kb, char *buf, size_t size) {
+        if (kb >= 1024 * 1024 && kb % (1024 * 1024) == 0)
+                snprintf(buf, size, "%uG", kb / (1024 * 1024));
+        else if (kb >= 1024 && kb % 1024 == 0)
+                snprintf(buf, size, "%uM", kb / 1024);
+        else
+                snprintf(buf, size, "%uK", kb);
+}
+
+int mthp_parse_size(const char *s, unsigned *kb) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s || errno || *s == '-')
+                return -EINVAL;
+        unsigned long long mult = 1;
+        if (*end == 'K' || *end == 'k')
+                end++;
+        else if (*end == 'M' || *end == 'm')
+                mult = 1024, end++;
+        else if (*end == 'G' || *end == 'g')
+                mult = 1024 * 1024, end++;
+        if (*end == 'B' && mult == 1 && end[-1] == 'k')
+                end++;
+        else if (*end == 'B' || *end == 'b')
+                end++;
+        if (*end)
+                return -EINVAL;
+        if (v == 0 || v * mult > 16ULL * 1024 * 1024)
+                return -ERANGE;
+        *kb = (unsigned) (v * mult);
+        return 0;
+}
+
+int mthp_knob_parse(const char *text, char selected[MTHP_VALUE_MAX], char allowed[][MTHP_VALUE_MAX],
+                    unsigned *n_allowed) {
+        const char *p = text;
+        unsigned n = 0;
+        bool found = false;
+
+        while (*p) {
+                while (isspace((unsigned char) *p))
+                        p++;
+                if (!*p)
+                        break;
+                size_t len = strcspn(p, " \t\n");
+                bool sel = len >= 2 && p[0] == '[' && p[len - 1] == ']';
+                const char *w = sel ? p + 1 : p;
+                size_t wlen = sel ? len - 2 : len;
+                if (wlen == 0 || wlen >= MTHP_VALUE_MAX)
+                        return -EBADMSG;
+                if (allowed) {
+                        if (n >= MTHP_VALUES_MAX)
+                                return -E2BIG;
+                        memcpy(allowed[n], w, wlen);
+                        allowed[n][wlen] = 0;
+                }
+                n++;
+                if (sel) {
+                        if (found)
+                                return -EBADMSG;
+                        memcpy(selected, w, wlen);
+                        selected[wlen] = 0;
+                        found = true;
+                }
+                p += len;
+        }
+        if (n_allowed)
+                *n_allowed = n;
+        return found ? 0 : -EBADMSG;
+}
+
+int mthp_knob_read(const struct mthp_host *h, const struct mthp_knob *k, char value[MTHP_VALUE_MAX]) {
+        char buf[256];
+        int r = mthp_host_read(h, k->path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        return mthp_knob_parse(buf, value, NULL, NULL);
+}
+
+bool mthp_knob_allows(const struct mthp_knob *k, const char *value) {
+        for (unsigned i = 0; i < k->n_allowed; i++)
+                if (strcmp(k->allowed[i], value) == 0)
+                        return true;
+        return false;
+}
+
+int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id) {
+        for (unsigned i = 0; i < caps->n_knobs; i++)
+                if (strcmp(caps->knobs[i].id, id) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb) {
+        for (unsigned i = 0; i < caps->n_sizes; i++)
+                if (caps->sizes[i].kb == kb)
+                        return (int) i;
+        return -ENOENT;
+}
+
+static int add_knob(const struct mthp_host *h, struct mthp_caps *caps, enum mthp_knob_type type, unsigned kb,
+                    const char *path, const char *id) {
+        char buf[256], sel[MTHP_VALUE_MAX];
+        struct mthp_knob *k;
+
+        if (caps->n_knobs >= MTHP_KNOBS_MAX)
+                return -E2BIG;
+        int r = mthp_host_read(h, path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        k = &caps->knobs[caps->n_knobs];
+        memset(k, 0, sizeof(*k));
+        r = mthp_knob_parse(buf, sel, k->allowed, &k->n_allowed);
+        if (r < 0)
+                return r;
+        k->type = type;
+        k->size_kb = kb;
+        snprintf(k->path, sizeof(k->path), "%s", path);
+        snprintf(k->id, sizeof(k->id), "%s", id);
+        return (int) caps->n_knobs++;
+}
+
+static int cmp_size(const void *a, const void *b) {
+        const struct mthp_size *x = a, *y = b;
+        return (x->kb > y->kb) - (x->kb < y->kb);
+}
+
+static int probe_stats(const struct mthp_host *h, struct mthp_size *sz) {
+        char path[MTHP_PATH_MAX];
+        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/stats", sz->kb);
+        int fd = mthp_host_open_file(h, path, O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd == -ENOENT ? 0 : fd;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)) && sz->n_stats < MTHP_STATS_MAX) {
+                if (de->d_name[0] == '.' || strlen(de->d_name) >= MTHP_STAT_NAME_MAX)
+                        continue;
+                snprintf(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, "%s", de->d_name);
+        }
+        closedir(d);
+        qsort(sz->stats, sz->n_stats, MTHP_STAT_NAME_MAX, (int (*)(const void *, const void *)) strcmp);
+        return 0;
+}
+
+static bool is_cgroup2_dir(const struct mthp_host *h, const char *dir) {
+        char p[MTHP_PATH_MAX + 32];
+        if (strlen(dir) >= MTHP_PATH_MAX)
+                return false;
+        mthp_strcpy(p, sizeof(p), dir);
+        strcat(p, "/cgroup.controllers");
+        return mthp_host_exists(h, p);
+}
+
+/* On the real host ask libcgroup where the hierarchies are mounted; a fake
+ * tree has no mount table, so look in the places the kernel docs and
+ * systemd use. The same readers then work on both. */
+static void probe_cgroups(const struct mthp_host *h, struct mthp_caps *caps) {
+        caps->cg_memory[0] = caps->cg_unified[0] = 0;
+        if (h->real && cgroup_init() == 0) {
+                void *handle = NULL;
+                struct cgroup_mount_point m;
+                int r = cgroup_get_controller_begin(&handle, &m);
+                while (r == 0) {
+                        if (strlen(m.path) >= MTHP_PATH_MAX)
+                                ; /* not a path we can use */
+                        else if (is_cgroup2_dir(h, m.path)) {
+                                if (!caps->cg_unified[0])
+                                        mthp_strcpy(caps->cg_unified, sizeof(caps->cg_unified), m.path);
+                        } else if (strcmp(m.name, "memory") == 0 && !caps->cg_memory[0])
+                                mthp_strcpy(caps->cg_memory, sizeof(caps->cg_memory), m.path);
+                        r = cgroup_get_controller_next(&handle, &m);
+                }
+                cgroup_get_controller_end(&handle);
+                /* libcgroup may not list a cgroup2 mount that has no controllers */
+                if (!caps->cg_unified[0]) {
+                        static const char *const guess[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+                        for (size_t i = 0; i < 2; i++)
+                                if (is_cgroup2_dir(h, guess[i])) {
+                                        snprintf(caps->cg_unified, sizeof(caps->cg_unified), "%s", guess[i]);
+                                        break;
+                                }
+                }
+        } else {
+                if (is_cgroup2_dir(h, "/sys/fs/cgroup"))
+                        snprintf(caps->cg_unified, sizeof(caps->cg_unified), "/sys/fs/cgroup");
+                else if (is_cgroup2_dir(h, "/sys/fs/cgroup/unified"))
+                        snprintf(caps->cg_unified, sizeof(caps->cg_unified), "/sys/fs/cgroup/unified");
+                if (mthp_host_exists(h, "/sys/fs/cgroup/memory/memory.stat"))
+                        snprintf(caps->cg_memory, sizeof(caps->cg_memory), "/sys/fs/cgroup/memory");
+        }
+
+        bool v2_memory = false;
+        if (caps->cg_unified[0]) {
+                char p[MTHP_PATH_MAX + 32], buf[512];
+                snprintf(p, sizeof(p), "%s/cgroup.controllers", caps->cg_unified);
+                if (mthp_host_read(h, p, buf, sizeof(buf)) >= 0) {
+                        for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+                                if (strcmp(t, "memory") == 0)
+                                        v2_memory = true;
+                }
+        }
+        if (v2_memory) {
+                caps->cg_layout = MTHP_CG_V2;
+                snprintf(caps->cg_memory, sizeof(caps->cg_memory), "%s", caps->cg_unified);
+        } else if (caps->cg_memory[0])
+                caps->cg_layout = caps->cg_unified[0] ? MTHP_CG_HYBRID : MTHP_CG_V1;
+        else
+                caps->cg_layout = MTHP_CG_NONE;
+}
+
+int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
+        char buf[256];
+        int r;
+
+        memset(caps, 0, sizeof(*caps));
+        if (mthp_host_read(h, MTHP_THP_DIR "/enabled", buf, sizeof(buf)) < 0)
+                return -ENOENT;
+        if (mthp_host_read(h, MTHP_THP_DIR "/hpage_pmd_size", buf, sizeof(buf)) >= 0)
+                caps->pmd_kb = (unsigned) (strtoull(buf, NULL, 10) / 1024);
+
+        /* sizes */
+        int fd = mthp_host_open_file(h, MTHP_THP_DIR, O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                unsigned kb;
+                char tail[8];
+                if (sscanf(de->d_name, "hugepages-%ukB%7s", &kb, tail) != 1 || kb < 8)
+                        continue;
+                if (caps->n_sizes >= MTHP_SIZES_MAX)
+                        break;
+                struct mthp_size *sz = &caps->sizes[caps->n_sizes++];
+                sz->kb = kb;
+                sz->order = __builtin_ctz(kb / 4);
+        }
+        closedir(d);
+        qsort(caps->sizes, caps->n_sizes, sizeof(caps->sizes[0]), cmp_size);
+
+        static const struct {
+                enum mthp_knob_type type;
+                const char *file, *id;
+        } globals[] = {
+                { MTHP_KNOB_ENABLED, "enabled", "global/enabled" },
+                { MTHP_KNOB_DEFRAG, "defrag", "global/defrag" },
+                { MTHP_KNOB_SHMEM_ENABLED, "shmem_enabled", "global/shmem_enabled" },
+        };
+        /* per-size knobs first: restore order and status tables follow caps order */
+        for (unsigned i = 0; i < caps->n_sizes; i++) {
+                struct mthp_size *sz = &caps->sizes[i];
+                char path[MTHP_PATH_MAX], id[32], sname[16];
+                mthp_format_size(sz->kb, sname, sizeof(sname));
+                for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/%s", sz->kb,
+                                 kind == MTHP_ANON ? "enabled" : "shmem_enabled");
+                        snprintf(id, sizeof(id), "%s/%s", sname, mthp_kind_name(kind));
+                        r = add_knob(h, caps, kind == MTHP_ANON ? MTHP_KNOB_SIZE_ANON : MTHP_KNOB_SIZE_SHMEM, sz->kb,
+                                     path, id);
+                        if (r < 0 && r != -ENOENT)  /* -ENOENT: e.g. 8kB has no anon knob */
+                                return r;
+                        sz->knob[kind] = r >= 0 ? r : -1;
+                }
+                r = probe_stats(h, sz);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
+                char path[MTHP_PATH_MAX];
+                snprintf(path, sizeof(path), MTHP_THP_DIR "/%s", globals[i].file);
+                r = add_knob(h, caps, globals[i].type, 0, path, globals[i].id);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+
+        caps->psi = mthp_host_read(h, "/proc/pressure/memory", buf, sizeof(buf)) > 0;
+        caps->task_delayacct = mthp_host_read(h, "/proc/sys/kernel/task_delayacct", buf, sizeof(buf)) > 0 &&
+                               buf[0] == '1';
+        probe_cgroups(h, caps);
+        return 0;
+}
+
+int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size) {
+        size_t off = 0;
+#define OUT(...)                                                                             \
+        do {                                                                                 \
+                int _n = snprintf(buf + off, off < size ? size - off : 0, __VA_ARGS__);      \
+                if (_n > 0)                                                                  \
+                        off += (size_t) _n;                                                  \
+        } while (0)
+        char s[16];
+        mthp_format_size(caps->pmd_kb, s, sizeof(s));
+        OUT("PMD size %s; %u mTHP sizes:", s, caps->n_sizes);
+        for (unsigned i = 0; i < caps->n_sizes; i++) {
+                const struct mthp_size *sz = &caps->sizes[i];
+                mthp_format_size(sz->kb, s, sizeof(s));
+                OUT(" %s(%s%s%s)", s, sz->knob[MTHP_ANON] >= 0 ? "anon" : "",
+                    sz->knob[MTHP_ANON] >= 0 && sz->knob[MTHP_SHMEM] >= 0 ? "+" : "",
+                    sz->knob[MTHP_SHMEM] >= 0 ? "shmem" : "");
+        }
+        OUT("\n");
+        for (unsigned i = 0; i < caps->n_knobs; i++) {
+                const struct mthp_knob *k = &caps->knobs[i];
+                if (k->type == MTHP_KNOB_SIZE_ANON || k->type == MTHP_KNOB_SIZE_SHMEM)
+                        continue;
+                OUT("%s accepts:", k->id);
+                for (unsigned j = 0; j < k->n_allowed; j++)
+                        OUT(" %s", k->allowed[j]);
+                OUT("\n");
+        }
+        if (caps->n_sizes)
+                OUT("per-size stats: %u counters (e.g. %s)\n", caps->sizes[0].n_stats,
+                    caps->sizes[0].n_stats ? caps->sizes[0].stats[0] : "none");
+        OUT("PSI memory: %s; task delay accounting: %s\n", caps->psi ? "yes" : "absent",
+            caps->task_delayacct ? "on" : "off");
+        OUT("cgroups: %s (memory at %s, cgroup2 at %s)", mthp_cg_layout_name(caps->cg_layout),
+            caps->cg_memory[0] ? caps->cg_memory : "-", caps->cg_unified[0] ? caps->cg_unified : "-");
+#undef OUT
+        return off < size ? 0 : -ENOBUFS;
+}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mthp/sample.h"
+
+static const char *const vmstat_names[_MTHP_VM_MAX] = {
+        [MTHP_VM_PGFAULT] = "pgfault",
+        [MTHP_VM_PGMAJFAULT] = "pgmajfault",
+        [MTHP_VM_THP_FAULT_ALLOC] = "thp_fault_alloc",
+        [MTHP_VM_THP_FAULT_FALLBACK] = "thp_fault_fallback",
+        [MTHP_VM_THP_SPLIT_PAGE] = "thp_split_page",
+        [MTHP_VM_COMPACT_STALL] = "compact_stall",
+        [MTHP_VM_COMPACT_FAIL] = "compact_fail",
+        [MTHP_VM_COMPACT_SUCCESS] = "compact_success",
+        [MTHP_VM_PSWPOUT] = "pswpout",
+};
+
+const char *mthp_vmstat_name(enum mthp_vmstat_field f) {
+        return vmstat_names[f];
+}
+
+struct mthp_sampler {
+        const struct mthp_host *host;
+        const struct mthp_caps *caps;
+        int vmstat_fd, meminfo_fd, psi_fd;
+        int knob_fd[MTHP_KNOBS_MAX];
+        int stat_fd[MTHP_SIZES_MAX][MTHP_STATS_MAX];
+        bool have_prev;
+        struct mthp_snapshot prev;
+};
+
+static int reopen(struct mthp_sampler *s, int *fd, const char *path) {
+        if (*fd >= 0)
+                return *fd;
+        *fd = mthp_host_open_file(s->host, path, O_RDONLY);
+        return *fd;
+}
+
+/* pread a persistent fd; if the file went away (knob dir recreated, a
+ * hot-unplugged size) drop the fd so the next tick reopens it. */
+static int read_hot(struct mthp_sampler *s, int *fd, const char *path, char *buf, size_t size) {
+        int r = reopen(s, fd, path);
+        if (r < 0)
+                return r;
+        r = mthp_read_fd(*fd, buf, size);
+        if (r < 0) {
+                close(*fd);
+                *fd = -1;
+        }
+        return r;
+}
+
+int mthp_sampler_new(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_sampler **ret) {
+        struct mthp_sampler *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->host = h;
+        s->caps = caps;
+        s->vmstat_fd = s->meminfo_fd = s->psi_fd = -1;
+        for (unsigned i = 0; i < MTHP_KNOBS_MAX; i++)
+                s->knob_fd[i] = -1;
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                for (unsigned j = 0; j < MTHP_STATS_MAX; j++)
+                        s->stat_fd[i][j] = -1;
+        *ret = s;
+        return 0;
+}
+
+static void closefd(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+void mthp_sampler_free(struct mthp_sampler *s) {
+        if (!s)
+                return;
+        closefd(&s->vmstat_fd);
+        closefd(&s->meminfo_fd);
+        closefd(&s->psi_fd);
+        for (unsigned i = 0; i < MTHP_KNOBS_MAX; i++)
+                closefd(&s->knob_fd[i]);
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                for (unsigned j = 0; j < MTHP_STATS_MAX; j++)
+                        closefd(&s->stat_fd[i][j]);
+        free(s);
+}
+
+void mthp_counter_update(struct mthp_counter *c, const struct mthp_counter *prev, uint64_t value, double dt) {
+        c->value = value;
+        c->present = true;
+        c->reset = false;
+        c->rate = 0;
+        if (!prev || !prev->present || dt <= 0)
+                return;
+        if (value < prev->value) {
+                c->reset = true;
+                return;
+        }
+        c->rate = (double) (value - prev->value) / dt;
+}
+
+struct vm_ctx {
+        uint64_t v[_MTHP_VM_MAX];
+        bool seen[_MTHP_VM_MAX];
+};
+
+static void vm_cb(void *user, const char *key, unsigned long long value) {
+        struct vm_ctx *c = user;
+        for (int i = 0; i < _MTHP_VM_MAX; i++)
+                if (strcmp(key, vmstat_names[i]) == 0) {
+                        c->v[i] = value;
+                        c->seen[i] = true;
+                        return;
+                }
+}
+
+static void mem_cb(void *user, const char *key, unsigned long long value) {
+        struct mthp_meminfo *m = user;
+        if (strcmp(key, "MemTotal") == 0)
+                m->total_kb = value;
+        else if (strcmp(key, "MemAvailable") == 0)
+                m->available_kb = value;
+        else if (strcmp(key, "AnonPages") == 0)
+                m->anon_kb = value;
+        else if (strcmp(key, "Shmem") == 0)
+                m->shmem_kb = value;
+        else if (strcmp(key, "AnonHugePages") == 0)
+                m->anon_huge_kb = value;
+        else if (strcmp(key, "ShmemHugePages") == 0)
+                m->shmem_huge_kb = value;
+}
+
+int mthp_parse_psi(const char *text, struct mthp_psi *psi) {
+        bool some = false, full = false;
+        const char *p = text;
+
+        while (*p) {
+                double a10, a60, a300;
+                unsigned long long total;
+                char kind[8];
+                if (sscanf(p, "%7s avg10=%lf avg60=%lf avg300=%lf total=%llu", kind, &a10, &a60, &a300, &total) == 5) {
+                        if (strcmp(kind, "some") == 0) {
+                                psi->some_avg10 = a10;
+                                psi->some_total.value = total;
+                                some = true;
+                        } else if (strcmp(kind, "full") == 0) {
+                                psi->full_avg10 = a10;
+                                psi->full_total.value = total;
+                                full = true;
+                        }
+                }
+                p = strchrnul(p, '\n');
+                if (*p)
+                        p++;
+        }
+        psi->present = some;
+        (void) full; /* "full" is absent on old kernels; some alone is enough */
+        return some ? 0 : -EBADMSG;
+}
+
+int mthp_stat_index(const struct mthp_size *sz, const char *name) {
+        for (unsigned i = 0; i < sz->n_stats; i++)
+                if (strcmp(sz->stats[i], name) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+static double stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i,
+                        const char *name) {
+        int j = mthp_stat_index(&caps->sizes[i], name);
+        return j < 0 ? 0 : snap->size[i].stat[j].rate;
+}
+
+void mthp_snapshot_derive(const struct mthp_caps *caps, struct mthp_snapshot *snap) {
+        /* pgfault counts fault events; a fault that maps an N-page folio is one
+         * event but brings in N pages. Add the N-1 extra pages per mTHP (and
+         * PMD) allocation so that demand stays level when folios grow. */
+        double pages = snap->vm[MTHP_VM_PGFAULT].rate;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                snap->kind_pages_rate[k] = snap->kind_alloc_rate[k] = snap->kind_fallback_rate[k] = 0;
+        for (unsigned i = 0; i < caps->n_sizes; i++) {
+                double npages = caps->sizes[i].kb / 4.0;
+                double anon = stat_rate(caps, snap, i, "anon_fault_alloc");
+                double shmem = stat_rate(caps, snap, i, "shmem_alloc");
+                snap->kind_pages_rate[MTHP_ANON] += anon * npages;
+                snap->kind_pages_rate[MTHP_SHMEM] += shmem * npages;
+                snap->kind_alloc_rate[MTHP_ANON] += anon;
+                snap->kind_alloc_rate[MTHP_SHMEM] += shmem;
+                snap->kind_fallback_rate[MTHP_ANON] += stat_rate(caps, snap, i, "anon_fault_fallback");
+                snap->kind_fallback_rate[MTHP_SHMEM] += stat_rate(caps, snap, i, "shmem_fallback");
+                /* since 6.18 a shmem fault maps the whole folio too (one
+                 * pgfault for N pages); tmpfs write(2) allocations are counted
+                 * here as well, which only overstates demand for tmpfs I/O */
+                pages += anon * (npages - 1) + shmem * (npages - 1);
+        }
+        snap->fault_pages_rate = pages;
+}
+
+int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snapshot *snap) {
+        const struct mthp_caps *caps = s->caps;
+        const struct mthp_snapshot *prev = s->have_prev ? &s->prev : NULL;
+        char buf[16384];
+        int r;
+
+        memset(snap, 0, sizeof(*snap));
+        snap->t_usec = t_usec;
+        snap->tick = prev ? prev->tick + 1 : 0;
+        snap->dt = prev && t_usec > prev->t_usec ? (double) (t_usec - prev->t_usec) / 1e6 : 0;
+
+        r = read_hot(s, &s->vmstat_fd, "/proc/vmstat", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        struct vm_ctx vc = { 0 };
+        mthp_parse_kv(buf, vm_cb, &vc);
+        for (int i = 0; i < _MTHP_VM_MAX; i++)
+                if (vc.seen[i])
+                        mthp_counter_update(&snap->vm[i], prev ? &prev->vm[i] : NULL, vc.v[i], snap->dt);
+
+        r = read_hot(s, &s->meminfo_fd, "/proc/meminfo", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        mthp_parse_kv(buf, mem_cb, &snap->mem);
+
+        /* PSI can be absent (CONFIG_PSI=n, psi=0 on the command line): mark it
+         * absent and carry on. */
+        if (caps->psi && read_hot(s, &s->psi_fd, "/proc/pressure/memory", buf, sizeof(buf)) > 0 &&
+            mthp_parse_psi(buf, &snap->psi) == 0) {
+                uint64_t some = snap->psi.some_total.value, full = snap->psi.full_total.value;
+                mthp_counter_update(&snap->psi.some_total, prev ? &prev->psi.some_total : NULL, some, snap->dt);
+                mthp_counter_update(&snap->psi.full_total, prev ? &prev->psi.full_total : NULL, full, snap->dt);
+        } else
+                snap->psi.present = false;
+
+        for (unsigned i = 0; i < caps->n_sizes; i++) {
+                const struct mthp_size *sz = &caps->sizes[i];
+                for (unsigned j = 0; j < sz->n_stats; j++) {
+                        char path[MTHP_PATH_MAX + MTHP_STAT_NAME_MAX];
+                        char v[64];
+                        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/stats/%s", sz->kb, sz->stats[j]);
+                        if (read_hot(s, &s->stat_fd[i][j], path, v, sizeof(v)) <= 0)
+                                continue;   /* stays !present: no rate this tick */
+                        mthp_counter_update(&snap->size[i].stat[j], prev ? &prev->size[i].stat[j] : NULL,
+                                            strtoull(v, NULL, 10), snap->dt);
+                }
+        }
+
+        for (unsigned i = 0; i < caps->n_knobs; i++) {
+                if (read_hot(s, &s->knob_fd[i], caps->knobs[i].path, buf, 256) <= 0 ||
+                    mthp_knob_parse(buf, snap->knob[i], NULL, NULL) < 0)
+                        snap->knob[i][0] = 0;
+        }
+
+        mthp_snapshot_derive(caps, snap);
+        s->prev = *snap;
+        s->have_prev = true;
+        return 0;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ini-util.h"
+#include "mthp/status.h"
+
+int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                           const struct mthp_decision *d, int n, bool dry_run) {
+        char path[MTHP_PATH_MAX + 16], tmp[MTHP_PATH_MAX + 24];
+        struct timespec ts;
+        snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\n", getpid(),
+                dry_run, (unsigned long long) snap->tick,
+                (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000,
+                snap->fault_pages_rate);
+        for (int i = 0; i < n; i++) {
+                /* reasons are one line: they come from snprintf formats without newlines */
+                fprintf(f, "\n[knob %s]\ndecision=%s\nreason=%s\n", caps->knobs[d[i].knob].id,
+                        d[i].value[0] ? d[i].value : "original", d[i].reason);
+        }
+        int r = ferror(f) ? -EIO : 0;
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(tmp);
+        return r;
+}
+
+void mthp_status_file_remove(const char *state_dir) {
+        char path[MTHP_PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
+        unlink(path);
+}
+
+static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
+        struct mthp_status *st = ini->user;
+        if (strcmp(section, "status") == 0) {
+                if (strcmp(key, "pid") == 0)
+                        st->pid = atoi(value);
+                else if (strcmp(key, "dry_run") == 0)
+                        st->dry_run = atoi(value) != 0;
+                else if (strcmp(key, "tick") == 0)
+                        st->tick = strtoull(value, NULL, 10);
+                else if (strcmp(key, "updated_usec") == 0)
+                        st->updated_realtime_usec = strtoull(value, NULL, 10);
+                else if (strcmp(key, "fault_pages_rate") == 0)
+                        st->fault_pages_rate = strtod(value, NULL);
+                return 0;
+        }
+        if (strncmp(section, "knob ", 5) != 0)
+                return 0;   /* newer daemon, older mthpctl: ignore what we do not know */
+        const char *id = section + 5;
+        struct mthp_status_knob *k = st->n ? &st->k[st->n - 1] : NULL;
+        if (!k || strcmp(k->id, id) != 0) {
+                if (st->n >= MTHP_KNOBS_MAX)
+                        return 0;
+                k = &st->k[st->n++];
+                snprintf(k->id, sizeof(k->id), "%s", id);
+        }
+        if (strcmp(key, "decision") == 0)
+                snprintf(k->decision, sizeof(k->decision), "%s", value);
+        else if (strcmp(key, "reason") == 0)
+                snprintf(k->reason, sizeof(k->reason), "%s", value);
+        return 0;
+}
+
+int mthp_status_file_read(const char *state_dir, struct mthp_status *st) {
+        char path[MTHP_PATH_MAX + 16];
+        memset(st, 0, sizeof(*st));
+        snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
+        if (access(path, F_OK) < 0)
+                return -errno;
+        int r = mthp_ini_parse_file(path, handler, st, NULL, 0);
+        if (r < 0)
+                return r;
+        if (st->pid <= 0 || (kill(st->pid, 0) < 0 && errno == ESRCH))
+                return -ENOENT;
+        return 0;
+}
