@@ -13,7 +13,9 @@
  * Exit status: 0 success (also when stopped by SIGINT/SIGTERM),
  * 1 runtime error, 2 usage error.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
