@@ -48,6 +48,31 @@ bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob) {
         return e && e->state == MTHP_ENTRY_FOREIGN;
 }
 
+/* Dry run: track what the knob would hold, so each would-be change is
+ * logged once, like a real one. */
+static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
+                         size_t errsz) {
+        const struct mthp_knob *k = &a->caps->knobs[knob];
+        char cur[MTHP_VALUE_MAX];
+        int r = mthp_knob_read(a->host, k, cur);
+        if (r < 0) {
+                snprintf(err, errsz, "%s (%s): cannot read current value: %s", k->id, k->path, mthp_errno_words(r));
+                return r;
+        }
+        const char *sim = a->simulated[knob][0] ? a->simulated[knob] : cur;
+        const char *target = value[0] ? value : cur; /* "" = original: the real value */
+        if (value[0] && !mthp_knob_allows(k, value)) {
+                snprintf(err, errsz, "%s (%s): '%s' is not one of the values this kernel accepts", k->id, k->path,
+                         value);
+                return -EINVAL;
+        }
+        if (strcmp(sim, target) == 0)
+                return 0;
+        record(a, k, sim, target, reason);
+        snprintf(a->simulated[knob], sizeof(a->simulated[knob]), "%s", value[0] ? target : "");
+        return 0;
+}
+
 int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
                     size_t errsz) {
         const struct mthp_knob *k = &a->caps->knobs[knob];
@@ -57,6 +82,8 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
 
         if (err && errsz)
                 err[0] = 0;
+        if (a->dry_run)
+                return dry_run_write(a, knob, value, reason, err, errsz);
         if (e && e->state == MTHP_ENTRY_FOREIGN)
                 return 0; /* someone else owns it now */
         if (!value[0]) {
@@ -87,10 +114,6 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
         }
         if (strcmp(cur, target) == 0)
                 return 0;
-        if (a->dry_run) {
-                record(a, k, cur, target, reason);
-                return 0;
-        }
 
         /* journal the original before the first write, durably */
         struct mthp_journal_entry saved = { 0 };

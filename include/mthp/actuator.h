@@ -28,6 +28,8 @@ struct mthp_actuator {
         char journal_file[MTHP_PATH_MAX];
         struct mthp_journal journal;
         bool dry_run;
+        /* dry run: the value each knob would have now ("" = untouched) */
+        char simulated[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         mthp_change_cb on_change;
         mthp_foreign_cb on_foreign;
         void *user;
