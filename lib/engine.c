@@ -128,8 +128,11 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         snprintf(d->value, sizeof(d->value), "%s", i < st->level ? "always" : "");
                         char sname[16];
                         size_name(caps, ladder[i], sname, sizeof(sname));
-                        snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level, n_ladder,
-                                 sname, i < st->level ? "in use" : "not needed: original value");
+                        /* a reason longer than the buffer is cut, never lost */
+                        if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level,
+                                     n_ladder, sname, i < st->level ? "in use" : "not needed: original value") >=
+                            (int) sizeof(d->reason))
+                                d->reason[sizeof(d->reason) - 2] = '~';
                 }
         }
         return (int) n;

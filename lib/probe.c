@@ -163,7 +163,7 @@ static int probe_stats(const struct mthp_host *h, struct mthp_size *sz) {
         while ((de = readdir(d)) && sz->n_stats < MTHP_STATS_MAX) {
                 if (de->d_name[0] == '.' || strlen(de->d_name) >= MTHP_STAT_NAME_MAX)
                         continue;
-                snprintf(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, "%s", de->d_name);
+                mthp_strcpy(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, de->d_name);
         }
         closedir(d);
         qsort(sz->stats, sz->n_stats, MTHP_STAT_NAME_MAX, (int (*)(const void *, const void *)) strcmp);
