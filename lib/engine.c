@@ -4,6 +4,8 @@
 
 #include "mthp/engine.h"
 
+#define BACKOFF_MAX_TICKS 3600
+
 unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, enum mthp_kind kind,
                             unsigned ladder[MTHP_SIZES_MAX]) {
         unsigned n = 0;
@@ -19,31 +21,49 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
 }
 
 struct signals {
-        double demand, fallback_pct, avail_pct;
+        double demand, fallback_pct, avail_pct, share;
         bool pressure, fragmented, measured;
         char pressure_why[96];
 };
 
-static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                         struct signals *s) {
+static double size_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i, const char *name) {
+        int j = mthp_stat_index(&caps->sizes[i], name);
+        return j < 0 ? 0 : snap->size[i].stat[j].rate;
+}
+
+static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         const struct mthp_snapshot *snap, enum mthp_kind kind, int top_size, struct signals *s) {
         memset(s, 0, sizeof(*s));
         s->measured = snap->dt > 0;
-        /* faults not explained by mTHP allocations of either kind are 4K
-         * faults, which could come from either: each kind may claim them */
+        /* Faults no mTHP allocation explains are 4K faults of either kind:
+         * split them by how much anon and shmem memory the host holds, so an
+         * anon-only workload does not raise shmem sizes too. */
         double explained = snap->kind_pages_rate[MTHP_ANON] + snap->kind_pages_rate[MTHP_SHMEM];
         double unexplained = snap->fault_pages_rate > explained ? snap->fault_pages_rate - explained : 0;
-        s->demand = snap->kind_pages_rate[kind] + unexplained;
+        double total_kb = (double) snap->mem.anon_kb + (double) snap->mem.shmem_kb;
+        s->share = total_kb > 0 ? (double) (kind == MTHP_ANON ? snap->mem.anon_kb : snap->mem.shmem_kb) / total_kb
+                                : 0.5;
+        s->demand = snap->kind_pages_rate[kind] + unexplained * s->share;
 
-        double tries = snap->kind_alloc_rate[kind] + snap->kind_fallback_rate[kind];
-        s->fallback_pct = tries >= 10 ? 100.0 * snap->kind_fallback_rate[kind] / tries : 0;
-        s->fragmented = s->fallback_pct >= cfg->max_fallback && tries >= 10;
+        /* The kernel counts a fallback at every size it tries, so only the
+         * largest enabled size's own ratio says whether it is failing. */
+        if (top_size >= 0) {
+                double alloc = size_rate(caps, snap, (unsigned) top_size,
+                                         kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc");
+                double fb = size_rate(caps, snap, (unsigned) top_size,
+                                      kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback");
+                if (alloc + fb >= 10) {
+                        s->fallback_pct = 100.0 * fb / (alloc + fb);
+                        s->fragmented = s->fallback_pct >= cfg->max_fallback;
+                }
+        }
 
         s->avail_pct = snap->mem.total_kb ? 100.0 * (double) snap->mem.available_kb / (double) snap->mem.total_kb : 100;
         if (snap->psi.present && snap->psi.some_avg10 >= cfg->psi_some_max) {
                 s->pressure = true;
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "PSI memory some %.1f%% >= %.0f%%",
                          snap->psi.some_avg10, cfg->psi_some_max);
-        } else if (snap->mem.total_kb && s->avail_pct < cfg->min_available) {
+        } else if (s->avail_pct < cfg->min_available) {
                 s->pressure = true;
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "MemAvailable %.1f%% < %.0f%%", s->avail_pct,
                          cfg->min_available);
@@ -52,6 +72,19 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
 
 static void size_name(const struct mthp_caps *caps, unsigned idx, char *buf, size_t n) {
         mthp_format_size(caps->sizes[idx].kb, buf, n);
+}
+
+/* Step down after a failure (pressure, fragmentation) and bar the level that
+ * failed for a while, longer each time it fails again. */
+static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_engine_kind *st, uint64_t tick) {
+        unsigned base = cfg->dwell_ticks ? 4 * cfg->dwell_ticks : 4;
+        if (st->ceiling == st->level && st->backoff)
+                st->backoff = st->backoff * 2 > BACKOFF_MAX_TICKS ? BACKOFF_MAX_TICKS : st->backoff * 2;
+        else
+                st->backoff = base;
+        st->ceiling = st->level;
+        st->ceiling_until = tick + st->backoff;
+        st->level--;
 }
 
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -66,12 +99,12 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 unsigned ladder[MTHP_SIZES_MAX];
                 unsigned n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
                 struct signals sig;
-                char why[MTHP_REASON_MAX] = "";
+                char why[MTHP_REASON_MAX - 96] = "";
                 const char *kname = mthp_kind_name(kind);
 
                 if (st->level > n_ladder)
                         st->level = n_ladder; /* config shrank the ladder */
-                read_signals(cfg, snap, kind, &sig);
+                read_signals(cfg, caps, snap, kind, st->level ? (int) ladder[st->level - 1] : -1, &sig);
 
                 if (sig.measured) {
                         st->pressure_streak = sig.pressure ? st->pressure_streak + 1 : 0;
@@ -80,6 +113,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         st->lower_streak = sig.demand < cfg->lower_fault_rate ? st->lower_streak + 1 : 0;
                 }
                 bool dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
+                bool barred = st->ceiling && st->level + 1 >= st->ceiling && snap->tick < st->ceiling_until;
                 unsigned old_level = st->level;
                 char top[16] = "4K";
                 if (st->level)
@@ -89,15 +123,17 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         snprintf(why, sizeof(why), "first sample: no rates yet, holding %s at %s", kname, top);
                 } else if (st->level > 0 && st->pressure_streak >= 2) {
                         /* pressure acts without waiting for dwell: memory is the emergency */
-                        st->level--;
-                        snprintf(why, sizeof(why), "memory pressure for %u ticks (%s): step %s down", st->pressure_streak,
-                                 sig.pressure_why, kname);
+                        snprintf(why, sizeof(why), "memory pressure for %u ticks (%s): step %s down from %s",
+                                 st->pressure_streak, sig.pressure_why, kname, top);
+                        step_down_failed(cfg, st, snap->tick);
+                        st->pressure_streak = 0; /* PSI lags: give the step time to show */
                 } else if (st->level > 0 && sig.fragmented && dwell_ok) {
-                        st->level--;
                         snprintf(why, sizeof(why),
-                                 "%.0f%% of %s mTHP faults fall back (>= %.0f%%): memory too fragmented, step down",
-                                 sig.fallback_pct, kname, cfg->max_fallback);
-                } else if (st->level < n_ladder && st->raise_streak >= cfg->confirm_ticks && dwell_ok) {
+                                 "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too fragmented, "
+                                 "step down",
+                                 sig.fallback_pct, kname, top, cfg->max_fallback);
+                        step_down_failed(cfg, st, snap->tick);
+                } else if (st->level < n_ladder && st->raise_streak >= cfg->confirm_ticks && dwell_ok && !barred) {
                         st->level++;
                         snprintf(why, sizeof(why),
                                  "%s fault demand %.0f pages/s >= %.0f for %u ticks, no pressure (PSI some %.1f%%, "
@@ -109,30 +145,50 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         snprintf(why, sizeof(why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down", kname,
                                  sig.demand, cfg->lower_fault_rate, st->lower_streak);
                 } else {
+                        char extra[160] = "";
+                        if (sig.pressure)
+                                snprintf(extra, sizeof(extra), "; pressure: %s", sig.pressure_why);
+                        else if (barred)
+                                snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks",
+                                         st->ceiling, (unsigned long long) (st->ceiling_until - snap->tick));
+                        else if (!dwell_ok)
+                                snprintf(extra, sizeof(extra), "; dwelling after last change");
                         snprintf(why, sizeof(why),
                                  "holding %s at %s: demand %.0f pages/s (raise at %.0f for %u ticks: streak %u; lower "
-                                 "below %.0f for %u: streak %u)%s%s%s",
+                                 "below %.0f for %u: streak %u), fallback %.0f%%%s",
                                  kname, top, sig.demand, cfg->raise_fault_rate, cfg->confirm_ticks, st->raise_streak,
-                                 cfg->lower_fault_rate, cfg->lower_ticks, st->lower_streak,
-                                 sig.pressure ? "; pressure: " : "", sig.pressure ? sig.pressure_why : "",
-                                 dwell_ok ? "" : "; dwelling after last change");
+                                 cfg->lower_fault_rate, cfg->lower_ticks, st->lower_streak, sig.fallback_pct, extra);
                 }
                 if (st->level != old_level) {
                         st->last_change_tick = snap->tick ? snap->tick : 1;
                         st->raise_streak = st->lower_streak = 0;
                 }
+                if (st->ceiling && snap->tick >= st->ceiling_until + 10 * st->backoff)
+                        st->ceiling = st->backoff = 0; /* long clean spell: forget the failure */
 
-                for (unsigned i = 0; i < n_ladder && n < n_out; i++) {
+                /* One decision for every per-size knob of this kind: sizes off
+                 * the ladder (e.g. after a reload narrowed it) go back to their
+                 * original value instead of staying as we left them. */
+                for (unsigned i = 0; i < caps->n_sizes && n < n_out; i++) {
+                        int knob = caps->sizes[i].knob[kind];
+                        if (knob < 0)
+                                continue;
+                        int rung = -1;
+                        for (unsigned r = 0; r < n_ladder; r++)
+                                if (ladder[r] == i)
+                                        rung = (int) r;
                         struct mthp_decision *d = &out[n++];
-                        d->knob = caps->sizes[ladder[i]].knob[kind];
-                        snprintf(d->value, sizeof(d->value), "%s", i < st->level ? "always" : "");
                         char sname[16];
-                        size_name(caps, ladder[i], sname, sizeof(sname));
-                        /* a reason longer than the buffer is cut, never lost */
-                        if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level,
-                                     n_ladder, sname, i < st->level ? "in use" : "not needed: original value") >=
-                            (int) sizeof(d->reason))
-                                d->reason[sizeof(d->reason) - 2] = '~';
+                        size_name(caps, i, sname, sizeof(sname));
+                        d->knob = knob;
+                        bool on = rung >= 0 && (unsigned) rung < st->level;
+                        snprintf(d->value, sizeof(d->value), "%s", on ? "always" : "");
+                        if (rung < 0)
+                                snprintf(d->reason, sizeof(d->reason),
+                                         "%s is outside the %s sizes mthpd may use: original value", sname, kname);
+                        else
+                                snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level,
+                                         n_ladder, sname, on ? "in use" : "not needed: original value");
                 }
         }
         return (int) n;

@@ -13,6 +13,13 @@ struct mthp_engine_kind {
         unsigned level;
         unsigned raise_streak, lower_streak, pressure_streak;
         uint64_t last_change_tick;
+        /* After a step down for pressure or fragmentation, the level that
+         * failed is barred until ceiling_until; each repeat failure at the
+         * same level doubles the backoff. Without this the engine climbs
+         * straight back into the condition it fled and flaps. */
+        unsigned ceiling;               /* 0 = none */
+        uint64_t ceiling_until;
+        unsigned backoff;
 };
 
 struct mthp_engine_state {

@@ -1,0 +1,1066 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for the pure engine, mthp_engine_decide(), on synthetic
+ * snapshots. A small kernel model turns the engine's own decisions into the
+ * next tick's counters (which size a fault gets, how often it falls back,
+ * how many pgfault events that takes), so hysteresis is tested in closed
+ * loop, the way the daemon runs it.
+ *
+ * Run without arguments: the tests that must pass. With one argument: the
+ * known-issue test of that name, registered in meson with should_fail, so
+ * fixing the engine turns it into an "unexpected pass" to promote. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mthp/config.h"
+#include "mthp/engine.h"
+#include "mthp/sample.h"
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define MEM_TOTAL_KB 16000000ULL /* round, so that percentages are exact */
+
+/* ---- a 6.18 x86-64 host: 8K..2M, 8K without an anon knob ---- */
+
+static const char *const anon_values[] = { "always", "inherit", "madvise", "never", NULL };
+static const char *const shmem_values[] = { "always", "inherit", "within_size", "advise", "never", NULL };
+static const char *const enabled_values[] = { "always", "madvise", "never", NULL };
+static const char *const defrag_values[] = { "always", "defer", "defer+madvise", "madvise", "never", NULL };
+static const char *const shmem_global_values[] = { "always", "within_size", "advise", "never", "deny", "force", NULL };
+static const char *const stat_names[] = {
+        "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge", "nr_anon",
+        "nr_anon_partially_mapped", "shmem_alloc", "shmem_fallback", "shmem_fallback_charge",
+        "split", "split_deferred", "split_failed", "swpin", "swpin_fallback",
+        "swpin_fallback_charge", "swpout", "swpout_fallback", "zswpout",
+};
+
+static int add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, const char *id, const char *path,
+                    const char *const *values) {
+        struct mthp_knob *k = &c->knobs[c->n_knobs];
+        k->type = type;
+        k->size_kb = kb;
+        snprintf(k->id, sizeof(k->id), "%s", id);
+        snprintf(k->path, sizeof(k->path), "%s", path);
+        for (k->n_allowed = 0; values[k->n_allowed]; k->n_allowed++)
+                snprintf(k->allowed[k->n_allowed], MTHP_VALUE_MAX, "%s", values[k->n_allowed]);
+        return (int) c->n_knobs++;
+}
+
+static void caps_init(struct mthp_caps *c) {
+        memset(c, 0, sizeof(*c));
+        c->pmd_kb = 2048;
+        c->psi = true;
+        c->cg_layout = MTHP_CG_HYBRID;
+        for (unsigned kb = 8; kb <= 2048; kb *= 2) {
+                struct mthp_size *sz = &c->sizes[c->n_sizes];
+                char name[16], id[32], path[MTHP_PATH_MAX];
+                sz->kb = kb;
+                sz->order = __builtin_ctz(kb / 4);
+                mthp_format_size(kb, name, sizeof(name));
+                sz->knob[MTHP_ANON] = -1;
+                if (kb > 8) { /* orders 2..PMD only */
+                        snprintf(id, sizeof(id), "%s/anon", name);
+                        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/enabled", kb);
+                        sz->knob[MTHP_ANON] = add_knob(c, MTHP_KNOB_SIZE_ANON, kb, id, path, anon_values);
+                }
+                snprintf(id, sizeof(id), "%s/shmem", name);
+                snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/shmem_enabled", kb);
+                sz->knob[MTHP_SHMEM] = add_knob(c, MTHP_KNOB_SIZE_SHMEM, kb, id, path, shmem_values);
+                /* a different order per size, as readdir gives: stats must be
+                 * found by name, never by position */
+                sz->n_stats = ELEMENTSOF(stat_names);
+                for (unsigned j = 0; j < sz->n_stats; j++)
+                        snprintf(sz->stats[j], MTHP_STAT_NAME_MAX, "%s",
+                                 stat_names[(j + 5 * c->n_sizes) % ELEMENTSOF(stat_names)]);
+                c->n_sizes++;
+        }
+        add_knob(c, MTHP_KNOB_ENABLED, 0, "global/enabled", MTHP_THP_DIR "/enabled", enabled_values);
+        add_knob(c, MTHP_KNOB_DEFRAG, 0, "global/defrag", MTHP_THP_DIR "/defrag", defrag_values);
+        add_knob(c, MTHP_KNOB_SHMEM_ENABLED, 0, "global/shmem_enabled", MTHP_THP_DIR "/shmem_enabled",
+                 shmem_global_values);
+}
+
+static int size_index(const struct mthp_caps *c, unsigned kb) {
+        for (unsigned i = 0; i < c->n_sizes; i++)
+                if (c->sizes[i].kb == kb)
+                        return (int) i;
+        fail_msg("no %uK size", kb);
+        return -1;
+}
+
+/* ---- the workload and the kernel's answer to the current knobs ---- */
+
+struct workload {
+        double pages[_MTHP_KIND_MAX]; /* 4K pages/s the workload faults in, per kind */
+        double fail;                  /* fraction of mTHP allocations failing at each size >= fail_min_kb */
+        unsigned fail_min_kb;
+        bool psi_absent;
+        double psi_some;              /* PSI memory some avg10, percent */
+        double avail_pct;             /* MemAvailable; 0 means a healthy 50% */
+        bool no_meminfo;              /* MemTotal unknown */
+        /* memory the workload's own folios cost: MemAvailable while its
+         * largest folio is >= this size (0: no such effect) */
+        unsigned bloat_kb;
+        double bloat_avail_pct;
+};
+
+/* What the reason of a kind should quote this tick. */
+struct expect {
+        double demand;        /* 4K pages/s the engine should see */
+        double fallback_pct;  /* of the kind's mTHP attempts */
+        bool fallback_counted;
+};
+
+struct sim {
+        struct mthp_engine_config cfg;
+        struct mthp_caps caps;
+        struct mthp_engine_state st;
+        uint64_t tick;
+        char orig[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        struct mthp_snapshot snap;
+        struct expect expect[_MTHP_KIND_MAX];
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        int n_dec;
+        unsigned ups[_MTHP_KIND_MAX], downs[_MTHP_KIND_MAX];
+        uint64_t last_change[_MTHP_KIND_MAX]; /* tick of the last level change */
+};
+
+static void sim_init(struct sim *s) {
+        struct mthp_config c;
+        memset(s, 0, sizeof(*s));
+        mthp_config_defaults(&c);
+        s->cfg = c.engine;
+        caps_init(&s->caps);
+        for (unsigned i = 0; i < s->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &s->caps.knobs[i];
+                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
+                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
+                                : k->size_kb == s->caps.pmd_kb                                ? "inherit"
+                                                                                              : "never";
+                snprintf(s->orig[i], MTHP_VALUE_MAX, "%s", v);
+                snprintf(s->knob[i], MTHP_VALUE_MAX, "%s", v);
+        }
+}
+
+static int sim_setup(void **state) {
+        struct sim *s = malloc(sizeof(*s));
+        assert_non_null(s);
+        sim_init(s);
+        *state = s;
+        return 0;
+}
+
+static int sim_teardown(void **state) {
+        free(*state);
+        return 0;
+}
+
+static void set_rate(struct sim *s, struct mthp_snapshot *snap, unsigned size, const char *stat, double rate) {
+        int j = mthp_stat_index(&s->caps.sizes[size], stat);
+        assert_true(j >= 0);
+        snap->size[size].stat[j].rate = rate;
+        snap->size[size].stat[j].present = true;
+}
+
+/* The kernel tries the largest "always" size first and falls back to the
+ * next smaller enabled one, counting a fallback at each size that failed;
+ * each fault is one pgfault event however many pages it maps. */
+static void kernel_model(struct sim *s, const struct workload *w, struct mthp_snapshot *snap) {
+        double pgfault = 0, four_k[_MTHP_KIND_MAX] = { 0 };
+        unsigned largest = 0;
+
+        memset(snap, 0, sizeof(*snap));
+        snap->tick = s->tick;
+        snap->t_usec = 1000000 * (s->tick + 1);
+        snap->dt = s->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
+
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                double alloc[MTHP_SIZES_MAX] = { 0 }, fallback[MTHP_SIZES_MAX] = { 0 };
+                double reach = 1, pages_per_fault = 0, top_tries = 0, top_fails = 0;
+                bool top_seen = false;
+                for (unsigned i = s->caps.n_sizes; i-- > 0;) {
+                        int k = s->caps.sizes[i].knob[kind];
+                        if (k < 0 || strcmp(s->knob[k], "always") != 0)
+                                continue;
+                        double f = s->caps.sizes[i].kb >= w->fail_min_kb ? w->fail : 0;
+                        alloc[i] = reach * (1 - f);
+                        fallback[i] = reach * f;
+                        pages_per_fault += alloc[i] * s->caps.sizes[i].kb / 4;
+                        reach *= f;
+                        if (alloc[i] > 0 && s->caps.sizes[i].kb > largest)
+                                largest = s->caps.sizes[i].kb;
+                }
+                pages_per_fault += reach; /* the rest get a 4K page */
+                double faults = snap->dt > 0 ? w->pages[kind] / pages_per_fault : 0;
+                pgfault += faults;
+                four_k[kind] = faults * reach;
+                for (unsigned i = 0; i < s->caps.n_sizes; i++) {
+                        set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc", faults * alloc[i]);
+                        set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback",
+                                 faults * fallback[i]);
+                }
+                /* the engine judges fragmentation by the largest enabled size alone */
+                for (unsigned i = s->caps.n_sizes; i-- > 0 && !top_seen;) {
+                        int k = s->caps.sizes[i].knob[kind];
+                        if (k < 0 || strcmp(s->knob[k], "always") != 0)
+                                continue;
+                        top_seen = true;
+                        top_tries = faults * (alloc[i] + fallback[i]);
+                        top_fails = faults * fallback[i];
+                }
+                s->expect[kind].fallback_pct = top_tries > 0 ? 100 * top_fails / top_tries : 0;
+                s->expect[kind].fallback_counted = top_tries >= 10;
+        }
+        /* resident memory follows what each kind faults in */
+        snap->mem.anon_kb = (uint64_t) w->pages[MTHP_ANON] * 4;
+        snap->mem.shmem_kb = (uint64_t) w->pages[MTHP_SHMEM] * 4;
+        double mem_total = (double) snap->mem.anon_kb + (double) snap->mem.shmem_kb;
+        /* 4K faults carry no kind: the engine splits them by resident memory */
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                double share = mem_total > 0 ? (double) (kind == MTHP_ANON ? snap->mem.anon_kb : snap->mem.shmem_kb) /
+                                                       mem_total
+                                             : 0.5;
+                s->expect[kind].demand =
+                        snap->dt > 0 ? w->pages[kind] - four_k[kind] + (four_k[0] + four_k[1]) * share : 0;
+        }
+
+        snap->vm[MTHP_VM_PGFAULT].present = true;
+        snap->vm[MTHP_VM_PGFAULT].rate = pgfault;
+        snap->psi.present = !w->psi_absent;
+        snap->psi.some_avg10 = w->psi_some; /* a level, valid on the first sample too */
+        if (!w->no_meminfo) {
+                double avail = w->avail_pct > 0 ? w->avail_pct : 50;
+                if (w->bloat_kb && largest >= w->bloat_kb)
+                        avail = w->bloat_avail_pct;
+                snap->mem.total_kb = MEM_TOTAL_KB;
+                snap->mem.available_kb = (uint64_t) llround((double) MEM_TOTAL_KB * avail / 100);
+        }
+        memcpy(snap->knob, s->knob, sizeof(snap->knob));
+        mthp_snapshot_derive(&s->caps, snap);
+}
+
+static unsigned ladder_of(const struct sim *s, enum mthp_kind kind, unsigned ladder[MTHP_SIZES_MAX]) {
+        return mthp_engine_ladder(&s->cfg, &s->caps, kind, ladder);
+}
+
+/* The decisions of one kind: anon's come first, in ladder order. */
+static const struct mthp_decision *kind_decisions(const struct sim *s, enum mthp_kind kind) {
+        /* the decision of the kind's first ladder rung; the others follow it */
+        unsigned ladder[MTHP_SIZES_MAX];
+        assert_true(ladder_of(s, kind, ladder) > 0);
+        int knob = s->caps.sizes[ladder[0]].knob[kind];
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->dec[i].knob == knob)
+                        return &s->dec[i];
+        fail_msg("no decision for the first ladder rung");
+        return NULL;
+}
+
+static const char *kind_reason(const struct sim *s, enum mthp_kind kind) {
+        unsigned ladder[MTHP_SIZES_MAX];
+        assert_true(ladder_of(s, kind, ladder) > 0);
+        return kind_decisions(s, kind)->reason;
+}
+
+static void assert_contains(const char *haystack, const char *needle) {
+        if (!strstr(haystack, needle))
+                fail_msg("\"%s\" does not contain \"%s\"", haystack, needle);
+}
+
+static void assert_containsf(const char *haystack, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void assert_containsf(const char *haystack, const char *fmt, ...) {
+        char needle[128];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(needle, sizeof(needle), fmt, ap);
+        va_end(ap);
+        assert_contains(haystack, needle);
+}
+
+/* Invariants of every tick: one decision per ladder knob, in order, "always"
+ * below the level and "" (original) above, each with a reason quoting the
+ * numbers behind it. */
+static void check_decisions(const struct sim *s, const struct mthp_engine_state *next) {
+        int n = 0;
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                unsigned ladder[MTHP_SIZES_MAX];
+                unsigned n_ladder = ladder_of(s, kind, ladder);
+                unsigned level = next->kind[kind].level;
+                assert_true(level <= n_ladder);
+                for (unsigned sz = 0; sz < s->caps.n_sizes; sz++) {
+                        if (s->caps.sizes[sz].knob[kind] < 0)
+                                continue;
+                        const struct mthp_decision *d = &s->dec[n++];
+                        assert_true(n <= s->n_dec);
+                        assert_int_equal(d->knob, s->caps.sizes[sz].knob[kind]);
+                        int rung = -1;
+                        for (unsigned r = 0; r < n_ladder; r++)
+                                if (ladder[r] == sz)
+                                        rung = (int) r;
+                        if (rung < 0) {
+                                /* off the ladder: back to the original value */
+                                assert_string_equal(d->value, "");
+                                assert_contains(d->reason, "outside");
+                                continue;
+                        }
+                        unsigned i = (unsigned) rung;
+                        assert_string_equal(d->value, i < level ? "always" : "");
+                        assert_true(d->reason[0] != 0);
+                        assert_containsf(d->reason, "level %u/%u", level, n_ladder);
+                        if (s->tick == 0) {
+                                assert_contains(d->reason, "first sample");
+                        } else if (strstr(d->reason, "memory pressure")) {
+                                if (s->snap.psi.present && s->snap.psi.some_avg10 >= s->cfg.psi_some_max)
+                                        assert_containsf(d->reason, "PSI memory some %.1f%%", s->snap.psi.some_avg10);
+                                else
+                                        assert_containsf(d->reason, "MemAvailable %.1f%%",
+                                                         100.0 * (double) s->snap.mem.available_kb /
+                                                                 (double) s->snap.mem.total_kb);
+                        } else if (strstr(d->reason, "fall back")) {
+                                assert_containsf(d->reason, "%.0f%% of %s", s->expect[kind].fallback_pct,
+                                                 mthp_kind_name(kind));
+                        } else {
+                                /* raise, lower and hold all quote the demand */
+                                assert_containsf(d->reason, "%.0f pages/s", s->expect[kind].demand);
+                        }
+                }
+        }
+        assert_int_equal(s->n_dec, n);
+}
+
+static void sim_step(struct sim *s, const struct workload *w) {
+        struct mthp_engine_state next, prev = s->st;
+
+        kernel_model(s, w, &s->snap);
+        memset(s->dec, 0x5a, sizeof(s->dec));
+        memset(&next, 0x5a, sizeof(next));
+        s->n_dec = mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &s->st, &next, s->dec, MTHP_KNOBS_MAX);
+        assert_memory_equal(&prev, &s->st, sizeof(prev)); /* prev is input only */
+        assert_int_equal(next.tick, s->tick);
+        check_decisions(s, &next);
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                unsigned a = s->st.kind[kind].level, b = next.kind[kind].level;
+                if (a == b)
+                        continue;
+                assert_true(a + 1 == b || b + 1 == a); /* one step at a time */
+                if (b > a)
+                        s->ups[kind]++;
+                else
+                        s->downs[kind]++;
+                s->last_change[kind] = s->tick;
+        }
+        for (int i = 0; i < s->n_dec; i++)
+                snprintf(s->knob[s->dec[i].knob], MTHP_VALUE_MAX, "%s",
+                         s->dec[i].value[0] ? s->dec[i].value : s->orig[s->dec[i].knob]);
+        s->st = next;
+        s->tick++;
+}
+
+static void sim_run(struct sim *s, const struct workload *w, unsigned ticks) {
+        for (unsigned i = 0; i < ticks; i++)
+                sim_step(s, w);
+}
+
+static unsigned level(const struct sim *s, enum mthp_kind kind) {
+        return s->st.kind[kind].level;
+}
+
+static unsigned changes(const struct sim *s, enum mthp_kind kind) {
+        return s->ups[kind] + s->downs[kind];
+}
+
+/* Run a steady workload until a kind reaches lvl; returns the tick it got there. */
+static uint64_t sim_climb(struct sim *s, const struct workload *w, enum mthp_kind kind, unsigned lvl) {
+        for (unsigned i = 0; i < 1000 && level(s, kind) < lvl; i++)
+                sim_step(s, w);
+        assert_int_equal(level(s, kind), lvl);
+        return s->last_change[kind];
+}
+
+static const struct workload anon_hot = { .pages = { [MTHP_ANON] = 100000 } };
+static const struct workload shmem_hot = { .pages = { [MTHP_SHMEM] = 100000 } };
+static const struct workload idle = { .pages = { [MTHP_ANON] = 1000 } };
+
+/* ---- ladder ---- */
+
+static void assert_ladder(struct sim *s, enum mthp_kind kind, const unsigned *kbs, unsigned n) {
+        unsigned ladder[MTHP_SIZES_MAX];
+        unsigned got = ladder_of(s, kind, ladder);
+        assert_int_equal(got, n);
+        for (unsigned i = 0; i < n; i++)
+                assert_int_equal(s->caps.sizes[ladder[i]].kb, kbs[i]);
+}
+
+static void test_ladder_default(void **state) {
+        struct sim *s = *state;
+        static const unsigned want[] = { 16, 32, 64 };
+        assert_ladder(s, MTHP_ANON, want, 3);
+        assert_ladder(s, MTHP_SHMEM, want, 3);
+}
+
+static void test_ladder_ranges(void **state) {
+        struct sim *s = *state;
+        static const unsigned anon_all[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
+        static const unsigned shmem_all[] = { 8, 16, 32, 64, 128, 256, 512, 1024, 2048 };
+        static const unsigned mid[] = { 128, 256, 512, 1024 };
+        static const unsigned one[] = { 64 };
+
+        /* 8K-2M: anon skips 8K, which has no enabled knob */
+        s->cfg.min_kb[MTHP_ANON] = s->cfg.min_kb[MTHP_SHMEM] = 8;
+        s->cfg.max_kb[MTHP_ANON] = s->cfg.max_kb[MTHP_SHMEM] = 2048;
+        assert_ladder(s, MTHP_ANON, anon_all, ELEMENTSOF(anon_all));
+        assert_ladder(s, MTHP_SHMEM, shmem_all, ELEMENTSOF(shmem_all));
+
+        s->cfg.min_kb[MTHP_ANON] = 128;
+        s->cfg.max_kb[MTHP_ANON] = 1024;
+        assert_ladder(s, MTHP_ANON, mid, ELEMENTSOF(mid));
+        s->cfg.min_kb[MTHP_SHMEM] = s->cfg.max_kb[MTHP_SHMEM] = 64;
+        assert_ladder(s, MTHP_SHMEM, one, 1);
+
+        /* "none" parses to 0-0 */
+        assert_int_equal(mthp_parse_size_range("none", &s->cfg.min_kb[MTHP_ANON], &s->cfg.max_kb[MTHP_ANON]), 0);
+        assert_ladder(s, MTHP_ANON, NULL, 0);
+}
+
+static void test_ladder_skips_sizes_without_always(void **state) {
+        struct sim *s = *state;
+        static const unsigned want[] = { 16, 64 };
+        static const char *const no_always[] = { "inherit", "within_size", "advise", "never", NULL };
+        int k = s->caps.sizes[size_index(&s->caps, 32)].knob[MTHP_SHMEM];
+        s->caps.knobs[k].n_allowed = 0;
+        for (; no_always[s->caps.knobs[k].n_allowed]; s->caps.knobs[k].n_allowed++)
+                snprintf(s->caps.knobs[k].allowed[s->caps.knobs[k].n_allowed], MTHP_VALUE_MAX, "%s",
+                         no_always[s->caps.knobs[k].n_allowed]);
+        assert_ladder(s, MTHP_SHMEM, want, 2);
+        /* and the engine never writes it */
+        sim_run(s, &shmem_hot, 30);
+        assert_int_equal(level(s, MTHP_SHMEM), 2);
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->dec[i].knob == k)
+                        assert_string_equal(s->dec[i].value, ""); /* original, never "always" */
+        assert_string_equal(s->knob[k], "never");
+}
+
+/* ---- first sample ---- */
+
+static void test_first_sample_holds(void **state) {
+        struct sim *s = *state;
+        /* a state carried over with every streak one tick from acting */
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++)
+                s->st.kind[kind] = (struct mthp_engine_kind) {
+                        .level = 2, .raise_streak = 5, .lower_streak = 50, .pressure_streak = 1,
+                };
+        static const struct workload storm = { .pages = { 100000, 100000 }, .psi_some = 60, .avail_pct = 1,
+                                               .fail = 0.9 };
+        struct mthp_engine_state before = s->st;
+        sim_step(s, &storm);
+        assert_int_equal(s->snap.dt, 0);
+        assert_memory_equal(&s->st.kind, &before.kind, sizeof(before.kind));
+        for (int i = 0; i < s->n_dec; i++)
+                assert_contains(s->dec[i].reason, strstr(s->dec[i].reason, "outside") ? "outside" : "first sample");
+
+        /* dt = 0 even if a replayed snapshot carries rates */
+        struct mthp_engine_state next;
+        struct mthp_decision out[MTHP_KNOBS_MAX];
+        s->snap.vm[MTHP_VM_PGFAULT].rate = 1e6;
+        mthp_snapshot_derive(&s->caps, &s->snap);
+        before.kind[MTHP_ANON].level = 0;
+        before.kind[MTHP_ANON].raise_streak = 1;
+        assert_int_equal(mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &before, &next, out, MTHP_KNOBS_MAX), 17);
+        assert_memory_equal(&next.kind, &before.kind, sizeof(before.kind));
+}
+
+static void test_first_sample_fresh(void **state) {
+        struct sim *s = *state;
+        static const struct workload hot_pressed = { .pages = { 100000 }, .psi_some = 60 };
+        s->cfg.confirm_ticks = 1;
+        sim_step(s, &anon_hot);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(s->st.kind[MTHP_ANON].raise_streak, 0);
+        sim_step(s, &anon_hot); /* first measured tick: confirm 1 raises */
+        assert_int_equal(level(s, MTHP_ANON), 1);
+
+        sim_init(s);
+        sim_step(s, &hot_pressed);
+        assert_int_equal(s->st.kind[MTHP_ANON].pressure_streak, 0);
+}
+
+/* ---- raise and confirmation ---- */
+
+static void test_raise_after_confirm(void **state) {
+        struct sim *s = *state;
+        static const struct workload hot = { .pages = { [MTHP_ANON] = 30000 } };
+        sim_step(s, &hot); /* tick 0: first sample */
+        sim_step(s, &hot);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(s->st.kind[MTHP_ANON].raise_streak, 1);
+        assert_contains(kind_reason(s, MTHP_ANON), "streak 1");
+        sim_step(s, &hot);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+        const char *why = kind_reason(s, MTHP_ANON);
+        assert_contains(why, "step up");
+        assert_contains(why, "30000 pages/s >= 25000 for 2 ticks");
+        assert_string_equal(kind_decisions(s, MTHP_ANON)[0].value, "always");
+
+        sim_init(s);
+        s->cfg.confirm_ticks = 4;
+        sim_run(s, &hot, 4);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        sim_step(s, &hot);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+        assert_int_equal(s->last_change[MTHP_ANON], 4);
+}
+
+static void test_raise_threshold(void **state) {
+        struct sim *s = *state;
+        static const struct workload below = { .pages = { [MTHP_ANON] = 24999 } };
+        static const struct workload at = { .pages = { [MTHP_ANON] = 25000 } };
+        sim_run(s, &below, 100);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        sim_run(s, &at, 2);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+}
+
+static void test_raise_streak_resets(void **state) {
+        struct sim *s = *state;
+        static const struct workload hi = { .pages = { [MTHP_ANON] = 30000 } };
+        static const struct workload lo = { .pages = { [MTHP_ANON] = 20000 } };
+        sim_step(s, &hi); /* first sample */
+        sim_step(s, &hi);
+        sim_step(s, &lo);
+        assert_int_equal(s->st.kind[MTHP_ANON].raise_streak, 0);
+        sim_step(s, &hi);
+        assert_int_equal(level(s, MTHP_ANON), 0); /* 2 of 3 ticks high, not 2 in a row */
+        sim_step(s, &hi);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+
+        sim_init(s);
+        s->cfg.confirm_ticks = 3;
+        const struct workload *seq[] = { &hi, &hi, &hi, &lo, &hi, &hi, &lo, &hi, &hi };
+        for (size_t i = 0; i < ELEMENTSOF(seq); i++)
+                sim_step(s, seq[i]);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        sim_step(s, &hi);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+}
+
+/* ---- dwell ---- */
+
+static void test_dwell(void **state) {
+        struct sim *s = *state;
+        /* defaults: confirm 2, dwell 5: changes at ticks 2, 7, 12 */
+        static const uint64_t want[] = { 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3 };
+        for (size_t t = 0; t < ELEMENTSOF(want); t++) {
+                sim_step(s, &anon_hot);
+                assert_int_equal(level(s, MTHP_ANON), want[t]);
+                if (t > 2 && want[t] == want[t - 1] && want[t] < 3)
+                        assert_contains(kind_reason(s, MTHP_ANON), "dwelling after last change");
+        }
+
+        /* dwell holds a step down too */
+        sim_init(s);
+        s->cfg.lower_ticks = 1;
+        s->cfg.dwell_ticks = 10;
+        uint64_t t = sim_climb(s, &anon_hot, MTHP_ANON, 1);
+        while (s->tick < t + 10) {
+                sim_step(s, &idle);
+                assert_int_equal(level(s, MTHP_ANON), 1);
+        }
+        sim_step(s, &idle);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(s->last_change[MTHP_ANON], t + 10);
+
+        /* dwell 0: confirmation alone paces the climb */
+        sim_init(s);
+        s->cfg.dwell_ticks = 0;
+        s->cfg.confirm_ticks = 1;
+        sim_run(s, &anon_hot, 4);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        assert_int_equal(changes(s, MTHP_ANON), 3);
+}
+
+/* ---- climbing the ladder ---- */
+
+static void test_climb_to_max(void **state) {
+        struct sim *s = *state;
+        sim_run(s, &anon_hot, 200);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        assert_int_equal(s->ups[MTHP_ANON], 3);
+        assert_int_equal(s->downs[MTHP_ANON], 0);
+        const struct mthp_decision *d = kind_decisions(s, MTHP_ANON);
+        for (int i = 0; i < 3; i++)
+                assert_string_equal(d[i].value, "always");
+        assert_contains(d[0].reason, "holding anon at 64K");
+        assert_string_equal(s->knob[s->caps.sizes[size_index(&s->caps, 128)].knob[MTHP_ANON]], "never");
+        assert_string_equal(s->knob[s->caps.sizes[size_index(&s->caps, 2048)].knob[MTHP_ANON]], "inherit");
+}
+
+static void test_climb_wide_ladder(void **state) {
+        struct sim *s = *state;
+        static const struct workload both = { .pages = { 100000, 100000 } };
+        s->cfg.min_kb[MTHP_ANON] = s->cfg.min_kb[MTHP_SHMEM] = 8;
+        s->cfg.max_kb[MTHP_ANON] = s->cfg.max_kb[MTHP_SHMEM] = 2048;
+        s->cfg.dwell_ticks = 1;
+        s->cfg.confirm_ticks = 1;
+        unsigned seen[_MTHP_KIND_MAX] = { 0 };
+        for (int t = 0; t < 60; t++) {
+                sim_step(s, &both);
+                for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                        /* every level visited, in order (check_decisions checks the values) */
+                        assert_true(level(s, kind) == seen[kind] || level(s, kind) == seen[kind] + 1);
+                        seen[kind] = level(s, kind);
+                }
+        }
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(level(s, MTHP_SHMEM), 9);
+        assert_int_equal(s->n_dec, 17);
+        for (int i = 0; i < s->n_dec; i++) {
+                const struct mthp_knob *k = &s->caps.knobs[s->dec[i].knob];
+                assert_true(k->type == MTHP_KNOB_SIZE_ANON || k->type == MTHP_KNOB_SIZE_SHMEM);
+        }
+        assert_string_equal(s->knob[s->caps.sizes[0].knob[MTHP_SHMEM]], "always");
+
+        /* a mid level: "always" up to it, original above */
+        sim_init(s);
+        s->cfg.min_kb[MTHP_ANON] = 8;
+        s->cfg.max_kb[MTHP_ANON] = 2048;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        const struct mthp_decision *d = kind_decisions(s, MTHP_ANON);
+        for (int i = 0; i < 8; i++) {
+                assert_int_equal(s->caps.knobs[d[i].knob].size_kb, 16u << i);
+                assert_string_equal(d[i].value, i < 3 ? "always" : "");
+        }
+        assert_contains(d[0].reason, "16K in use");
+        assert_contains(d[3].reason, "128K not needed");
+}
+
+static void test_decisions_every_tick(void **state) {
+        struct sim *s = *state;
+        /* nothing to do still yields a decision per managed knob */
+        sim_run(s, &idle, 3);
+        assert_int_equal(s->n_dec, 17); /* every per-size knob: 8 anon (no 8K) + 9 shmem */
+        for (int i = 0; i < s->n_dec; i++)
+                assert_string_equal(s->dec[i].value, "");
+
+        /* an empty range manages nothing of that kind */
+        s->cfg.min_kb[MTHP_ANON] = s->cfg.max_kb[MTHP_ANON] = 0;
+        sim_run(s, &anon_hot, 20);
+        assert_int_equal(s->n_dec, 17);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->caps.knobs[s->dec[i].knob].type == MTHP_KNOB_SIZE_ANON)
+                        assert_string_equal(s->dec[i].value, ""); /* all anon back to original */
+}
+
+static void test_output_bounded(void **state) {
+        struct sim *s = *state;
+        struct mthp_engine_state next;
+        struct mthp_decision out[3];
+        sim_run(s, &anon_hot, 20);
+        memset(out, 0x5a, sizeof(out));
+        assert_int_equal(mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &s->st, &next, out, 2), 2);
+        assert_int_equal(out[2].knob, 0x5a5a5a5a); /* untouched */
+        assert_int_equal(mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &s->st, &next, out, 0), 0);
+}
+
+static void test_ladder_shrinks(void **state) {
+        struct sim *s = *state;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        s->cfg.max_kb[MTHP_ANON] = 32;
+        sim_step(s, &anon_hot);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        const struct mthp_decision *d = kind_decisions(s, MTHP_ANON);
+        assert_string_equal(d[0].value, "always");
+        assert_string_equal(d[1].value, "always");
+}
+
+/* ---- pressure ---- */
+
+static void test_pressure_psi(void **state) {
+        struct sim *s = *state;
+        struct workload pressed = anon_hot;
+        pressed.psi_some = 20;
+        uint64_t t = sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        assert_int_equal(s->tick, t + 1);
+        sim_step(s, &pressed); /* one tick: could be a blip */
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        sim_step(s, &pressed); /* two: act, though still dwelling after t */
+        assert_true(s->tick <= t + s->cfg.dwell_ticks);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "memory pressure for 2 ticks (PSI memory some 20.0% >= 10%)");
+        /* sustained pressure keeps stepping down, dwell or not (today one
+         * step a tick; any pace within a few ticks is fine) */
+        sim_run(s, &pressed, 2 * s->cfg.dwell_ticks - 1);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_true(s->last_change[MTHP_ANON] < t + 2 * s->cfg.dwell_ticks);
+        /* high demand under pressure never raises */
+        sim_run(s, &pressed, 100);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(s->ups[MTHP_ANON], 3);
+        assert_contains(kind_reason(s, MTHP_ANON), "pressure: PSI memory some 20.0%");
+        /* relief: climbs again after confirmation */
+        sim_run(s, &anon_hot, 2);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+}
+
+static void test_pressure_blips_ignored(void **state) {
+        struct sim *s = *state;
+        struct workload pressed = anon_hot, mild = anon_hot, absent = anon_hot;
+        pressed.psi_some = 30;
+        mild.psi_some = 9.9;
+        absent.psi_some = 90;
+        absent.psi_absent = true;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        for (int i = 0; i < 50; i++) {
+                sim_step(s, &pressed);
+                sim_step(s, &anon_hot);
+        }
+        sim_run(s, &mild, 20);
+        sim_run(s, &absent, 20);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        assert_int_equal(s->downs[MTHP_ANON], 0);
+        /* the limit itself counts as pressure */
+        mild.psi_some = 10;
+        sim_run(s, &mild, 2);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+}
+
+static void test_pressure_memavailable(void **state) {
+        struct sim *s = *state;
+        struct workload low = anon_hot, edge = anon_hot, unknown = anon_hot;
+        low.avail_pct = 5;
+        edge.avail_pct = 10;
+        unknown.no_meminfo = true;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        sim_run(s, &edge, 20); /* at the limit is not below it */
+        sim_run(s, &unknown, 20);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        sim_step(s, &low);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        sim_step(s, &low);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        assert_contains(kind_reason(s, MTHP_ANON), "MemAvailable 5.0% < 10%");
+        sim_run(s, &low, 50);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(s->ups[MTHP_ANON], 3);
+}
+
+/* ---- fragmentation ---- */
+
+static void test_fragmentation(void **state) {
+        struct sim *s = *state;
+        struct workload frag = anon_hot, some = anon_hot;
+        frag.fail = 0.8;
+        some.fail = 0.3;
+        uint64_t t = sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        /* fallbacks below the limit are the price of large folios */
+        sim_run(s, &some, 30);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        assert_float_equal(s->expect[MTHP_ANON].fallback_pct, 30, 1e-6);
+        assert_true(s->tick > t + s->cfg.dwell_ticks);
+
+        sim_step(s, &frag);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        assert_contains(kind_reason(s, MTHP_ANON), "80% of anon mTHP faults at 64K fall back (>= 50%)");
+        t = s->last_change[MTHP_ANON];
+        /* a fragmentation step waits for dwell */
+        while (s->tick < t + s->cfg.dwell_ticks) {
+                sim_step(s, &frag);
+                assert_int_equal(level(s, MTHP_ANON), 2);
+        }
+        sim_step(s, &frag);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+        assert_int_equal(s->last_change[MTHP_ANON], t + s->cfg.dwell_ticks);
+}
+
+static void test_fragmentation_needs_volume(void **state) {
+        struct sim *s = *state;
+        /* 90% fail, but 8 attempts per second are noise, not a trend */
+        struct workload trickle = { .pages = { [MTHP_ANON] = 10 }, .fail = 0.9 };
+        s->cfg.lower_fault_rate = 1;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        for (int i = 0; i < 50; i++) {
+                sim_step(s, &trickle);
+                assert_false(s->expect[MTHP_ANON].fallback_counted);
+                assert_true(s->expect[MTHP_ANON].fallback_pct > 80);
+        }
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        /* the same ratio at volume steps down */
+        trickle.pages[MTHP_ANON] = 100000;
+        sim_step(s, &trickle);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+}
+
+static void test_fragmentation_blocks_raise(void **state) {
+        struct sim *s = *state;
+        struct workload frag = anon_hot;
+        frag.fail = 0.8;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        sim_run(s, &anon_hot, s->cfg.dwell_ticks);
+        sim_step(s, &frag);
+        uint64_t t = s->last_change[MTHP_ANON];
+        assert_int_equal(t, s->tick - 1);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        /* fallbacks while dwelling build no raise streak ... */
+        while (s->tick < t + s->cfg.dwell_ticks)
+                sim_step(s, &frag);
+        assert_int_equal(s->st.kind[MTHP_ANON].raise_streak, 0);
+        /* ... and when they stop, the level that failed stays barred for a
+         * backoff (4 x dwell), then a raise still needs its confirmation */
+        sim_step(s, &anon_hot);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        assert_contains(kind_reason(s, MTHP_ANON), "barred");
+        while (s->tick < t + 4 * s->cfg.dwell_ticks) {
+                sim_step(s, &anon_hot);
+                assert_int_equal(level(s, MTHP_ANON), 2);
+        }
+        sim_run(s, &anon_hot, s->cfg.confirm_ticks + 1);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+}
+
+/* ---- lowering ---- */
+
+static void test_lower(void **state) {
+        struct sim *s = *state;
+        static const struct workload warm = { .pages = { [MTHP_ANON] = 3000 } };
+        sim_climb(s, &anon_hot, MTHP_ANON, 2);
+        sim_run(s, &warm, 20); /* between the thresholds: hold */
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        sim_run(s, &idle, 9);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        sim_step(s, &warm); /* resets the idle streak */
+        sim_run(s, &idle, 9);
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        sim_step(s, &idle);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+        assert_contains(kind_reason(s, MTHP_ANON), "anon fault demand 1000 pages/s < 2500 for 10 ticks: step down");
+        /* the next step needs a fresh streak */
+        sim_run(s, &idle, 9);
+        assert_int_equal(level(s, MTHP_ANON), 1);
+        sim_step(s, &idle);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        sim_run(s, &idle, 50);
+        assert_int_equal(changes(s, MTHP_ANON), 4);
+}
+
+/* ---- no flapping ---- */
+
+static void test_no_flap_oscillation(void **state) {
+        struct sim *s = *state;
+        static const double around[][2] = { { 24000, 26000 }, { 20000, 30000 }, { 13000, 37000 }, { 5000, 45000 } };
+        for (size_t a = 0; a < ELEMENTSOF(around); a++)
+                for (unsigned period = 1; period <= 12; period++)
+                        for (unsigned high = 1; high < 2 * period; high++) {
+                                sim_init(s);
+                                for (unsigned t = 0; t < 200; t++) {
+                                        bool up = t % (2 * period) < high;
+                                        struct workload w = { .pages = { around[a][up], around[a][!up] / 4 } };
+                                        sim_step(s, &w);
+                                }
+                                for (int kind = 0; kind < _MTHP_KIND_MAX; kind++)
+                                        if (changes(s, kind) > 3)
+                                                fail_msg("%s flaps: %u changes with demand %.0f/%.0f, period %u, %u high",
+                                                         mthp_kind_name(kind), changes(s, kind), around[a][1],
+                                                         around[a][0], 2 * period, high);
+                        }
+
+        /* noise: a deterministic walk between 50% and 150% of raise_fault_rate */
+        sim_init(s);
+        uint32_t x = 12345;
+        for (unsigned t = 0; t < 200; t++) {
+                x = x * 1103515245u + 12345u;
+                struct workload w = { .pages = { [MTHP_ANON] = 12500 + (double) (x >> 8 & 0xffff) / 65535 * 25000 } };
+                sim_step(s, &w);
+        }
+        assert_true(changes(s, MTHP_ANON) <= 3);
+        assert_true(changes(s, MTHP_SHMEM) <= 3);
+}
+
+static void test_no_flap_steady(void **state) {
+        struct sim *s = *state;
+        static const struct workload both = { .pages = { 60000, 60000 } };
+        const struct workload *ws[] = { &anon_hot, &shmem_hot, &both };
+        for (size_t i = 0; i < ELEMENTSOF(ws); i++) {
+                sim_init(s);
+                sim_run(s, ws[i], 200);
+                for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                        assert_true(changes(s, kind) <= 3);
+                        if (ws[i]->pages[kind] > 0) {
+                                assert_int_equal(level(s, kind), 3);
+                                assert_int_equal(s->downs[kind], 0);
+                        }
+                }
+        }
+}
+
+static void test_no_flap_folio_pages(void **state) {
+        struct sim *s = *state;
+        /* above raise, but a 16th of it is below lower: counting pgfault
+         * events instead of pages would step back down and flap */
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                struct workload w = { 0 };
+                w.pages[kind] = 30000;
+                sim_init(s);
+                sim_run(s, &w, 200);
+                assert_int_equal(level(s, kind), 3);
+                assert_int_equal(s->ups[kind], 3);
+                assert_int_equal(s->downs[kind], 0);
+                assert_float_equal(s->snap.vm[MTHP_VM_PGFAULT].rate, 30000.0 / 16, 1e-6);
+                assert_float_equal(s->snap.fault_pages_rate, 30000, 1e-6);
+                assert_contains(kind_reason(s, kind), "demand 30000 pages/s");
+        }
+}
+
+/* ---- purity ---- */
+
+static void test_purity(void **state) {
+        struct sim *s = *state;
+        struct workload w = anon_hot;
+        w.psi_some = 12;
+        sim_climb(s, &anon_hot, MTHP_ANON, 2);
+        sim_step(s, &w); /* streaks in flight */
+        kernel_model(s, &w, &s->snap);
+
+        const struct mthp_engine_config cfg = s->cfg;
+        struct mthp_caps *caps = malloc(sizeof(*caps));
+        struct mthp_snapshot *snap = malloc(sizeof(*snap));
+        assert_non_null(caps);
+        assert_non_null(snap);
+        *caps = s->caps;
+        *snap = s->snap;
+        const struct mthp_engine_state prev = s->st;
+        struct mthp_engine_state next[2];
+        struct mthp_decision out[2][MTHP_KNOBS_MAX];
+        int n[2];
+        memset(next, 0, sizeof(next));
+        memset(out, 0, sizeof(out));
+        for (int i = 0; i < 2; i++)
+                n[i] = mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &s->st, &next[i], out[i], MTHP_KNOBS_MAX);
+        assert_int_equal(n[0], n[1]);
+        assert_memory_equal(&next[0], &next[1], sizeof(next[0]));
+        assert_memory_equal(out[0], out[1], sizeof(out[0]));
+        assert_int_equal(next[0].kind[MTHP_ANON].level, 1); /* the call did act */
+        assert_memory_equal(&prev, &s->st, sizeof(prev));
+        assert_memory_equal(&cfg, &s->cfg, sizeof(cfg));
+        assert_memory_equal(caps, &s->caps, sizeof(*caps));
+        assert_memory_equal(snap, &s->snap, sizeof(*snap));
+        free(caps);
+        free(snap);
+}
+
+/* ---- regressions: each was a flaw found in the first engine ---- */
+
+/* Fragmentation at 64K only: the engine steps down, fallbacks vanish, the
+ * raise streak builds during dwell and it climbs straight back. */
+static void known_fragmentation_flap(void **state) {
+        struct sim *s = *state;
+        struct workload w = anon_hot;
+        w.fail = 1;
+        w.fail_min_kb = 64;
+        /* retrying is fine, but the bar on the failing level must grow:
+         * after the first 100 ticks at most one retry (up + down) */
+        sim_run(s, &w, 100);
+        unsigned first = changes(s, MTHP_ANON);
+        sim_run(s, &w, 100);
+        if (changes(s, MTHP_ANON) - first > 2)
+                fail_msg("anon changed level %u times in ticks 100-200 (%u in the first 100)",
+                         changes(s, MTHP_ANON) - first, first);
+}
+
+/* A workload that runs the host short of memory only with 64K folios: step
+ * down on MemAvailable, relief, raise again after dwell, and so on. */
+static void known_pressure_flap(void **state) {
+        struct sim *s = *state;
+        struct workload w = anon_hot;
+        w.bloat_kb = 64;
+        w.bloat_avail_pct = 5;
+        /* retrying is fine, but the bar on the failing level must grow:
+         * after the first 100 ticks at most one retry (up + down) */
+        sim_run(s, &w, 100);
+        unsigned first = changes(s, MTHP_ANON);
+        sim_run(s, &w, 100);
+        if (changes(s, MTHP_ANON) - first > 2)
+                fail_msg("anon changed level %u times in ticks 100-200 (%u in the first 100)",
+                         changes(s, MTHP_ANON) - first, first);
+}
+
+/* 90% of 64K attempts fail, but each failure then succeeds at 32K, so the
+ * kind-wide ratio fallback/(alloc+fallback) reads 47% and never trips 50%. */
+static void known_fallback_ratio_diluted(void **state) {
+        struct sim *s = *state;
+        struct workload w = anon_hot;
+        w.fail = 0.9;
+        w.fail_min_kb = 64;
+        sim_run(s, &w, 100);
+        if (level(s, MTHP_ANON) == 3)
+                fail_msg("64K stays enabled while 90%% of its attempts fail: %s", kind_reason(s, MTHP_ANON));
+}
+
+/* 4K faults count for both kinds: an anon-only workload enables shmem
+ * sizes too, until anon's large folios explain the faults. */
+static void known_anon_faults_raise_shmem(void **state) {
+        struct sim *s = *state;
+        sim_run(s, &anon_hot, 200);
+        if (changes(s, MTHP_SHMEM) > 0)
+                fail_msg("an anon-only workload moved shmem %u times (%u up, %u down)", changes(s, MTHP_SHMEM),
+                         s->ups[MTHP_SHMEM], s->downs[MTHP_SHMEM]);
+}
+
+/* A size leaving the ladder (AnonSizes narrowed on reload) gets no decision
+ * any more, so the "always" the engine wrote there is never given back. */
+static void known_ladder_shrink_orphans_knob(void **state) {
+        struct sim *s = *state;
+        sim_climb(s, &anon_hot, MTHP_ANON, 3);
+        s->cfg.max_kb[MTHP_ANON] = 32;
+        sim_run(s, &anon_hot, 5);
+        int k64 = s->caps.sizes[size_index(&s->caps, 64)].knob[MTHP_ANON];
+        if (strcmp(s->knob[k64], "always") == 0)
+                fail_msg("64K/anon left at \"always\" after it left the ladder (%d decisions, none for it)", s->n_dec);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                T(test_ladder_default),
+                T(test_ladder_ranges),
+                T(test_ladder_skips_sizes_without_always),
+                T(test_first_sample_holds),
+                T(test_first_sample_fresh),
+                T(test_raise_after_confirm),
+                T(test_raise_threshold),
+                T(test_raise_streak_resets),
+                T(test_dwell),
+                T(test_climb_to_max),
+                T(test_climb_wide_ladder),
+                T(test_decisions_every_tick),
+                T(test_output_bounded),
+                T(test_ladder_shrinks),
+                T(test_pressure_psi),
+                T(test_pressure_blips_ignored),
+                T(test_pressure_memavailable),
+                T(test_fragmentation),
+                T(test_fragmentation_needs_volume),
+                T(test_fragmentation_blocks_raise),
+                T(test_lower),
+                T(test_no_flap_oscillation),
+                T(test_no_flap_steady),
+                T(test_no_flap_folio_pages),
+                T(test_purity),
+                T(known_fragmentation_flap),
+                T(known_pressure_flap),
+                T(known_fallback_ratio_diluted),
+                T(known_anon_faults_raise_shmem),
+                T(known_ladder_shrink_orphans_knob),
+        };
+
+        return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
