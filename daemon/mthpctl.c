@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl: show what the host's mTHP knobs are doing and why; undo mthpd. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,10 +272,16 @@ static int cmd_restore(struct ctl *c) {
                 fprintf(stderr, "mthpctl: cannot read %s: %s", path, err[0] ? err : "invalid journal\n");
                 return 1;
         }
-        struct mthp_status st;
-        if (mthp_status_file_read(c->state_dir, &st) == 0)
-                fprintf(stderr, "mthpctl: warning: mthpd (pid %d) is running and may write again; stop it first\n",
-                        st.pid);
+        /* a running mthpd holds STATE/lock and would write again: refuse */
+        char lock[MTHP_PATH_MAX + 8];
+        snprintf(lock, sizeof(lock), "%s/lock", c->state_dir);
+        int lfd = open(lock, O_RDWR | O_CLOEXEC);
+        if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+                fprintf(stderr, "mthpctl: mthpd is running (it holds %s); stop it first: it restores everything "
+                        "itself when stopped\n", lock);
+                close(lfd);
+                return 1;
+        }
         /* the journal's paths belong to the root it was written for */
         const char *root = strcmp(c->root, "/") ? c->root : (j.root[0] ? j.root : "/");
         if ((r = mthp_host_open(root, &h)) < 0) {
@@ -282,6 +290,8 @@ static int cmd_restore(struct ctl *c) {
         }
         r = mthp_journal_restore(h, path, &n);
         mthp_host_free(h);
+        if (lfd >= 0)
+                close(lfd);
         if (r != 0) {
                 fprintf(stderr, "mthpctl: restored %u knob(s); %d could not be restored (see above); the journal "
                         "%s keeps them\n", n, r < 0 ? -1 : r, path);

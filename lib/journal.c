@@ -39,22 +39,27 @@ static int load_handler(struct mthp_ini *ini, const char *section, const char *k
                 return -EINVAL;
         }
         if (strncmp(section, KNOB_PREFIX, strlen(KNOB_PREFIX)) != 0) {
-                mthp_ini_error(ini, "unknown section [%s]: expected [journal] or [knob PATH]", section);
+                mthp_ini_error(ini, "unknown section [%s]: expected [journal] or [knob ID]", section);
                 return -EINVAL;
         }
-        const char *path = section + strlen(KNOB_PREFIX);
-        if (!c->cur || strcmp(c->cur->path, path) != 0) {
-                if (j->n >= MTHP_KNOBS_MAX || strlen(path) >= MTHP_PATH_MAX || path[0] != '/') {
-                        mthp_ini_error(ini, "section [%s]: expected an absolute knob path", section);
+        /* inih truncates section names to 49 characters, so the section
+         * names the knob by its short id and the path is a key */
+        const char *id = section + strlen(KNOB_PREFIX);
+        if (!c->cur || strcmp(c->cur->id, id) != 0) {
+                if (j->n >= MTHP_KNOBS_MAX || !*id || strlen(id) >= sizeof(c->cur->id)) {
+                        mthp_ini_error(ini, "section [%s]: expected [knob ID]", section);
                         return -EINVAL;
                 }
                 c->cur = &j->e[j->n++];
                 memset(c->cur, 0, sizeof(*c->cur));
-                memcpy(c->cur->path, path, strlen(path) + 1);
+                memcpy(c->cur->id, id, strlen(id) + 1);
         }
         struct mthp_journal_entry *e = c->cur;
-        if (strcmp(key, "id") == 0)
-                return copy_value(ini, key, value, e->id, sizeof(e->id));
+        if (strcmp(key, "path") == 0) {
+                if (value[0] != '/')
+                        return mthp_ini_error(ini, "key 'path': expected an absolute path, got '%s'", value), -EINVAL;
+                return copy_value(ini, key, value, e->path, sizeof(e->path));
+        }
         if (strcmp(key, "original") == 0)
                 return copy_value(ini, key, value, e->original, sizeof(e->original));
         if (strcmp(key, "written") == 0)
@@ -89,10 +94,10 @@ int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < j->n; i++)
-                if (!j->e[i].original[0] || !j->e[i].written[0]) {
+                if (!j->e[i].path[0] || !j->e[i].original[0] || !j->e[i].written[0]) {
                         if (err)
-                                snprintf(err, errsz, "%s: knob %s: original= and written= are required\n", file,
-                                         j->e[i].path);
+                                snprintf(err, errsz, "%s: knob %s: path=, original= and written= are required\n", file,
+                                         j->e[i].id);
                         return -EBADMSG;
                 }
         return 0;
@@ -133,8 +138,8 @@ int mthp_journal_save(const char *file, const struct mthp_journal *j) {
                 j->root[0] ? j->root : "/");
         for (unsigned i = 0; i < j->n; i++) {
                 const struct mthp_journal_entry *e = &j->e[i];
-                fprintf(f, "\n[" KNOB_PREFIX "%s]\nid=%s\noriginal=%s\nwritten=%s\nprevious=%s\nstate=%s\n",
-                        e->path, e->id, e->original, e->written, e->previous[0] ? e->previous : e->original,
+                fprintf(f, "\n[" KNOB_PREFIX "%s]\npath=%s\noriginal=%s\nwritten=%s\nprevious=%s\nstate=%s\n",
+                        e->id, e->path, e->original, e->written, e->previous[0] ? e->previous : e->original,
                         e->state == MTHP_ENTRY_FOREIGN ? "foreign" : "managed");
                 if (e->state == MTHP_ENTRY_FOREIGN && e->foreign_value[0])
                         fprintf(f, "foreign_value=%s\n", e->foreign_value);

@@ -7,7 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ini-util.h"
 #include "mthp/status.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
@@ -45,8 +44,9 @@ void mthp_status_file_remove(const char *state_dir) {
         unlink(path);
 }
 
-static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
-        struct mthp_status *st = ini->user;
+/* The status file is mthpd's own output, not a configuration file: reasons
+ * run past inih's 200-character line limit, so it is read line by line. */
+static void status_line(struct mthp_status *st, char *section, const char *key, const char *value) {
         if (strcmp(section, "status") == 0) {
                 if (strcmp(key, "pid") == 0)
                         st->pid = atoi(value);
@@ -58,22 +58,43 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         st->updated_realtime_usec = strtoull(value, NULL, 10);
                 else if (strcmp(key, "fault_pages_rate") == 0)
                         st->fault_pages_rate = strtod(value, NULL);
-                return 0;
+                return;
         }
         if (strncmp(section, "knob ", 5) != 0)
-                return 0;   /* newer daemon, older mthpctl: ignore what we do not know */
+                return; /* newer daemon, older mthpctl: ignore what we do not know */
         const char *id = section + 5;
         struct mthp_status_knob *k = st->n ? &st->k[st->n - 1] : NULL;
         if (!k || strcmp(k->id, id) != 0) {
                 if (st->n >= MTHP_KNOBS_MAX)
-                        return 0;
+                        return;
                 k = &st->k[st->n++];
-                snprintf(k->id, sizeof(k->id), "%s", id);
+                mthp_strcpy(k->id, sizeof(k->id), id);
         }
         if (strcmp(key, "decision") == 0)
-                snprintf(k->decision, sizeof(k->decision), "%s", value);
+                mthp_strcpy(k->decision, sizeof(k->decision), value);
         else if (strcmp(key, "reason") == 0)
-                snprintf(k->reason, sizeof(k->reason), "%s", value);
+                mthp_strcpy(k->reason, sizeof(k->reason), value);
+}
+
+static int status_parse(FILE *f, struct mthp_status *st) {
+        char *line = NULL, section[64] = "";
+        size_t cap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &cap, f)) >= 0) {
+                if (len > 0 && line[len - 1] == '\n')
+                        line[--len] = 0;
+                if (line[0] == '[' && len > 1 && line[len - 1] == ']') {
+                        line[len - 1] = 0;
+                        mthp_strcpy(section, sizeof(section), line + 1);
+                        continue;
+                }
+                char *eq = strchr(line, '=');
+                if (!eq || line[0] == '#')
+                        continue;
+                *eq = 0;
+                status_line(st, section, line, eq + 1);
+        }
+        free(line);
         return 0;
 }
 
@@ -81,9 +102,11 @@ int mthp_status_file_read(const char *state_dir, struct mthp_status *st) {
         char path[MTHP_PATH_MAX + 16];
         memset(st, 0, sizeof(*st));
         snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
-        if (access(path, F_OK) < 0)
+        FILE *f = fopen(path, "re");
+        if (!f)
                 return -errno;
-        int r = mthp_ini_parse_file(path, handler, st, NULL, 0);
+        int r = status_parse(f, st);
+        fclose(f);
         if (r < 0)
                 return r;
         if (st->pid <= 0 || (kill(st->pid, 0) < 0 && errno == ESRCH))

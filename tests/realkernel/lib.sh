@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: MIT
+# Shared helpers for the real-kernel tests (sourced, not run).
+#
+# These tests write the host's real THP knobs on a shared machine. Rules:
+#  - every THP selection knob is saved before anything is written and put
+#    back on every exit path (EXIT/INT/TERM trap), also through mthpd's own
+#    journal ('mthpctl restore'); the exit trap then checks every knob against
+#    its saved value and fails the test if one differs;
+#  - processes are stopped by PID only; every loop is bounded;
+#  - state lives in a mktemp directory, never /run/mthpd;
+#  - exit 77 (skip) without root or without writable THP sysfs;
+#  - one real-kernel test at a time, also across build trees (flock).
+#
+# Callers set MTHPD, MTHPCTL, WORKLOAD (paths) and call rk_init NAME.
+
+THP=/sys/kernel/mm/transparent_hugepage
+RK_LOCK=${MTHP_REALKERNEL_LOCK:-/tmp/mthpd-realkernel.lock}
+RK_PIDS=()        # processes this test started (stopped by PID on exit)
+RK_STATE_DIRS=()  # mthpd state dirs to 'mthpctl restore' on exit
+RK_FAILS=0
+RK_NAME=realkernel
+
+# mthpd logs to the journal when JOURNAL_STREAM matches its stderr; the
+# tests read its stderr.
+unset JOURNAL_STREAM
+
+rk_log() { printf '%s: %s\n' "$RK_NAME" "$*"; }
+rk_fail() { printf '%s: FAIL: %s\n' "$RK_NAME" "$*"; RK_FAILS=$((RK_FAILS + 1)); }
+rk_skip() { printf '%s: SKIP: %s\n' "$RK_NAME" "$*"; exit 77; }
+rk_die() { printf '%s: FAIL: %s\n' "$RK_NAME" "$*"; RK_FAILS=$((RK_FAILS + 1)); exit 1; }
+
+# Every writable selection knob: per-size ones ascending by size, then the
+# global ones. One path per line.
+rk_knob_files() {
+        local d f
+        for d in $(ls -d "$THP"/hugepages-*kB 2>/dev/null | sort -t- -k2 -n); do
+                for f in enabled shmem_enabled; do
+                        [[ -e $d/$f ]] && echo "$d/$f"
+                done
+        done
+        for f in enabled defrag shmem_enabled; do
+                [[ -e $THP/$f ]] && echo "$THP/$f"
+        done
+}
+
+# The selected value: the bracketed word.
+rk_get() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$1"; }
+# The accepted values, one per line.
+rk_values() { tr -d '[]' <"$1" | tr ' ' '\n' | sed '/^$/d'; }
+
+# rk_set FILE VALUE: one write(2) like mthpd does. Returns the write's status;
+# RK_SET_ERR gets the shell's error text ("Invalid argument" for EINVAL).
+rk_set() {
+        local errf=$RK_TMP/set.err
+        if printf '%s' "$2" 2>"$errf" >"$1"; then
+                RK_SET_ERR=
+                return 0
+        fi
+        RK_SET_ERR=$(sed 's/^.*: //' "$errf")
+        return 1
+}
+
+# "hugepages-64kB/enabled" -> "64K/anon" (mthpd's knob ids), globals -> global/X
+rk_id() {
+        local f=$1 kb name
+        case $f in
+        */hugepages-*kB/*)
+                kb=${f##*/hugepages-}; kb=${kb%%kB/*}; name=${f##*/}
+                if ((kb >= 1048576 && kb % 1048576 == 0)); then kb="$((kb / 1048576))G"
+                elif ((kb >= 1024 && kb % 1024 == 0)); then kb="$((kb / 1024))M"
+                else kb="${kb}K"; fi
+                [[ $name == enabled ]] && echo "$kb/anon" || echo "$kb/shmem" ;;
+        *) echo "global/${f##*/}" ;;
+        esac
+}
+
+# Snapshot of every knob: "PATH VALUE" lines.
+rk_snapshot() {
+        local f
+        while read -r f; do echo "$f $(rk_get "$f")"; done < <(rk_knob_files)
+}
+
+# Put every knob back to the values in snapshot file $1. Up to 4 passes:
+# the kernel refuses per-size shmem 'inherit' while global shmem is 'force'
+# and global 'force' while a non-PMD size inherits, so the order that works
+# depends on where we come from.
+rk_restore_to() {
+        local snap=$1 f v bad
+        for _ in 1 2 3 4; do
+                bad=0
+                while read -r f v; do
+                        [[ $(rk_get "$f") == "$v" ]] && continue
+                        rk_set "$f" "$v" || true
+                        [[ $(rk_get "$f") == "$v" ]] || bad=1
+                done <"$snap"
+                ((bad == 0)) && return 0
+        done
+        return 1
+}
+
+# Print every knob that differs from snapshot $1; return 1 if any.
+# With $2 = partial, $1 may list only some knobs.
+rk_diff() {
+        local snap=$1 f v cur rc=0
+        while read -r f v; do
+                cur=$(rk_get "$f")
+                if [[ $cur != "$v" ]]; then
+                        echo "  $(rk_id "$f"): is '$cur', expected '$v'"
+                        rc=1
+                fi
+        done <"$snap"
+        # a knob that appeared or vanished is a difference too
+        if [[ ${2:-} != partial && $(rk_knob_files | sort) != $(cut -d' ' -f1 "$snap" | sort) ]]; then
+                echo "  the set of knob files changed"
+                rc=1
+        fi
+        return $rc
+}
+
+# rk_check_all WHAT: every knob equals the saved one, else count a failure.
+rk_check_all() {
+        local out
+        if out=$(rk_diff "$RK_SAVED"); then
+                rk_log "ok: $1: every knob has its saved value"
+                return 0
+        fi
+        rk_fail "$1: knobs differ from the saved values:"
+        echo "$out"
+        return 1
+}
+
+rk_track() { RK_PIDS+=("$1"); }
+
+# rk_stop PID [SIGNAL] [TIMEOUT_S]: signal, wait bounded, then SIGKILL.
+# Sets RK_STOP_RC to the process's exit status, RK_STOP_EARLY=1 if it had
+# exited before the signal.
+rk_alive() { kill -0 "$1" 2>/dev/null && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
+rk_stop() {
+        local pid=$1 sig=${2:-TERM} t=${3:-10} i
+        RK_STOP_RC='' RK_STOP_EARLY=0
+        rk_alive "$pid" || { RK_STOP_EARLY=1; wait "$pid" 2>/dev/null; RK_STOP_RC=$?; return 0; }
+        kill -s "$sig" "$pid" 2>/dev/null
+        for ((i = 0; i < t * 100; i++)); do
+                # a zombie child still answers kill -0 until waited: rk_alive checks its state
+                rk_alive "$pid" || break
+                sleep 0.01
+        done
+        if rk_alive "$pid"; then
+                rk_log "pid $pid did not stop on SIG$sig within ${t}s: SIGKILL"
+                kill -KILL "$pid" 2>/dev/null
+        fi
+        wait "$pid" 2>/dev/null
+        RK_STOP_RC=$?
+}
+
+# rk_wait_for FILE REGEX TIMEOUT_S [PID]: bounded wait for a line in a log;
+# gives up early when PID (the writer) has exited.
+rk_wait_for() {
+        local i
+        for ((i = 0; i < $3 * 20; i++)); do
+                grep -qE -- "$2" "$1" 2>/dev/null && return 0
+                if [[ -n ${4:-} ]] && ! rk_alive "$4"; then
+                        grep -qE -- "$2" "$1" 2>/dev/null
+                        return
+                fi
+                sleep 0.05
+        done
+        return 1
+}
+
+# rk_wait_value FILE VALUE TIMEOUT_S: bounded wait for a knob to read VALUE.
+rk_wait_value() {
+        local i
+        for ((i = 0; i < $3 * 20; i++)); do
+                [[ $(rk_get "$1") == "$2" ]] && return 0
+                sleep 0.05
+        done
+        return 1
+}
+
+rk_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# A state directory under the test's temp dir, restored on exit.
+rk_state_dir() {
+        local d
+        d=$(mktemp -d "$RK_TMP/state.XXXXXX")
+        RK_STATE_DIRS+=("$d")
+        echo "$d"
+}
+
+# rk_config FILE [KEY=VALUE...]: a fast-reacting mthpd.conf; arguments
+# override [Engine] keys. Pressure and fallback guards are disabled so the
+# engine steps up on every tick no matter what the host is doing.
+rk_config() {
+        local file=$1
+        shift
+        declare -A e=([AnonSizes]=16K-2M [ShmemSizes]=16K-2M [RaiseFaultRate]=1 [LowerFaultRate]=0
+                [ConfirmTicks]=1 [LowerTicks]=1000 [DwellTicks]=0 [PressureMax]=100 [MinAvailable]=0
+                [MaxFallback]=100)
+        local kv k
+        for kv in "$@"; do e[${kv%%=*}]=${kv#*=}; done
+        {
+                printf '[Daemon]\nInterval=100ms\nMode=manage\n\n[Engine]\n'
+                for k in "${!e[@]}"; do printf '%s=%s\n' "$k" "${e[$k]}"; done
+        } >"$file"
+}
+
+# rk_workloads SECONDS: one dense anon and one dense shmem fault loop, so
+# both kinds have demand. PIDs are tracked.
+RK_WL_PIDS=()
+rk_workloads() {
+        local s=$1 k
+        RK_WL_PIDS=()
+        for k in anon shmem; do
+                "$WORKLOAD" --kind "$k" --pattern dense --size 64M --seconds "$s" --quiet \
+                        >"$RK_TMP/workload-$k.out" 2>&1 &
+                RK_WL_PIDS+=($!)
+                rk_track $!
+        done
+}
+rk_workloads_stop() {
+        local p
+        for p in "${RK_WL_PIDS[@]}"; do rk_stop "$p" TERM 10; done
+        RK_WL_PIDS=()
+}
+rk_workload_rates() {
+        local k
+        for k in anon shmem; do
+                sed -n 's/^summary .*pages_per_s=\([0-9]*\).*/'"$k"' \1 pages\/s/p' "$RK_TMP/workload-$k.out" 2>/dev/null
+        done | paste -sd, -
+}
+
+rk_cleanup() {
+        local rc=$? p d out
+        trap - EXIT INT TERM HUP
+        trap '' PIPE  # a closed stdout must not cut the restore short
+        set +e
+        for p in "${RK_PIDS[@]}"; do
+                kill -0 "$p" 2>/dev/null && rk_stop "$p" TERM 10
+        done
+        for d in "${RK_STATE_DIRS[@]}"; do
+                if [[ -e $d/restore.journal ]]; then
+                        rk_log "cleanup: journal left in $d: mthpctl restore"
+                        "$MTHPCTL" --state-dir "$d" restore 2>&1 | sed 's/^/  /'
+                fi
+        done
+        if [[ -n ${RK_SAVED:-} && -s $RK_SAVED ]]; then
+                rk_restore_to "$RK_SAVED"
+                if out=$(rk_diff "$RK_SAVED"); then
+                        rk_log "final check: every THP knob equals its saved value"
+                else
+                        echo "$RK_NAME: FAIL: final check: knobs differ from the saved values:"
+                        echo "$out"
+                        echo "$RK_NAME: the saved values are in $RK_SAVED ('PATH VALUE' lines)"
+                        RK_FAILS=$((RK_FAILS + 1))
+                        RK_KEEP_TMP=1
+                fi
+        fi
+        if ((rc == 0 && RK_FAILS > 0)); then rc=1; fi
+        if ((rc == 77)); then
+                :
+        elif ((rc == 0)); then
+                rk_log PASS
+        else
+                rk_log "FAILED ($RK_FAILS failure(s), exit $rc); logs kept in $RK_TMP"
+                RK_KEEP_TMP=1
+        fi
+        [[ -n ${RK_TMP:-} && -d $RK_TMP && -z ${RK_KEEP_TMP:-} ]] && rm -rf "$RK_TMP"
+        exit $rc
+}
+
+# rk_init NAME: checks, lock, temp dir, saved knobs, traps.
+rk_init() {
+        RK_NAME=$1
+        local b
+        for b in MTHPD MTHPCTL WORKLOAD; do
+                [[ -x ${!b:-} ]] || { echo "$RK_NAME: $b is not an executable: '${!b:-}'"; exit 1; }
+        done
+        [[ $(id -u) == 0 ]] || rk_skip "needs root"
+        [[ -r $THP/enabled ]] || rk_skip "no $THP"
+        [[ -w $THP/enabled ]] || rk_skip "$THP/enabled is not writable"
+
+        # Serialize with other real-kernel runs (other build trees too).
+        exec 9>>"$RK_LOCK" || rk_skip "cannot open lock $RK_LOCK"
+        if ! flock -w 240 9; then
+                echo "$RK_NAME: another real-kernel test held $RK_LOCK for 4 min"
+                exit 1
+        fi
+
+        RK_TMP=$(mktemp -d "/tmp/mthpd-rk-$RK_NAME.XXXXXX")
+        RK_SAVED=$RK_TMP/saved-knobs
+        trap rk_cleanup EXIT
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
+        trap 'exit 129' HUP
+        trap 'exit 141' PIPE
+        rk_snapshot >"$RK_SAVED"
+        [[ -s $RK_SAVED ]] || rk_die "no THP knobs found"
+        # Probe: write a knob's current value back to itself.
+        local cur
+        cur=$(rk_get "$THP/enabled")
+        if ! rk_set "$THP/enabled" "$cur"; then
+                RK_SAVED=  # nothing was changed
+                rk_skip "THP sysfs not writable: writing '$cur' to $THP/enabled: $RK_SET_ERR"
+        fi
+        rk_log "saved $(wc -l <"$RK_SAVED") knobs to $RK_SAVED: $(while read -r f v; do printf '%s=%s ' "$(rk_id "$f")" "$v"; done <"$RK_SAVED")"
+}
+
+# The PMD size in kB.
+rk_pmd_kb() { echo $(($(cat "$THP/hpage_pmd_size") / 1024)); }
