@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A fake host tree for hermetic tests: the /sys and /proc files mthpd reads,
+ * laid out and formatted like Linux 6.18 (copied from a real x86-64 host),
+ * under any directory. Point libmthp at it with mthp_host_open(dir).
+ *
+ * Plain files cannot say EINVAL, so kernel write semantics come from
+ * fakesysfs (fakesysfs.c): an interposer of write(2) that, for selection
+ * files ("always [madvise] never") below a fake tree, accepts only offered
+ * values, enforces the shmem inherit/force rules, moves the bracket, and
+ * fails on request (<knob>.fail holding an errno name). Unit tests link it
+ * statically (fakehost_dep); other binaries get it with
+ * LD_PRELOAD=libfakesysfs.so.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on
+ * failure. "dir" is the tree root; "path" is a host path ("/proc/vmstat").
+ * Files are always updated in place (pwrite + ftruncate on the same inode),
+ * never by rename: the sampler keeps fds open and preads them. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKEHOST_MARKER ".mthp-fakehost"       /* file at the tree root */
+#define FAKEHOST_SHADOW ".mthp-fakehost.d"     /* last good content of selection files */
+#define FAKEHOST_THP "/sys/kernel/mm/transparent_hugepage"
+#define FAKEHOST_PMD_KB 2048u
+
+enum fakehost_cg_layout {
+        FAKEHOST_CG_V2,      /* cgroup2 at /sys/fs/cgroup, memory controller enabled */
+        FAKEHOST_CG_HYBRID,  /* v1 memory at /sys/fs/cgroup/memory + cgroup2 at /sys/fs/cgroup/unified */
+        FAKEHOST_CG_V1,      /* v1 memory only */
+        FAKEHOST_CG_NONE,    /* no cgroup mounts */
+};
+
+struct fakehost_opts {
+        enum fakehost_cg_layout cg_layout;   /* 0 = v2 */
+        bool no_psi;                         /* no /proc/pressure (CONFIG_PSI=n) */
+        bool task_delayacct;                 /* kernel.task_delayacct = 1 (default 0, as here) */
+};
+
+const char *fakehost_layout_name(enum fakehost_cg_layout l);
+int fakehost_parse_layout(const char *s, enum fakehost_cg_layout *l);
+
+/* Build the tree under dir (created if missing). opts may be NULL. */
+int fakehost_create(const char *dir, const struct fakehost_opts *opts);
+/* mkdtemp under $TMPDIR (else /dev/shm, else /tmp) and create a tree there. */
+int fakehost_create_temp(const struct fakehost_opts *opts, char *dir, size_t size);
+/* Remove the whole tree. Refuses (-EPERM) a directory without the marker. */
+int fakehost_remove(const char *dir);
+
+/* dir + path */
+int fakehost_path(const char *dir, const char *path, char *buf, size_t size);
+/* Raw file access, bypassing kernel semantics (test setup). Writing a
+ * selection file also records it as the last good content. */
+int fakehost_write_file(const char *dir, const char *path, const char *content);
+int fakehost_read_file(const char *dir, const char *path, char *buf, size_t size);
+int fakehost_remove_file(const char *dir, const char *path);
+
+/* Counters in "key value" files (/proc/vmstat, memory.stat) and
+ * "Key:   value kB" files (/proc/meminfo); the line keeps its layout.
+ * -ENOENT if the file or the key does not exist. Values clamp at 0. */
+int fakehost_add_counter(const char *dir, const char *file, const char *key, int64_t delta);
+int fakehost_set_counter(const char *dir, const char *file, const char *key, uint64_t value);
+int fakehost_get_counter(const char *dir, const char *file, const char *key, uint64_t *value);
+/* hugepages-<kb>kB/stats/<stat>; set creates the file if it is missing. */
+int fakehost_set_size_stat(const char *dir, unsigned kb, const char *stat, uint64_t value);
+int fakehost_add_size_stat(const char *dir, unsigned kb, const char *stat, int64_t delta);
+int fakehost_get_size_stat(const char *dir, unsigned kb, const char *stat, uint64_t *value);
+int fakehost_set_meminfo(const char *dir, const char *key, uint64_t kb);
+/* /proc/pressure/memory "some" line; -ENOENT on a tree without PSI. */
+int fakehost_set_psi(const char *dir, double some_avg10, uint64_t some_total_usec);
+
+/* Knobs are named by host path ("/sys/kernel/mm/..."), by path relative to
+ * the THP directory ("hugepages-64kB/enabled", "defrag"), or by mthp id
+ * ("64K/anon", "8K/shmem", "2M/shmem", "global/enabled"). */
+int fakehost_knob_path(const char *knob, char *buf, size_t size);
+/* The selected value. */
+int fakehost_knob_read(const char *dir, const char *knob, char *value, size_t size);
+/* Select an offered value without kernel checks (test setup); -EINVAL if
+ * the file does not offer it. */
+int fakehost_knob_set(const char *dir, const char *knob, const char *value);
+/* Write like another process would (echo VALUE > knob): kernel semantics. */
+int fakehost_knob_write(const char *dir, const char *knob, const char *value);
+/* Make writes to a knob fail with errname ("EINVAL", "EBUSY", "EACCES",
+ * "EIO", "EPERM", "EROFS", "ENODEV"); NULL clears it. */
+int fakehost_knob_fail(const char *dir, const char *knob, const char *errname);
+
+/* A child cgroup NAME (may be nested: "a/b") in the tree's layout, with the
+ * memory files of that layout; memdir gets the host path of its memory
+ * directory. -EOPNOTSUPP on a tree without cgroups. */
+int fakehost_add_cgroup(const char *dir, const char *name, char *memdir, size_t size);
+
+/* Test hook, called for every write fakesysfs accepts, before the file
+ * changes: return 0 to go on, a negative errno to fail the write with it,
+ * or 1 to report success but leave the value (a kernel that ignores it). */
+typedef int (*fakehost_write_hook)(void *user, const char *host_path, const char *value);
+void fakehost_set_write_hook(fakehost_write_hook hook, void *user);
+
+/* Selection files, as the kernel prints them. */
+#define FAKEHOST_SEL_MAX 16
+#define FAKEHOST_WORD_MAX 32
+struct fakehost_sel {
+        unsigned n;
+        int selected;
+        char word[FAKEHOST_SEL_MAX][FAKEHOST_WORD_MAX];
+};
+int fakehost_sel_parse(const char *text, struct fakehost_sel *s);
+int fakehost_sel_format(const struct fakehost_sel *s, char *buf, size_t size);
+int fakehost_sel_find(const struct fakehost_sel *s, const char *word);
+
+/* errno <-> "EINVAL" */
+int fakehost_errno_from_name(const char *name);
+const char *fakehost_errno_name(int err);
+
+/* The kernel side of a write(2)/read(2) on a file, used by the fakesysfs
+ * interposer. path is the fd's path as /proc/self/fd shows it (possibly
+ * with " (deleted)"). Sets *handled = false for files outside fake trees
+ * and plain files the kernel would just store; otherwise returns the byte
+ * count or -errno. */
+long fakehost_sysfs_write(const char *path, const void *buf, size_t n, bool *handled);
+/* -ENODEV for an fd on a removed file below a fake tree (kernfs does that;
+ * a plain file would keep serving stale data), else 0. */
+int fakehost_sysfs_read_check(const char *path);

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/* mthpd.conf: defaults, every key, and errors that point at the line. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "mthp/config.h"
+#include "unit.h"
+
+static void test_defaults(void **state) {
+        (void) state;
+        struct mthp_config c;
+        memset(&c, 0xa5, sizeof(c));
+        mthp_config_defaults(&c);
+        assert_int_equal(c.interval_usec, 1000000);
+        assert_int_equal(c.mode, MTHP_MODE_MANAGE);
+        assert_string_equal(c.state_dir, "/run/mthpd");
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                assert_int_equal(c.engine.min_kb[k], 16);
+                assert_int_equal(c.engine.max_kb[k], 64);
+        }
+        assert_double_equal(c.engine.raise_fault_rate, 25000);
+        assert_double_equal(c.engine.lower_fault_rate, 2500);
+        assert_int_equal(c.engine.confirm_ticks, 2);
+        assert_int_equal(c.engine.lower_ticks, 10);
+        assert_int_equal(c.engine.dwell_ticks, 5);
+        assert_double_equal(c.engine.psi_some_max, 10);
+        assert_double_equal(c.engine.min_available, 10);
+        assert_double_equal(c.engine.max_fallback, 50);
+}
+
+static void test_every_key(void **state) {
+        (void) state;
+        struct mthp_config c;
+        char err[1024];
+        mthp_config_defaults(&c);
+        int r = mthp_config_load_string("all.conf",
+                                        "# every key\n"
+                                        "[Daemon]\n"
+                                        "Interval=500ms\n"
+                                        "Mode=dry-run\n"
+                                        "StateDirectory=/var/lib/mthpd-test\n"
+                                        "\n"
+                                        "[Engine]\n"
+                                        "AnonSizes=16K-2M\n"
+                                        "ShmemSizes=64K\n"
+                                        "RaiseFaultRate=40k\n"
+                                        "LowerFaultRate=1.5k\n"
+                                        "ConfirmTicks=3\n"
+                                        "LowerTicks=20\n"
+                                        "DwellTicks=0\n"
+                                        "PressureMax=25%\n"
+                                        "MinAvailable=5\n"
+                                        "MaxFallback=75.5%\n",
+                                        &c, err, sizeof(err));
+        if (r != 0)
+                fail_msg("load failed: %d: %s", r, err);
+        assert_string_equal(err, "");
+        assert_int_equal(c.interval_usec, 500000);
+        assert_int_equal(c.mode, MTHP_MODE_DRY_RUN);
+        assert_string_equal(c.state_dir, "/var/lib/mthpd-test");
+        assert_int_equal(c.engine.min_kb[MTHP_ANON], 16);
+        assert_int_equal(c.engine.max_kb[MTHP_ANON], 2048);
+        assert_int_equal(c.engine.min_kb[MTHP_SHMEM], 64);
+        assert_int_equal(c.engine.max_kb[MTHP_SHMEM], 64);
+        assert_double_equal(c.engine.raise_fault_rate, 40000);
+        assert_double_equal(c.engine.lower_fault_rate, 1500);
+        assert_int_equal(c.engine.confirm_ticks, 3);
+        assert_int_equal(c.engine.lower_ticks, 20);
+        assert_int_equal(c.engine.dwell_ticks, 0);
+        assert_double_equal(c.engine.psi_some_max, 25);
+        assert_double_equal(c.engine.min_available, 5);
+        assert_double_equal(c.engine.max_fallback, 75.5);
+
+        /* a later file changes only what it names; inih syntax variants */
+        assert_int_equal(mthp_config_load_string("more.conf",
+                                                 "[Daemon]\n  Mode = manage ; a comment\n[Engine]\nShmemSizes: none\n",
+                                                 &c, err, sizeof(err)),
+                         0);
+        assert_int_equal(c.mode, MTHP_MODE_MANAGE);
+        assert_int_equal(c.engine.min_kb[MTHP_SHMEM], 0);
+        assert_int_equal(c.engine.max_kb[MTHP_SHMEM], 0);
+        assert_int_equal(c.interval_usec, 500000);
+        assert_int_equal(c.engine.max_kb[MTHP_ANON], 2048);
+}
+
+static void test_errors_point_at_lines(void **state) {
+        (void) state;
+        struct mthp_config c, before;
+        char err[2048];
+        mthp_config_defaults(&c);
+        memcpy(&before, &c, sizeof(c));
+        int r = mthp_config_load_string("t.conf",
+                                        "# mthpd.conf\n"       /* 1 */
+                                        "[Daemon]\n"           /* 2 */
+                                        "Interval=5s\n"        /* 3: valid, but the file is rejected */
+                                        "Colour=blue\n"        /* 4 */
+                                        "[Engine]\n"           /* 5 */
+                                        "ConfirmTicks=0\n"     /* 6 */
+                                        "\n"                   /* 7 */
+                                        "[Extra]\n"            /* 8 */
+                                        "Key=1\n"              /* 9 */
+                                        "MaxFallback=50\n",    /* 10: [Extra] still */
+                                        &c, err, sizeof(err));
+        assert_int_equal(r, -EINVAL);
+        assert_contains(err, "t.conf:4: unknown key 'Colour' in [Daemon]\n");
+        assert_contains(err, "t.conf:6: key 'ConfirmTicks' in [Engine]: expected a whole number from 1 to 100, got '0'\n");
+        assert_contains(err, "t.conf:9: unknown section [Extra]: expected [Daemon] or [Engine]\n");
+        assert_contains(err, "t.conf:10: unknown section [Extra]");
+        assert_not_contains(err, "t.conf:3:");
+        /* one line per error */
+        unsigned lines = 0;
+        for (const char *p = err; *p; p++)
+                lines += *p == '\n';
+        assert_int_equal(lines, 4);
+        /* on error the config is untouched */
+        assert_memory_equal(&c, &before, sizeof(c));
+}
+
+struct bad_case {
+        const char *section, *key, *value, *expect;
+};
+
+static void test_bad_values(void **state) {
+        (void) state;
+        static const struct bad_case cases[] = {
+                { "Daemon", "Interval", "50ms", "a duration from 100ms to 1h" },
+                { "Daemon", "Interval", "2h", "a duration" },
+                { "Daemon", "Interval", "61min", "a duration" },
+                { "Daemon", "Interval", "fast", "a duration" },
+                { "Daemon", "Interval", "", "a duration" },
+                { "Daemon", "Mode", "auto", "manage or dry-run" },
+                { "Daemon", "StateDirectory", "run/mthpd", "an absolute directory path" },
+                { "Engine", "AnonSizes", "64K-16K", "a size range like 16K-64K" },
+                { "Engine", "ShmemSizes", "huge", "a size range" },
+                { "Engine", "RaiseFaultRate", "-1", "pages per second" },
+                { "Engine", "RaiseFaultRate", "lots", "pages per second" },
+                { "Engine", "LowerFaultRate", "1e400", "pages per second" },
+                { "Engine", "ConfirmTicks", "101", "a whole number from 1 to 100" },
+                { "Engine", "ConfirmTicks", "-1", "a whole number" },
+                { "Engine", "ConfirmTicks", "1.5", "a whole number" },
+                { "Engine", "LowerTicks", "0", "a whole number from 1 to 1000" },
+                { "Engine", "DwellTicks", "1001", "a whole number from 0 to 1000" },
+                { "Engine", "PressureMax", "101", "a percentage" },
+                { "Engine", "MinAvailable", "-5", "a percentage of MemTotal" },
+                { "Engine", "MaxFallback", "50%%", "a percentage of mTHP faults" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const struct bad_case *b = &cases[i];
+                struct mthp_config c, before;
+                char text[256], err[1024], want[512];
+                mthp_config_defaults(&c);
+                memcpy(&before, &c, sizeof(c));
+                snprintf(text, sizeof(text), "[%s]\n%s=%s\n", b->section, b->key, b->value);
+                int r = mthp_config_load_string("bad.conf", text, &c, err, sizeof(err));
+                if (r != -EINVAL)
+                        fail_msg("%s=%s accepted (%d)", b->key, b->value, r);
+                snprintf(want, sizeof(want), "bad.conf:2: key '%s' in [%s]: expected %s", b->key, b->section, b->expect);
+                assert_contains(err, want);
+                snprintf(want, sizeof(want), ", got '%s'\n", b->value);
+                assert_contains(err, want);
+                assert_memory_equal(&c, &before, sizeof(c));
+        }
+}
+
+static void test_lower_not_below_raise(void **state) {
+        (void) state;
+        struct mthp_config c, before;
+        char err[512];
+        mthp_config_defaults(&c);
+        memcpy(&before, &c, sizeof(c));
+        assert_int_equal(mthp_config_load_string("r.conf", "[Engine]\nRaiseFaultRate=1000\nLowerFaultRate=1000\n", &c,
+                                                 err, sizeof(err)),
+                         -EINVAL);
+        assert_string_equal(err, "r.conf: LowerFaultRate (1000) must be below RaiseFaultRate (1000), or mthpd would flap\n");
+        assert_memory_equal(&c, &before, sizeof(c));
+        /* against the current value of the other key, too */
+        assert_int_equal(mthp_config_load_string("r.conf", "[Engine]\nLowerFaultRate=30k\n", &c, err, sizeof(err)),
+                         -EINVAL);
+        assert_contains(err, "LowerFaultRate (30000) must be below RaiseFaultRate (25000)");
+        assert_memory_equal(&c, &before, sizeof(c));
+        assert_int_equal(mthp_config_load_string("r.conf", "[Engine]\nLowerFaultRate=24999\n", &c, err, sizeof(err)), 0);
+        assert_double_equal(c.engine.lower_fault_rate, 24999);
+}
+
+static void test_syntax_error(void **state) {
+        (void) state;
+        struct mthp_config c;
+        char err[512];
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_string("s.conf", "[Daemon]\nMode=manage\nInterval 1s\n", &c, err, sizeof(err)),
+                         -EINVAL);
+        assert_string_equal(err, "s.conf:3: syntax error: expected '[Section]' or 'Key=Value'\n");
+        assert_int_equal(mthp_config_load_string("s.conf", "Interval=1s\n", &c, err, sizeof(err)), -EINVAL);
+        assert_contains(err, "s.conf:1: unknown section []");
+}
+
+static void test_load_file(void **state) {
+        (void) state;
+        char dir[] = "/tmp/mthp-config-XXXXXX", file[64], err[512];
+        struct mthp_config c;
+        assert_non_null(mkdtemp(dir));
+        snprintf(file, sizeof(file), "%s/mthpd.conf", dir);
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load(file, &c, err, sizeof(err)), -ENOENT);
+        char want[128];
+        snprintf(want, sizeof(want), "%s: cannot open: No such file or directory\n", file);
+        assert_string_equal(err, want);
+
+        FILE *f = fopen(file, "we");
+        assert_non_null(f);
+        fputs("[Daemon]\nInterval=2s\n\n[Engine]\nDwellTicks=9\nBogus=1\n", f);
+        fclose(f);
+        assert_int_equal(mthp_config_load(file, &c, err, sizeof(err)), -EINVAL);
+        snprintf(want, sizeof(want), "%s:6: unknown key 'Bogus' in [Engine]\n", file);
+        assert_string_equal(err, want);
+        assert_int_equal(c.interval_usec, 1000000);
+
+        f = fopen(file, "we");
+        assert_non_null(f);
+        fputs("[Daemon]\nInterval=2s\n\n[Engine]\nDwellTicks=9\n", f);
+        fclose(f);
+        assert_int_equal(mthp_config_load(file, &c, err, sizeof(err)), 0);
+        assert_int_equal(c.interval_usec, 2000000);
+        assert_int_equal(c.engine.dwell_ticks, 9);
+        unlink(file);
+        rmdir(dir);
+}
+
+static void test_parse_duration(void **state) {
+        (void) state;
+        static const struct {
+                const char *s;
+                int r;
+                uint64_t usec;
+        } c[] = {
+                { "1s", 0, 1000000 },     { "500ms", 0, 500000 }, { "2", 0, 2000000 },  { "250us", 0, 250 },
+                { "1min", 0, 60000000 },  { "1.5s", 0, 1500000 }, { "0", 0, 0 },
+                { "abc", -EINVAL, 0 },    { "-1s", -EINVAL, 0 },  { "", -EINVAL, 0 },   { "1 s", -EINVAL, 0 },
+                { "1sec", -EINVAL, 0 },   { "inf", -EINVAL, 0 },  { "nan", -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+                uint64_t u = 42;
+                int r = mthp_parse_duration(c[i].s, &u);
+                if (r != c[i].r || (r == 0 && u != c[i].usec))
+                        fail_msg("mthp_parse_duration(\"%s\") = %d, %llu", c[i].s, r, (unsigned long long) u);
+        }
+}
+
+static void test_parse_percent(void **state) {
+        (void) state;
+        double p;
+        assert_int_equal(mthp_parse_percent("10", &p), 0);
+        assert_double_equal(p, 10);
+        assert_int_equal(mthp_parse_percent("12.5%", &p), 0);
+        assert_double_equal(p, 12.5);
+        assert_int_equal(mthp_parse_percent("0", &p), 0);
+        assert_double_equal(p, 0);
+        assert_int_equal(mthp_parse_percent("100%", &p), 0);
+        assert_double_equal(p, 100);
+        p = 7;
+        assert_int_equal(mthp_parse_percent("100.5", &p), -EINVAL);
+        assert_int_equal(mthp_parse_percent("-1", &p), -EINVAL);
+        assert_int_equal(mthp_parse_percent("10%%", &p), -EINVAL);
+        assert_int_equal(mthp_parse_percent("ten", &p), -EINVAL);
+        assert_int_equal(mthp_parse_percent("", &p), -EINVAL);
+        assert_int_equal(mthp_parse_percent("nan", &p), -EINVAL);
+        assert_double_equal(p, 7);
+}
+
+static void test_parse_size_range(void **state) {
+        (void) state;
+        unsigned lo = 1, hi = 1;
+        assert_int_equal(mthp_parse_size_range("16K-64K", &lo, &hi), 0);
+        assert_int_equal(lo, 16);
+        assert_int_equal(hi, 64);
+        assert_int_equal(mthp_parse_size_range("64K", &lo, &hi), 0);
+        assert_int_equal(lo, 64);
+        assert_int_equal(hi, 64);
+        assert_int_equal(mthp_parse_size_range("8K-2M", &lo, &hi), 0);
+        assert_int_equal(lo, 8);
+        assert_int_equal(hi, 2048);
+        assert_int_equal(mthp_parse_size_range("None", &lo, &hi), 0);
+        assert_int_equal(lo, 0);
+        assert_int_equal(hi, 0);
+        assert_int_equal(mthp_parse_size_range("64K-16K", &lo, &hi), -ERANGE);
+        assert_int_equal(mthp_parse_size_range("16K-", &lo, &hi), -EINVAL);
+        assert_int_equal(mthp_parse_size_range("-64K", &lo, &hi), -EINVAL);
+        assert_int_equal(mthp_parse_size_range("16K-32K-64K", &lo, &hi), -EINVAL);
+        assert_int_equal(mthp_parse_size_range("0-64K", &lo, &hi), -ERANGE);
+        assert_int_equal(mthp_parse_size_range("a-very-long-range-string-that-does-not-fit", &lo, &hi), -EINVAL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_every_key),
+                cmocka_unit_test(test_errors_point_at_lines),
+                cmocka_unit_test(test_bad_values),
+                cmocka_unit_test(test_lower_not_below_raise),
+                cmocka_unit_test(test_syntax_error),
+                cmocka_unit_test(test_load_file),
+                cmocka_unit_test(test_parse_duration),
+                cmocka_unit_test(test_parse_percent),
+                cmocka_unit_test(test_parse_size_range),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
