@@ -146,14 +146,18 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
                 return r;
         }
 
+        bool mismatch = false;
+        back[0] = 0;
         r = mthp_host_write(a->host, k->path, target);
         if (r == 0) {
                 r = mthp_knob_read(a->host, k, back);
-                if (r == 0 && strcmp(back, target) != 0)
+                if (r == 0 && strcmp(back, target) != 0) {
+                        mismatch = true;
                         r = -EIO;
+                }
         }
         if (r < 0) {
-                if (r == -EIO)
+                if (mismatch)
                         snprintf(err, errsz, "%s (%s): wrote '%s' but the kernel reads back '%s'", k->id, k->path,
                                  target, back);
                 else

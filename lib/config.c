@@ -47,6 +47,8 @@ int mthp_parse_duration(const char *s, uint64_t *usec) {
                 mult = 60e6;
         else if (*end && strcmp(end, "s") != 0)
                 return -EINVAL;
+        if (v * mult >= 18446744073709551616.0) /* the cast would be undefined */
+                return -ERANGE;
         *usec = (uint64_t) (v * mult);
         return 0;
 }
@@ -117,6 +119,14 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
         struct mthp_config *c = ini->user;
         struct mthp_engine_config *e = &c->engine;
 
+        if (!key) {
+                if (strcmp(section, "Daemon") != 0 && strcmp(section, "Engine") != 0) {
+                        mthp_ini_error(ini, "unknown section [%s]: expected [Daemon] or [Engine]", section);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+
         if (strcmp(section, "Daemon") == 0) {
                 if (strcmp(key, "Interval") == 0) {
                         uint64_t u;
@@ -164,8 +174,9 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 if (strcmp(key, "MaxFallback") == 0)
                         return mthp_parse_percent(value, &e->max_fallback) < 0 ? BAD("a percentage of mTHP faults") : 0;
         } else {
-                mthp_ini_error(ini, "unknown section [%s]: expected [Daemon] or [Engine]", section);
-                return -EINVAL;
+                if (!*section) /* a key before any [Section] header */
+                        mthp_ini_error(ini, "unknown section []: key '%s' must follow [Daemon] or [Engine]", key);
+                return -EINVAL; /* others were reported once, at their header */
         }
         mthp_ini_error(ini, "unknown key '%s' in [%s]", key, section);
         return -EINVAL;

@@ -33,8 +33,19 @@ static char *read_line(char *buf, int size, void *stream) {
                 r->p += len;
                 ret = buf;
         }
-        if (ret)
+        if (ret) {
                 r->ini->line++;
+                /* inih only reports keys: announce each section header, so an
+                 * unknown section without keys is an error too */
+                const char *p = ret + strspn(ret, " \t");
+                const char *end = *p == '[' ? strchr(p, ']') : NULL;
+                if (end && (size_t) (end - p - 1) < 64) {
+                        char name[64];
+                        memcpy(name, p + 1, (size_t) (end - p - 1));
+                        name[end - p - 1] = 0;
+                        (void) r->h(r->ini, name, NULL, NULL);
+                }
+        }
         return ret;
 }
 

@@ -14,7 +14,9 @@ struct mthp_ini {
         void *user;
 };
 
-/* Handler returns 0 to go on, negative to count an error (it has already
+/* The handler is also called once per section header with key == NULL and
+ * value == NULL, so it can reject unknown sections that have no keys.
+ * Handler returns 0 to go on, negative to count an error (it has already
  * called mthp_ini_error). The parse always goes to the end so that every
  * error of a file is reported at once. */
 typedef int (*mthp_ini_handler)(struct mthp_ini *ini, const char *section, const char *key, const char *value);

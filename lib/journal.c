@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ini-util.h"
@@ -31,6 +32,9 @@ static int copy_value(struct mthp_ini *ini, const char *key, const char *value, 
 static int load_handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
         struct load_ctx *c = ini->user;
         struct mthp_journal *j = c->j;
+
+        if (!key)
+                return 0; /* section headers: checked with their keys */
 
         if (strcmp(section, "journal") == 0) {
                 if (strcmp(key, "root") == 0)
@@ -198,21 +202,36 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                 mthp_log(LOG_ERR, "%s", err[0] ? err : "cannot read restore journal");
                 return r;
         }
-        /* two passes: per-size knobs, then global ones */
-        for (int pass = 0; pass < 2; pass++)
+        /* A journal belongs to the host root it was written for: never apply
+         * a fake tree's journal to the real host, or the other way round. */
+        struct stat want, have;
+        if (stat(j.root[0] ? j.root : "/", &want) < 0 || fstat(h->root_fd, &have) < 0 ||
+            want.st_dev != have.st_dev || want.st_ino != have.st_ino) {
+                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it", file,
+                         j.root[0] ? j.root : "/", h->root);
+                return -EXDEV;
+        }
+        /* Per-size knobs, then global ones, then per-size again: a per-size
+         * shmem 'inherit' is refused while global shmem is 'force', and
+         * global 'force' is refused while a non-PMD size inherits, so either
+         * order can be the one that works. Failures count on the last try. */
+        for (int pass = 0; pass < 3; pass++)
                 for (unsigned i = 0; i < j.n; i++) {
                         struct mthp_journal_entry *e = &j.e[i];
                         if (is_global(e->path) != (pass == 1) || !e->path[0])
                                 continue;
+                        bool last_try = pass >= 1;
                         struct mthp_knob k = { 0 };
                         snprintf(k.path, sizeof(k.path), "%s", e->path);
                         snprintf(k.id, sizeof(k.id), "%s", e->id);
                         char cur[MTHP_VALUE_MAX];
                         r = mthp_knob_read(h, &k, cur);
                         if (r < 0) {
-                                mthp_log(LOG_ERR, "restore %s: cannot read %s: %s", e->id, e->path,
-                                         mthp_errno_words(r));
-                                failed++;
+                                if (last_try) {
+                                        mthp_log(LOG_ERR, "restore %s: cannot read %s: %s", e->id, e->path,
+                                                 mthp_errno_words(r));
+                                        failed++;
+                                }
                                 continue;
                         }
                         bool ours = strcmp(cur, e->written) == 0 || (e->previous[0] && strcmp(cur, e->previous) == 0);
@@ -232,9 +251,11 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                         if (r == 0 && strcmp(back, e->original) != 0)
                                 r = -EIO;
                         if (r < 0) {
-                                mthp_log(LOG_ERR, "restore %s: writing '%s' to %s failed: %s", e->id, e->original,
-                                         e->path, mthp_errno_words(r));
-                                failed++;
+                                if (last_try) {
+                                        mthp_log(LOG_ERR, "restore %s: writing '%s' to %s failed: %s", e->id,
+                                                 e->original, e->path, mthp_errno_words(r));
+                                        failed++;
+                                }
                                 continue;
                         }
                         mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);

@@ -48,7 +48,7 @@ int mthp_parse_size(const char *s, unsigned *kb) {
                 end++;
         if (*end)
                 return -EINVAL;
-        if (v == 0 || v * mult > 16ULL * 1024 * 1024)
+        if (v == 0 || v > 16ULL * 1024 * 1024 / mult) /* before multiplying: no wrap */
                 return -ERANGE;
         *kb = (unsigned) (v * mult);
         return 0;

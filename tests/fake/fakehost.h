@@ -6,12 +6,23 @@
  * under any directory. Point libmthp at it with mthp_host_open(dir).
  *
  * Plain files cannot say EINVAL, so kernel write semantics come from
- * fakesysfs (fakesysfs.c): an interposer of write(2) that, for selection
- * files ("always [madvise] never") below a fake tree, accepts only offered
- * values, enforces the shmem inherit/force rules, moves the bracket, and
- * fails on request (<knob>.fail holding an errno name). Unit tests link it
- * statically (fakehost_dep); other binaries get it with
+ * fakesysfs (fakesysfs.c): an interposer of write(2) and pwrite(2) that,
+ * for selection files ("always [madvise] never") below a fake tree, accepts
+ * only offered values, enforces the shmem inherit/force rules, and moves the
+ * bracket; other attributes store what is written, read-only ones fail with
+ * EACCES (root included); any of them fails on request (<file>.fail holding
+ * an errno name). Files outside /sys and /proc are left alone. Unit tests
+ * link it statically (fakehost_dep); other binaries get it with
  * LD_PRELOAD=libfakesysfs.so.
+ *
+ * It sees write(2)/pwrite(2) calls made through the PLT, which is how
+ * libmthp writes; stdio (fprintf to a knob, a shell's echo) goes through
+ * glibc internals it cannot see, so shell tests use `fakehost write`.
+ * Writers may open knobs with O_TRUNC (libmthp does; sysfs ignores it): the
+ * fake keeps the last good content of every /sys and /proc file in a shadow
+ * tree (FAKEHOST_SHADOW) and puts it back when a write does not replace it.
+ * Reads of a removed file fail with ENODEV, as kernfs does (a plain file
+ * would keep serving its last content to an open fd).
  *
  * Every function returns 0 (or a count) on success and a negative errno on
  * failure. "dir" is the tree root; "path" is a host path ("/proc/vmstat").
@@ -23,7 +34,7 @@
 #include <stdint.h>
 
 #define FAKEHOST_MARKER ".mthp-fakehost"       /* file at the tree root */
-#define FAKEHOST_SHADOW ".mthp-fakehost.d"     /* last good content of selection files */
+#define FAKEHOST_SHADOW ".mthp-fakehost.d"     /* last good content of /sys and /proc files */
 #define FAKEHOST_THP "/sys/kernel/mm/transparent_hugepage"
 #define FAKEHOST_PMD_KB 2048u
 
@@ -52,8 +63,9 @@ int fakehost_remove(const char *dir);
 
 /* dir + path */
 int fakehost_path(const char *dir, const char *path, char *buf, size_t size);
-/* Raw file access, bypassing kernel semantics (test setup). Writing a
- * selection file also records it as the last good content. */
+/* Raw file access, bypassing kernel semantics (test setup); writing a /sys
+ * or /proc file also records it as its last good content. Missing parent
+ * directories are created. */
 int fakehost_write_file(const char *dir, const char *path, const char *content);
 int fakehost_read_file(const char *dir, const char *path, char *buf, size_t size);
 int fakehost_remove_file(const char *dir, const char *path);

@@ -415,24 +415,40 @@ static void test_history_ring(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, afix_setup, afix_teardown)
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                T(test_write),
-                T(test_journal_before_write),
-                T(test_read_back_mismatch),
-                T(test_value_not_offered),
-                T(test_kernel_rejects),
-                T(test_injected_errors),
-                T(test_restore_with_empty_value),
-                T(test_same_value_is_noop),
-                T(test_foreign),
-                T(test_changed_behind_our_back),
-                T(test_unreadable_knob),
-                cmocka_unit_test_setup_teardown(test_dry_run, afix_setup_dry, afix_teardown),
-                T(test_actuator_restore),
-                T(test_owner),
-                T(test_journal_save_fails),
-                T(test_history_ring),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+/* Known bug (lib/actuator.c, mthp_knob_write): a write(2) that fails with
+ * EIO is reported as a read-back mismatch ("wrote ... but the kernel reads
+ * back '<uninitialised buffer>'"), because -EIO doubles as the mismatch code. */
+static void known_bug_write_eio(void **state) {
+        struct afix *x = *state;
+        assert_int_equal(knob_write(x, "64K/anon", "always"), 1);
+        assert_ok(fakehost_knob_fail(x->f->dir, "64K/anon", "EIO"));
+        assert_int_equal(knob_write(x, "64K/anon", "madvise"), -EIO);
+        assert_string_equal(x->err, "64K/anon (" THP "/hugepages-64kB/enabled): writing 'madvise' failed: "
+                                    "Input/output error");
+        assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "always");
 }
+
+static const struct CMUnitTest tests[] = {
+        T(test_write),
+        T(test_journal_before_write),
+        T(test_read_back_mismatch),
+        T(test_value_not_offered),
+        T(test_kernel_rejects),
+        T(test_injected_errors),
+        T(test_restore_with_empty_value),
+        T(test_same_value_is_noop),
+        T(test_foreign),
+        T(test_changed_behind_our_back),
+        T(test_unreadable_knob),
+        cmocka_unit_test_setup_teardown(test_dry_run, afix_setup_dry, afix_teardown),
+        T(test_actuator_restore),
+        T(test_owner),
+        T(test_journal_save_fails),
+        T(test_history_ring),
+};
+
+static const struct CMUnitTest known_bugs[] = {
+        T(known_bug_write_eio),
+};
+
+UNIT_MAIN(tests, known_bugs)

@@ -105,14 +105,16 @@ static void test_errors_point_at_lines(void **state) {
         assert_int_equal(r, -EINVAL);
         assert_contains(err, "t.conf:4: unknown key 'Colour' in [Daemon]\n");
         assert_contains(err, "t.conf:6: key 'ConfirmTicks' in [Engine]: expected a whole number from 1 to 100, got '0'\n");
-        assert_contains(err, "t.conf:9: unknown section [Extra]: expected [Daemon] or [Engine]\n");
-        assert_contains(err, "t.conf:10: unknown section [Extra]");
+        /* reported once, at the header, not again for each of its keys */
+        assert_contains(err, "t.conf:8: unknown section [Extra]: expected [Daemon] or [Engine]\n");
+        assert_not_contains(err, "t.conf:9:");
+        assert_not_contains(err, "t.conf:10:");
         assert_not_contains(err, "t.conf:3:");
         /* one line per error */
         unsigned lines = 0;
         for (const char *p = err; *p; p++)
                 lines += *p == '\n';
-        assert_int_equal(lines, 4);
+        assert_int_equal(lines, 3);
         /* on error the config is untouched */
         assert_memory_equal(&c, &before, sizeof(c));
 }
@@ -291,18 +293,47 @@ static void test_parse_size_range(void **state) {
         assert_int_equal(mthp_parse_size_range("a-very-long-range-string-that-does-not-fit", &lo, &hi), -EINVAL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_every_key),
-                cmocka_unit_test(test_errors_point_at_lines),
-                cmocka_unit_test(test_bad_values),
-                cmocka_unit_test(test_lower_not_below_raise),
-                cmocka_unit_test(test_syntax_error),
-                cmocka_unit_test(test_load_file),
-                cmocka_unit_test(test_parse_duration),
-                cmocka_unit_test(test_parse_percent),
-                cmocka_unit_test(test_parse_size_range),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+/* Known bug (lib/ini-util.c): inih only calls back for keys, so a section
+ * with no keys is never seen: "[Egnine]" alone (a typo) passes silently,
+ * though every unknown section should be reported with its line. */
+static void known_bug_empty_unknown_section(void **state) {
+        (void) state;
+        struct mthp_config c;
+        char err[512];
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_string("e.conf", "[Daemon]\nInterval=1s\n[Egnine]\n", &c, err, sizeof(err)),
+                         -EINVAL);
+        assert_contains(err, "e.conf:3: unknown section [Egnine]");
+        assert_int_equal(c.interval_usec, 1000000);
 }
+
+/* Known bug (lib/config.c, mthp_parse_duration): a value beyond 2^64 us is
+ * converted to uint64_t unchecked (undefined behaviour; x86 gives 0 or
+ * 2^63, clang's UBSan reports it), and "1e19" parses as 0 us. */
+static void known_bug_duration_out_of_range(void **state) {
+        (void) state;
+        uint64_t u = 42;
+        assert_true(mthp_parse_duration("1e19", &u) < 0);
+        assert_true(mthp_parse_duration("1e300min", &u) < 0);
+        assert_int_equal(u, 42);
+}
+
+static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_errors_point_at_lines),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_lower_not_below_raise),
+        cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_parse_percent),
+        cmocka_unit_test(test_parse_size_range),
+};
+
+static const struct CMUnitTest known_bugs[] = {
+        cmocka_unit_test(known_bug_empty_unknown_section),
+        cmocka_unit_test(known_bug_duration_out_of_range),
+};
+
+UNIT_MAIN(tests, known_bugs)

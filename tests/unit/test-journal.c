@@ -366,20 +366,72 @@ static void test_find_remove(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                T(test_roundtrip),
-                T(test_save_is_atomic),
-                T(test_save_fails_cleanly),
-                T(test_load_missing),
-                T(test_malformed),
-                T(test_restore),
-                T(test_restore_per_size_before_global),
-                T(test_restore_leaves_foreign_changes),
-                T(test_restore_after_crash_before_write),
-                T(test_restore_failure_keeps_entry),
-                T(test_restore_bad_journal),
-                cmocka_unit_test(test_find_remove),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+/* Known bug (lib/journal.c, mthp_journal_restore): per-size knobs are
+ * always restored before global ones. When mthpd itself had set global
+ * shmem_enabled to "force" (after taking a size off "inherit"), the size
+ * cannot get "inherit" back while the global value is still "force"; the
+ * global knob has to go first. A retry of what failed after the global pass
+ * restores both. */
+static void known_bug_restore_global_force(void **state) {
+        struct fixture *f = *state;
+        struct mthp_journal j = { .n = 0 };
+        unsigned n;
+        assert_ok(fakehost_knob_set(f->dir, "global/shmem_enabled", "advise"));
+        assert_ok(fakehost_knob_set(f->dir, "64K/shmem", "inherit"));
+        assert_ok(fakehost_knob_write(f->dir, "64K/shmem", "never"));
+        assert_ok(fakehost_knob_write(f->dir, "global/shmem_enabled", "force"));
+        add_entry(&j, "64K/shmem", THP "/hugepages-64kB/shmem_enabled", "inherit", "never", NULL);
+        add_entry(&j, "global/shmem_enabled", THP "/shmem_enabled", "advise", "force", NULL);
+        leave_journal(f, &j);
+        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(fixture_knob_value(f, "global/shmem_enabled"), "advise");
+        assert_string_equal(fixture_knob_value(f, "64K/shmem"), "inherit");
+        assert_int_equal(access(f->journal, F_OK), -1);
 }
+
+/* Known bug (lib/journal.c, mthp_journal_restore): the journal records the
+ * host root its paths belong to (root=), but restore never compares it with
+ * the host it is given. A journal left in the state directory by a run with
+ * --root FAKE gets applied to the real host by the next plain mthpd start
+ * (wherever a knob happens to hold the fake's written= or previous= value). */
+static void known_bug_restore_other_root(void **state) {
+        struct fixture *f = *state;
+        struct mthp_journal j = { .n = 0 };
+        char other[PATH_MAX];
+        unsigned n = 0;
+        assert_ok(fakehost_create_temp(NULL, other, sizeof(other)));
+        add_entry(&j, "64K/anon", THP "/hugepages-64kB/enabled", "madvise", "always", "never");
+        make_state_dir(f);
+        assert_ok(mthp_strcpy(j.root, sizeof(j.root), other));
+        assert_int_equal(mthp_journal_save(f->journal, &j), 0);
+        int r = mthp_journal_restore(f->host, f->journal, &n);
+        const char *value = fixture_knob_value(f, "64K/anon");
+        assert_ok(fakehost_remove(other));
+        assert_true(r < 0);
+        assert_int_equal(n, 0);
+        assert_string_equal(value, "never");
+        assert_int_equal(access(f->journal, F_OK), 0);
+}
+
+static const struct CMUnitTest tests[] = {
+        T(test_roundtrip),
+        T(test_save_is_atomic),
+        T(test_save_fails_cleanly),
+        T(test_load_missing),
+        T(test_malformed),
+        T(test_restore),
+        T(test_restore_per_size_before_global),
+        T(test_restore_leaves_foreign_changes),
+        T(test_restore_after_crash_before_write),
+        T(test_restore_failure_keeps_entry),
+        T(test_restore_bad_journal),
+        cmocka_unit_test(test_find_remove),
+};
+
+static const struct CMUnitTest known_bugs[] = {
+        T(known_bug_restore_global_force),
+        T(known_bug_restore_other_root),
+};
+
+UNIT_MAIN(tests, known_bugs)

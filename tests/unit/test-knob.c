@@ -134,15 +134,29 @@ static void test_kind_and_layout_names(void **state) {
         assert_string_equal(mthp_cg_layout_name(MTHP_CG_V2), "v2");
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_brackets),
-                cmocka_unit_test(test_parse_no_selection),
-                cmocka_unit_test(test_parse_malformed),
-                cmocka_unit_test(test_knob_allows),
-                cmocka_unit_test(test_format_size),
-                cmocka_unit_test(test_parse_size),
-                cmocka_unit_test(test_kind_and_layout_names),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+/* Known bug (lib/probe.c, mthp_parse_size): v * mult wraps around before the
+ * range check, so absurd sizes come out as small ones (2^52+1 G = 1G) or 0. */
+static void known_bug_parse_size_overflow(void **state) {
+        (void) state;
+        unsigned kb = 12345;
+        assert_int_equal(mthp_parse_size("4503599627370497G", &kb), -ERANGE);
+        assert_int_equal(mthp_parse_size("17592186044416G", &kb), -ERANGE);
+        assert_int_equal(mthp_parse_size("18014398509481985M", &kb), -ERANGE);
+        assert_int_equal(kb, 12345);
 }
+
+static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_brackets),
+        cmocka_unit_test(test_parse_no_selection),
+        cmocka_unit_test(test_parse_malformed),
+        cmocka_unit_test(test_knob_allows),
+        cmocka_unit_test(test_format_size),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_kind_and_layout_names),
+};
+
+static const struct CMUnitTest known_bugs[] = {
+        cmocka_unit_test(known_bug_parse_size_overflow),
+};
+
+UNIT_MAIN(tests, known_bugs)
