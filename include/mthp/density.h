@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "mthp/host.h"
+#include "mthp/probe.h"
+
+/* Density sampler: how densely do the processes that fault most touch their
+ * anon and shmem memory, seen in aligned blocks of each candidate folio size?
+ *
+ *  - coverage: touched 4K pages / pages of the blocks that have at least one
+ *    touched page (HawkEye's "access coverage"). Meaningful while a size is
+ *    off: it says how much a folio of that size would hold that is used.
+ *  - zero_fraction: of the subpages of blocks whose every page is touched, the
+ *    share that is all zeros (read with process_vm_readv). Meaningful once a
+ *    size is on: pagemap then shows whole folios present, and the zeros are
+ *    the bloat.
+ *
+ * "Touched" = present in the page table (not the shared zero page) or
+ * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
+ * for shmem, and never cross a mapping, as folios do not.
+ *
+ * Work is in windows of the largest size (at most one PMD): one pagemap walk
+ * (PAGEMAP_SCAN, Linux 6.7+, else 8-byte pagemap entries) per window gives
+ * every smaller size's blocks. Per process and kind, the windows holding a
+ * touched page are first listed, hopping over holes (a short walk each, so
+ * sparse reservations cost next to nothing): if they fit the budget all are
+ * read (census, exact), else a uniform choice of them. A process with more
+ * populated windows than listing pays for gets random draws instead, each
+ * weighted by the inverse of its chance, with a region's chance its span
+ * capped at the process's resident size (a terabyte reservation cannot take
+ * every draw). Subpages for zero_fraction are a uniform choice among the
+ * present pages of full blocks, read in batches; swapped pages are never
+ * read. All work is bounded per tick (pages and time) and per process.
+ */
+
+#define MTHP_DENSITY_PAGE 4096u
+#define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
+#define MTHP_DENSITY_COMM_MAX 16
+
+struct mthp_density_budget {
+        unsigned max_procs;           /* processes sampled per tick, most faulting first */
+        unsigned max_scan;            /* /proc/PID/stat reads per tick; the scan rotates */
+        uint64_t max_pages_per_tick;  /* 4K pages examined: window pages + subpages read */
+        uint64_t max_pages_per_proc;
+        unsigned reads_per_window;    /* subpages read per window for zero_fraction (<= 512) */
+        /* Wall time per tick; the /proc scan gets at most half. Checked before
+         * each window: a tick may overrun by one window and the subpage reads
+         * still queued for the process at hand. */
+        uint64_t max_usec;
+        uint64_t seed;                /* same seed, same draws */
+};
+void mthp_density_budget_default(struct mthp_density_budget *b);
+
+/* Restrict sampling to given processes (and optionally an address range):
+ * for tests, and for callers that know which processes matter (a cgroup's
+ * cgroup.procs). Targets are sampled whatever their fault rate. */
+struct mthp_density_target {
+        pid_t pid;
+        uint64_t start, end;          /* end == 0: the whole address space */
+};
+
+struct mthp_density_size {
+        unsigned kb;
+        uint64_t blocks;              /* sampled blocks with >= 1 touched page */
+        double coverage;              /* NAN if blocks == 0 */
+        uint64_t full_blocks;         /* of those, blocks with every page touched */
+        uint64_t read_pages;          /* subpages of full blocks read */
+        uint64_t zero_pages;          /* of those, all zeros */
+        double zero_fraction;         /* NAN if read_pages == 0 */
+};
+
+struct mthp_density_kind {
+        uint64_t mapped_bytes;        /* eligible mappings (address span) */
+        uint64_t rss_bytes;           /* RssAnon / RssShmem from /proc/PID/status */
+        unsigned windows;             /* windows examined */
+        bool census;                  /* every window was examined (exact) */
+        struct mthp_density_size size[MTHP_SIZES_MAX];
+};
+
+struct mthp_density_proc {
+        pid_t pid;
+        char comm[MTHP_DENSITY_COMM_MAX];
+        double minflt_rate;           /* minor faults/s */
+        bool rate_from_lifetime;      /* first sight: minflt / age instead of a delta */
+        bool complete;                /* the budget did not cut this process short */
+        struct mthp_density_kind kind[_MTHP_KIND_MAX];
+        uint64_t pages_examined, pages_read, usec;
+};
+
+struct mthp_density_report {
+        uint64_t t_usec;
+        unsigned n_sizes;
+        unsigned procs_listed;        /* PIDs seen in /proc (or targets) */
+        unsigned procs_scanned;       /* /proc/PID/stat read this tick */
+        unsigned procs_skipped;       /* candidates gone or not readable mid-tick */
+        uint64_t pages_examined, pages_read, usec;
+        bool budget_exhausted;        /* pages or time ran out before every candidate was done */
+        /* Per kind over all sampled processes, each weighted by its fault rate
+         * (equal weights if none faults); counts are plain sums. */
+        struct mthp_density_kind kind[_MTHP_KIND_MAX];
+        unsigned n_procs;
+        const struct mthp_density_proc *procs;  /* owned by the sampler; valid until the next tick */
+};
+
+struct mthp_density_sampler;
+
+/* sizes_kb: candidate folio sizes, powers of two from 8 to MTHP_DENSITY_MAX_KB
+ * (any order, duplicates ignored). budget NULL: defaults. The host must
+ * outlive the sampler. Subpage reads happen only on the real root ("/"). */
+int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsigned n_sizes,
+                     const struct mthp_density_budget *budget, struct mthp_density_sampler **ret);
+void mthp_density_free(struct mthp_density_sampler *s);
+/* n == 0: back to choosing from all of /proc. */
+int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_density_target *t, size_t n);
+/* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
+ * previous ticks. Processes that exit or deny access mid-tick are skipped. */
+int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
+
+/* Pure helpers, exposed for tests. */
+struct mthp_proc_stat {
+        pid_t pid;
+        char comm[MTHP_DENSITY_COMM_MAX];  /* truncated if longer */
+        char state;
+        unsigned flags;
+        uint64_t minflt;
+        uint64_t starttime;           /* clock ticks since boot */
+};
+/* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
+int mthp_density_parse_stat(const char *text, struct mthp_proc_stat *st);
+
+struct mthp_mapping {
+        uint64_t start, end, offset, inode;
+        char perms[5];
+        unsigned dev_major, dev_minor;
+        const char *name;             /* points into the line; "" if none */
+        size_t name_len;
+};
+/* One /proc/PID/maps line (len bytes, no newline needed). 0 or -EBADMSG. */
+int mthp_density_parse_maps_line(const char *line, size_t len, struct mthp_mapping *m);
+/* MTHP_ANON (private anonymous: no name, [heap], [stack], [anon:*]),
+ * MTHP_SHMEM (shared anonymous, SysV, memfd, /dev/shm, [anon_shmem:*]), or
+ * -ENOENT for anything else (files, PROT_NONE reservations, [vdso]...). */
+int mthp_density_mapping_kind(const struct mthp_mapping *m);
+
+/* Coverage of n pagemap entries (bit 63 present, bit 62 swapped) cut in
+ * blocks of block_pages from the first entry; a partial tail is ignored.
+ * Returns NAN if no block has a touched page; *blocks gets their count. */
+double mthp_density_coverage(const uint64_t *pagemap, size_t n, unsigned block_pages, uint64_t *blocks);
+bool mthp_density_page_is_zero(const void *page);
+size_t mthp_density_count_zero_pages(const void *buf, size_t n_pages);

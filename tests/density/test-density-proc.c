@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/* Density sampler against real child processes on this kernel: dense and
+ * sparse anon and shmem, zero-filled pages, a sparse terabyte-scale
+ * reservation, processes exiting mid-tick, and host-wide selection by fault
+ * rate. Needs root (pagemap of another process, process_vm_readv); else 77. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "mthp/density.h"
+
+#define P4K 4096u
+#define MiB (1ULL << 20)
+#define GiB (1ULL << 30)
+
+enum pattern {
+        DENSE,          /* every 4K page written nonzero */
+        SPARSE,         /* one page per 64K */
+        ZERO15,         /* every page written, only 1 in 16 nonzero */
+        SHMEM_DENSE,    /* MAP_SHARED|MAP_ANONYMOUS, every page */
+        MEMFD_SPARSE,   /* memfd, one page per 64K */
+        RESERVE,        /* 64 GiB NORESERVE: first 64 MiB dense, 4 lone pages far apart */
+        THP_SPARSE,     /* MADV_HUGEPAGE, one page per 64K: 2M folios if the host gives them */
+        CHURN,          /* keeps mapping, touching, unmapping: a steady fault rate */
+};
+
+struct child {
+        pid_t pid;
+        uint64_t addr, len;
+};
+
+static struct mthp_host *host;
+static const unsigned sizes[] = { 16, 64, 2048 };
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void touch(char *m, uint64_t len, uint64_t stride) {
+        for (uint64_t off = 0; off < len; off += stride)
+                m[off] = 1;
+}
+
+static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64_t len, unsigned exit_after_us) {
+        int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+        uint64_t maplen = len;
+        char *m;
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* keep the host's THP settings (others may change them meanwhile)
+         * out of the coverage tests: 4K folios only */
+        if (p != THP_SPARSE)
+                prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        if (p == SHMEM_DENSE)
+                flags = MAP_SHARED | MAP_ANONYMOUS;
+        if (p == RESERVE)
+                flags |= MAP_NORESERVE;
+        if (p == THP_SPARSE)
+                maplen = len + 2 * MiB;
+        if (p == MEMFD_SPARSE) {
+                int fd = memfd_create("density-test", 0);
+                if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
+                        _exit(2);
+                m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        } else
+                m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, flags, -1, 0);
+        if (m == MAP_FAILED)
+                _exit(2);
+        if (p == THP_SPARSE) {
+                m = (char *) (((uintptr_t) m + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1));
+                madvise(m, len, MADV_HUGEPAGE);
+        }
+        switch (p) {
+        case DENSE:
+        case SHMEM_DENSE:
+        case CHURN:
+                touch(m, len, P4K);
+                break;
+        case SPARSE:
+        case MEMFD_SPARSE:
+        case THP_SPARSE:
+                touch(m, len, 64 * 1024);
+                break;
+        case ZERO15:
+                memset(m, 0, len);             /* every page allocated, all zeros */
+                touch(m, len, 16 * P4K);       /* then 1 in 16 made nonzero */
+                break;
+        case RESERVE:
+                touch(m, 64 * MiB, P4K);
+                for (int i = 1; i <= 4; i++)
+                        m[(uint64_t) i * 16 * GiB - 8 * MiB] = 1;
+                break;
+        }
+        uint64_t addr = (uintptr_t) m;
+        if (write(wfd, &addr, sizeof(addr)) != sizeof(addr))
+                _exit(2);
+        close(wfd);
+        if (exit_after_us) {
+                usleep(exit_after_us);
+                _exit(0);
+        }
+        for (;;) {
+                if (p != CHURN) {
+                        pause();
+                        continue;
+                }
+                char *c = mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (c != MAP_FAILED) {
+                        touch(c, 16 * MiB, P4K);
+                        munmap(c, 16 * MiB);
+                }
+        }
+}
+
+/* exit_after_us: 0 = stay until killed; else exit that long after ready */
+static struct child spawn(enum pattern p, uint64_t len, unsigned exit_after_us) {
+        struct child c = { .len = len };
+        int fds[2];
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        c.pid = fork();
+        assert_true(c.pid >= 0);
+        if (c.pid == 0) {
+                close(fds[0]);
+                child_main(fds[1], p, len, exit_after_us);
+        }
+        close(fds[1]);
+        ssize_t n = read(fds[0], &c.addr, sizeof(c.addr));
+        close(fds[0]);
+        assert_int_equal(n, sizeof(c.addr));
+        return c;
+}
+
+static void reap(struct child *c) {
+        kill(c->pid, SIGKILL);
+        assert_int_equal(waitpid(c->pid, NULL, 0), c->pid);
+}
+
+static struct mthp_density_budget roomy(void) {
+        struct mthp_density_budget b;
+        mthp_density_budget_default(&b);
+        b.max_usec = 2000000;   /* tests assert values, not speed; ASan and load are slow */
+        b.max_pages_per_proc = 65536;   /* 64 MiB mappings are read whole */
+        return b;
+}
+
+/* One tick restricted to the child (and to its mapping if ranged). */
+static const struct mthp_density_proc *sample(const struct child *c, bool ranged, const struct mthp_density_budget *b,
+                                              struct mthp_density_sampler **sp, struct mthp_density_report *rep) {
+        struct mthp_density_target t = { .pid = c->pid };
+        if (ranged) {
+                t.start = c->addr;
+                t.end = c->addr + c->len;
+        }
+        assert_int_equal(mthp_density_new(host, sizes, 3, b, sp), 0);
+        assert_int_equal(mthp_density_set_targets(*sp, &t, 1), 0);
+        assert_int_equal(mthp_density_tick(*sp, now_usec(), rep), 0);
+        assert_int_equal(rep->n_procs, 1);
+        assert_int_equal(rep->procs[0].pid, c->pid);
+        return &rep->procs[0];
+}
+
+static void print_kind(const char *what, const struct mthp_density_proc *p, int kind) {
+        const struct mthp_density_kind *k = &p->kind[kind];
+        printf("# %s %s: windows %u%s, examined %llu pages, read %llu, %llu us\n", what, mthp_kind_name(kind),
+               k->windows, k->census ? " (all)" : "", (unsigned long long) p->pages_examined,
+               (unsigned long long) p->pages_read, (unsigned long long) p->usec);
+        for (unsigned i = 0; i < 3; i++)
+                printf("#   %4uK: blocks %llu coverage %.4f full %llu read %llu zero %.4f\n", k->size[i].kb,
+                       (unsigned long long) k->size[i].blocks, k->size[i].coverage,
+                       (unsigned long long) k->size[i].full_blocks, (unsigned long long) k->size[i].read_pages,
+                       k->size[i].zero_fraction);
+}
+
+static void test_dense_anon(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(DENSE, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("dense", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        assert_true(k->census);
+        assert_true(k->mapped_bytes == 64 * MiB);
+        for (unsigned i = 0; i < 3; i++) {
+                assert_true(k->size[i].coverage >= 0.95);
+                assert_true(k->size[i].read_pages > 0);
+                assert_true(k->size[i].zero_fraction <= 0.05);
+        }
+        assert_int_equal(k->size[1].blocks, 1024);   /* every 64K block of the mapping */
+        assert_int_equal(p->kind[MTHP_SHMEM].windows, 0);
+        assert_true(rep.pages_examined <= b.max_pages_per_tick);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+static void test_sparse_anon(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(SPARSE, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("sparse", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        assert_true(k->size[1].coverage <= 0.1);
+        assert_true(fabs(k->size[1].coverage - 1.0 / 16) < 1e-9);   /* read whole: exact */
+        assert_true(fabs(k->size[0].coverage - 0.25) < 1e-9);
+        assert_true(fabs(k->size[2].coverage - 1.0 / 16) < 1e-9);
+        assert_int_equal(k->size[1].full_blocks, 0);
+        assert_true(isnan(k->size[1].zero_fraction));   /* no full block: nothing to read */
+        mthp_density_free(s);
+        reap(&c);
+}
+
+static void test_zero_fraction(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(ZERO15, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("zero15", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        for (unsigned i = 0; i < 3; i++) {
+                assert_true(k->size[i].coverage >= 0.95);   /* every page is there... */
+                assert_true(k->size[i].read_pages >= 100);
+                assert_true(k->size[i].zero_fraction >= 0.85);   /* ...but 15 in 16 hold nothing */
+        }
+        assert_true(p->pages_read > 0 && rep.pages_read == p->pages_read);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+/* Budgets too small to read the mapping whole: 64 MiB (32 populated
+ * windows) is listed and 8 of them chosen uniformly; 1 GiB (512, more than
+ * the listing pays for) gets 8 random draws. */
+static void test_sampled_modes(void **state) {
+        (void) state;
+        const enum pattern pat[] = { DENSE, SPARSE, ZERO15 };
+        const uint64_t len[] = { 64 * MiB, 1 * GiB };
+        for (unsigned m = 0; m < 2; m++)
+                for (unsigned j = 0; j < 3; j++) {
+                        struct mthp_density_budget b = roomy();
+                        struct mthp_density_sampler *s;
+                        struct mthp_density_report rep;
+                        b.max_pages_per_proc = 8 * (512 + b.reads_per_window);
+                        struct child c = spawn(pat[j], len[m], 0);
+                        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+                        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+                        print_kind(m ? "drawn" : "listed", p, MTHP_ANON);
+                        assert_false(k->census);
+                        assert_int_equal(k->windows, 8);
+                        assert_true(p->pages_examined + p->pages_read <= b.max_pages_per_proc);
+                        if (pat[j] == SPARSE)
+                                assert_true(fabs(k->size[1].coverage - 1.0 / 16) < 1e-9);
+                        else
+                                assert_true(k->size[1].coverage >= 0.95);
+                        if (pat[j] == ZERO15)
+                                assert_true(k->size[1].zero_fraction >= 0.85);
+                        mthp_density_free(s);
+                        reap(&c);
+                }
+}
+
+static void test_whole_process(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(DENSE, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, false, &b, &s, &rep);
+        print_kind("whole", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        assert_true(k->mapped_bytes >= 64 * MiB);
+        assert_true(k->rss_bytes >= 64 * MiB);
+        assert_true(k->windows > 0);
+        assert_true(k->size[2].coverage > 0 && k->size[2].coverage <= 1);
+        assert_true(rep.kind[MTHP_ANON].size[2].coverage == k->size[2].coverage);   /* one process */
+        assert_true(p->usec <= rep.usec);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+/* 64 GiB reserved, 64 MiB + 4 pages touched: the walk hops over the holes,
+ * so the sample is exact and cheap. */
+static void test_sparse_reservation(void **state) {
+        (void) state;
+        struct utsname u;
+        unsigned major = 0, minor = 0;
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major * 100 + minor < 607)
+                skip();   /* no PAGEMAP_SCAN to hop over holes: 64 GiB is too much to list */
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(RESERVE, 64 * GiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("reserve", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        assert_true(k->census);
+        assert_int_equal(k->windows, 32 + 4);
+        assert_int_equal(k->size[2].blocks, 32 + 4);
+        assert_true(fabs(k->size[2].coverage - (16384.0 + 4) / (36 * 512)) < 1e-9);
+        assert_true(fabs(k->size[1].coverage - (16384.0 + 4) / (1028 * 16)) < 1e-9);
+        assert_true(p->pages_examined == 36 * 512);
+        mthp_density_free(s);
+
+        /* too few draws to read all 36: a uniform choice among them */
+        b.max_pages_per_proc = 4 * (512 + b.reads_per_window);
+        p = sample(&c, true, &b, &s, &rep);
+        print_kind("reserve, 4 draws", p, MTHP_ANON);
+        assert_false(p->kind[MTHP_ANON].census);
+        assert_int_equal(p->kind[MTHP_ANON].windows, 4);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+static void test_shmem(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(SHMEM_DENSE, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("shmem dense", p, MTHP_SHMEM);
+        assert_int_equal(p->kind[MTHP_ANON].mapped_bytes, 0);
+        assert_true(p->kind[MTHP_SHMEM].mapped_bytes == 64 * MiB);
+        assert_true(p->kind[MTHP_SHMEM].rss_bytes >= 64 * MiB);
+        for (unsigned i = 0; i < 3; i++)
+                assert_true(p->kind[MTHP_SHMEM].size[i].coverage >= 0.95);
+        mthp_density_free(s);
+        reap(&c);
+
+        c = spawn(MEMFD_SPARSE, 64 * MiB, 0);
+        p = sample(&c, true, &b, &s, &rep);
+        print_kind("memfd sparse", p, MTHP_SHMEM);
+        assert_true(p->kind[MTHP_SHMEM].size[1].coverage <= 0.1);
+        assert_true(rep.kind[MTHP_SHMEM].size[1].coverage <= 0.1);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+/* Children that exit while being sampled, at varying moments: never an error. */
+static void test_exit_mid_tick(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        b.max_pages_per_proc = 1 << 20;   /* read all 256 MiB: a tick of several ms */
+        unsigned seen = 0, skipped = 0;
+        for (unsigned i = 0; i < 24; i++) {
+                struct mthp_density_sampler *s;
+                struct mthp_density_report rep;
+                struct child c = spawn(DENSE, 256 * MiB, 1 + i * 250);
+                struct mthp_density_target t = { .pid = c.pid };
+                assert_int_equal(mthp_density_new(host, sizes, 3, &b, &s), 0);
+                assert_int_equal(mthp_density_set_targets(s, &t, 1), 0);
+                for (unsigned j = 0; j < 3; j++) {
+                        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+                        assert_true(rep.n_procs <= 1);
+                        seen += rep.n_procs;
+                        skipped += rep.procs_skipped;
+                }
+                mthp_density_free(s);
+                assert_int_equal(waitpid(c.pid, NULL, 0), c.pid);
+        }
+        printf("# exit mid-tick: %u samples complete, %u skipped as gone\n", seen, skipped);
+}
+
+static void test_zombie_and_dead(void **state) {
+        (void) state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child z = spawn(DENSE, 1 * MiB, 1);
+        usleep(100000);   /* exited, not reaped: a zombie */
+        struct child d = spawn(DENSE, 1 * MiB, 1);
+        assert_int_equal(waitpid(d.pid, NULL, 0), d.pid);   /* gone entirely */
+        struct mthp_density_target t[2] = { { .pid = z.pid }, { .pid = d.pid } };
+        assert_int_equal(mthp_density_new(host, sizes, 3, NULL, &s), 0);
+        assert_int_equal(mthp_density_set_targets(s, t, 2), 0);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        assert_int_equal(rep.n_procs, 0);
+        assert_true(isnan(rep.kind[MTHP_ANON].size[0].coverage));
+        mthp_density_free(s);
+        assert_int_equal(waitpid(z.pid, NULL, 0), z.pid);
+}
+
+/* No targets: the faulting child is found among all of /proc, and the
+ * tick stays within its budget. */
+static void test_host_wide(void **state) {
+        (void) state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b;
+        mthp_density_budget_default(&b);
+        b.max_procs = 16;
+        b.max_usec = 200000;
+        struct child c = spawn(CHURN, 16 * MiB, 0);
+        assert_int_equal(mthp_density_new(host, sizes, 3, &b, &s), 0);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        usleep(200000);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        printf("# host-wide: %u listed, %u scanned, %u sampled, %u skipped, %llu pages, %llu read, %llu us%s\n",
+               rep.procs_listed, rep.procs_scanned, rep.n_procs, rep.procs_skipped,
+               (unsigned long long) rep.pages_examined, (unsigned long long) rep.pages_read,
+               (unsigned long long) rep.usec, rep.budget_exhausted ? " (budget exhausted)" : "");
+        bool found = false;
+        for (unsigned i = 0; i < rep.n_procs; i++) {
+                const struct mthp_density_proc *p = &rep.procs[i];
+                printf("#   %7d %-16s %10.0f flt/s anon %6.1f MiB windows %u\n", p->pid, p->comm, p->minflt_rate,
+                       (double) p->kind[MTHP_ANON].rss_bytes / MiB, p->kind[MTHP_ANON].windows);
+                assert_true(p->pid != getpid());
+                if (i > 0)
+                        assert_true(p->minflt_rate <= rep.procs[i - 1].minflt_rate);
+                if (p->pid == c.pid) {
+                        found = true;
+                        assert_false(p->rate_from_lifetime);
+                        assert_true(p->minflt_rate > 1000);
+                }
+        }
+        assert_true(found);
+        assert_true(rep.n_procs <= b.max_procs);
+        assert_true(rep.pages_examined + rep.pages_read <= b.max_pages_per_tick);
+        assert_true(rep.procs_listed > 1);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+/* With 2M THP (madvise + inherit) a process touching 1 page per 64K gets
+ * whole 2M folios: pagemap shows them full, the zeros show the bloat. */
+static void test_thp_bloat(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(THP_SPARSE, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("thp sparse", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        if (!(k->size[2].coverage > 0.99)) {
+                mthp_density_free(s);
+                reap(&c);
+                skip();   /* the host gave no 2M folios (knobs, fragmentation) */
+        }
+        assert_true(k->size[1].zero_fraction >= 0.85);
+        assert_true(k->size[2].zero_fraction >= 0.85);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+static int group_setup(void **state) {
+        (void) state;
+        return mthp_host_open("/", &host);
+}
+
+static int group_teardown(void **state) {
+        (void) state;
+        mthp_host_free(host);
+        return 0;
+}
+
+int main(void) {
+        int fd = open("/proc/self/pagemap", O_RDONLY);
+        if (geteuid() != 0 || fd < 0) {
+                printf("# skipped: needs root and /proc/PID/pagemap\n");
+                return 77;
+        }
+        close(fd);
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_dense_anon),
+                cmocka_unit_test(test_sparse_anon),
+                cmocka_unit_test(test_zero_fraction),
+                cmocka_unit_test(test_sampled_modes),
+                cmocka_unit_test(test_whole_process),
+                cmocka_unit_test(test_sparse_reservation),
+                cmocka_unit_test(test_shmem),
+                cmocka_unit_test(test_exit_mid_tick),
+                cmocka_unit_test(test_zombie_and_dead),
+                cmocka_unit_test(test_host_wide),
+                cmocka_unit_test(test_thp_bloat),
+        };
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
