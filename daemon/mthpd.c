@@ -2,6 +2,7 @@
 /* mthpd: samples the host every interval, lets the engine decide the mTHP
  * knobs, applies what changed and explains it. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "mthp-config.h"
 #include "mthp/actuator.h"
 #include "mthp/config.h"
+#include "mthp/density.h"
 #include "mthp/engine.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
@@ -38,6 +40,7 @@ struct daemon {
         struct mthp_host *host;
         struct mthp_caps caps;
         struct mthp_sampler *sampler;
+        struct mthp_density_sampler *density;
         struct mthp_actuator act;
         struct mthp_engine_state engine;
         struct mthp_snapshot snap;
@@ -45,6 +48,7 @@ struct daemon {
         int n_decisions;
         char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
         unsigned changes;
+        bool density_error_logged;
         sd_event *event;
         sd_event_source *timer;
         int lock_fd;
@@ -135,12 +139,51 @@ static void notify_status(struct daemon *d) {
         sd_notify(0, s);
 }
 
+/* Reduce the density sampler's report to what the engine and a recording
+ * need: the most faulting processes, per kind and size. */
+static void density_view(struct daemon *d, const struct mthp_density_report *rep, struct mthp_density_view *v) {
+        memset(v, 0, sizeof(*v));
+        v->valid = true;
+        v->usec = (double) rep->usec;
+        for (unsigned i = 0; i < rep->n_procs && v->n_procs < MTHP_DENSITY_PROCS; i++) {
+                const struct mthp_density_proc *p = &rep->procs[i];
+                struct mthp_proc_density *o = &v->proc[v->n_procs++];
+                o->pid = p->pid;
+                mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
+                o->fault_rate = p->minflt_rate;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        o->rss_kb[k] = p->kind[k].rss_bytes / 1024;
+                        for (unsigned j = 0; j < d->caps.n_sizes; j++) {
+                                o->coverage[k][j] = NAN;
+                                o->zero[k][j] = NAN;
+                                for (unsigned m = 0; m < rep->n_sizes; m++)
+                                        if (p->kind[k].size[m].kb == d->caps.sizes[j].kb) {
+                                                o->coverage[k][j] = p->kind[k].size[m].coverage;
+                                                o->zero[k][j] = p->kind[k].size[m].zero_fraction;
+                                        }
+                        }
+                }
+        }
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
-        int r = mthp_sampler_take(d->sampler, now_usec(), &d->snap);
+        uint64_t t = now_usec();
+        int r = mthp_sampler_take(d->sampler, t, &d->snap);
         if (r < 0) {
                 mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings", mthp_errno_words(r));
                 return 0;
+        }
+        if (d->density) {
+                struct mthp_density_report rep;
+                r = mthp_density_tick(d->density, t, &rep);
+                if (r == 0)
+                        density_view(d, &rep, &d->snap.density);
+                else if (!d->density_error_logged) {
+                        mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
+                                 mthp_errno_words(r));
+                        d->density_error_logged = true;
+                }
         }
         mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
         d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
@@ -271,6 +314,16 @@ static int startup(struct daemon *d) {
         r = mthp_sampler_new(d->host, &d->caps, &d->sampler);
         if (r < 0)
                 return r;
+        unsigned sizes[MTHP_SIZES_MAX], n = 0;
+        for (unsigned i = 0; i < d->caps.n_sizes; i++)
+                if (d->caps.sizes[i].kb <= MTHP_DENSITY_MAX_KB)
+                        sizes[n++] = d->caps.sizes[i].kb;
+        r = mthp_density_new(d->host, sizes, n, NULL, &d->density);
+        if (r < 0) {
+                mthp_log(LOG_WARNING, "density sampler unavailable: %s; sizes above %uK stay off",
+                         mthp_errno_words(r), d->cfg.engine.unmeasured_max_kb);
+                d->density = NULL;
+        }
         return 0;
 }
 
@@ -363,6 +416,7 @@ int main(int argc, char **argv) {
         sd_event_source_unref(d.timer);
         sd_event_unref(d.event);
         mthp_sampler_free(d.sampler);
+        mthp_density_free(d.density);
         mthp_host_free(d.host);
         if (d.lock_fd >= 0)
                 close(d.lock_fd);

@@ -15,13 +15,18 @@ void mthp_config_defaults(struct mthp_config *c) {
         c->mode = MTHP_MODE_MANAGE;
         snprintf(c->state_dir, sizeof(c->state_dir), "/run/mthpd");
         struct mthp_engine_config *e = &c->engine;
-        /* 16K-64K: the sizes with the best gain/bloat ratio on faulting
-         * workloads (seeds: 16K halves faults; 64K 2x page_fault1). PMD size
-         * stays with the admin's global setting. */
+        /* Every size up to the PMD one: density sampling decides which pay
+         * off (2M makes a dense fault loop 46x faster, DESIGN.md 3). */
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                 e->min_kb[k] = 16;
-                e->max_kb[k] = 64;
+                e->max_kb[k] = 2048;
         }
+        e->max_bloat = 20;
+        e->min_proc_fault_rate = 100;
+        /* without a density sample (a fake host, processes that cannot be
+         * read) stay where bloat is bounded at 16x per touched 4K page */
+        e->unmeasured_max_kb = 64;
+        e->verify_ticks = 3;
         e->raise_fault_rate = 25000;   /* ~100 MB/s of fresh memory */
         e->lower_fault_rate = 2500;
         e->confirm_ticks = 2;
@@ -171,6 +176,27 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         return mthp_parse_percent(value, &e->psi_some_max) < 0 ? BAD("a percentage (PSI some avg10)") : 0;
                 if (strcmp(key, "MinAvailable") == 0)
                         return mthp_parse_percent(value, &e->min_available) < 0 ? BAD("a percentage of MemTotal") : 0;
+                if (strcmp(key, "MaxBloat") == 0) {
+                        char *end;
+                        double v = strtod(value, &end);
+                        if (end == value || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= 10000))
+                                return BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)");
+                        e->max_bloat = v;
+                        return 0;
+                }
+                if (strcmp(key, "MinProcessFaultRate") == 0)
+                        return parse_rate(value, &e->min_proc_fault_rate) < 0 ? BAD("faults per second (e.g. 100)") : 0;
+                if (strcmp(key, "UnmeasuredMaxSize") == 0) {
+                        unsigned kb;
+                        if (strcasecmp(value, "none") == 0)
+                                kb = 0;
+                        else if (mthp_parse_size(value, &kb) < 0)
+                                return BAD("a size like 64K, or none");
+                        e->unmeasured_max_kb = kb;
+                        return 0;
+                }
+                if (strcmp(key, "VerifyTicks") == 0)
+                        return parse_count(value, 1, 100, &e->verify_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
                 if (strcmp(key, "MaxFallback") == 0)
                         return mthp_parse_percent(value, &e->max_fallback) < 0 ? BAD("a percentage of mTHP faults") : 0;
         } else {

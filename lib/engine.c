@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mthp/engine.h"
 
 #define BACKOFF_MAX_TICKS 3600
+#define SPARSE_CONFIRM_TICKS 2
+#define DEFRAG_MIN_KB 512         /* sizes whose allocation needs compaction */
+#define DEFRAG_FALLBACK_PCT 20.0
 
 unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, enum mthp_kind kind,
                             unsigned ladder[MTHP_SIZES_MAX]) {
@@ -20,29 +24,110 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
         return n;
 }
 
-struct signals {
-        double demand, fallback_pct, avail_pct, share;
-        bool pressure, fragmented, measured;
-        char pressure_why[96];
-};
-
 static double size_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i, const char *name) {
         int j = mthp_stat_index(&caps->sizes[i], name);
         return j < 0 ? 0 : snap->size[i].stat[j].rate;
 }
 
+/* How much of a block of this size a process really uses: the lower of
+ * pagemap coverage and the share of non-zero subpages (once large folios
+ * make pagemap report every subpage present). NAN: no sample. */
+static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned size) {
+        double c = p->coverage[kind][size], z = p->zero[kind][size];
+        double u = NAN;
+        if (!isnan(c))
+                u = c;
+        if (!isnan(z) && (isnan(u) || 1 - z < u))
+                u = 1 - z;
+        return u;
+}
+
+struct density_verdict {
+        bool measured;            /* at least one faulting process of this kind was sampled */
+        unsigned keep, raise;     /* highest level every process allows (keep / raise thresholds) */
+        int holder;               /* process index that limits keep (-1: none) */
+        unsigned holder_size;     /* caps size index it failed at */
+        double holder_usage;
+        int best;                 /* the most faulting sampled process */
+};
+
+static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
+                          unsigned n_ladder, unsigned blind, struct density_verdict *v) {
+        const struct mthp_density_view *dv = &snap->density;
+        double keep_thr = 1.0 / (1.0 + cfg->max_bloat / 100.0);
+        double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
+
+        memset(v, 0, sizeof(*v));
+        v->holder = v->best = -1;
+        v->keep = v->raise = n_ladder;
+        for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
+                const struct mthp_proc_density *p = &dv->proc[i];
+                if (p->fault_rate < cfg->min_proc_fault_rate || p->rss_kb[kind] == 0)
+                        continue;
+                bool any = false;
+                for (unsigned r = 0; r < n_ladder; r++)
+                        any = any || !isnan(usage(p, kind, ladder[r]));
+                if (!any)
+                        continue;
+                v->measured = true;
+                if (v->best < 0 || p->fault_rate > dv->proc[v->best].fault_rate)
+                        v->best = (int) i;
+                for (unsigned r = 0; r < n_ladder; r++) {
+                        double u = usage(p, kind, ladder[r]);
+                        /* unknown at this size: allowed only where bloat is bounded anyway */
+                        bool ok_keep = isnan(u) ? r < blind : u >= keep_thr;
+                        bool ok_raise = isnan(u) ? r < blind : u >= raise_thr;
+                        if (!ok_raise && r < v->raise)
+                                v->raise = r;
+                        if (!ok_keep && r < v->keep) {
+                                v->keep = r;
+                                v->holder = (int) i;
+                                v->holder_size = ladder[r];
+                                v->holder_usage = u;
+                        }
+                        if (!ok_keep)
+                                break;
+                }
+        }
+        (void) caps;
+        if (v->raise > v->keep)
+                v->raise = v->keep;
+}
+
+struct signals {
+        double demand, fallback_pct, avail_pct, share, top_alloc;
+        bool pressure, fragmented, measured;
+        char pressure_why[96];
+};
+
 static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                          const struct mthp_snapshot *snap, enum mthp_kind kind, int top_size, struct signals *s) {
         memset(s, 0, sizeof(*s));
         s->measured = snap->dt > 0;
-        /* Faults no mTHP allocation explains are 4K faults of either kind:
-         * split them by how much anon and shmem memory the host holds, so an
+        /* Faults no mTHP allocation explains are 4K faults of either kind.
+         * Split them by the kinds of memory the faulting processes hold (from
+         * the density sample), else by the host's anon and shmem totals, so an
          * anon-only workload does not raise shmem sizes too. */
         double explained = snap->kind_pages_rate[MTHP_ANON] + snap->kind_pages_rate[MTHP_SHMEM];
         double unexplained = snap->fault_pages_rate > explained ? snap->fault_pages_rate - explained : 0;
-        double total_kb = (double) snap->mem.anon_kb + (double) snap->mem.shmem_kb;
-        s->share = total_kb > 0 ? (double) (kind == MTHP_ANON ? snap->mem.anon_kb : snap->mem.shmem_kb) / total_kb
-                                : 0.5;
+        double w_kind = 0, w_all = 0;
+        for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs; i++) {
+                const struct mthp_proc_density *p = &snap->density.proc[i];
+                double rss = (double) p->rss_kb[MTHP_ANON] + (double) p->rss_kb[MTHP_SHMEM];
+                if (rss <= 0)
+                        continue;
+                w_kind += p->fault_rate * (double) p->rss_kb[kind] / rss;
+                w_all += p->fault_rate;
+        }
+        if (w_all > 0)
+                s->share = w_kind / w_all;
+        else {
+                double total_kb = (double) snap->mem.anon_kb + (double) snap->mem.shmem_kb;
+                s->share = total_kb > 0 ? (double) (kind == MTHP_ANON ? snap->mem.anon_kb : snap->mem.shmem_kb) /
+                                                  total_kb
+                                        : 0.5;
+        }
         s->demand = snap->kind_pages_rate[kind] + unexplained * s->share;
 
         /* The kernel counts a fallback at every size it tries, so only the
@@ -52,6 +137,7 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                                          kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc");
                 double fb = size_rate(caps, snap, (unsigned) top_size,
                                       kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback");
+                s->top_alloc = alloc;
                 if (alloc + fb >= 10) {
                         s->fallback_pct = 100.0 * fb / (alloc + fb);
                         s->fragmented = s->fallback_pct >= cfg->max_fallback;
@@ -70,13 +156,18 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         }
 }
 
-static void size_name(const struct mthp_caps *caps, unsigned idx, char *buf, size_t n) {
-        mthp_format_size(caps->sizes[idx].kb, buf, n);
+static void level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n) {
+        if (level)
+                mthp_format_size(caps->sizes[ladder[level - 1]].kb, buf, n);
+        else
+                snprintf(buf, n, "4K");
 }
 
-/* Step down after a failure (pressure, fragmentation) and bar the level that
- * failed for a while, longer each time it fails again. */
-static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_engine_kind *st, uint64_t tick) {
+/* Step down after a failure (pressure, fragmentation, a probe that did not
+ * verify) and bar the level that failed for a while, longer each time it
+ * fails again. */
+static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_engine_kind *st, unsigned to,
+                             uint64_t tick) {
         unsigned base = cfg->dwell_ticks ? 4 * cfg->dwell_ticks : 4;
         if (st->ceiling == st->level && st->backoff)
                 st->backoff = st->backoff * 2 > BACKOFF_MAX_TICKS ? BACKOFF_MAX_TICKS : st->backoff * 2;
@@ -84,13 +175,19 @@ static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_e
                 st->backoff = base;
         st->ceiling = st->level;
         st->ceiling_until = tick + st->backoff;
-        st->level--;
+        st->level = to;
+}
+
+static void describe_proc(const struct mthp_proc_density *p, char *buf, size_t n) {
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s)", p->pid, p->comm, p->fault_rate);
 }
 
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
         size_t n = 0;
+        bool want_defer = false;
+        char defer_why[256] = "";
 
         *next = *prev;
         next->tick = snap->tick;
@@ -99,25 +196,53 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 unsigned ladder[MTHP_SIZES_MAX];
                 unsigned n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
                 struct signals sig;
+                struct density_verdict dens;
                 char why[MTHP_REASON_MAX - 96] = "";
                 const char *kname = mthp_kind_name(kind);
 
+                unsigned blind = 0; /* levels allowed without a density sample */
+                while (blind < n_ladder && caps->sizes[ladder[blind]].kb <= cfg->unmeasured_max_kb)
+                        blind++;
                 if (st->level > n_ladder)
                         st->level = n_ladder; /* config shrank the ladder */
                 read_signals(cfg, caps, snap, kind, st->level ? (int) ladder[st->level - 1] : -1, &sig);
+                judge_density(cfg, caps, snap, kind, ladder, n_ladder, blind, &dens);
 
                 if (sig.measured) {
                         st->pressure_streak = sig.pressure ? st->pressure_streak + 1 : 0;
                         bool want_up = sig.demand >= cfg->raise_fault_rate && !sig.pressure && !sig.fragmented;
                         st->raise_streak = want_up ? st->raise_streak + 1 : 0;
                         st->lower_streak = sig.demand < cfg->lower_fault_rate ? st->lower_streak + 1 : 0;
+                        st->sparse_streak = dens.measured && dens.keep < st->level ? st->sparse_streak + 1 : 0;
                 }
                 bool dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
-                bool barred = st->ceiling && st->level + 1 >= st->ceiling && snap->tick < st->ceiling_until;
+                /* where a raise may go: density says how far; blind, one step */
+                unsigned target = dens.measured ? dens.raise : (st->level < blind ? st->level + 1 : st->level);
+                if (target > n_ladder)
+                        target = n_ladder;
+                bool barred = false;
+                if (st->ceiling && snap->tick < st->ceiling_until && target >= st->ceiling) {
+                        target = st->ceiling - 1;
+                        barred = true;
+                }
                 unsigned old_level = st->level;
-                char top[16] = "4K";
-                if (st->level)
-                        size_name(caps, ladder[st->level - 1], top, sizeof(top));
+                char top[16], to[16], who[96] = "";
+                level_name(caps, ladder, st->level, top, sizeof(top));
+                if (dens.best >= 0)
+                        describe_proc(&snap->density.proc[dens.best], who, sizeof(who));
+
+                /* probe-then-verify: a raise must show allocations at its new
+                 * top size while the kind is faulting */
+                bool probe_failed = false;
+                /* only once the kernel holds the new value (a dry run never does) */
+                int top_knob = st->level ? caps->sizes[ladder[st->level - 1]].knob[kind] : -1;
+                bool holds = top_knob >= 0 && strcmp(snap->knob[top_knob], "always") == 0;
+                if (sig.measured && st->verify_left && st->level && holds) {
+                        if (sig.top_alloc > 0)
+                                st->verify_left = 0;
+                        else if (sig.demand >= cfg->raise_fault_rate && --st->verify_left == 0)
+                                probe_failed = true;
+                }
 
                 if (!sig.measured) {
                         snprintf(why, sizeof(why), "first sample: no rates yet, holding %s at %s", kname, top);
@@ -125,30 +250,79 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         /* pressure acts without waiting for dwell: memory is the emergency */
                         snprintf(why, sizeof(why), "memory pressure for %u ticks (%s): step %s down from %s",
                                  st->pressure_streak, sig.pressure_why, kname, top);
-                        step_down_failed(cfg, st, snap->tick);
+                        step_down_failed(cfg, st, st->level - 1, snap->tick);
                         st->pressure_streak = 0; /* PSI lags: give the step time to show */
+                } else if (probe_failed) {
+                        /* back to the largest enabled size the kernel did use */
+                        unsigned back = st->verify_from < st->level ? st->verify_from : st->level - 1;
+                        for (unsigned r = st->level - 1; r > back; r--)
+                                if (size_rate(caps, snap, ladder[r - 1],
+                                              kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") > 0) {
+                                        back = r;
+                                        break;
+                                }
+                        level_name(caps, ladder, back, to, sizeof(to));
+                        snprintf(why, sizeof(why),
+                                 "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
+                                 "demand: back to %s, the largest size in use",
+                                 kname, top, kname, top, cfg->verify_ticks, sig.demand, to);
+                        step_down_failed(cfg, st, back, snap->tick);
+                        st->ceiling = back + 1; /* every size above it went unused */
+                } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
+                        /* bloat guard: no dwell, a faulting sparse process pays now */
+                        const struct mthp_proc_density *p = &snap->density.proc[dens.holder];
+                        char hs[16], pd[96];
+                        mthp_format_size(caps->sizes[dens.holder_size].kb, hs, sizeof(hs));
+                        describe_proc(p, pd, sizeof(pd));
+                        level_name(caps, ladder, dens.keep, to, sizeof(to));
+                        snprintf(why, sizeof(why),
+                                 "%s uses %.2f of each %s %s block (predicted RSS x%.1f > MaxBloat %.0f%%): "
+                                 "step %s down from %s to %s",
+                                 pd, dens.holder_usage, hs, kname, dens.holder_usage > 0 ? 1 / dens.holder_usage : 99.0,
+                                 cfg->max_bloat, kname, top, to);
+                        st->level = dens.keep;
+                        st->verify_left = 0;
                 } else if (st->level > 0 && sig.fragmented && dwell_ok) {
                         snprintf(why, sizeof(why),
                                  "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too fragmented, "
                                  "step down",
                                  sig.fallback_pct, kname, top, cfg->max_fallback);
-                        step_down_failed(cfg, st, snap->tick);
-                } else if (st->level < n_ladder && st->raise_streak >= cfg->confirm_ticks && dwell_ok && !barred) {
-                        st->level++;
-                        snprintf(why, sizeof(why),
-                                 "%s fault demand %.0f pages/s >= %.0f for %u ticks, no pressure (PSI some %.1f%%, "
-                                 "MemAvailable %.0f%%), fallback %.0f%%: step up",
-                                 kname, sig.demand, cfg->raise_fault_rate, st->raise_streak,
-                                 snap->psi.present ? snap->psi.some_avg10 : 0.0, sig.avail_pct, sig.fallback_pct);
+                        step_down_failed(cfg, st, st->level - 1, snap->tick);
+                } else if (target > st->level && st->raise_streak >= cfg->confirm_ticks && dwell_ok) {
+                        level_name(caps, ladder, target, to, sizeof(to));
+                        if (dens.measured)
+                                snprintf(why, sizeof(why),
+                                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; densest use by %s: "
+                                         "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
+                                         "(probe)",
+                                         kname, sig.demand, cfg->raise_fault_rate, st->raise_streak, who,
+                                         usage(&snap->density.proc[dens.best], kind, ladder[target - 1]), to,
+                                         sig.avail_pct, to);
+                        else
+                                snprintf(why, sizeof(why),
+                                         "%s fault demand %.0f pages/s >= %.0f for %u ticks, no pressure (PSI some "
+                                         "%.1f%%, MemAvailable %.0f%%), fallback %.0f%%, no density sample: step up",
+                                         kname, sig.demand, cfg->raise_fault_rate, st->raise_streak,
+                                         snap->psi.present ? snap->psi.some_avg10 : 0.0, sig.avail_pct,
+                                         sig.fallback_pct);
+                        st->verify_from = st->level;
+                        st->verify_left = cfg->verify_ticks;
+                        st->level = target;
                 } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && dwell_ok) {
                         st->level--;
                         snprintf(why, sizeof(why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down", kname,
                                  sig.demand, cfg->lower_fault_rate, st->lower_streak);
                 } else {
-                        char extra[160] = "";
+                        char extra[200] = "";
                         if (sig.pressure)
                                 snprintf(extra, sizeof(extra), "; pressure: %s", sig.pressure_why);
-                        else if (barred)
+                        else if (dens.measured && dens.holder >= 0 && dens.keep <= st->level) {
+                                char hs[16], pd[96];
+                                mthp_format_size(caps->sizes[dens.holder_size].kb, hs, sizeof(hs));
+                                describe_proc(&snap->density.proc[dens.holder], pd, sizeof(pd));
+                                snprintf(extra, sizeof(extra), "; held back by %s: uses %.2f of each %s block", pd,
+                                         dens.holder_usage, hs);
+                        } else if (barred)
                                 snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks",
                                          st->ceiling, (unsigned long long) (st->ceiling_until - snap->tick));
                         else if (!dwell_ok)
@@ -161,10 +335,22 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 }
                 if (st->level != old_level) {
                         st->last_change_tick = snap->tick ? snap->tick : 1;
-                        st->raise_streak = st->lower_streak = 0;
+                        st->raise_streak = st->lower_streak = st->sparse_streak = 0;
+                        if (st->level < old_level && st->level <= st->verify_from)
+                                st->verify_left = 0;
                 }
                 if (st->ceiling && snap->tick >= st->ceiling_until + 10 * st->backoff)
                         st->ceiling = st->backoff = 0; /* long clean spell: forget the failure */
+
+                /* large sizes that fall back a lot: let kcompactd work in the
+                 * background instead of stalling faults or giving up */
+                if (st->level && caps->sizes[ladder[st->level - 1]].kb >= DEFRAG_MIN_KB && sig.measured &&
+                    sig.fallback_pct >= DEFRAG_FALLBACK_PCT && !sig.pressure) {
+                        want_defer = true;
+                        snprintf(defer_why, sizeof(defer_why),
+                                 "%.0f%% of %s faults at %s fall back (>= %.0f%%): defer compaction to kcompactd",
+                                 sig.fallback_pct, kname, top, DEFRAG_FALLBACK_PCT);
+                }
 
                 /* One decision for every per-size knob of this kind: sizes off
                  * the ladder (e.g. after a reload narrowed it) go back to their
@@ -179,17 +365,45 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                         rung = (int) r;
                         struct mthp_decision *d = &out[n++];
                         char sname[16];
-                        size_name(caps, i, sname, sizeof(sname));
+                        mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
                         d->knob = knob;
                         bool on = rung >= 0 && (unsigned) rung < st->level;
                         snprintf(d->value, sizeof(d->value), "%s", on ? "always" : "");
                         if (rung < 0)
                                 snprintf(d->reason, sizeof(d->reason),
                                          "%s is outside the %s sizes mthpd may use: original value", sname, kname);
-                        else
-                                snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level,
-                                         n_ladder, sname, on ? "in use" : "not needed: original value");
+                        else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level,
+                                          n_ladder, sname, on ? "in use" : "not needed: original value") >=
+                                 (int) sizeof(d->reason))
+                                d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
                 }
+        }
+
+        /* defrag, with the same confirm/lower hysteresis as the sizes */
+        int dk = mthp_caps_find_knob(caps, "global/defrag");
+        if (dk >= 0 && n < n_out) {
+                if (snap->dt > 0) {
+                        if (want_defer != next->defrag_defer)
+                                next->defrag_streak++;
+                        else
+                                next->defrag_streak = 0;
+                        unsigned need = want_defer ? cfg->confirm_ticks : cfg->lower_ticks;
+                        if (next->defrag_streak >= need) {
+                                next->defrag_defer = want_defer;
+                                next->defrag_streak = 0;
+                        }
+                }
+                struct mthp_decision *d = &out[n++];
+                d->knob = dk;
+                bool on = next->defrag_defer && mthp_knob_allows(&caps->knobs[dk], "defer");
+                snprintf(d->value, sizeof(d->value), "%s", on ? "defer" : "");
+                if (on)
+                        snprintf(d->reason, sizeof(d->reason), "%s", defer_why[0] ? defer_why :
+                                 "large sizes were falling back: keeping defrag=defer until that stops");
+                else
+                        snprintf(d->reason, sizeof(d->reason),
+                                 "no large size falls back >= %.0f%%: the administrator's defrag setting",
+                                 DEFRAG_FALLBACK_PCT);
         }
         return (int) n;
 }

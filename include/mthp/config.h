@@ -18,6 +18,10 @@ struct mthp_engine_config {
         double psi_some_max;          /* percent (avg10) that counts as pressure */
         double min_available;         /* percent of MemTotal */
         double max_fallback;          /* percent of mTHP faults falling back */
+        double max_bloat;             /* percent of extra RSS a size may cost a faulting process */
+        double min_proc_fault_rate;   /* faults/s that make a process count for density */
+        unsigned unmeasured_max_kb;   /* ceiling when no density sample exists */
+        unsigned verify_ticks;        /* ticks a raise has to show allocations at the new size */
 };
 
 struct mthp_config {

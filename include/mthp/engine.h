@@ -8,7 +8,15 @@
 /* Per kind, the engine keeps a level: level L enables the L smallest sizes of
  * the allowed ladder ("always"); sizes above stay at their original value.
  * The kernel tries the largest enabled size first and falls back to smaller
- * enabled ones, so a cumulative ladder degrades gracefully. */
+ * enabled ones, so a cumulative ladder degrades gracefully.
+ *
+ * Which level pays off comes from density: for each process that faults
+ * hard, the share of each block of a candidate size it really touches
+ * (pagemap coverage before large folios; 1 - zero-subpage share after).
+ * A size is allowed while every such process touches enough of it that the
+ * RSS it would cost stays within MaxBloat; the most sparse process holds the
+ * size back, and the explanation names it. Without density samples the
+ * engine climbs one size at a time up to UnmeasuredMaxSize. */
 struct mthp_engine_kind {
         unsigned level;
         unsigned raise_streak, lower_streak, pressure_streak;
@@ -20,11 +28,18 @@ struct mthp_engine_kind {
         unsigned ceiling;               /* 0 = none */
         uint64_t ceiling_until;
         unsigned backoff;
+        /* probe-then-verify: ticks left for the new top size to show
+         * allocations after a raise (0 = verified or nothing to verify) */
+        unsigned verify_left;
+        unsigned verify_from;           /* level to go back to if it fails */
+        unsigned sparse_streak;         /* ticks a faulting process was too sparse for the level */
 };
 
 struct mthp_engine_state {
         uint64_t tick;
         struct mthp_engine_kind kind[_MTHP_KIND_MAX];
+        bool defrag_defer;              /* mthpd set defrag=defer for large sizes */
+        unsigned defrag_streak;
 };
 
 struct mthp_decision {

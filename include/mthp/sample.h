@@ -43,6 +43,28 @@ struct mthp_size_stats {
         struct mthp_counter stat[MTHP_STATS_MAX]; /* indexed like caps.sizes[i].stats */
 };
 
+/* What the density sampler saw of one of the processes that fault most,
+ * reduced to what the engine needs (and what a recording keeps). */
+#define MTHP_DENSITY_PROCS 8
+struct mthp_proc_density {
+        int pid;
+        char comm[16];
+        double fault_rate;                 /* minor faults/s */
+        uint64_t rss_kb[_MTHP_KIND_MAX];   /* RssAnon, RssShmem */
+        /* per caps size index: share of pages touched in blocks of that size
+         * (pagemap, before large folios) and share of all-zero subpages in
+         * fully populated blocks (after them); NAN = no sample */
+        double coverage[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double zero[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+};
+
+struct mthp_density_view {
+        bool valid;                        /* the sampler ran this tick */
+        unsigned n_procs;
+        struct mthp_proc_density proc[MTHP_DENSITY_PROCS];
+        double usec;                       /* what sampling cost */
+};
+
 struct mthp_snapshot {
         uint64_t tick;
         uint64_t t_usec;           /* CLOCK_MONOTONIC */
@@ -61,6 +83,7 @@ struct mthp_snapshot {
         double kind_pages_rate[_MTHP_KIND_MAX];
         double kind_fallback_rate[_MTHP_KIND_MAX]; /* fallbacks per second */
         double kind_alloc_rate[_MTHP_KIND_MAX];    /* mTHP allocations per second */
+        struct mthp_density_view density;
 };
 
 /* Keeps persistent fds for the hot files; pread each tick. */

@@ -108,6 +108,8 @@ struct workload {
          * largest folio is >= this size (0: no such effect) */
         unsigned bloat_kb;
         double bloat_avail_pct;
+        unsigned never_kb;            /* the kernel never tries sizes >= this (e.g. small VMAs) */
+        const struct mthp_density_view *dens; /* what the density sampler sees, or NULL */
 };
 
 /* What the reason of a kind should quote this tick. */
@@ -137,6 +139,10 @@ static void sim_init(struct sim *s) {
         memset(s, 0, sizeof(*s));
         mthp_config_defaults(&c);
         s->cfg = c.engine;
+        /* These scenarios exercise the blind (no density sample) engine on
+         * the 16K-64K ladder; the density tests widen it. */
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                s->cfg.max_kb[k] = 64;
         caps_init(&s->caps);
         for (unsigned i = 0; i < s->caps.n_knobs; i++) {
                 const struct mthp_knob *k = &s->caps.knobs[i];
@@ -189,6 +195,8 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                         int k = s->caps.sizes[i].knob[kind];
                         if (k < 0 || strcmp(s->knob[k], "always") != 0)
                                 continue;
+                        if (w->never_kb && s->caps.sizes[i].kb >= w->never_kb)
+                                continue;
                         double f = s->caps.sizes[i].kb >= w->fail_min_kb ? w->fail : 0;
                         alloc[i] = reach * (1 - f);
                         fallback[i] = reach * f;
@@ -212,6 +220,8 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                         if (k < 0 || strcmp(s->knob[k], "always") != 0)
                                 continue;
                         top_seen = true;
+                        if (w->never_kb && s->caps.sizes[i].kb >= w->never_kb)
+                                break; /* no tries at the top: no ratio */
                         top_tries = faults * (alloc[i] + fallback[i]);
                         top_fails = faults * fallback[i];
                 }
@@ -243,6 +253,8 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                 snap->mem.available_kb = (uint64_t) llround((double) MEM_TOTAL_KB * avail / 100);
         }
         memcpy(snap->knob, s->knob, sizeof(snap->knob));
+        if (w->dens)
+                snap->density = *w->dens;
         mthp_snapshot_derive(&s->caps, snap);
 }
 
@@ -323,6 +335,10 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                                         assert_containsf(d->reason, "MemAvailable %.1f%%",
                                                          100.0 * (double) s->snap.mem.available_kb /
                                                                  (double) s->snap.mem.total_kb);
+                        } else if (strstr(d->reason, "MaxBloat")) {
+                                /* a density step down names the process and its numbers */
+                                assert_contains(d->reason, "pid ");
+                                assert_contains(d->reason, " block");
                         } else if (strstr(d->reason, "fall back")) {
                                 assert_containsf(d->reason, "%.0f%% of %s", s->expect[kind].fallback_pct,
                                                  mthp_kind_name(kind));
@@ -332,6 +348,11 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                         }
                 }
         }
+        /* last: global/defrag, the administrator's value unless large sizes fall back */
+        const struct mthp_decision *d = &s->dec[n++];
+        assert_true(n <= s->n_dec);
+        assert_int_equal(s->caps.knobs[d->knob].type, MTHP_KNOB_DEFRAG);
+        assert_true(d->reason[0] != 0);
         assert_int_equal(s->n_dec, n);
 }
 
@@ -349,7 +370,8 @@ static void sim_step(struct sim *s, const struct workload *w) {
                 unsigned a = s->st.kind[kind].level, b = next.kind[kind].level;
                 if (a == b)
                         continue;
-                assert_true(a + 1 == b || b + 1 == a); /* one step at a time */
+                if (!s->snap.density.valid)
+                        assert_true(a + 1 == b || b + 1 == a); /* blind: one step at a time */
                 if (b > a)
                         s->ups[kind]++;
                 else
@@ -400,9 +422,13 @@ static void assert_ladder(struct sim *s, enum mthp_kind kind, const unsigned *kb
 
 static void test_ladder_default(void **state) {
         struct sim *s = *state;
-        static const unsigned want[] = { 16, 32, 64 };
-        assert_ladder(s, MTHP_ANON, want, 3);
-        assert_ladder(s, MTHP_SHMEM, want, 3);
+        struct mthp_config c;
+        static const unsigned want[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
+        mthp_config_defaults(&c);
+        s->cfg = c.engine; /* the shipped defaults: every size up to PMD */
+        assert_ladder(s, MTHP_ANON, want, 8);
+        assert_ladder(s, MTHP_SHMEM, want, 8);
+        assert_int_equal(s->cfg.unmeasured_max_kb, 64);
 }
 
 static void test_ladder_ranges(void **state) {
@@ -464,7 +490,9 @@ static void test_first_sample_holds(void **state) {
         assert_int_equal(s->snap.dt, 0);
         assert_memory_equal(&s->st.kind, &before.kind, sizeof(before.kind));
         for (int i = 0; i < s->n_dec; i++)
-                assert_contains(s->dec[i].reason, strstr(s->dec[i].reason, "outside") ? "outside" : "first sample");
+                if (s->caps.knobs[s->dec[i].knob].type != MTHP_KNOB_DEFRAG)
+                        assert_contains(s->dec[i].reason,
+                                        strstr(s->dec[i].reason, "outside") ? "outside" : "first sample");
 
         /* dt = 0 even if a replayed snapshot carries rates */
         struct mthp_engine_state next;
@@ -473,7 +501,7 @@ static void test_first_sample_holds(void **state) {
         mthp_snapshot_derive(&s->caps, &s->snap);
         before.kind[MTHP_ANON].level = 0;
         before.kind[MTHP_ANON].raise_streak = 1;
-        assert_int_equal(mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &before, &next, out, MTHP_KNOBS_MAX), 17);
+        assert_int_equal(mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &before, &next, out, MTHP_KNOBS_MAX), 18);
         assert_memory_equal(&next.kind, &before.kind, sizeof(before.kind));
 }
 
@@ -607,6 +635,7 @@ static void test_climb_wide_ladder(void **state) {
         static const struct workload both = { .pages = { 100000, 100000 } };
         s->cfg.min_kb[MTHP_ANON] = s->cfg.min_kb[MTHP_SHMEM] = 8;
         s->cfg.max_kb[MTHP_ANON] = s->cfg.max_kb[MTHP_SHMEM] = 2048;
+        s->cfg.unmeasured_max_kb = 2048; /* blind climbing all the way */
         s->cfg.dwell_ticks = 1;
         s->cfg.confirm_ticks = 1;
         unsigned seen[_MTHP_KIND_MAX] = { 0 };
@@ -620,10 +649,11 @@ static void test_climb_wide_ladder(void **state) {
         }
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_int_equal(level(s, MTHP_SHMEM), 9);
-        assert_int_equal(s->n_dec, 17);
+        assert_int_equal(s->n_dec, 18);
         for (int i = 0; i < s->n_dec; i++) {
                 const struct mthp_knob *k = &s->caps.knobs[s->dec[i].knob];
-                assert_true(k->type == MTHP_KNOB_SIZE_ANON || k->type == MTHP_KNOB_SIZE_SHMEM);
+                assert_true(k->type == MTHP_KNOB_SIZE_ANON || k->type == MTHP_KNOB_SIZE_SHMEM ||
+                            (k->type == MTHP_KNOB_DEFRAG && i == s->n_dec - 1));
         }
         assert_string_equal(s->knob[s->caps.sizes[0].knob[MTHP_SHMEM]], "always");
 
@@ -645,14 +675,14 @@ static void test_decisions_every_tick(void **state) {
         struct sim *s = *state;
         /* nothing to do still yields a decision per managed knob */
         sim_run(s, &idle, 3);
-        assert_int_equal(s->n_dec, 17); /* every per-size knob: 8 anon (no 8K) + 9 shmem */
+        assert_int_equal(s->n_dec, 18); /* every per-size knob (8 anon, no 8K; 9 shmem) + defrag */
         for (int i = 0; i < s->n_dec; i++)
                 assert_string_equal(s->dec[i].value, "");
 
         /* an empty range manages nothing of that kind */
         s->cfg.min_kb[MTHP_ANON] = s->cfg.max_kb[MTHP_ANON] = 0;
         sim_run(s, &anon_hot, 20);
-        assert_int_equal(s->n_dec, 17);
+        assert_int_equal(s->n_dec, 18);
         assert_int_equal(level(s, MTHP_ANON), 0);
         for (int i = 0; i < s->n_dec; i++)
                 if (s->caps.knobs[s->dec[i].knob].type == MTHP_KNOB_SIZE_ANON)
@@ -1026,6 +1056,156 @@ static void known_ladder_shrink_orphans_knob(void **state) {
                 fail_msg("64K/anon left at \"always\" after it left the ladder (%d decisions, none for it)", s->n_dec);
 }
 
+/* ---- density: what the sampler saw decides how far to go ---- */
+
+static void dens_proc(struct mthp_proc_density *p, int pid, double cov_16k, double zero) {
+        /* coverage halves with each size doubling above the 4K a sparse
+         * process really touches: cov_16k at 16K, cov_16k/2 at 32K, ... */
+        memset(p, 0, sizeof(*p));
+        p->pid = pid;
+        snprintf(p->comm, sizeof(p->comm), "proc%d", pid);
+        p->fault_rate = 50000;
+        p->rss_kb[MTHP_ANON] = 500000;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++) {
+                        double c = cov_16k >= 1 ? 1 : cov_16k * 16.0 / (i < 1 ? 16 : 16u << (i - 1));
+                        p->coverage[k][i] = c > 1 ? 1 : c;
+                        p->zero[k][i] = zero;
+                }
+}
+
+static void wide(struct sim *s) {
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                s->cfg.max_kb[k] = 2048; /* the shipped ladder */
+}
+
+static void test_density_dense_jumps(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 100, 1, 0);
+        w.dens = &v;
+        /* tick 0 has no rates; ticks 1 and 2 confirm; the raise lands at tick 2 */
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "raise to 2M (probe)");
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 100 (proc100");
+        /* it verifies (allocations at 2M) and then holds, for good */
+        sim_run(s, &w, 100);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(changes(s, MTHP_ANON), 1);
+        assert_int_equal(level(s, MTHP_SHMEM), 0); /* an anon process does not raise shmem */
+}
+
+static void test_density_sparse_holds(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 200, 0.25, 0); /* one page per 64K: 0.25 of 16K, 1/16 of 64K */
+        w.dens = &v;
+        sim_run(s, &w, 60);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 200 (proc200");
+        assert_contains(kind_reason(s, MTHP_ANON), "uses 0.25 of each 16K block");
+}
+
+static void test_density_mixed_sparse_wins(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 300, 1, 0);
+        dens_proc(&v.proc[1], 301, 1, 0);
+        v.proc[1].coverage[MTHP_ANON][3] = 0.5; /* 64K: half used, x2 RSS > MaxBloat 20% */
+        for (unsigned i = 4; i < MTHP_SIZES_MAX; i++)
+                v.proc[1].coverage[MTHP_ANON][i] = 0.5 / (1u << (i - 3));
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        /* 16K and 32K are dense for both: allowed; 64K is held back by 301 */
+        assert_int_equal(level(s, MTHP_ANON), 2);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 301");
+        assert_contains(kind_reason(s, MTHP_ANON), "uses 0.50 of each 64K block");
+}
+
+static void test_density_bloat_steps_down_fast(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, sparse = dense;
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&dense.proc[0], 400, 1, 0);
+        /* with 2M folios pagemap shows every page present; 15 of 16 are zero */
+        dens_proc(&sparse.proc[0], 400, 1, 15.0 / 16);
+        w.dens = &dense;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        w.dens = &sparse;
+        /* two ticks to confirm, no dwell: bloat costs memory now */
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "MaxBloat 20%");
+        uint64_t down = s->last_change[MTHP_ANON];
+        /* dense again: back up after dwell + confirmation, not barred */
+        w.dens = &dense;
+        while (level(s, MTHP_ANON) == 0 && s->tick < down + 20)
+                sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_true(s->last_change[MTHP_ANON] <= down + s->cfg.dwell_ticks);
+}
+
+static void test_density_probe_fails_reverts(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 500, 1, 0);
+        w.dens = &v;
+        w.never_kb = 1024; /* the kernel never tries 1M or 2M here */
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        sim_run(s, &w, s->cfg.verify_ticks);
+        /* 512K is the largest size the kernel used: back to it, not to 4K */
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        assert_contains(kind_reason(s, MTHP_ANON), "probe of anon 2M failed");
+        assert_contains(kind_reason(s, MTHP_ANON), "back to 512K");
+        /* barred: no retry of 1M or 2M for a while */
+        sim_run(s, &w, 15);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        assert_int_equal(changes(s, MTHP_ANON), 2);
+}
+
+static void test_density_unmeasured_capped(void **state) {
+        struct sim *s = *state;
+        wide(s);
+        /* no density sample: climb blind, one size at a time, up to 64K */
+        sim_run(s, &anon_hot, 60);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        assert_contains(kind_reason(s, MTHP_ANON), "holding anon at 64K");
+}
+
+static void test_defrag_defer_for_large_fallbacks(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        s->cfg.max_fallback = 90; /* keep 2M while it fails a third of the time */
+        dens_proc(&v.proc[0], 600, 1, 0);
+        w.dens = &v;
+        w.fail = 0.3;
+        w.fail_min_kb = 2048;
+        sim_run(s, &w, 3 + s->cfg.confirm_ticks + 1);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        const struct mthp_decision *d = &s->dec[s->n_dec - 1];
+        assert_string_equal(d->value, "defer");
+        assert_contains(d->reason, "30% of anon faults at 2M fall back");
+        /* fallbacks stop: back to the administrator's value after lower_ticks */
+        w.fail = 0;
+        sim_run(s, &w, s->cfg.lower_ticks + 1);
+        assert_string_equal(s->dec[s->n_dec - 1].value, "");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1055,6 +1235,13 @@ int main(void) {
                 T(test_no_flap_steady),
                 T(test_no_flap_folio_pages),
                 T(test_purity),
+                T(test_density_dense_jumps),
+                T(test_density_sparse_holds),
+                T(test_density_mixed_sparse_wins),
+                T(test_density_bloat_steps_down_fast),
+                T(test_density_probe_fails_reverts),
+                T(test_density_unmeasured_capped),
+                T(test_defrag_defer_for_large_fallbacks),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),

@@ -41,7 +41,12 @@ stop() { # stop SIGNAL: signal mthpd and collect its exit code in RC
 }
 bump_faults() { # bump_faults N: N ticks' worth of heavy anon faulting, 50ms apart
         for _ in $(seq "$1"); do
-                "$FAKEHOST" bump "$ROOT" --pgfault 20000
+                # the kernel would count mTHP allocations at the enabled sizes too:
+                # without them mthpd's probe-then-verify takes each raise back
+                "$FAKEHOST" bump "$ROOT" --pgfault 20000 \
+                        --size 16 --stat anon_fault_alloc --add 50 --size 16 --stat shmem_alloc --add 50 \
+                        --size 32 --stat anon_fault_alloc --add 50 --size 32 --stat shmem_alloc --add 50 \
+                        --size 64 --stat anon_fault_alloc --add 50 --size 64 --stat shmem_alloc --add 50
                 sleep 0.05
         done
 }
