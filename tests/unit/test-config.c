@@ -17,8 +17,12 @@ static void test_defaults(void **state) {
         assert_string_equal(c.state_dir, "/run/mthpd");
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                 assert_int_equal(c.engine.min_kb[k], 16);
-                assert_int_equal(c.engine.max_kb[k], 64);
+                assert_int_equal(c.engine.max_kb[k], 2048);
         }
+        assert_double_equal(c.engine.max_bloat, 20);
+        assert_double_equal(c.engine.min_proc_fault_rate, 100);
+        assert_int_equal(c.engine.unmeasured_max_kb, 64);
+        assert_int_equal(c.engine.verify_ticks, 3);
         assert_double_equal(c.engine.raise_fault_rate, 25000);
         assert_double_equal(c.engine.lower_fault_rate, 2500);
         assert_int_equal(c.engine.confirm_ticks, 2);
@@ -51,7 +55,11 @@ static void test_every_key(void **state) {
                                         "DwellTicks=0\n"
                                         "PressureMax=25%\n"
                                         "MinAvailable=5\n"
-                                        "MaxFallback=75.5%\n",
+                                        "MaxFallback=75.5%\n"
+                                        "MaxBloat=100%\n"
+                                        "MinProcessFaultRate=2k\n"
+                                        "UnmeasuredMaxSize=32K\n"
+                                        "VerifyTicks=5\n",
                                         &c, err, sizeof(err));
         if (r != 0)
                 fail_msg("load failed: %d: %s", r, err);
@@ -70,6 +78,10 @@ static void test_every_key(void **state) {
         assert_int_equal(c.engine.dwell_ticks, 0);
         assert_double_equal(c.engine.psi_some_max, 25);
         assert_double_equal(c.engine.min_available, 5);
+        assert_double_equal(c.engine.max_bloat, 100);
+        assert_double_equal(c.engine.min_proc_fault_rate, 2000);
+        assert_int_equal(c.engine.unmeasured_max_kb, 32);
+        assert_int_equal(c.engine.verify_ticks, 5);
         assert_double_equal(c.engine.max_fallback, 75.5);
 
         /* a later file changes only what it names; inih syntax variants */
