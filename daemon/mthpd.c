@@ -23,6 +23,7 @@
 #include "mthp/engine.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
+#include "mthp/procinfo.h"
 #include "mthp/sample.h"
 #include "mthp/status.h"
 
@@ -41,6 +42,7 @@ struct daemon {
         struct mthp_caps caps;
         struct mthp_sampler *sampler;
         struct mthp_density_sampler *density;
+        struct mthp_procinfo *procinfo;
         struct mthp_actuator act;
         struct mthp_engine_state engine;
         struct mthp_snapshot snap;
@@ -177,8 +179,10 @@ static int tick(struct daemon *d) {
         if (d->density) {
                 struct mthp_density_report rep;
                 r = mthp_density_tick(d->density, t, &rep);
-                if (r == 0)
+                if (r == 0) {
                         density_view(d, &rep, &d->snap.density);
+                        mthp_procinfo_enrich(d->procinfo, &d->snap.density);
+                }
                 else if (!d->density_error_logged) {
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
@@ -318,6 +322,9 @@ static int startup(struct daemon *d) {
         for (unsigned i = 0; i < d->caps.n_sizes; i++)
                 if (d->caps.sizes[i].kb <= MTHP_DENSITY_MAX_KB)
                         sizes[n++] = d->caps.sizes[i].kb;
+        r = mthp_procinfo_new(d->host, &d->caps, &d->procinfo);
+        if (r < 0)
+                return r;
         r = mthp_density_new(d->host, sizes, n, NULL, &d->density);
         if (r < 0) {
                 mthp_log(LOG_WARNING, "density sampler unavailable: %s; sizes above %uK stay off",
@@ -417,6 +424,7 @@ int main(int argc, char **argv) {
         sd_event_unref(d.event);
         mthp_sampler_free(d.sampler);
         mthp_density_free(d.density);
+        mthp_procinfo_free(d.procinfo);
         mthp_host_free(d.host);
         if (d.lock_fd >= 0)
                 close(d.lock_fd);

@@ -27,6 +27,8 @@ void mthp_config_defaults(struct mthp_config *c) {
          * read) stay where bloat is bounded at 16x per touched 4K page */
         e->unmeasured_max_kb = 64;
         e->verify_ticks = 3;
+        e->cgroup_headroom = 10;
+        e->max_compact_ms = 50;      /* 5% of its time */
         e->raise_fault_rate = 25000;   /* ~100 MB/s of fresh memory */
         e->lower_fault_rate = 2500;
         e->confirm_ticks = 2;
@@ -193,6 +195,15 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         else if (mthp_parse_size(value, &kb) < 0)
                                 return BAD("a size like 64K, or none");
                         e->unmeasured_max_kb = kb;
+                        return 0;
+                }
+                if (strcmp(key, "CgroupHeadroom") == 0)
+                        return mthp_parse_percent(value, &e->cgroup_headroom) < 0 ? BAD("a percentage of the cgroup's limit") : 0;
+                if (strcmp(key, "MaxCompactionStall") == 0) {
+                        uint64_t us;
+                        if (mthp_parse_duration(value, &us) < 0 || us > 1000000)
+                                return BAD("a stall per second, 0-1s (e.g. 50ms)");
+                        e->max_compact_ms = (double) us / 1000.0;
                         return 0;
                 }
                 if (strcmp(key, "VerifyTicks") == 0)

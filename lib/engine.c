@@ -96,7 +96,8 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
 }
 
 struct signals {
-        double demand, fallback_pct, avail_pct, share, top_alloc;
+        double demand, fallback_pct, avail_pct, share, top_alloc, stall_ms;
+        int stall_pid;                 /* a process stalling in compaction, or 0 */
         bool pressure, fragmented, measured;
         char pressure_why[96];
 };
@@ -145,7 +146,34 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         }
 
         s->avail_pct = snap->mem.total_kb ? 100.0 * (double) snap->mem.available_kb / (double) snap->mem.total_kb : 100;
-        if (snap->psi.present && snap->psi.some_avg10 >= cfg->psi_some_max) {
+        /* a faulting process of this kind close to its memory cgroup's limit:
+         * larger folios would take it there sooner */
+        for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->pressure; i++) {
+                const struct mthp_proc_density *p = &snap->density.proc[i];
+                if (p->fault_rate < cfg->min_proc_fault_rate || p->rss_kb[kind] == 0 || !p->cg_limit_kb)
+                        continue;
+                double used = 100.0 * (double) p->cg_usage_kb / (double) p->cg_limit_kb;
+                if (used >= 100.0 - cfg->cgroup_headroom) {
+                        s->pressure = true;
+                        snprintf(s->pressure_why, sizeof(s->pressure_why),
+                                 "cgroup %s of pid %d at %.0f%% of its %llu MiB limit", p->cgroup, p->pid, used,
+                                 (unsigned long long) p->cg_limit_kb / 1024);
+                }
+        }
+        /* direct compaction stalls: large folios cost the faulting process time */
+        for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->fragmented; i++) {
+                const struct mthp_proc_density *p = &snap->density.proc[i];
+                if (p->fault_rate < cfg->min_proc_fault_rate || p->rss_kb[kind] == 0 || isnan(p->compact_ms))
+                        continue;
+                if (p->compact_ms >= cfg->max_compact_ms && top_size >= 0) {
+                        s->fragmented = true;
+                        s->stall_pid = p->pid;
+                        s->stall_ms = p->compact_ms;
+                }
+        }
+        if (s->pressure)
+                ;
+        else if (snap->psi.present && snap->psi.some_avg10 >= cfg->psi_some_max) {
                 s->pressure = true;
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "PSI memory some %.1f%% >= %.0f%%",
                          snap->psi.some_avg10, cfg->psi_some_max);
@@ -283,10 +311,16 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         st->level = dens.keep;
                         st->verify_left = 0;
                 } else if (st->level > 0 && sig.fragmented && dwell_ok) {
-                        snprintf(why, sizeof(why),
-                                 "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too fragmented, "
-                                 "step down",
-                                 sig.fallback_pct, kname, top, cfg->max_fallback);
+                        if (sig.stall_pid)
+                                snprintf(why, sizeof(why),
+                                         "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
+                                         "%s %s folios: step down",
+                                         sig.stall_pid, sig.stall_ms, cfg->max_compact_ms, kname, top);
+                        else
+                                snprintf(why, sizeof(why),
+                                         "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
+                                         "fragmented, step down",
+                                         sig.fallback_pct, kname, top, cfg->max_fallback);
                         step_down_failed(cfg, st, st->level - 1, snap->tick);
                 } else if (target > st->level && st->raise_streak >= cfg->confirm_ticks && dwell_ok) {
                         level_name(caps, ladder, target, to, sizeof(to));

@@ -22,6 +22,8 @@ struct mthp_engine_config {
         double min_proc_fault_rate;   /* faults/s that make a process count for density */
         unsigned unmeasured_max_kb;   /* ceiling when no density sample exists */
         unsigned verify_ticks;        /* ticks a raise has to show allocations at the new size */
+        double cgroup_headroom;       /* percent of a faulting process's memcg limit kept free */
+        double max_compact_ms;        /* ms/s a faulting process may stall in compaction */
 };
 
 struct mthp_config {

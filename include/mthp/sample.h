@@ -56,6 +56,15 @@ struct mthp_proc_density {
          * fully populated blocks (after them); NAN = no sample */
         double coverage[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         double zero[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* taskstats delay accounting, ms stalled per second (NAN: unknown,
+         * e.g. kernel.task_delayacct=0) */
+        double compact_ms;
+        double thrash_ms;
+        double reclaim_ms;
+        /* its memory cgroup: usage and the limit it runs into first
+         * (memory.max/high on v2, limit_in_bytes on v1); limit 0 = none */
+        char cgroup[64];
+        uint64_t cg_usage_kb, cg_limit_kb;
 };
 
 struct mthp_density_view {

@@ -328,6 +328,11 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                         assert_containsf(d->reason, "level %u/%u", level, n_ladder);
                         if (s->tick == 0) {
                                 assert_contains(d->reason, "first sample");
+                        } else if (strstr(d->reason, "memory pressure") && strstr(d->reason, "cgroup")) {
+                                assert_contains(d->reason, "% of its");
+                                assert_contains(d->reason, "MiB limit");
+                        } else if (strstr(d->reason, "direct compaction")) {
+                                assert_contains(d->reason, "ms/s in direct compaction");
                         } else if (strstr(d->reason, "memory pressure")) {
                                 if (s->snap.psi.present && s->snap.psi.some_avg10 >= s->cfg.psi_some_max)
                                         assert_containsf(d->reason, "PSI memory some %.1f%%", s->snap.psi.some_avg10);
@@ -1066,6 +1071,7 @@ static void dens_proc(struct mthp_proc_density *p, int pid, double cov_16k, doub
         snprintf(p->comm, sizeof(p->comm), "proc%d", pid);
         p->fault_rate = 50000;
         p->rss_kb[MTHP_ANON] = 500000;
+        p->compact_ms = p->thrash_ms = p->reclaim_ms = NAN;
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 for (unsigned i = 0; i < MTHP_SIZES_MAX; i++) {
                         double c = cov_16k >= 1 ? 1 : cov_16k * 16.0 / (i < 1 ? 16 : 16u << (i - 1));
@@ -1206,6 +1212,44 @@ static void test_defrag_defer_for_large_fallbacks(void **state) {
         assert_string_equal(s->dec[s->n_dec - 1].value, "");
 }
 
+static void test_cgroup_headroom_steps_down(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 700, 1, 0);
+        snprintf(v.proc[0].cgroup, sizeof(v.proc[0].cgroup), "/mthpd-test-limited");
+        v.proc[0].cg_limit_kb = 512 * 1024;
+        v.proc[0].cg_usage_kb = 300 * 1024;
+        w.dens = &v;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* the cgroup fills up: step down before it hits the limit */
+        v.proc[0].cg_usage_kb = 470 * 1024; /* 92% */
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 7);
+        assert_contains(kind_reason(s, MTHP_ANON), "cgroup /mthpd-test-limited of pid 700 at 92% of its 512 MiB limit");
+        /* and on, two ticks a step, while it stays there */
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+}
+
+static void test_compaction_stall_steps_down(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 800, 1, 0);
+        v.proc[0].compact_ms = NAN;
+        w.dens = &v;
+        sim_run(s, &w, 3 + s->cfg.dwell_ticks);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        v.proc[0].compact_ms = 120;
+        sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 7);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 800 stalls 120 ms/s in direct compaction");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1242,6 +1286,8 @@ int main(void) {
                 T(test_density_probe_fails_reverts),
                 T(test_density_unmeasured_capped),
                 T(test_defrag_defer_for_large_fallbacks),
+                T(test_cgroup_headroom_steps_down),
+                T(test_compaction_stall_steps_down),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
