@@ -1250,6 +1250,22 @@ static void test_compaction_stall_steps_down(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "pid 800 stalls 120 ms/s in direct compaction");
 }
 
+static void test_density_unmeasured_process_waits(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 900, 1, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                        v.proc[0].coverage[k][i] = v.proc[0].zero[k][i] = NAN; /* listed, not sampled yet */
+        w.dens = &v;
+        /* a faulting process the sampler has not read yet may be sparse:
+         * no blind climb while it is there */
+        sim_run(s, &w, 20);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1288,6 +1304,7 @@ int main(void) {
                 T(test_defrag_defer_for_large_fallbacks),
                 T(test_cgroup_headroom_steps_down),
                 T(test_compaction_stall_steps_down),
+                T(test_density_unmeasured_process_waits),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
