@@ -24,6 +24,7 @@
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/procinfo.h"
+#include "mthp/record.h"
 #include "mthp/sample.h"
 #include "mthp/status.h"
 
@@ -51,6 +52,8 @@ struct daemon {
         char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
         unsigned changes;
         bool density_error_logged;
+        const char *record_file;            /* --record */
+        struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
         sd_event *event;
         sd_event_source *timer;
         int lock_fd;
@@ -70,6 +73,8 @@ static void usage(FILE *f) {
                 "  -r, --root DIR        host root for /sys, /proc and cgroups (default /)\n"
                 "  -s, --state-dir DIR   restore journal and status (default /run/mthpd)\n"
                 "  -v, --verbose         log every tick's reasoning\n"
+                "      --record FILE     write every tick's snapshot to FILE, for\n"
+                "                        'mthpctl simulate FILE'\n"
                 "  -h, --help            this help\n"
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
@@ -168,6 +173,20 @@ static void density_view(struct daemon *d, const struct mthp_density_report *rep
         }
 }
 
+/* --record: the snapshot exactly as the engine gets it. A failed write
+ * stops the recording, never the daemon. */
+static void record_tick(struct daemon *d) {
+        if (!d->recorder)
+                return;
+        int r = mthp_record_write(d->recorder, &d->snap);
+        if (r < 0) {
+                mthp_log(LOG_ERR, "recording to %s failed: %s; recording stops, mthpd carries on", d->record_file,
+                         mthp_errno_words(r));
+                mthp_record_close_write(d->recorder);
+                d->recorder = NULL;
+        }
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = now_usec();
@@ -189,6 +208,7 @@ static int tick(struct daemon *d) {
                         d->density_error_logged = true;
                 }
         }
+        record_tick(d);
         mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
         d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
                                             MTHP_KNOBS_MAX);
@@ -340,7 +360,8 @@ int main(int argc, char **argv) {
                 { "dry-run", no_argument, NULL, 'n' },      { "once", no_argument, NULL, '1' },
                 { "root", required_argument, NULL, 'r' },   { "state-dir", required_argument, NULL, 's' },
                 { "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },      {},
+                { "version", no_argument, NULL, 'V' },      { "record", required_argument, NULL, 'R' },
+                {},
         };
         struct daemon d = { .root = "/", .config_file = DEFAULT_CONFIG, .lock_fd = -1 };
         bool verbose = false;
@@ -361,6 +382,7 @@ int main(int argc, char **argv) {
                 case 'r': d.root = optarg; break;
                 case 's': d.state_dir_cli = optarg; break;
                 case 'v': verbose = true; break;
+                case 'R': d.record_file = optarg; break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("mthpd %s\n", MTHP_VERSION); return 0;
                 default: usage(stderr); return 2;
@@ -382,6 +404,10 @@ int main(int argc, char **argv) {
         r = startup(&d);
         if (r < 0) {
                 sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d", mthp_errno_words(r), -r);
+                return 1;
+        }
+        if (d.record_file && (r = mthp_record_open_write(d.record_file, &d.caps, &d.recorder)) < 0) {
+                mthp_log(LOG_ERR, "cannot record to %s: %s", d.record_file, mthp_errno_words(r));
                 return 1;
         }
         mthp_log(LOG_INFO, "%s every %.1fs (%s; state in %s)",
@@ -422,6 +448,8 @@ int main(int argc, char **argv) {
         mthp_status_file_remove(d.cfg.state_dir);
         sd_event_source_unref(d.timer);
         sd_event_unref(d.event);
+        if (mthp_record_close_write(d.recorder) < 0)
+                mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d.record_file);
         mthp_sampler_free(d.sampler);
         mthp_density_free(d.density);
         mthp_procinfo_free(d.procinfo);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+#include "mthp/probe.h"
+#include "mthp/sample.h"
+
+/* Record and replay: what mthpd sampled, tick by tick, in a text file that
+ * replays through the engine with byte-identical decisions (mthpd --record,
+ * mthpctl simulate, tests/engine/traces/).
+ *
+ * Format (version 1), one record per line, words separated by spaces; blank
+ * lines and lines starting with '#' are ignored:
+ *
+ *   mthp-record 1
+ *   caps pmd_kb=2048 psi=1 task_delayacct=0 cg_layout=hybrid cg_memory=PATH cg_unified=PATH
+ *   knob id=16K/anon type=size_anon size_kb=16 path=PATH allowed=always,inherit,madvise,never
+ *   ...                              (one per knob, in caps order: the index is the position)
+ *   size kb=16 order=2 anon=0 shmem=1 stats=anon_fault_alloc,anon_fault_fallback,...
+ *   ...                              (one per size, ascending; anon/shmem: knob index or -1)
+ *   end
+ *   tick 0 t_usec=123456789 dt=0
+ *   vm pgfault=COUNTER ...           (named /proc/vmstat counters; absent ones left out)
+ *   mem total=KB available=KB anon=KB shmem=KB anon_huge=KB shmem_huge=KB
+ *   psi present=1 some_avg10=X full_avg10=X some_total=COUNTER full_total=COUNTER
+ *   stat 16K COUNTER,COUNTER,...     (per size, in the order of its 'stats' list;
+ *                                     sizes and trailing counters without data left out)
+ *   knobs never never inherit ...    (every knob's selection, in caps order)
+ *   rates fault_pages=X anon_pages=X shmem_pages=X anon_alloc=X shmem_alloc=X
+ *         anon_fallback=X shmem_fallback=X            (on one line: the derived rates)
+ *   density valid=1 usec=X
+ *   proc pid=N comm=S fault_rate=X rss_anon=KB rss_shmem=KB compact_ms=X thrash_ms=X
+ *        reclaim_ms=X cgroup=S cg_usage=KB cg_limit=KB cov_anon=LIST zero_anon=LIST
+ *        cov_shmem=LIST zero_shmem=LIST               (on one line; up to 8 per tick)
+ *   end
+ *   tick 1 ...
+ *
+ * COUNTER is VALUE[/RATE][:FLAGS]: RATE 0 when left out; FLAGS 'r' = reset
+ * this tick, 'a' = not present; an empty COUNTER in a 'stat' list is one
+ * that was not present. LIST is one number per caps size, comma-separated;
+ * a list that is all "nan" (no sample) is left out. Doubles are written with
+ * %.15g, or %.16g/%.17g where that is needed to read back the same double
+ * ("nan", "inf" included), so a replay sees exactly what the daemon saw. Strings escape
+ * bytes outside '!'..'~' and '\' ',' '"' as \xHH; "" is the empty string.
+ * Within a tick, lines come in any order, each once (but 'stat' and 'proc'); a
+ * line that would hold only zeros, empty strings and absent counters is left
+ * out, and reads back as such. Keys not written read as zero, except number
+ * lists (NAN) and a size's anon=/shmem= (-1). Each tick is written in one
+ * go, and cut back off if that fails, so the file holds whole ticks even
+ * after a kill or a full disk. Readers reject what they do not know. */
+
+#define MTHP_RECORD_VERSION 1
+
+struct mthp_record_writer;
+struct mthp_record_reader;
+
+/* Create (truncate) path and write the header and caps. 0 or -errno. */
+int mthp_record_open_write(const char *path, const struct mthp_caps *caps, struct mthp_record_writer **ret);
+/* Append one tick; the data is in the file when this returns. 0 or -errno. */
+int mthp_record_write(struct mthp_record_writer *w, const struct mthp_snapshot *snap);
+/* 0 or the -errno of close(2). NULL is fine. */
+int mthp_record_close_write(struct mthp_record_writer *w);
+
+/* Open a recording and read its caps. On failure err gets one line naming
+ * the file (and line, for malformed input: -EBADMSG) and what was expected. */
+int mthp_record_open_read(const char *path, struct mthp_caps *caps, struct mthp_record_reader **ret, char *err,
+                          size_t errsz);
+/* The next tick: 1 (snap filled), 0 at the end of the recording, -EBADMSG
+ * ("FILE:LINE: ...") for malformed input, other -errno on I/O errors. */
+int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, char *err, size_t errsz);
+void mthp_record_close_read(struct mthp_record_reader *r);
+
+static inline void mthp_record_close_readp(struct mthp_record_reader **r) {
+        mthp_record_close_read(*r);
+}

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Re-record the real-workload traces that tests/record/test-traces.c replays
+# through the engine (so the engine tests run without a kernel).
+#
+#   sudo tests/engine/traces/record-traces.sh BUILD_DIR [TRACE...]
+#
+# TRACE: dense-anon, sparse-anon, dense-shmem, mixed-anon (default: all).
+# Needs root (density sampling reads other processes' pagemap) and a kernel
+# with mTHP sysfs. mthpd runs with --dry-run: it writes no knob; the knobs
+# keep whatever values the host has. Each trace: ~2 s idle, the workload for
+# 6 s, ~2 s idle, ticks of 500 ms. The workloads run as symlinks named
+# mthp-dense / mthp-sparse, so their comm says which is which.
+# Holds the real-kernel lock so that no benchmark changes knobs meanwhile.
+# Checks that 'mthpctl simulate' on each new trace makes exactly the changes
+# the dry-run daemon logged. TRACE_DIR=DIR writes the traces there instead.
+set -euo pipefail
+
+BUILD=$(realpath "${1:?usage: $0 BUILD_DIR [TRACE...]}")
+shift
+OUT=${TRACE_DIR:-$(dirname "$(realpath "$0")")}
+MTHPD=$BUILD/daemon/mthpd
+MTHPCTL=$BUILD/daemon/mthpctl
+WORKLOAD=$BUILD/tests/bench/mthp-workload
+LOCK=${MTHP_REALKERNEL_LOCK:-/tmp/mthpd-realkernel.lock}
+[[ $(id -u) == 0 ]] || { echo "$0: needs root" >&2; exit 1; }
+[[ -x $MTHPD && -x $WORKLOAD ]] || { echo "$0: build $BUILD first" >&2; exit 1; }
+
+exec 9>>"$LOCK"
+flock -w 900 9 || { echo "$0: $LOCK busy for 15 min" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/mthp-traces.XXXXXX)
+PIDS=()
+cleanup() {
+        local p
+        for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+        wait 2>/dev/null || true
+        rm -rf "$T"
+}
+trap cleanup EXIT
+ln -s "$WORKLOAD" "$T/mthp-dense"
+ln -s "$WORKLOAD" "$T/mthp-sparse"
+: > "$T/empty.conf"   # built-in defaults: a recording does not depend on them
+
+# record NAME WORKLOAD-ARGS... (';' separates workloads that run together)
+record() {
+        local name=$1 rec=$OUT/$1.rec log=$T/$1.log
+        shift
+        mkdir -p "$T/state-$name"
+        "$MTHPD" --dry-run --interval 500ms -c "$T/empty.conf" --state-dir "$T/state-$name" \
+                --record "$rec" 2>"$log" &
+        local daemon=$!
+        PIDS=("$daemon")
+        sleep 2
+        local args=() wl=()
+        for a in "$@" ';'; do
+                if [[ $a == ';' ]]; then
+                        "${args[@]}" --seconds 6 --quiet >>"$T/$name.workload" 2>&1 &
+                        wl+=($!)
+                        args=()
+                else
+                        args+=("$a")
+                fi
+        done
+        PIDS+=("${wl[@]}")
+        wait "${wl[@]}"
+        sleep 2
+        kill -TERM "$daemon"
+        wait "$daemon"
+        PIDS=()
+        sed -n 's/^mthpd: would set //p' "$log" > "$T/$name.daemon"
+        "$MTHPCTL" simulate "$rec" | sed -n 's/^tick [0-9]*: //p' > "$T/$name.replay"
+        local same="replay makes the same changes"
+        cmp -s "$T/$name.daemon" "$T/$name.replay" || { same="REPLAY DIFFERS"; diff "$T/$name.daemon" "$T/$name.replay" || true; }
+        echo "$name: $(grep -c '^tick ' "$rec") ticks, $(du -k "$rec" | cut -f1) KiB;" \
+                "$(wc -l < "$T/$name.daemon") would-be changes, $same; workload:" \
+                "$(sed -n 's/^summary //p' "$T/$name.workload" | tr '\n' ' ')"
+}
+
+TRACES=("$@")
+((${#TRACES[@]})) || TRACES=(dense-anon sparse-anon dense-shmem mixed-anon)
+for t in "${TRACES[@]}"; do
+        case $t in
+        dense-anon) record "$t" "$T/mthp-dense" --kind anon --pattern dense ;;
+        sparse-anon) record "$t" "$T/mthp-sparse" --kind anon --pattern sparse --stride 64K ;;
+        dense-shmem) record "$t" "$T/mthp-dense" --kind shmem --pattern dense ;;
+        mixed-anon)
+                record "$t" "$T/mthp-dense" --kind anon --pattern dense ';' \
+                        "$T/mthp-sparse" --kind anon --pattern sparse --stride 64K ;;
+        *) echo "$0: unknown trace '$t'" >&2; exit 2 ;;
+        esac
+done

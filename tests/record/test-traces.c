@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine on recorded traces of real workloads (tests/engine/traces/,
+ * recorded by record-traces.sh with mthpd --dry-run --record on Linux 6.18
+ * while tests/bench/mthp-workload ran as "mthp-dense" / "mthp-sparse"):
+ * replayed with the default configuration from a fresh engine state, the
+ * way mthpctl simulate does, so these run without a kernel.
+ *
+ * In a dry run the kernel never holds a raised value, so probe-then-verify
+ * never fires: the traces test what density and demand decide.
+ *
+ * Run without arguments: what must hold. With one argument: the known-issue
+ * test of that name (registered in meson with should_fail): something the
+ * engine gets wrong on these traces; fixing it makes that test pass, which
+ * meson reports as an unexpected pass: move it into the main group then.
+ * A re-recorded trace may not show an issue at all, so re-check the list
+ * after re-recording. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mthp/config.h"
+#include "mthp/engine.h"
+#include "mthp/record.h"
+
+#ifndef MTHP_TRACE_DIR
+#error "MTHP_TRACE_DIR: the directory of the recorded traces"
+#endif
+
+#define MAX_TICKS 256
+#define SMALL_RSS_KB 1024  /* a process this small cannot cost the host much bloat */
+
+struct tick_outcome {
+        uint64_t tick;
+        unsigned level[_MTHP_KIND_MAX];
+        /* the reason of the kind's smallest ladder knob: it says why the
+         * kind is where it is */
+        char reason[_MTHP_KIND_MAX][MTHP_REASON_MAX];
+        struct mthp_density_view density;
+};
+
+struct replay {
+        const char *name;
+        struct mthp_config cfg;
+        struct mthp_caps caps;
+        unsigned n_ladder[_MTHP_KIND_MAX];
+        unsigned top_kb[_MTHP_KIND_MAX];
+        unsigned n;
+        struct tick_outcome t[MAX_TICKS];
+};
+
+/* The replay in use: freed by the next replay or the group teardown, so a
+ * failing assertion (a longjmp out of the test) leaks nothing. */
+static struct replay *current;
+
+static int free_replay(void **state) {
+        (void) state;
+        free(current);
+        current = NULL;
+        return 0;
+}
+
+static struct replay *replay_trace(const char *name) {
+        _cleanup_(mthp_record_close_readp) struct mthp_record_reader *r = NULL;
+        struct replay *rp = calloc(1, sizeof(*rp));
+        struct mthp_engine_state st = { 0 }, next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        static struct mthp_snapshot snap;
+        unsigned ladder[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        char path[512], err[512];
+        int e;
+
+        assert_non_null(rp);
+        free_replay(NULL);
+        current = rp;
+        rp->name = name;
+        mthp_config_defaults(&rp->cfg);
+        snprintf(path, sizeof(path), "%s/%s.rec", MTHP_TRACE_DIR, name);
+        if (mthp_record_open_read(path, &rp->caps, &r, err, sizeof(err)) < 0)
+                fail_msg("%s", err);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                rp->n_ladder[k] = mthp_engine_ladder(&rp->cfg.engine, &rp->caps, k, ladder[k]);
+                assert_true(rp->n_ladder[k] > 0);
+                rp->top_kb[k] = rp->caps.sizes[ladder[k][rp->n_ladder[k] - 1]].kb;
+        }
+        while ((e = mthp_record_read(r, &snap, err, sizeof(err))) > 0) {
+                assert_true(rp->n < MAX_TICKS);
+                struct tick_outcome *o = &rp->t[rp->n++];
+                int n = mthp_engine_decide(&rp->cfg.engine, &rp->caps, &snap, &st, &next, dec, MTHP_KNOBS_MAX);
+                st = next;
+                o->tick = snap.tick;
+                o->density = snap.density;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        o->level[k] = st.kind[k].level;
+                        int knob = rp->caps.sizes[ladder[k][0]].knob[k];
+                        for (int i = 0; i < n; i++)
+                                if (dec[i].knob == knob)
+                                        snprintf(o->reason[k], sizeof(o->reason[k]), "%s", dec[i].reason);
+                        assert_true(o->reason[k][0]);
+                }
+        }
+        if (e < 0)
+                fail_msg("%s", err);
+        assert_true(rp->n >= 10);
+        return rp;
+}
+
+static const struct mthp_proc_density *find_proc(const struct tick_outcome *o, const char *comm) {
+        for (unsigned i = 0; o->density.valid && i < o->density.n_procs; i++)
+                if (strcmp(o->density.proc[i].comm, comm) == 0)
+                        return &o->density.proc[i];
+        return NULL;
+}
+
+/* Faulting hard enough for the engine to weigh its density. */
+static bool faulting(const struct replay *rp, const struct mthp_proc_density *p) {
+        return p && p->fault_rate >= rp->cfg.engine.min_proc_fault_rate;
+}
+
+/* Faulting, and the sampler saw its memory of this kind this tick. */
+static bool measured(const struct replay *rp, const struct mthp_proc_density *p, enum mthp_kind kind) {
+        if (!faulting(rp, p) || p->rss_kb[kind] == 0)
+                return false;
+        for (unsigned j = 0; j < rp->caps.n_sizes; j++)
+                if (!isnan(p->coverage[kind][j]) || !isnan(p->zero[kind][j]))
+                        return true;
+        return false;
+}
+
+/* Index of the first tick at which comm faults, or -1. */
+static int first_faulting(const struct replay *rp, const char *comm) {
+        for (unsigned i = 0; i < rp->n; i++)
+                if (faulting(rp, find_proc(&rp->t[i], comm)))
+                        return (int) i;
+        return -1;
+}
+
+static int last_faulting(const struct replay *rp, const char *comm) {
+        for (int i = (int) rp->n - 1; i >= 0; i--)
+                if (faulting(rp, find_proc(&rp->t[i], comm)))
+                        return i;
+        return -1;
+}
+
+static void assert_reason_contains(const struct replay *rp, unsigned i, enum mthp_kind kind, const char *needle) {
+        if (!strstr(rp->t[i].reason[kind], needle))
+                fail_msg("%s tick %llu, %s: reason '%s' lacks '%s'", rp->name, (unsigned long long) rp->t[i].tick,
+                         mthp_kind_name(kind), rp->t[i].reason[kind], needle);
+}
+
+static void assert_level(const struct replay *rp, unsigned i, enum mthp_kind kind, unsigned level) {
+        if (rp->t[i].level[kind] != level)
+                fail_msg("%s tick %llu: %s at level %u, expected %u (%s)", rp->name,
+                         (unsigned long long) rp->t[i].tick, mthp_kind_name(kind), rp->t[i].level[kind], level,
+                         rp->t[i].reason[kind]);
+}
+
+/* A dense fault loop of one kind takes that kind to the full ladder (2M)
+ * within 3 ticks of its first faulting tick, on the strength of its own
+ * density; the other kind stays where it was. */
+static void dense_raises_to_2m(const char *trace, enum mthp_kind kind) {
+        struct replay *rp = replay_trace(trace);
+        enum mthp_kind other = kind == MTHP_ANON ? MTHP_SHMEM : MTHP_ANON;
+        int first = first_faulting(rp, "mthp-dense");
+        assert_true(first >= 0);
+        assert_int_equal(rp->top_kb[kind], 2048);
+        int up = -1;
+        for (unsigned i = (unsigned) first; i < rp->n && up < 0; i++)
+                if (rp->t[i].level[kind] == rp->n_ladder[kind])
+                        up = (int) i;
+        if (up < 0 || rp->t[up].tick > rp->t[first].tick + 3)
+                fail_msg("%s: mthp-dense faults from tick %llu; %s reaches 2M at tick %lld", trace,
+                         (unsigned long long) rp->t[first].tick, mthp_kind_name(kind),
+                         up < 0 ? -1LL : (long long) rp->t[up].tick);
+        assert_reason_contains(rp, (unsigned) up, kind, "raise to 2M");
+        assert_reason_contains(rp, (unsigned) up, kind, "(mthp-dense, ");
+        for (unsigned i = 0; i < rp->n; i++)
+                assert_level(rp, i, other, 0);
+}
+
+static void test_dense_anon_raises_to_2m(void **state) {
+        (void) state;
+        dense_raises_to_2m("dense-anon", MTHP_ANON);
+}
+
+static void test_dense_shmem_raises_to_2m(void **state) {
+        (void) state;
+        dense_raises_to_2m("dense-shmem", MTHP_SHMEM);
+}
+
+/* Every tick the sparse process is measured, the kind stays at 4K and the
+ * explanation names that process (pid and comm) as what holds it back.
+ * Returns how many ticks that was. */
+static unsigned held_back_by_sparse(const struct replay *rp) {
+        unsigned held = 0;
+        for (unsigned i = 0; i < rp->n; i++) {
+                const struct mthp_proc_density *p = find_proc(&rp->t[i], "mthp-sparse");
+                if (!measured(rp, p, MTHP_ANON))
+                        continue;
+                char who[64];
+                snprintf(who, sizeof(who), "held back by pid %d (mthp-sparse, ", p->pid);
+                assert_level(rp, i, MTHP_ANON, 0);
+                assert_reason_contains(rp, i, MTHP_ANON, who);
+                held++;
+        }
+        return held;
+}
+
+/* A sparse fault loop (1 page per 64K): anon never leaves 4K, and while the
+ * process faults the reason names it. */
+static void test_sparse_anon_stays_4k(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("sparse-anon");
+        for (unsigned i = 0; i < rp->n; i++) {
+                assert_level(rp, i, MTHP_ANON, 0);
+                assert_level(rp, i, MTHP_SHMEM, 0);
+        }
+        int first = first_faulting(rp, "mthp-sparse"), last = last_faulting(rp, "mthp-sparse");
+        assert_true(first >= 0 && last - first >= 8); /* the 6 s run at 500 ms ticks */
+        assert_true(held_back_by_sparse(rp) >= 8);
+}
+
+/* Dense and sparse at once: whenever the sparse one is measured, it holds
+ * anon at 4K and the reason names it, not the dense one. */
+static void test_mixed_held_back_by_sparse(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("mixed-anon");
+        assert_true(first_faulting(rp, "mthp-dense") >= 0);
+        assert_true(held_back_by_sparse(rp) >= 6);
+}
+
+/* Known issue: the density sampler catches a map/unmap loop at one instant;
+ * when the sparse process's region happens to be unmapped (or it is not
+ * sampled that tick) the engine has no memory of it having been sparse a
+ * tick before and raises anon to 2M while it still faults (mixed-anon,
+ * tick 14). */
+static void known_mixed_raises_while_sparse_runs(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("mixed-anon");
+        int first = first_faulting(rp, "mthp-sparse"), last = last_faulting(rp, "mthp-sparse");
+        assert_true(first >= 0);
+        for (int i = first; i <= last; i++)
+                assert_level(rp, (unsigned) i, MTHP_ANON, 0);
+}
+
+/* The process a reason blames for being too sparse, or 0: a step down for
+ * bloat starts with it, a hold names it after "held back by". */
+static int blamed_pid(const char *why) {
+        const char *held = strstr(why, "held back by pid ");
+        int pid;
+        if (strstr(why, "predicted RSS") && sscanf(why, "pid %d", &pid) == 1)
+                return pid;
+        if (held && sscanf(held, "held back by pid %d", &pid) == 1)
+                return pid;
+        return 0;
+}
+
+static const struct mthp_proc_density *proc_by_pid(const struct tick_outcome *o, int pid) {
+        for (unsigned i = 0; i < o->density.n_procs; i++)
+                if (o->density.proc[i].pid == pid)
+                        return &o->density.proc[i];
+        return NULL;
+}
+
+/* Known issue: the same effect from the other side: a sample that misses the
+ * dense process's big region sees only its stack and heap (coverage ~0.4):
+ * the engine names the dense workload as too sparse, and after two such
+ * ticks in a row steps anon down from 2M (dense-anon tick 16, mixed-anon
+ * tick 16). */
+static void known_dense_reads_as_sparse(void **state) {
+        (void) state;
+        static const char *const traces[] = { "dense-anon", "mixed-anon" };
+        for (size_t t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
+                struct replay *rp = replay_trace(traces[t]);
+                for (unsigned i = 0; i < rp->n; i++) {
+                        const struct mthp_proc_density *p = proc_by_pid(&rp->t[i], blamed_pid(rp->t[i].reason[MTHP_ANON]));
+                        if (p && strcmp(p->comm, "mthp-dense") == 0)
+                                fail_msg("%s tick %llu: %s", traces[t], (unsigned long long) rp->t[i].tick,
+                                         rp->t[i].reason[MTHP_ANON]);
+                }
+        }
+}
+
+/* Known issue: a short-lived process is rated by its lifetime average on
+ * first sight ('sleep': ~105 faults/s, over MinProcessFaultRate=100) and,
+ * with ~108 KB of RSS, holds the host's anon sizes back or steps them down
+ * as "too sparse" (mixed-anon tick 17). Bloat of a process that small
+ * costs nothing. */
+static void known_tiny_process_steps_down(void **state) {
+        (void) state;
+        static const char *const traces[] = { "dense-anon", "sparse-anon", "dense-shmem", "mixed-anon" };
+        for (size_t t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
+                struct replay *rp = replay_trace(traces[t]);
+                for (unsigned i = 0; i < rp->n; i++)
+                        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                                const char *why = rp->t[i].reason[k];
+                                const struct mthp_proc_density *p = proc_by_pid(&rp->t[i], blamed_pid(why));
+                                if (p && p->rss_kb[k] < SMALL_RSS_KB)
+                                        fail_msg("%s tick %llu: %s", traces[t], (unsigned long long) rp->t[i].tick,
+                                                 why);
+                        }
+        }
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_dense_anon_raises_to_2m),
+                cmocka_unit_test(test_dense_shmem_raises_to_2m),
+                cmocka_unit_test(test_sparse_anon_stays_4k),
+                cmocka_unit_test(test_mixed_held_back_by_sparse),
+        };
+        const struct CMUnitTest known[] = {
+                cmocka_unit_test(known_mixed_raises_while_sparse_runs),
+                cmocka_unit_test(known_dense_reads_as_sparse),
+                cmocka_unit_test(known_tiny_process_steps_down),
+        };
+
+        if (argc > 1) {
+                for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                        if (strcmp(argv[1], known[i].name) == 0)
+                                return _cmocka_run_group_tests(argv[1], &known[i], 1, NULL, free_replay);
+                fprintf(stderr, "%s: no known-issue test '%s'\n", argv[0], argv[1]);
+                return 2;
+        }
+        return cmocka_run_group_tests_name("engine traces", tests, NULL, free_replay);
+}
