@@ -1131,7 +1131,8 @@ static int list_pids(struct mthp_density_sampler *s, size_t *ret) {
                 }
                 closedir(d);
         }
-        qsort(s->pids, n, sizeof(pid_t), cmp_pid);
+        if (n > 1) /* s->pids is NULL while no process was ever seen */
+                qsort(s->pids, n, sizeof(pid_t), cmp_pid);
         size_t u = 0;
         for (size_t i = 0; i < n; i++)
                 if (u == 0 || s->pids[u - 1] != s->pids[i])
