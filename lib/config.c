@@ -23,6 +23,8 @@ void mthp_config_defaults(struct mthp_config *c) {
         }
         e->max_bloat = 20;
         e->min_proc_fault_rate = 100;
+        /* a shell at 300 faults/s next to a workload at 300k must not veto */
+        e->min_proc_share = 10;
         /* without a density sample (a fake host, processes that cannot be
          * read) stay where bloat is bounded at 16x per touched 4K page */
         e->unmeasured_max_kb = 64;
@@ -32,6 +34,8 @@ void mthp_config_defaults(struct mthp_config *c) {
         e->raise_fault_rate = 25000;   /* ~100 MB/s of fresh memory */
         e->lower_fault_rate = 2500;
         e->confirm_ticks = 2;
+        /* a density sample of a process faulting densely is itself evidence */
+        e->density_confirm_ticks = 1;
         e->lower_ticks = 10;
         e->dwell_ticks = 5;
         e->psi_some_max = 10;
@@ -170,6 +174,8 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         return parse_rate(value, &e->lower_fault_rate) < 0 ? BAD("pages per second (e.g. 2500 or 2.5k)") : 0;
                 if (strcmp(key, "ConfirmTicks") == 0)
                         return parse_count(value, 1, 100, &e->confirm_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
+                if (strcmp(key, "DensityConfirmTicks") == 0)
+                        return parse_count(value, 1, 100, &e->density_confirm_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
                 if (strcmp(key, "LowerTicks") == 0)
                         return parse_count(value, 1, 1000, &e->lower_ticks) < 0 ? BAD("a whole number from 1 to 1000") : 0;
                 if (strcmp(key, "DwellTicks") == 0)
@@ -188,6 +194,8 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 }
                 if (strcmp(key, "MinProcessFaultRate") == 0)
                         return parse_rate(value, &e->min_proc_fault_rate) < 0 ? BAD("faults per second (e.g. 100)") : 0;
+                if (strcmp(key, "MinProcessShare") == 0)
+                        return mthp_parse_percent(value, &e->min_proc_share) < 0 ? BAD("a percentage of the kind's faults") : 0;
                 if (strcmp(key, "UnmeasuredMaxSize") == 0) {
                         unsigned kb;
                         if (strcasecmp(value, "none") == 0)

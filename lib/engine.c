@@ -42,39 +42,118 @@ static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsi
         return u;
 }
 
-struct density_verdict {
-        bool measured;            /* at least one faulting process of this kind was sampled */
-        unsigned keep, raise;     /* highest level every process allows (keep / raise thresholds) */
-        int holder;               /* process index that limits keep (-1: none) */
-        unsigned holder_size;     /* caps size index it failed at */
-        double holder_usage;
-        int best;                 /* the most faulting sampled process */
-};
+#define PROC_DECAY 0.5             /* per tick: a sample counts half as much a tick later */
+#define PROC_FORGET_TICKS 5        /* a process not seen for this long is forgotten */
+#define PROC_RECENT_TICKS 3        /* ... and counts for decisions this long */
 
-static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                          const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
-                          unsigned n_ladder, unsigned blind, struct density_verdict *v) {
+/* Fold this tick's density samples into the remembered processes. */
+static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
         const struct mthp_density_view *dv = &snap->density;
-        double keep_thr = 1.0 / (1.0 + cfg->max_bloat / 100.0);
-        double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
-
-        memset(v, 0, sizeof(*v));
-        v->holder = v->best = -1;
-        v->keep = v->raise = n_ladder;
         for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
                 const struct mthp_proc_density *p = &dv->proc[i];
-                if (p->fault_rate < cfg->min_proc_fault_rate || p->rss_kb[kind] == 0)
+                struct mthp_engine_proc *m = NULL, *oldest = NULL;
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                        struct mthp_engine_proc *c = &st->proc[j];
+                        if (c->pid == p->pid) {
+                                m = c;
+                                break;
+                        }
+                        if (!oldest || c->pid == 0 || (oldest->pid && c->seen_tick < oldest->seen_tick))
+                                oldest = c;
+                }
+                if (m && strncmp(m->comm, p->comm, sizeof(m->comm)) != 0)
+                        m = NULL; /* the pid was reused: a new process */
+                if (!m) {
+                        m = oldest;
+                        memset(m, 0, sizeof(*m));
+                        m->pid = p->pid;
+                }
+                memcpy(m->comm, p->comm, sizeof(m->comm));
+                m->comm[sizeof(m->comm) - 1] = 0;
+                m->fault_rate = p->fault_rate;
+                m->new_proc = p->new_proc;
+                bool fresh = m->seen_tick == 0 && m->w[0][0] == 0 && m->rss_kb[0] == 0 && m->rss_kb[1] == 0;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        /* smoothed: a map/unmap loop's RSS depends on the instant */
+                        m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
+                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++) {
+                                double u = usage(p, k, z);
+                                if (isnan(u))
+                                        continue; /* no sample: keep what we knew */
+                                double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1;
+                                m->w[k][z] = m->w[k][z] * PROC_DECAY + w;
+                                m->u[k][z] = m->u[k][z] * PROC_DECAY + u * w;
+                        }
+                }
+                m->seen_tick = snap->tick;
+        }
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (st->proc[j].pid && snap->tick > st->proc[j].seen_tick + PROC_FORGET_TICKS)
+                        memset(&st->proc[j], 0, sizeof(st->proc[j]));
+}
+
+static double remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size) {
+        return m->w[kind][size] > 0 ? m->u[kind][size] / m->w[kind][size] : NAN;
+}
+
+struct density_verdict {
+        bool measured;            /* at least one process that counts was sampled */
+        unsigned keep, raise;     /* highest level every process allows (keep / raise thresholds) */
+        int holder;               /* remembered process that limits keep (-1: none) */
+        unsigned holder_size;     /* caps size index it failed at */
+        double holder_usage;
+        int best;                 /* the most faulting process that counts */
+        int unknown;              /* a process that counts but was never sampled, or -1 */
+};
+
+/* A process's faults of one kind: its rate split by the memory it holds
+ * of each kind (a shmem workload's small heap must not speak for anon). */
+static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind) {
+        double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
+        return all > 0 ? m->fault_rate * (double) m->rss_kb[kind] / all : 0;
+}
+
+/* Which processes count: recently seen, and faulting memory of this kind
+ * both fast enough and with a real share of the kind's faults. */
+static bool counts(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, unsigned j,
+                   enum mthp_kind kind, double total) {
+        const struct mthp_engine_proc *m = &st->proc[j];
+        double rate = kind_rate(m, kind);
+        /* a process seen once has only a lifetime average (a 'sleep' that
+         * faulted 100 pages while starting): wait for a measured rate */
+        return m->pid && !m->new_proc && st->tick <= m->seen_tick + PROC_RECENT_TICKS && rate > 0 &&
+               rate >= cfg->min_proc_fault_rate && rate >= total * cfg->min_proc_share / 100.0;
+}
+
+static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st,
+                          enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned blind,
+                          unsigned level, struct density_verdict *v) {
+        double keep_thr = 1.0 / (1.0 + cfg->max_bloat / 100.0);
+        double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
+        double total = 0;
+
+        memset(v, 0, sizeof(*v));
+        v->holder = v->best = v->unknown = -1;
+        v->keep = v->raise = n_ladder;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (st->proc[j].pid && !st->proc[j].new_proc && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
+                        total += kind_rate(&st->proc[j], kind);
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!counts(cfg, st, j, kind, total))
                         continue;
                 bool any = false;
                 for (unsigned r = 0; r < n_ladder; r++)
-                        any = any || !isnan(usage(p, kind, ladder[r]));
-                if (!any)
+                        any = any || !isnan(remembered(m, kind, ladder[r]));
+                if (!any) {
+                        v->unknown = (int) j;
                         continue;
+                }
                 v->measured = true;
-                if (v->best < 0 || p->fault_rate > dv->proc[v->best].fault_rate)
-                        v->best = (int) i;
+                if (v->best < 0 || kind_rate(m, kind) > kind_rate(&st->proc[v->best], kind))
+                        v->best = (int) j;
                 for (unsigned r = 0; r < n_ladder; r++) {
-                        double u = usage(p, kind, ladder[r]);
+                        double u = remembered(m, kind, ladder[r]);
                         /* unknown at this size: allowed only where bloat is bounded anyway */
                         bool ok_keep = isnan(u) ? r < blind : u >= keep_thr;
                         bool ok_raise = isnan(u) ? r < blind : u >= raise_thr;
@@ -82,7 +161,7 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                                 v->raise = r;
                         if (!ok_keep && r < v->keep) {
                                 v->keep = r;
-                                v->holder = (int) i;
+                                v->holder = (int) j;
                                 v->holder_size = ladder[r];
                                 v->holder_usage = u;
                         }
@@ -90,9 +169,11 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                                 break;
                 }
         }
-        (void) caps;
         if (v->raise > v->keep)
                 v->raise = v->keep;
+        /* a process that counts but has no sample yet may be sparse: no raise */
+        if (v->unknown >= 0 && v->raise > level)
+                v->raise = level;
 }
 
 struct signals {
@@ -103,7 +184,8 @@ struct signals {
 };
 
 static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                         const struct mthp_snapshot *snap, enum mthp_kind kind, int top_size, struct signals *s) {
+                         const struct mthp_snapshot *snap, const struct mthp_engine_state *mem, enum mthp_kind kind,
+                         int top_size, struct signals *s) {
         memset(s, 0, sizeof(*s));
         s->measured = snap->dt > 0;
         /* Faults no mTHP allocation explains are 4K faults of either kind.
@@ -113,10 +195,10 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         double explained = snap->kind_pages_rate[MTHP_ANON] + snap->kind_pages_rate[MTHP_SHMEM];
         double unexplained = snap->fault_pages_rate > explained ? snap->fault_pages_rate - explained : 0;
         double w_kind = 0, w_all = 0;
-        for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs; i++) {
-                const struct mthp_proc_density *p = &snap->density.proc[i];
+        for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
+                const struct mthp_engine_proc *p = &mem->proc[i];
                 double rss = (double) p->rss_kb[MTHP_ANON] + (double) p->rss_kb[MTHP_SHMEM];
-                if (rss <= 0)
+                if (!p->pid || rss <= 0 || mem->tick > p->seen_tick + PROC_RECENT_TICKS)
                         continue;
                 w_kind += p->fault_rate * (double) p->rss_kb[kind] / rss;
                 w_all += p->fault_rate;
@@ -206,7 +288,7 @@ static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_e
         st->level = to;
 }
 
-static void describe_proc(const struct mthp_proc_density *p, char *buf, size_t n) {
+static void describe_proc(const struct mthp_engine_proc *p, char *buf, size_t n) {
         snprintf(buf, n, "pid %d (%s, %.0f faults/s)", p->pid, p->comm, p->fault_rate);
 }
 
@@ -219,6 +301,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
 
         *next = *prev;
         next->tick = snap->tick;
+        remember(caps, snap, next);
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct mthp_engine_kind *st = &next->kind[kind];
                 unsigned ladder[MTHP_SIZES_MAX];
@@ -233,8 +316,17 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         blind++;
                 if (st->level > n_ladder)
                         st->level = n_ladder; /* config shrank the ladder */
-                read_signals(cfg, caps, snap, kind, st->level ? (int) ladder[st->level - 1] : -1, &sig);
-                judge_density(cfg, caps, snap, kind, ladder, n_ladder, blind, &dens);
+                read_signals(cfg, caps, snap, next, kind, st->level ? (int) ladder[st->level - 1] : -1, &sig);
+                /* density speaks for a kind only while the kind faults: a shmem
+                 * workload's heap must not decide anon sizes */
+                if (sig.demand >= cfg->lower_fault_rate)
+                        judge_density(cfg, next, kind, ladder, n_ladder, blind, st->level, &dens);
+                else {
+                        memset(&dens, 0, sizeof(dens));
+                        dens.holder = dens.best = dens.unknown = -1;
+                        dens.keep = n_ladder;
+                        dens.raise = st->level;
+                }
 
                 if (sig.measured) {
                         st->pressure_streak = sig.pressure ? st->pressure_streak + 1 : 0;
@@ -263,7 +355,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 char top[16], to[16], who[96] = "";
                 level_name(caps, ladder, st->level, top, sizeof(top));
                 if (dens.best >= 0)
-                        describe_proc(&snap->density.proc[dens.best], who, sizeof(who));
+                        describe_proc(&next->proc[dens.best], who, sizeof(who));
 
                 /* probe-then-verify: a raise must show allocations at its new
                  * top size while the kind is faulting */
@@ -304,7 +396,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         st->ceiling = back + 1; /* every size above it went unused */
                 } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
                         /* bloat guard: no dwell, a faulting sparse process pays now */
-                        const struct mthp_proc_density *p = &snap->density.proc[dens.holder];
+                        const struct mthp_engine_proc *p = &next->proc[dens.holder];
                         char hs[16], pd[96];
                         mthp_format_size(caps->sizes[dens.holder_size].kb, hs, sizeof(hs));
                         describe_proc(p, pd, sizeof(pd));
@@ -328,7 +420,11 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                          "fragmented, step down",
                                          sig.fallback_pct, kname, top, cfg->max_fallback);
                         step_down_failed(cfg, st, st->level - 1, snap->tick);
-                } else if (target > st->level && st->raise_streak >= cfg->confirm_ticks && dwell_ok) {
+                } else if (target > st->level &&
+                           st->raise_streak >= (dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
+                           (dwell_ok || (dens.measured && st->last_dir > 0))) {
+                        /* dwell guards against reversals: a second raise right
+                         * after the first (a sample that saw more) is no flap */
                         level_name(caps, ladder, target, to, sizeof(to));
                         if (dens.measured)
                                 snprintf(why, sizeof(why),
@@ -336,7 +432,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                          "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
                                          "(probe)",
                                          kname, sig.demand, cfg->raise_fault_rate, st->raise_streak, who,
-                                         usage(&snap->density.proc[dens.best], kind, ladder[target - 1]), to,
+                                         remembered(&next->proc[dens.best], kind, ladder[target - 1]), to,
                                          sig.avail_pct, to);
                         else
                                 snprintf(why, sizeof(why),
@@ -359,7 +455,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         else if (dens.measured && dens.holder >= 0 && dens.keep <= st->level) {
                                 char hs[16], pd[96];
                                 mthp_format_size(caps->sizes[dens.holder_size].kb, hs, sizeof(hs));
-                                describe_proc(&snap->density.proc[dens.holder], pd, sizeof(pd));
+                                describe_proc(&next->proc[dens.holder], pd, sizeof(pd));
                                 snprintf(extra, sizeof(extra), "; held back by %s: uses %.2f of each %s block", pd,
                                          dens.holder_usage, hs);
                         } else if (barred)
@@ -374,6 +470,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                  cfg->lower_fault_rate, cfg->lower_ticks, st->lower_streak, sig.fallback_pct, extra);
                 }
                 if (st->level != old_level) {
+                        st->last_dir = st->level > old_level ? 1 : -1;
                         st->last_change_tick = snap->tick ? snap->tick : 1;
                         st->raise_streak = st->lower_streak = st->sparse_streak = 0;
                         if (st->level < old_level && st->level <= st->verify_from)

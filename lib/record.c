@@ -143,6 +143,7 @@ static const char *const kind_fallback_keys[] = { "anon_fallback", "shmem_fallba
 static const char *const rss_keys[] = { "rss_anon", "rss_shmem" };
 static const char *const coverage_keys[] = { "cov_anon", "cov_shmem" };
 static const char *const zero_keys[] = { "zero_anon", "zero_shmem" };
+static const char *const blocks_keys[] = { "blocks_anon", "blocks_shmem" };
 _Static_assert(_MTHP_KIND_MAX == 2, "per-kind keys above");
 
 static unsigned rates_fields(struct mthp_snapshot *s, struct field *f) {
@@ -168,6 +169,7 @@ static unsigned proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         f[n++] = SCALAR("pid", FIELD_INT, &p->pid);
         f[n++] = STRING("comm", p->comm);
         f[n++] = SCALAR("fault_rate", FIELD_DOUBLE, &p->fault_rate);
+        f[n++] = SCALAR("new", FIELD_BOOL, &p->new_proc);
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 f[n++] = SCALAR(rss_keys[k], FIELD_U64, &p->rss_kb[k]);
         f[n++] = SCALAR("compact_ms", FIELD_DOUBLE, &p->compact_ms);
@@ -179,6 +181,7 @@ static unsigned proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                 f[n++] = DOUBLES(coverage_keys[k], p->coverage[k], n_sizes);
                 f[n++] = DOUBLES(zero_keys[k], p->zero[k], n_sizes);
+                f[n++] = DOUBLES(blocks_keys[k], p->blocks[k], n_sizes);
         }
         return n;
 }

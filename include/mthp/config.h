@@ -12,7 +12,8 @@ struct mthp_engine_config {
         unsigned min_kb[_MTHP_KIND_MAX], max_kb[_MTHP_KIND_MAX]; /* sizes the engine may enable */
         double raise_fault_rate;      /* 4K pages/s that count as "faulting hard" */
         double lower_fault_rate;      /* below this for lower_ticks: step down */
-        unsigned confirm_ticks;       /* ticks the raise condition must hold */
+        unsigned confirm_ticks;       /* ticks the raise condition must hold (no density sample) */
+        unsigned density_confirm_ticks; /* the same when density samples back the raise */
         unsigned lower_ticks;         /* ticks the idle condition must hold */
         unsigned dwell_ticks;         /* minimum ticks between changes of one kind */
         double psi_some_max;          /* percent (avg10) that counts as pressure */
@@ -20,6 +21,7 @@ struct mthp_engine_config {
         double max_fallback;          /* percent of mTHP faults falling back */
         double max_bloat;             /* percent of extra RSS a size may cost a faulting process */
         double min_proc_fault_rate;   /* faults/s that make a process count for density */
+        double min_proc_share;        /* percent of the kind's sampled faults, likewise */
         unsigned unmeasured_max_kb;   /* ceiling when no density sample exists */
         unsigned verify_ticks;        /* ticks a raise has to show allocations at the new size */
         double cgroup_headroom;       /* percent of a faulting process's memcg limit kept free */

@@ -33,10 +33,27 @@ struct mthp_engine_kind {
         unsigned verify_left;
         unsigned verify_from;           /* level to go back to if it fails */
         unsigned sparse_streak;         /* ticks a faulting process was too sparse for the level */
+        int last_dir;                   /* +1 last change raised, -1 lowered, 0 none */
+};
+
+/* What the engine remembers of a process the density sampler saw: one
+ * sample catches a process at one instant (perhaps between two mappings),
+ * so usage is a decayed average weighted by the blocks each sample saw. */
+#define MTHP_ENGINE_PROCS 16
+struct mthp_engine_proc {
+        int pid;                        /* 0: free */
+        char comm[16];
+        uint64_t seen_tick;
+        double fault_rate;
+        bool new_proc;                  /* its rate is a lifetime average so far */
+        uint64_t rss_kb[_MTHP_KIND_MAX];
+        double w[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed weight */
+        double u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed usage x weight */
 };
 
 struct mthp_engine_state {
         uint64_t tick;
+        struct mthp_engine_proc proc[MTHP_ENGINE_PROCS];
         struct mthp_engine_kind kind[_MTHP_KIND_MAX];
         bool defrag_defer;              /* mthpd set defrag=defer for large sizes */
         unsigned defrag_streak;

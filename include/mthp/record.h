@@ -29,9 +29,10 @@
  *   rates fault_pages=X anon_pages=X shmem_pages=X anon_alloc=X shmem_alloc=X
  *         anon_fallback=X shmem_fallback=X            (on one line: the derived rates)
  *   density valid=1 usec=X
- *   proc pid=N comm=S fault_rate=X rss_anon=KB rss_shmem=KB compact_ms=X thrash_ms=X
+ *   proc pid=N comm=S fault_rate=X new=B rss_anon=KB rss_shmem=KB compact_ms=X thrash_ms=X
  *        reclaim_ms=X cgroup=S cg_usage=KB cg_limit=KB cov_anon=LIST zero_anon=LIST
- *        cov_shmem=LIST zero_shmem=LIST               (on one line; up to 8 per tick)
+ *        blocks_anon=LIST cov_shmem=LIST zero_shmem=LIST blocks_shmem=LIST
+ *                                                     (on one line; up to 8 per tick)
  *   end
  *   tick 1 ...
  *

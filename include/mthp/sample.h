@@ -50,12 +50,16 @@ struct mthp_proc_density {
         int pid;
         char comm[16];
         double fault_rate;                 /* minor faults/s */
+        bool new_proc;                     /* first sight: fault_rate is its lifetime average */
         uint64_t rss_kb[_MTHP_KIND_MAX];   /* RssAnon, RssShmem */
         /* per caps size index: share of pages touched in blocks of that size
          * (pagemap, before large folios) and share of all-zero subpages in
          * fully populated blocks (after them); NAN = no sample */
         double coverage[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         double zero[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* how many blocks of each size the sample saw: its weight (NAN or 0:
+         * unknown, counts as one) */
+        double blocks[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         /* taskstats delay accounting, ms stalled per second (NAN: unknown,
          * e.g. kernel.task_delayacct=0) */
         double compact_ms;

@@ -1092,8 +1092,9 @@ static void test_density_dense_jumps(void **state) {
         wide(s);
         dens_proc(&v.proc[0], 100, 1, 0);
         w.dens = &v;
-        /* tick 0 has no rates; ticks 1 and 2 confirm; the raise lands at tick 2 */
-        sim_run(s, &w, 3);
+        /* tick 0 has no rates; tick 1's sample of a densely faulting process
+         * is the confirmation (DensityConfirmTicks=1): the raise lands there */
+        sim_run(s, &w, 2);
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_contains(kind_reason(s, MTHP_ANON), "raise to 2M (probe)");
         assert_contains(kind_reason(s, MTHP_ANON), "pid 100 (proc100");
@@ -1169,7 +1170,7 @@ static void test_density_probe_fails_reverts(void **state) {
         dens_proc(&v.proc[0], 500, 1, 0);
         w.dens = &v;
         w.never_kb = 1024; /* the kernel never tries 1M or 2M here */
-        sim_run(s, &w, 3);
+        sim_run(s, &w, 2);
         assert_int_equal(level(s, MTHP_ANON), 8);
         sim_run(s, &w, s->cfg.verify_ticks);
         /* 512K is the largest size the kernel used: back to it, not to 4K */
@@ -1266,6 +1267,65 @@ static void test_density_unmeasured_process_waits(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 0);
 }
 
+static void test_density_memory_outweighs_odd_sample(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, odd;
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&dense.proc[0], 1000, 1, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                        dense.proc[0].blocks[k][i] = 64;
+        /* caught between two mappings: only a few sparse heap blocks */
+        odd = dense;
+        dens_proc(&odd.proc[0], 1000, 0.25, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                        odd.proc[0].blocks[k][i] = 2;
+        w.dens = &dense;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        for (int i = 0; i < 30; i++) {
+                w.dens = i % 2 ? &odd : &dense;
+                sim_step(s, &w);
+        }
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(changes(s, MTHP_ANON), 1);
+}
+
+static void test_density_small_share_no_veto(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1100, 1, 0);
+        dens_proc(&v.proc[1], 1101, 0.25, 0);   /* sparse, but a shell next to the workload */
+        v.proc[1].fault_rate = 300;              /* 0.6% of the faults */
+        w.dens = &v;
+        sim_run(s, &w, 20);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* the same process with a real share holds the size back */
+        v.proc[1].fault_rate = 20000;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 1101");
+}
+
+static void test_density_first_sight_waits(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1200, 1, 0);
+        v.proc[0].new_proc = true;              /* a lifetime average: not evidence yet */
+        w.dens = &v;
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        v.proc[0].new_proc = false;
+        sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1305,6 +1365,9 @@ int main(void) {
                 T(test_cgroup_headroom_steps_down),
                 T(test_compaction_stall_steps_down),
                 T(test_density_unmeasured_process_waits),
+                T(test_density_memory_outweighs_odd_sample),
+                T(test_density_small_share_no_veto),
+                T(test_density_first_sight_waits),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
