@@ -114,20 +114,21 @@ static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind) {
 }
 
 /* Which processes count: recently seen, and faulting memory of this kind
- * both fast enough and with a real share of the kind's faults. */
+ * both fast enough and with a real share of the kind's faults. A process
+ * seen once has only a lifetime average (a 'sleep' that faulted 100 pages
+ * while starting): it may hold a raise back or back one, but it can take
+ * no size away until a second sample measures its rate. */
 static bool counts(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, unsigned j,
                    enum mthp_kind kind, double total) {
         const struct mthp_engine_proc *m = &st->proc[j];
         double rate = kind_rate(m, kind);
-        /* a process seen once has only a lifetime average (a 'sleep' that
-         * faulted 100 pages while starting): wait for a measured rate */
-        return m->pid && !m->new_proc && st->tick <= m->seen_tick + PROC_RECENT_TICKS && rate > 0 &&
+        return m->pid && st->tick <= m->seen_tick + PROC_RECENT_TICKS && rate > 0 &&
                rate >= cfg->min_proc_fault_rate && rate >= total * cfg->min_proc_share / 100.0;
 }
 
 static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st,
-                          enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned blind,
-                          unsigned level, struct density_verdict *v) {
+                          enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
+                          struct density_verdict *v) {
         double keep_thr = 1.0 / (1.0 + cfg->max_bloat / 100.0);
         double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
         double total = 0;
@@ -136,7 +137,7 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
         v->holder = v->best = v->unknown = -1;
         v->keep = v->raise = n_ladder;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
-                if (st->proc[j].pid && !st->proc[j].new_proc && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
+                if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
                         total += kind_rate(&st->proc[j], kind);
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
@@ -154,9 +155,10 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                         v->best = (int) j;
                 for (unsigned r = 0; r < n_ladder; r++) {
                         double u = remembered(m, kind, ladder[r]);
-                        /* unknown at this size: allowed only where bloat is bounded anyway */
-                        bool ok_keep = isnan(u) ? r < blind : u >= keep_thr;
-                        bool ok_raise = isnan(u) ? r < blind : u >= raise_thr;
+                        /* no block of this size in its mappings: the kernel cannot
+                         * give it folios of this size, so it cannot bloat with them */
+                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc;
+                        bool ok_raise = isnan(u) || u >= raise_thr;
                         if (!ok_raise && r < v->raise)
                                 v->raise = r;
                         if (!ok_keep && r < v->keep) {
@@ -320,7 +322,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 /* density speaks for a kind only while the kind faults: a shmem
                  * workload's heap must not decide anon sizes */
                 if (sig.demand >= cfg->lower_fault_rate)
-                        judge_density(cfg, next, kind, ladder, n_ladder, blind, st->level, &dens);
+                        judge_density(cfg, next, kind, ladder, n_ladder, st->level, &dens);
                 else {
                         memset(&dens, 0, sizeof(dens));
                         dens.holder = dens.best = dens.unknown = -1;

@@ -1313,17 +1313,28 @@ static void test_density_small_share_no_veto(void **state) {
 
 static void test_density_first_sight_waits(void **state) {
         struct sim *s = *state;
-        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 }, two = { .valid = true, .n_procs = 2 };
         struct workload w = anon_hot;
         wide(s);
+        /* a new process faulting densely is evidence enough to raise */
         dens_proc(&v.proc[0], 1200, 1, 0);
-        v.proc[0].new_proc = true;              /* a lifetime average: not evidence yet */
+        v.proc[0].new_proc = true;
         w.dens = &v;
-        sim_run(s, &w, 5);
-        assert_int_equal(level(s, MTHP_ANON), 0);
-        v.proc[0].new_proc = false;
-        sim_step(s, &w);
+        sim_run(s, &w, 2);
         assert_int_equal(level(s, MTHP_ANON), 8);
+        /* a new sparse one (its rate a lifetime average) takes nothing away ... */
+        two.proc[0] = v.proc[0];
+        two.proc[0].new_proc = false;
+        dens_proc(&two.proc[1], 1201, 0.25, 0);
+        two.proc[1].new_proc = true;
+        w.dens = &two;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* ... until a second sample measures its rate */
+        two.proc[1].new_proc = false;
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 1201");
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
