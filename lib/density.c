@@ -117,7 +117,7 @@ struct mthp_density_sampler {
         struct mthp_density_proc *procs;
 
         /* per tick */
-        uint64_t t0_ns, tick_examined, tick_queued, tick_reads;
+        uint64_t t0_ns, t0_cpu_ns, tick_examined, tick_queued, tick_reads;
         bool exhausted;
 
         /* scratch, reused */
@@ -142,10 +142,14 @@ struct mthp_density_sampler {
 
 /* ---- small helpers ---- */
 
-static uint64_t now_ns(void) {
+static uint64_t clock_ns(clockid_t id) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(id, &ts);
         return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t now_ns(void) {
+        return clock_ns(CLOCK_MONOTONIC);
 }
 
 static uint64_t rng_next(uint64_t *x) {
@@ -511,8 +515,14 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 
 /* ---- budget ---- */
 
+/* The budget is the CPU time sampling costs us: on a busy host (the
+ * workloads being measured keep every core busy) wall time would run out
+ * before the second process is read. Wall time still caps it at 4x, so a
+ * descheduled tick cannot hold the daemon's loop. */
 static uint64_t elapsed_usec(const struct mthp_density_sampler *s) {
-        return (now_ns() - s->t0_ns) / 1000;
+        uint64_t cpu = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns) / 1000;
+        uint64_t wall = (now_ns() - s->t0_ns) / 1000;
+        return cpu > wall / 4 ? cpu : wall / 4;
 }
 
 /* May a window costing `pages` start now? Sets the reason it may not. */
@@ -1284,6 +1294,7 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         int r;
 
         s->t0_ns = now_ns();
+        s->t0_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         s->tick_examined = s->tick_queued = s->tick_reads = 0;
         s->exhausted = false;
         memset(out, 0, sizeof(*out));
