@@ -59,6 +59,7 @@ struct config {
 	unsigned threads;
 	unsigned seconds;
 	unsigned phase_seconds;
+	unsigned fill_seconds;  /* with --hold: spread the first touch over this long */
 	bool hold;
 	bool quiet;
 	bool json;
@@ -243,6 +244,8 @@ static void usage(FILE *f)
 		"  -s, --seconds S          run time, 1..%d (default 10)\n"
 		"  -P, --phase-seconds P    phase length for --pattern phased, 1..%d (default 20)\n"
 		"  -H, --hold               map and touch once, keep mapped and re-touch\n"
+		"  -F, --fill-seconds S     with --hold: grow into the region at an even pace\n"
+		"                           over S seconds (memory use grows steadily)\n"
 		"                           (no new faults after the first pass)\n"
 		"  -m, --madvise ADV        hugepage or nohugepage: madvise() the region\n"
 		"                           (default: none, the knobs alone decide)\n"
@@ -284,6 +287,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "phase-seconds", required_argument, NULL, 'P' },
 		{ "hold", no_argument, NULL, 'H' },
+		{ "fill-seconds", required_argument, NULL, 'F' },
 		{ "madvise", required_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'j' },
@@ -303,7 +307,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 	};
 
 	opterr = 0; /* we print our own, clearer messages */
-	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:Hm:qjh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:m:qjh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'k':
 			if (!strcmp(optarg, "anon"))
@@ -354,6 +358,11 @@ static int parse_args(int argc, char **argv, struct config *c)
 		case 'P':
 			if (parse_uint(optarg, 1, MAX_SECONDS, &c->phase_seconds))
 				return usage_error("invalid --phase-seconds '%s' (expected 1..3600)", optarg);
+			break;
+		case 'F':
+			if (parse_uint(optarg, 1, MAX_SECONDS, &c->fill_seconds))
+				return usage_error("--fill-seconds: expected 1..%u, got '%s'", MAX_SECONDS, optarg);
+			c->hold = true;
 			break;
 		case 'H':
 			c->hold = true;
@@ -566,11 +575,13 @@ static int unmap_region(struct region *r, const char **op)
  * deadline, or when the phase changes (so the next pass uses the new one).
  */
 static void touch_pass(struct worker *w, volatile char *base, enum pattern phase,
-		       uint64_t *pages)
+		       uint64_t *pages, bool fill)
 {
 	size_t step = phase == PAT_DENSE ? g_page : g_cfg.stride;
 	size_t size = g_cfg.size;
 	size_t off = 0;
+	int64_t fill_ns = fill ? (int64_t)g_cfg.fill_seconds * 1000000000LL : 0;
+	int64_t fill_t0 = now_ns();
 
 	while (off < size) {
 		size_t batch_end = off + step * TOUCH_BATCH;
@@ -587,6 +598,13 @@ static void touch_pass(struct worker *w, volatile char *base, enum pattern phase
 		}
 		atomic_store_explicit(&w->pages, *pages, memory_order_relaxed);
 		now = now_ns();
+		/* --fill-seconds: no further than the even pace allows (bounded sleeps) */
+		while (fill_ns && !stopped() && now < g_deadline_ns &&
+		       (double)off > (double)size * (double)(now - fill_t0) / (double)fill_ns) {
+			struct timespec ts = { 0, 2000000 };
+			nanosleep(&ts, NULL);
+			now = now_ns();
+		}
 		if (now >= g_deadline_ns) {
 			request_stop();
 			break;
@@ -615,13 +633,15 @@ static void *worker_main(void *arg)
 		if (rc)
 			goto fail;
 	}
+	bool first = true;
 	while (!stopped()) {
 		if (!g_cfg.hold) {
 			rc = map_region(&r, &w->err_op);
 			if (rc)
 				goto fail;
 		}
-		touch_pass(w, r.work, phase_at(now_ns() - g_t0_ns), &pages);
+		touch_pass(w, r.work, phase_at(now_ns() - g_t0_ns), &pages, first && g_cfg.fill_seconds);
+		first = false;
 		if (!g_cfg.hold) {
 			rc = unmap_region(&r, &w->err_op);
 			if (rc)
