@@ -81,6 +81,13 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                 if (isnan(u))
                                         continue; /* no sample: keep what we knew */
                                 double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1;
+                                /* A full-weight sample far from the memory means the
+                                 * process changed phase (dense -> sparse -> dense): start
+                                 * over from it. A light one (a few blocks seen between two
+                                 * mappings) only nudges the average. */
+                                double old_w = m->w[k][z] * PROC_DECAY;
+                                if (old_w > 0 && w >= old_w / 2 && fabs(u - m->u[k][z] / m->w[k][z]) > 0.5)
+                                        m->w[k][z] = m->u[k][z] = 0;
                                 m->w[k][z] = m->w[k][z] * PROC_DECAY + w;
                                 m->u[k][z] = m->u[k][z] * PROC_DECAY + u * w;
                         }

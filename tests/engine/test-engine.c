@@ -1337,6 +1337,29 @@ static void test_density_first_sight_waits(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "pid 1201");
 }
 
+static void test_density_phase_change_is_quick(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, sparse;
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&dense.proc[0], 1300, 1, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                        dense.proc[0].blocks[k][i] = 64;
+        sparse = dense;
+        dens_proc(&sparse.proc[0], 1300, 0.25, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                        sparse.proc[0].blocks[k][i] = 128;
+        w.dens = &sparse;
+        sim_run(s, &w, 12); /* a long sparse phase: lots of memory */
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        /* dense again, with as many blocks: the memory starts over at once */
+        w.dens = &dense;
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1379,6 +1402,7 @@ int main(void) {
                 T(test_density_memory_outweighs_odd_sample),
                 T(test_density_small_share_no_veto),
                 T(test_density_first_sight_waits),
+                T(test_density_phase_change_is_quick),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
