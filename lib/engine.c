@@ -113,11 +113,22 @@ struct density_verdict {
         int unknown;              /* a process that counts but was never sampled, or -1 */
 };
 
-/* A process's faults of one kind: its rate split by the memory it holds
- * of each kind (a shmem workload's small heap must not speak for anon). */
-static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind) {
+/* What a process faults in of one kind, in 4K pages per second: its fault
+ * rate split by the memory it holds of each kind (a shmem workload's small
+ * heap must not speak for anon), times the pages each fault brings in: a
+ * process that uses the current top size densely gets folios of that size,
+ * one fault each; any other counts 4K a fault. Counting events instead
+ * would let a compiler's 700 faults/s outvote a workload faulting 2M
+ * folios 2000 times a second. */
+static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, const struct mthp_caps *caps, int top,
+                        double keep_thr) {
         double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
-        return all > 0 ? m->fault_rate * (double) m->rss_kb[kind] / all : 0;
+        if (all <= 0)
+                return 0;
+        double pages_per_fault = 1;
+        if (top >= 0 && m->w[kind][top] > 0 && m->u[kind][top] / m->w[kind][top] >= keep_thr)
+                pages_per_fault = caps->sizes[top].kb / 4.0;
+        return m->fault_rate * (double) m->rss_kb[kind] / all * pages_per_fault;
 }
 
 /* Which processes count: recently seen, and faulting memory of this kind
@@ -126,29 +137,30 @@ static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind) {
  * while starting): it may hold a raise back or back one, but it can take
  * no size away until a second sample measures its rate. */
 static bool counts(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, unsigned j,
-                   enum mthp_kind kind, double total) {
+                   enum mthp_kind kind, double total, const struct mthp_caps *caps, int top, double keep_thr) {
         const struct mthp_engine_proc *m = &st->proc[j];
-        double rate = kind_rate(m, kind);
-        return m->pid && st->tick <= m->seen_tick + PROC_RECENT_TICKS && rate > 0 &&
-               rate >= cfg->min_proc_fault_rate && rate >= total * cfg->min_proc_share / 100.0;
+        double pages = kind_rate(m, kind, caps, top, keep_thr);
+        return m->pid && st->tick <= m->seen_tick + PROC_RECENT_TICKS && pages > 0 &&
+               pages >= cfg->min_proc_fault_rate && pages >= total * cfg->min_proc_share / 100.0;
 }
 
-static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st,
-                          enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
-                          struct density_verdict *v) {
+static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                          unsigned n_ladder, unsigned level, struct density_verdict *v) {
         double keep_thr = 1.0 / (1.0 + cfg->max_bloat / 100.0);
         double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
         double total = 0;
+        int top = level ? (int) ladder[level - 1] : -1;
 
         memset(v, 0, sizeof(*v));
         v->holder = v->best = v->unknown = -1;
         v->keep = v->raise = n_ladder;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
-                        total += kind_rate(&st->proc[j], kind);
+                        total += kind_rate(&st->proc[j], kind, caps, top, keep_thr);
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
-                if (!counts(cfg, st, j, kind, total))
+                if (!counts(cfg, st, j, kind, total, caps, top, keep_thr))
                         continue;
                 bool any = false;
                 for (unsigned r = 0; r < n_ladder; r++)
@@ -158,7 +170,8 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                         continue;
                 }
                 v->measured = true;
-                if (v->best < 0 || kind_rate(m, kind) > kind_rate(&st->proc[v->best], kind))
+                if (v->best < 0 ||
+                    kind_rate(m, kind, caps, top, keep_thr) > kind_rate(&st->proc[v->best], kind, caps, top, keep_thr))
                         v->best = (int) j;
                 for (unsigned r = 0; r < n_ladder; r++) {
                         double u = remembered(m, kind, ladder[r]);
@@ -241,7 +254,8 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
          * larger folios would take it there sooner */
         for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->pressure; i++) {
                 const struct mthp_proc_density *p = &snap->density.proc[i];
-                if (p->fault_rate < cfg->min_proc_fault_rate || p->rss_kb[kind] == 0 || !p->cg_limit_kb)
+                /* any faulting at all: with 2M folios a fast grower is 60 faults/s */
+                if (p->fault_rate <= 0 || p->rss_kb[kind] == 0 || !p->cg_limit_kb)
                         continue;
                 double used = 100.0 * (double) p->cg_usage_kb / (double) p->cg_limit_kb;
                 if (used >= 100.0 - cfg->cgroup_headroom) {
@@ -329,7 +343,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 /* density speaks for a kind only while the kind faults: a shmem
                  * workload's heap must not decide anon sizes */
                 if (sig.demand >= cfg->lower_fault_rate)
-                        judge_density(cfg, next, kind, ladder, n_ladder, st->level, &dens);
+                        judge_density(cfg, caps, next, kind, ladder, n_ladder, st->level, &dens);
                 else {
                         memset(&dens, 0, sizeof(dens));
                         dens.holder = dens.best = dens.unknown = -1;

@@ -128,6 +128,7 @@ struct mthp_proc_stat {
         unsigned flags;
         uint64_t minflt;
         uint64_t starttime;           /* clock ticks since boot */
+        uint64_t rss_pages;           /* field 24 (0 if the line stops before it) */
 };
 /* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
 int mthp_density_parse_stat(const char *text, struct mthp_proc_stat *st);

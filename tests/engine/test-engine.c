@@ -1304,8 +1304,11 @@ static void test_density_small_share_no_veto(void **state) {
         w.dens = &v;
         sim_run(s, &w, 20);
         assert_int_equal(level(s, MTHP_ANON), 8);
-        /* the same process with a real share holds the size back */
-        v.proc[1].fault_rate = 20000;
+        /* the same process with a real share holds the size back: the dense
+         * one now faults 2M folios (2000/s = 1M pages/s), the sparse one 200k
+         * 4K pages/s, 16% of the anon pages faulted in */
+        v.proc[0].fault_rate = 2000;
+        v.proc[1].fault_rate = 200000;
         sim_run(s, &w, 3);
         assert_int_equal(level(s, MTHP_ANON), 0);
         assert_contains(kind_reason(s, MTHP_ANON), "pid 1101");
@@ -1325,7 +1328,9 @@ static void test_density_first_sight_waits(void **state) {
         /* a new sparse one (its rate a lifetime average) takes nothing away ... */
         two.proc[0] = v.proc[0];
         two.proc[0].new_proc = false;
+        two.proc[0].fault_rate = 2000;          /* 2M folios now: 1M pages/s */
         dens_proc(&two.proc[1], 1201, 0.25, 0);
+        two.proc[1].fault_rate = 200000;
         two.proc[1].new_proc = true;
         w.dens = &two;
         sim_run(s, &w, 3);
