@@ -1,2 +1,415 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
+/* org.mthpd.Manager1 (man/mthpd.dbus.5.scd): marshalling and access checks.
+ * What a method does is daemon_*() in mthpd.c. The bus policy file is not
+ * trusted alone: every method that changes something checks the caller's
+ * effective UID here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "bus.h"
+#include "mthp-config.h"
+#include "mthp/log.h"
+
+struct bus {
+        sd_bus *bus;
+        struct daemon *daemon;
+        bool connected;
+        bool emit_error_logged;
+};
+
+/* The caller's EUID as the bus daemon vouches for it (dbus-daemon's
+ * UnixUserID: the peer credentials of the caller's socket), never a /proc
+ * lookup, which a caller could race. */
+static int check_root(sd_bus_message *m, const char *action, uid_t *ret_uid, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid = 0;
+        int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "only root may %s; the bus did not say who you are (%s)", action,
+                                         strerror(-r));
+        if (uid != 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "only root may %s; you are uid %u", action,
+                                         (unsigned) uid);
+        *ret_uid = uid;
+        return 0;
+}
+
+/* A daemon_*() failure as a D-Bus error: -EINVAL means the caller's arguments. */
+static int set_daemon_error(sd_bus_error *error, int r, const char *err) {
+        return sd_bus_error_set(error, r == -EINVAL ? SD_BUS_ERROR_INVALID_ARGS : SD_BUS_ERROR_FAILED,
+                                err[0] ? err : strerror(-r));
+}
+
+static const char *knob_kind(const struct mthp_knob *k) {
+        switch (k->type) {
+        case MTHP_KNOB_SIZE_ANON: return "anon";
+        case MTHP_KNOB_SIZE_SHMEM: return "shmem";
+        default: return "global";
+        }
+}
+
+/* Who set a knob: a pin counts as "pinned" while the knob holds the pinned
+ * value and nobody else took it over. */
+static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
+        const struct knob_pin *p = &d->pin[knob];
+        if (p->active && !mthp_actuator_is_foreign(&d->act, knob) && strcmp(current, p->value) == 0)
+                return "pinned";
+        return mthp_knob_owner(&d->act.journal, &d->caps.knobs[knob], current);
+}
+
+static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct daemon *d = userdata;
+        (void) error;
+        int r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sussssb)");
+        for (unsigned i = 0; r >= 0 && i < d->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &d->caps.knobs[i];
+                char current[MTHP_VALUE_MAX];
+                if (mthp_knob_read(d->host, k, current) < 0) /* unreadable now: as last sampled */
+                        mthp_strcpy(current, sizeof(current), d->snap.knob[i]);
+                r = sd_bus_message_append(reply, "(sussssb)", k->id, k->size_kb, knob_kind(k), current,
+                                          knob_setter(d, (int) i, current),
+                                          d->engine_value[i][0] ? d->engine_value[i] : "original",
+                                          (int) d->pin[i].active);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct daemon *d = userdata;
+        const char *size;
+        unsigned kb = 0;
+        int r = sd_bus_message_read(m, "s", &size);
+        if (r < 0)
+                return r;
+        if (size[0] && (mthp_parse_size(size, &kb) < 0 || mthp_caps_find_size(&d->caps, kb) < 0))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "no mTHP size '%s' on this host: expected a size like 64K or 2M, "
+                                         "or \"\" for every knob",
+                                         size);
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sss)");
+        for (int i = 0; r >= 0 && i < d->n_decisions; i++) {
+                const struct mthp_decision *dec = &d->decisions[i];
+                const struct mthp_knob *k = &d->caps.knobs[dec->knob];
+                if (size[0] && k->size_kb != kb)
+                        continue;
+                r = sd_bus_message_append(reply, "(sss)", k->id, dec->value[0] ? dec->value : "original",
+                                          dec->reason);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const struct mthp_actuator *a = &((struct daemon *) userdata)->act;
+        uint32_t max;
+        (void) error;
+        int r = sd_bus_message_read(m, "u", &max);
+        if (r < 0)
+                return r;
+        unsigned n = max < a->n_history ? max : a->n_history;
+        unsigned first = (a->history_head + MTHP_HISTORY_MAX - n) % MTHP_HISTORY_MAX;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(tssss)");
+        for (unsigned i = 0; r >= 0 && i < n; i++) {
+                const struct mthp_change *c = &a->history[(first + i) % MTHP_HISTORY_MAX];
+                r = sd_bus_message_append(reply, "(tssss)", c->realtime_usec, c->id, c->old, c->new, c->reason);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct daemon *d = userdata;
+        char err[4096] = "";
+        uid_t uid;
+        int r = check_root(m, "reload the configuration", &uid, error);
+        if (r < 0)
+                return r;
+        mthp_log(LOG_INFO, "uid %u asked over D-Bus to reload %s", (unsigned) uid, d->config_file);
+        r = daemon_reload(d, err, sizeof(err));
+        if (r < 0) {
+                size_t len = strlen(err);
+                while (len > 0 && err[len - 1] == '\n')
+                        err[--len] = 0;
+                return sd_bus_error_set(error, MTHPD_BUS_ERROR_INVALID_CONFIG, err[0] ? err : strerror(-r));
+        }
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_pin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *id, *value;
+        uint64_t until;
+        char err[1024] = "";
+        uid_t uid;
+        int r = check_root(m, "pin knobs", &uid, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "sst", &id, &value, &until);
+        if (r < 0)
+                return r;
+        r = daemon_pin(userdata, id, value, until, uid, err, sizeof(err));
+        if (r < 0)
+                return set_daemon_error(error, r, err);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_unpin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *id;
+        char err[1024] = "";
+        uid_t uid;
+        int r = check_root(m, "unpin knobs", &uid, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "s", &id);
+        if (r < 0)
+                return r;
+        r = daemon_unpin(userdata, id, uid, err, sizeof(err));
+        if (r < 0)
+                return set_daemon_error(error, r, err);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_set_mode(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *name;
+        enum mthp_mode mode;
+        char err[1024] = "";
+        uid_t uid;
+        int r = check_root(m, "change the mode", &uid, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        if (daemon_mode_from_name(name, &mode) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "unknown mode '%s': expected manage or observe",
+                                         name);
+        r = daemon_set_mode(userdata, mode, uid, err, sizeof(err));
+        if (r < 0)
+                return set_daemon_error(error, r, err);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_restore(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        char err[1024] = "";
+        uid_t uid;
+        int r = check_root(m, "restore knobs", &uid, error);
+        if (r < 0)
+                return r;
+        r = daemon_restore(userdata, uid, err, sizeof(err));
+        if (r < 0)
+                return set_daemon_error(error, r, err);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_resume(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *id;
+        char err[1024] = "";
+        uid_t uid;
+        int r = check_root(m, "resume knobs", &uid, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, "s", &id);
+        if (r < 0)
+                return r;
+        r = daemon_resume(userdata, id, uid, err, sizeof(err));
+        if (r < 0)
+                return set_daemon_error(error, r, err);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        (void) bus, (void) path, (void) interface, (void) property, (void) userdata, (void) error;
+        return sd_bus_message_append(reply, "s", MTHP_VERSION);
+}
+
+static int property_get_mode(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "s", daemon_mode_name(d->cfg.mode));
+}
+
+static int property_get_interval(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "t", d->cfg.interval_usec);
+}
+
+static int property_get_tick(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "t", d->ticks);
+}
+
+static int property_get_fault_rate(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "d", d->snap.fault_pages_rate);
+}
+
+static int property_get_changes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "t", d->changes);
+}
+
+/* Every method is marked unprivileged: sd-bus would otherwise check
+ * CAP_SYS_ADMIN itself and answer with a message that does not say what
+ * was refused. The writes check the caller in check_root(). */
+#define OPEN SD_BUS_VTABLE_UNPRIVILEGED
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("IntervalUSec", "t", property_get_interval, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Tick", "t", property_get_tick, 0, 0),
+        SD_BUS_PROPERTY("FaultPagesPerSecond", "d", property_get_fault_rate, 0, 0),
+        SD_BUS_PROPERTY("Changes", "t", property_get_changes, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListKnobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sussssb)", knobs), method_list_knobs,
+                                OPEN),
+        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("s", size), SD_BUS_RESULT("a(sss)", decisions), method_explain,
+                                OPEN),
+        SD_BUS_METHOD_WITH_ARGS("History", SD_BUS_ARGS("u", max), SD_BUS_RESULT("a(tssss)", changes), method_history,
+                                OPEN),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, OPEN),
+        SD_BUS_METHOD_WITH_ARGS("Pin", SD_BUS_ARGS("s", id, "s", value, "t", until), SD_BUS_NO_RESULT, method_pin,
+                                OPEN),
+        SD_BUS_METHOD_WITH_ARGS("Unpin", SD_BUS_ARGS("s", id), SD_BUS_NO_RESULT, method_unpin, OPEN),
+        SD_BUS_METHOD_WITH_ARGS("SetMode", SD_BUS_ARGS("s", mode), SD_BUS_NO_RESULT, method_set_mode, OPEN),
+        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_restore, OPEN),
+        SD_BUS_METHOD_WITH_ARGS("Resume", SD_BUS_ARGS("s", id), SD_BUS_NO_RESULT, method_resume, OPEN),
+        SD_BUS_SIGNAL_WITH_ARGS("KnobChanged",
+                                SD_BUS_ARGS("t", time, "s", id, "s", old, "s", new, "s", reason), 0),
+        SD_BUS_VTABLE_END,
+};
+#undef OPEN
+
+static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus *b = userdata;
+        (void) m, (void) error;
+        b->connected = false;
+        mthp_log(LOG_WARNING, "lost the system bus; mthpd carries on without its D-Bus interface");
+        return 0;
+}
+
+static int bus_setup(struct bus *b, const char **step) {
+        int r;
+        *step = "cannot connect to the system bus";
+        r = sd_bus_open_system(&b->bus);
+        if (r < 0)
+                return r;
+        *step = "cannot serve " MTHPD_BUS_PATH;
+        r = sd_bus_add_object_vtable(b->bus, NULL, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, manager_vtable, b->daemon);
+        if (r < 0)
+                return r;
+        *step = "cannot watch the connection";
+        r = sd_bus_match_signal(b->bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
+                                "Disconnected", on_disconnected, b);
+        if (r < 0)
+                return r;
+        *step = "cannot attach the bus to the event loop";
+        r = sd_bus_attach_event(b->bus, b->daemon->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+        /* last: callers may call as soon as the name appears */
+        *step = "cannot own the name " MTHPD_BUS_NAME;
+        return sd_bus_request_name(b->bus, MTHPD_BUS_NAME, 0);
+}
+
+static const char *bus_errno_words(int r) {
+        switch (-r) {
+        case ENOENT: return "no bus listens at the system bus address (ENOENT)";
+        case ECONNREFUSED: return "nothing accepts connections at the system bus address (ECONNREFUSED)";
+        case EEXIST: return "another process owns it (EEXIST)";
+        case EACCES:
+        case EPERM: return "the bus policy does not allow it (install org.mthpd.mthpd1.conf and run as root)";
+        default: return strerror(-r);
+        }
+}
+
+static void bus_freep(struct bus **b) {
+        bus_free(*b);
+}
+
+int bus_open(struct daemon *d, struct bus **ret) {
+        _cleanup_(bus_freep) struct bus *b = calloc(1, sizeof(*b));
+        const char *step = "cannot allocate";
+        int r = b ? 0 : -ENOMEM;
+        if (b) {
+                b->daemon = d;
+                r = bus_setup(b, &step);
+        }
+        if (r < 0) {
+                mthp_log(LOG_WARNING, "D-Bus: %s: %s; mthpd runs without its D-Bus interface", step,
+                         bus_errno_words(r));
+                return r;
+        }
+        b->connected = true;
+        mthp_log(LOG_INFO, "D-Bus: serving %s at %s on the system bus", MTHPD_BUS_NAME, MTHPD_BUS_PATH);
+        *ret = b;
+        b = NULL;
+        return 0;
+}
+
+void bus_free(struct bus *b) {
+        if (!b)
+                return;
+        sd_bus_flush_close_unref(b->bus);
+        free(b);
+}
+
+static void emit_failed(struct bus *b, const char *what, int r) {
+        if (b->emit_error_logged)
+                return;
+        b->emit_error_logged = true;
+        mthp_log(LOG_WARNING, "D-Bus: cannot emit %s: %s", what, strerror(-r));
+}
+
+void bus_emit_knob_changed(struct bus *b, const struct mthp_change *c) {
+        if (!b || !b->connected)
+                return;
+        int r = sd_bus_emit_signal(b->bus, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, "KnobChanged", "tssss",
+                                   c->realtime_usec, c->id, c->old, c->new, c->reason);
+        if (r < 0)
+                emit_failed(b, "KnobChanged", r);
+}
+
+void bus_emit_property_changed(struct bus *b, const char *property) {
+        if (!b || !b->connected)
+                return;
+        int r = sd_bus_emit_properties_changed(b->bus, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, property, NULL);
+        if (r < 0)
+                emit_failed(b, "PropertiesChanged", r);
+}

@@ -16,49 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus.h"
+#include "daemon.h"
 #include "mthp-config.h"
-#include "mthp/actuator.h"
-#include "mthp/config.h"
-#include "mthp/density.h"
-#include "mthp/engine.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
-#include "mthp/procinfo.h"
-#include "mthp/record.h"
-#include "mthp/sample.h"
 #include "mthp/status.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
-
-struct daemon {
-        const char *root;
-        const char *config_file;
-        bool config_explicit;
-        bool once;
-        bool dry_run_cli;
-        uint64_t interval_cli;
-        const char *state_dir_cli;
-        struct mthp_config cfg;
-        struct mthp_host *host;
-        struct mthp_caps caps;
-        struct mthp_sampler *sampler;
-        struct mthp_density_sampler *density;
-        struct mthp_procinfo *procinfo;
-        struct mthp_actuator act;
-        struct mthp_engine_state engine;
-        struct mthp_snapshot snap;
-        struct mthp_decision decisions[MTHP_KNOBS_MAX];
-        int n_decisions;
-        char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
-        unsigned changes;
-        bool density_error_logged;
-        const char *record_file;            /* --record */
-        struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
-        sd_event *event;
-        sd_event_source *timer;
-        int lock_fd;
-        int exit_code;
-};
 
 static void usage(FILE *f) {
         fprintf(f,
@@ -75,6 +40,7 @@ static void usage(FILE *f) {
                 "  -v, --verbose         log every tick's reasoning\n"
                 "      --record FILE     write every tick's snapshot to FILE, for\n"
                 "                        'mthpctl simulate FILE'\n"
+                "      --no-bus          do not serve org.mthpd.mthpd1 on the system bus\n"
                 "  -h, --help            this help\n"
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
@@ -82,25 +48,48 @@ static void usage(FILE *f) {
                 "See mthpd(8), mthpd.conf(5).\n");
 }
 
-static int load_config(struct daemon *d, struct mthp_config *out) {
-        char err[4096];
+const char *daemon_mode_name(enum mthp_mode mode) {
+        return mode == MTHP_MODE_DRY_RUN ? "observe" : "manage";
+}
+
+int daemon_mode_from_name(const char *name, enum mthp_mode *ret) {
+        if (strcmp(name, "manage") == 0)
+                *ret = MTHP_MODE_MANAGE;
+        else if (strcmp(name, "observe") == 0)
+                *ret = MTHP_MODE_DRY_RUN;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* Log text line by line at prio, leaving text as it is. */
+static void log_lines(int prio, const char *text) {
+        for (const char *line = text; *line;) {
+                size_t len = strcspn(line, "\n");
+                if (len > 0)
+                        mthp_log(prio, "%.*s", (int) len, line);
+                line += len + (line[len] == '\n');
+        }
+}
+
+/* The configuration file with the command line's and D-Bus's overrides.
+ * err gets every "FILE:LINE: ..." error, one per line. */
+static int load_config(struct daemon *d, struct mthp_config *out, char *err, size_t errsz) {
         struct mthp_config c;
         mthp_config_defaults(&c);
         if (d->config_explicit || access(d->config_file, F_OK) == 0) {
-                int r = mthp_config_load(d->config_file, &c, err, sizeof(err));
-                if (r < 0) {
-                        /* one line per error, each naming file and line */
-                        for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n"))
-                                mthp_log(LOG_ERR, "%s", line);
+                int r = mthp_config_load(d->config_file, &c, err, errsz);
+                if (r < 0)
                         return r;
-                }
         }
         if (d->interval_cli)
                 c.interval_usec = d->interval_cli;
-        if (d->dry_run_cli)
-                c.mode = MTHP_MODE_DRY_RUN;
+        if (d->mode_override >= 0)
+                c.mode = (enum mthp_mode) d->mode_override;
         if (d->state_dir_cli)
                 snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->state_dir_cli);
+        if (d->no_bus_cli || d->once)
+                c.bus = false;
         *out = c;
         return 0;
 }
@@ -111,13 +100,34 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Every knob write mthpd makes, whoever asked for it, goes through here:
+ * the Changes property counts them. */
+static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
+        int r = mthp_knob_write(&d->act, knob, value, reason, err, errsz);
+        if (r > 0)
+                d->changes++;
+        return r;
+}
+
+/* The actuator's hook: KnobChanged for every write (not for the changes an
+ * observing mthpd only logs). */
+static void on_knob_changed(void *user, const struct mthp_change *c) {
+        struct daemon *d = user;
+        if (!d->act.dry_run)
+                bus_emit_knob_changed(d->bus, c);
+}
+
 static void apply(struct daemon *d) {
         for (int i = 0; i < d->n_decisions; i++) {
                 const struct mthp_decision *dec = &d->decisions[i];
                 char err[512];
-                int r = mthp_knob_write(&d->act, dec->knob, dec->value, dec->reason, err, sizeof(err));
-                if (r > 0)
-                        d->changes++;
+                int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
                 if (r >= 0) {
                         d->last_error[dec->knob][0] = 0;
                         continue;
@@ -127,6 +137,54 @@ static void apply(struct daemon *d) {
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
         }
+}
+
+static void pin_reason(const struct knob_pin *p, char *buf, size_t size) {
+        char until[64] = "unpinned";
+        if (p->until_usec) {
+                time_t t = (time_t) (p->until_usec / 1000000);
+                struct tm tm;
+                if (!localtime_r(&t, &tm) || strftime(until, sizeof(until), "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
+                        snprintf(until, sizeof(until), "@%llu", (unsigned long long) t);
+        }
+        snprintf(buf, size, "pinned by uid %u until %s", (unsigned) p->uid, until);
+}
+
+static void expire_pins(struct daemon *d) {
+        uint64_t now = now_realtime_usec();
+        for (unsigned i = 0; i < d->caps.n_knobs; i++) {
+                struct knob_pin *p = &d->pin[i];
+                if (!p->active || !p->until_usec || p->until_usec > now)
+                        continue;
+                char reason[MTHP_REASON_MAX];
+                pin_reason(p, reason, sizeof(reason));
+                mthp_log(LOG_NOTICE, "%s: the pin to '%s' expired (%s); the engine decides it again",
+                         d->caps.knobs[i].id, p->value, reason);
+                memset(p, 0, sizeof(*p));
+        }
+}
+
+static void pin_decision(const struct daemon *d, int knob, struct mthp_decision *dec) {
+        dec->knob = knob;
+        mthp_strcpy(dec->value, sizeof(dec->value), d->pin[knob].value);
+        pin_reason(&d->pin[knob], dec->reason, sizeof(dec->reason));
+}
+
+/* Remember what the engine chose, then let pins override it (also for
+ * knobs the engine leaves alone). */
+static void apply_pins(struct daemon *d) {
+        bool decided[MTHP_KNOBS_MAX] = { false };
+        memset(d->engine_value, 0, sizeof(d->engine_value));
+        for (int i = 0; i < d->n_decisions; i++) {
+                struct mthp_decision *dec = &d->decisions[i];
+                mthp_strcpy(d->engine_value[dec->knob], sizeof(d->engine_value[0]), dec->value);
+                decided[dec->knob] = true;
+                if (d->pin[dec->knob].active)
+                        pin_decision(d, dec->knob, dec);
+        }
+        for (unsigned k = 0; k < d->caps.n_knobs && d->n_decisions < MTHP_KNOBS_MAX; k++)
+                if (d->pin[k].active && !decided[k])
+                        pin_decision(d, (int) k, &d->decisions[d->n_decisions++]);
 }
 
 static void notify_status(struct daemon *d) {
@@ -140,9 +198,9 @@ static void notify_status(struct daemon *d) {
                 else
                         snprintf(top[k], sizeof(top[k]), "original");
         }
-        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %u changes",
+        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes",
                  d->cfg.mode == MTHP_MODE_DRY_RUN ? "dry run" : "managing", top[MTHP_ANON], top[MTHP_SHMEM],
-                 d->snap.fault_pages_rate, d->changes);
+                 d->snap.fault_pages_rate, (unsigned long long) d->changes);
         sd_notify(0, s);
 }
 
@@ -193,6 +251,7 @@ static void record_tick(struct daemon *d) {
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = now_usec();
+        d->ticks++;
         int r = mthp_sampler_take(d->sampler, t, &d->snap);
         if (r < 0) {
                 mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings", mthp_errno_words(r));
@@ -213,9 +272,11 @@ static int tick(struct daemon *d) {
         }
         record_tick(d);
         mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
+        expire_pins(d);
         d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
                                             MTHP_KNOBS_MAX);
         d->engine = next;
+        apply_pins(d);
         for (int i = 0; i < d->n_decisions; i++)
                 mthp_log(LOG_DEBUG, "tick %llu %s: %s", (unsigned long long) d->snap.tick,
                          d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
@@ -242,33 +303,200 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
         return sd_event_exit(d->event, 0);
 }
 
-static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        struct daemon *d = userdata;
+/* Put back every knob mthpd changed, also while observing (what the
+ * journal still holds is from managing). Each goes through knob_write() so
+ * History and KnobChanged show it; mthp_actuator_restore() then deals with
+ * the rest (knobs someone else changed, the per-size/global order the kernel
+ * may insist on) and forgets the journal. err says what could not be put back. */
+static int restore_all(struct daemon *d, const char *why, char *err, size_t errsz) {
+        char reason[MTHP_REASON_MAX];
+        bool dry_run = d->act.dry_run;
+        snprintf(reason, sizeof(reason), "original value restored: %s", why);
+        d->act.dry_run = false;
+        for (unsigned i = 0; i < d->caps.n_knobs; i++)
+                (void) knob_write(d, (int) i, "", reason, NULL, 0);
+        int left = mthp_actuator_restore(&d->act);
+        d->act.dry_run = dry_run;
+        if (left == 0)
+                return 0;
+        snprintf(err, errsz, "%d knob(s) could not be restored; the journal %s keeps their originals",
+                 left < 0 ? -1 : left, d->act.journal_file);
+        mthp_log(LOG_ERR, "%s", err);
+        return left < 0 ? left : -EIO;
+}
+
+/* Going to observe puts every knob back first (and switches even if some
+ * could not be); going to manage needs the restore journal. */
+static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, char *err, size_t errsz) {
+        int r = 0;
+        if (mode == d->cfg.mode)
+                return 0;
+        if (mode == MTHP_MODE_MANAGE && d->lock_fd < 0) {
+                snprintf(err, errsz, "cannot manage knobs: the state directory %s is not usable, and without a "
+                         "restore journal mthpd could not undo its writes", d->cfg.state_dir);
+                mthp_log(LOG_ERR, "%s: %s", why, err);
+                return -EROFS;
+        }
+        if (mode == MTHP_MODE_DRY_RUN) {
+                r = restore_all(d, why, err, errsz);
+                memset(d->act.simulated, 0, sizeof(d->act.simulated)); /* observe from the host as it is */
+        }
+        d->act.dry_run = mode == MTHP_MODE_DRY_RUN;
+        d->cfg.mode = mode;
+        mthp_log(LOG_NOTICE, "%s: %s", why,
+                 mode == MTHP_MODE_DRY_RUN ? "observing: deciding and logging, writing nothing" : "managing mTHP knobs");
+        bus_emit_property_changed(d->bus, "Mode");
+        notify_status(d);
+        return r;
+}
+
+int daemon_reload(struct daemon *d, char *err, size_t errsz) {
         struct mthp_config c;
         char buf[64];
-        (void) s;
-        (void) si;
         snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) now_usec());
         sd_notify(0, buf);
-        if (load_config(d, &c) < 0)
+        int r = load_config(d, &c, err, errsz);
+        if (r < 0) {
+                log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
                 mthp_log(LOG_ERR, "reload of %s failed: keeping the running configuration", d->config_file);
-        else {
-                bool dir_changed = strcmp(c.state_dir, d->cfg.state_dir) != 0;
-                if (dir_changed) {
+        } else {
+                char mode_err[512];
+                if (strcmp(c.state_dir, d->cfg.state_dir) != 0) {
                         mthp_log(LOG_WARNING, "StateDirectory cannot change on reload; keeping %s", d->cfg.state_dir);
                         snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->cfg.state_dir);
                 }
-                if (c.mode != d->cfg.mode && c.mode == MTHP_MODE_DRY_RUN) {
-                        /* going to dry-run: put the host back first */
-                        mthp_actuator_restore(&d->act);
+                if (c.bus != d->cfg.bus) {
+                        mthp_log(LOG_WARNING, "Bus= takes effect at the next start; %s", d->cfg.bus ?
+                                 "keeping the D-Bus interface" : "staying off the bus");
+                        c.bus = d->cfg.bus;
                 }
-                d->act.dry_run = c.mode == MTHP_MODE_DRY_RUN;
+                bool interval_changed = c.interval_usec != d->cfg.interval_usec;
+                enum mthp_mode mode = c.mode;
+                c.mode = d->cfg.mode; /* switch_mode() changes it, restoring first if need be */
                 d->cfg = c;
+                (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, now_usec() + d->cfg.interval_usec);
+                if (interval_changed)
+                        bus_emit_property_changed(d->bus, "IntervalUSec");
                 mthp_log(LOG_INFO, "reloaded %s", d->config_file);
         }
         sd_notify(0, "READY=1");
         notify_status(d);
+        return r;
+}
+
+int daemon_set_mode(struct daemon *d, enum mthp_mode mode, uid_t uid, char *err, size_t errsz) {
+        char why[64];
+        snprintf(why, sizeof(why), "mode %s set by uid %u", daemon_mode_name(mode), (unsigned) uid);
+        int r = switch_mode(d, mode, why, err, errsz);
+        if (d->cfg.mode == mode)
+                d->mode_override = mode; /* a reload keeps it */
+        return r;
+}
+
+int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz) {
+        char why[64];
+        snprintf(why, sizeof(why), "restore requested by uid %u", (unsigned) uid);
+        for (unsigned i = 0; i < d->caps.n_knobs; i++)
+                if (d->pin[i].active) {
+                        mthp_log(LOG_NOTICE, "%s: %s: the pin to '%s' is dropped", why, d->caps.knobs[i].id,
+                                 d->pin[i].value);
+                        memset(&d->pin[i], 0, sizeof(d->pin[i]));
+                }
+        int r = d->cfg.mode == MTHP_MODE_DRY_RUN ? restore_all(d, why, err, errsz)
+                                                 : switch_mode(d, MTHP_MODE_DRY_RUN, why, err, errsz);
+        d->mode_override = MTHP_MODE_DRY_RUN;
+        return r;
+}
+
+static int find_knob(const struct daemon *d, const char *id, char *err, size_t errsz) {
+        int k = mthp_caps_find_knob(&d->caps, id);
+        if (k < 0) {
+                snprintf(err, errsz, "no knob '%s' on this host (knob ids look like 64K/anon, 2M/shmem, "
+                         "global/defrag)", id);
+                return -EINVAL;
+        }
+        return k;
+}
+
+int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t until_usec, uid_t uid, char *err,
+               size_t errsz) {
+        int k = find_knob(d, id, err, errsz);
+        if (k < 0)
+                return k;
+        const struct mthp_knob *knob = &d->caps.knobs[k];
+        if (!mthp_knob_allows(knob, value)) {
+                char offered[MTHP_VALUES_MAX * (MTHP_VALUE_MAX + 2)] = "";
+                for (unsigned i = 0; i < knob->n_allowed; i++) {
+                        strcat(offered, i ? ", " : "");
+                        strcat(offered, knob->allowed[i]);
+                }
+                snprintf(err, errsz, "%s does not accept '%s': this kernel offers %s", id, value, offered);
+                return -EINVAL;
+        }
+        if (until_usec && until_usec <= now_realtime_usec()) {
+                snprintf(err, errsz, "until (%llu, µs since the epoch) has passed; 0 pins until Unpin",
+                         (unsigned long long) until_usec);
+                return -EINVAL;
+        }
+        if (mthp_actuator_is_foreign(&d->act, k)) {
+                snprintf(err, errsz, "%s was changed by someone else and mthpd leaves it alone; Resume it first", id);
+                return -EBUSY;
+        }
+        struct knob_pin pin = { .active = true, .until_usec = until_usec, .uid = uid };
+        char reason[MTHP_REASON_MAX];
+        mthp_strcpy(pin.value, sizeof(pin.value), value);
+        pin_reason(&pin, reason, sizeof(reason));
+        /* now, so that a value the kernel refuses fails the call */
+        int r = knob_write(d, k, value, reason, err, errsz);
+        if (r < 0)
+                return r;
+        d->pin[k] = pin;
+        mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
+                 d->act.dry_run ? " (observing: applies once mthpd manages)" : "");
+        return 0;
+}
+
+int daemon_unpin(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
+        int k = find_knob(d, id, err, errsz);
+        if (k < 0)
+                return k;
+        if (!d->pin[k].active) {
+                snprintf(err, errsz, "%s is not pinned", id);
+                return -EINVAL;
+        }
+        mthp_log(LOG_NOTICE, "%s: unpinned by uid %u (was held at '%s'); the engine decides it from the next tick",
+                 id, (unsigned) uid, d->pin[k].value);
+        memset(&d->pin[k], 0, sizeof(d->pin[k]));
+        return 0;
+}
+
+int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
+        int k = find_knob(d, id, err, errsz);
+        if (k < 0)
+                return k;
+        int r = mthp_actuator_resume(&d->act, k);
+        if (r == -ENOENT) {
+                snprintf(err, errsz, "%s is not marked as changed by someone else: there is nothing to resume", id);
+                return -EINVAL;
+        }
+        if (r < 0) {
+                snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, d->act.journal_file,
+                         mthp_errno_words(r));
+                return r;
+        }
+        char current[MTHP_VALUE_MAX] = "?";
+        (void) mthp_knob_read(d->host, &d->caps.knobs[k], current);
+        mthp_log(LOG_NOTICE, "%s: resumed by uid %u: mthpd manages it again, and restores it to '%s', the value "
+                 "the other writer set", id, (unsigned) uid, current);
+        return 0;
+}
+
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        char err[4096];
+        (void) s;
+        (void) si;
+        (void) daemon_reload(userdata, err, sizeof(err));
         return 0;
 }
 
@@ -287,8 +515,11 @@ static int startup(struct daemon *d) {
         int r;
         char buf[4096];
 
-        if (load_config(d, &d->cfg) < 0)
+        char err[4096];
+        if (load_config(d, &d->cfg, err, sizeof(err)) < 0) {
+                log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
                 return -EINVAL;
+        }
         r = mthp_host_open(d->root, &d->host);
         if (r < 0) {
                 mthp_log(LOG_ERR, "cannot open host root %s: %s", d->root, mthp_errno_words(r));
@@ -325,6 +556,8 @@ static int startup(struct daemon *d) {
                 mthp_log(LOG_ERR, "cannot prepare %s: %s", d->cfg.state_dir, mthp_errno_words(r));
                 return r;
         }
+        d->act.on_change = on_knob_changed;
+        d->act.user = d;
         if (access(d->act.journal_file, F_OK) == 0) {
                 /* the last run died without restoring: put things back first */
                 unsigned n = 0;
@@ -357,6 +590,21 @@ static int startup(struct daemon *d) {
         return 0;
 }
 
+/* Releases whatever startup() and main() set up, on every way out of main(). */
+static void daemon_free(struct daemon *d) {
+        bus_free(d->bus);
+        sd_event_source_unref(d->timer);
+        sd_event_unref(d->event);
+        if (mthp_record_close_write(d->recorder) < 0)
+                mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d->record_file);
+        mthp_sampler_free(d->sampler);
+        mthp_density_free(d->density);
+        mthp_procinfo_free(d->procinfo);
+        mthp_host_free(d->host);
+        if (d->lock_fd >= 0)
+                close(d->lock_fd);
+}
+
 int main(int argc, char **argv) {
         static const struct option opts[] = {
                 { "config", required_argument, NULL, 'c' }, { "interval", required_argument, NULL, 'i' },
@@ -364,9 +612,11 @@ int main(int argc, char **argv) {
                 { "root", required_argument, NULL, 'r' },   { "state-dir", required_argument, NULL, 's' },
                 { "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },      { "record", required_argument, NULL, 'R' },
-                {},
+                { "no-bus", no_argument, NULL, 'B' },       {},
         };
-        struct daemon d = { .root = "/", .config_file = DEFAULT_CONFIG, .lock_fd = -1 };
+        _cleanup_(daemon_free) struct daemon d = {
+                .root = "/", .config_file = DEFAULT_CONFIG, .lock_fd = -1, .mode_override = -1,
+        };
         bool verbose = false;
         int c, r;
 
@@ -380,12 +630,13 @@ int main(int argc, char **argv) {
                                 return 2;
                         }
                         break;
-                case 'n': d.dry_run_cli = true; break;
+                case 'n': d.mode_override = MTHP_MODE_DRY_RUN; break;
                 case '1': d.once = true; break;
                 case 'r': d.root = optarg; break;
                 case 's': d.state_dir_cli = optarg; break;
                 case 'v': verbose = true; break;
                 case 'R': d.record_file = optarg; break;
+                case 'B': d.no_bus_cli = true; break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("mthpd %s\n", MTHP_VERSION); return 0;
                 default: usage(stderr); return 2;
@@ -429,6 +680,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
         sd_event_source_set_time_accuracy(d.timer, 1000);
+        if (d.cfg.bus)
+                (void) bus_open(&d, &d.bus); /* it says why not; mthpd works without it */
         sd_notify(0, "READY=1");
 
         r = sd_event_loop(d.event);
@@ -449,15 +702,5 @@ int main(int argc, char **argv) {
                 mthp_log(LOG_INFO, "--once: leaving %u knob(s) set; 'mthpctl restore' puts them back",
                          d.act.journal.n);
         mthp_status_file_remove(d.cfg.state_dir);
-        sd_event_source_unref(d.timer);
-        sd_event_unref(d.event);
-        if (mthp_record_close_write(d.recorder) < 0)
-                mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d.record_file);
-        mthp_sampler_free(d.sampler);
-        mthp_density_free(d.density);
-        mthp_procinfo_free(d.procinfo);
-        mthp_host_free(d.host);
-        if (d.lock_fd >= 0)
-                close(d.lock_fd);
         return d.exit_code;
 }

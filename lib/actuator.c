@@ -48,6 +48,24 @@ bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob) {
         return e && e->state == MTHP_ENTRY_FOREIGN;
 }
 
+int mthp_actuator_resume(struct mthp_actuator *a, int knob) {
+        const struct mthp_knob *k = &a->caps->knobs[knob];
+        struct mthp_journal_entry *e = mthp_journal_find(&a->journal, k->path);
+        if (!e || e->state != MTHP_ENTRY_FOREIGN)
+                return -ENOENT;
+        struct mthp_journal_entry saved = *e;
+        mthp_journal_remove(&a->journal, k->path);
+        if (!a->dry_run) {
+                int r = mthp_journal_save(a->journal_file, &a->journal);
+                if (r < 0) {
+                        /* keep memory and disk in agreement: still foreign */
+                        a->journal.e[a->journal.n++] = saved;
+                        return r;
+                }
+        }
+        return 0;
+}
+
 /* Dry run: track what the knob would hold, so each would-be change is
  * logged once, like a real one. */
 static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,

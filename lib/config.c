@@ -14,6 +14,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         c->interval_usec = 1000000;
         c->mode = MTHP_MODE_MANAGE;
         snprintf(c->state_dir, sizeof(c->state_dir), "/run/mthpd");
+        c->bus = true;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay
          * off (2M makes a dense fault loop 46x faster, DESIGN.md 3). */
@@ -99,6 +100,17 @@ int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb) {
         return *min_kb <= *max_kb ? 0 : -ERANGE;
 }
 
+int mthp_parse_boolean(const char *s, bool *b) {
+        static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+                if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
+                        *b = strcasecmp(s, yes[i]) == 0;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
 static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out) {
         char *end;
         errno = 0;
@@ -155,6 +167,8 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                                 return BAD("manage or dry-run");
                         return 0;
                 }
+                if (strcmp(key, "Bus") == 0)
+                        return mthp_parse_boolean(value, &c->bus) < 0 ? BAD("yes or no") : 0;
                 if (strcmp(key, "StateDirectory") == 0) {
                         if (value[0] != '/' || strlen(value) >= sizeof(c->state_dir) - 32)
                                 return BAD("an absolute directory path");

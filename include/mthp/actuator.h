@@ -54,6 +54,13 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
  * number of knobs newly found foreign. */
 int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MTHP_VALUE_MAX]);
 bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob);
+/* Manage a foreign knob again. The value the other writer set is what the
+ * administrator now wants as the baseline: mthpd forgets the knob's journal
+ * entry, so the next write journals the value it finds as the original, and
+ * a restore goes back to it (original := current, state managed). Returns 0,
+ * -ENOENT if the knob is not foreign, or the journal's save error (the knob
+ * then stays foreign). */
+int mthp_actuator_resume(struct mthp_actuator *a, int knob);
 /* Restore all managed knobs (clean stop). Returns failures or -errno. */
 int mthp_actuator_restore(struct mthp_actuator *a);
 

@@ -32,6 +32,7 @@ struct mthp_config {
         uint64_t interval_usec;
         enum mthp_mode mode;
         char state_dir[MTHP_PATH_MAX];
+        bool bus;                     /* serve org.mthpd.mthpd1 on the system bus */
         struct mthp_engine_config engine;
 };
 
@@ -46,3 +47,4 @@ int mthp_config_load_string(const char *name, const char *text, struct mthp_conf
 int mthp_parse_duration(const char *s, uint64_t *usec);   /* "1s", "500ms", "2" (s) */
 int mthp_parse_percent(const char *s, double *pct);       /* "10", "10%" */
 int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb); /* "16K-64K", "64K", "none" */
+int mthp_parse_boolean(const char *s, bool *b);           /* yes/no, true/false, on/off, 1/0 */

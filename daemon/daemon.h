@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The state of a running mthpd, shared by its main loop (mthpd.c: sample,
+ * decide, apply) and its D-Bus service (bus.c: marshalling and access
+ * checks only; what a method means is decided here). */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "mthp/actuator.h"
+#include "mthp/config.h"
+#include "mthp/density.h"
+#include "mthp/engine.h"
+#include "mthp/procinfo.h"
+#include "mthp/record.h"
+#include "mthp/sample.h"
+
+struct bus;
+
+/* An administrator's Pin: the knob holds value whatever the engine decides. */
+struct knob_pin {
+        bool active;
+        char value[MTHP_VALUE_MAX];
+        uint64_t until_usec;                /* CLOCK_REALTIME; 0: until Unpin */
+        uid_t uid;                          /* who pinned it, for the reason */
+};
+
+struct daemon {
+        const char *root;
+        const char *config_file;
+        bool config_explicit;
+        bool once;
+        bool no_bus_cli;                    /* --no-bus */
+        /* --dry-run, SetMode and Restore: a mode that outlives reloads
+         * (-1: Mode= of the configuration file applies) */
+        int mode_override;
+        uint64_t interval_cli;
+        const char *state_dir_cli;
+        struct mthp_config cfg;
+        struct mthp_host *host;
+        struct mthp_caps caps;
+        struct mthp_sampler *sampler;
+        struct mthp_density_sampler *density;
+        struct mthp_procinfo *procinfo;
+        struct mthp_actuator act;
+        struct mthp_engine_state engine;
+        struct mthp_snapshot snap;
+        struct mthp_decision decisions[MTHP_KNOBS_MAX]; /* last tick's, pins applied */
+        int n_decisions;
+        /* the engine's own choice per knob at the last tick, before pins
+         * ("" = its original value, also for knobs the engine leaves alone) */
+        char engine_value[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        struct knob_pin pin[MTHP_KNOBS_MAX];
+        char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
+        uint64_t ticks;                     /* ticks since start */
+        uint64_t changes;                   /* knob writes since start */
+        bool density_error_logged;
+        const char *record_file;            /* --record */
+        struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
+        struct bus *bus;                    /* NULL: no D-Bus service */
+        sd_event *event;
+        sd_event_source *timer;
+        int lock_fd;
+        int exit_code;
+};
+
+/* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
+const char *daemon_mode_name(enum mthp_mode mode);
+int daemon_mode_from_name(const char *name, enum mthp_mode *ret);
+
+/* What the D-Bus service may ask for, on behalf of uid. Each returns 0 or a
+ * negative errno with a sentence for the caller in err: -EINVAL means the
+ * arguments were wrong; daemon_reload fails only for the configuration,
+ * with every FILE:LINE error, one per line. */
+int daemon_reload(struct daemon *d, char *err, size_t errsz);
+int daemon_set_mode(struct daemon *d, enum mthp_mode mode, uid_t uid, char *err, size_t errsz);
+int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz);
+int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t until_usec, uid_t uid, char *err,
+               size_t errsz);
+int daemon_unpin(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz);
+int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz);
