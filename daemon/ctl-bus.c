@@ -1,2 +1,302 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
+/* mthpctl's side of org.mthpd.Manager1 (man/mthpd.dbus.5.scd). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "ctl-bus.h"
+
+struct ctl_bus {
+        sd_bus *bus;
+        char owner[128];       /* mthpd's unique connection name */
+        pid_t pid;
+};
+
+static void error_set(struct ctl_bus_error *e, const char *name, const char *message) {
+        mthp_strcpy(e->name, sizeof(e->name), name ? name : "");
+        mthp_strcpy(e->message, sizeof(e->message), message ? message : "");
+}
+
+/* The errno mthpctl acts on for a failed call, with the bus's words kept. */
+static int error_map(int r, const sd_bus_error *err, struct ctl_bus_error *e) {
+        if (!sd_bus_error_is_set(err)) {
+                error_set(e, NULL, strerror(-r));
+                return r;
+        }
+        error_set(e, err->name, err->message ? err->message : err->name);
+        static const struct {
+                const char *name;
+                int err;
+        } map[] = {
+                { SD_BUS_ERROR_ACCESS_DENIED, EACCES },
+                { "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", EACCES },
+                { SD_BUS_ERROR_SERVICE_UNKNOWN, ESRCH },      /* it went away: its unique name is gone */
+                { SD_BUS_ERROR_NAME_HAS_NO_OWNER, ESRCH },
+                { SD_BUS_ERROR_DISCONNECTED, ESRCH },
+                { SD_BUS_ERROR_INVALID_ARGS, EINVAL },
+                { "org.mthpd.Error.InvalidConfig", EINVAL },
+                { SD_BUS_ERROR_UNKNOWN_METHOD, EOPNOTSUPP }, /* an mthpd older than this mthpctl */
+                { SD_BUS_ERROR_UNKNOWN_OBJECT, EOPNOTSUPP },
+                { SD_BUS_ERROR_UNKNOWN_INTERFACE, EOPNOTSUPP },
+                { SD_BUS_ERROR_UNKNOWN_PROPERTY, EOPNOTSUPP },
+        };
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+                if (sd_bus_error_has_name(err, map[i].name))
+                        return -map[i].err;
+        r = sd_bus_error_get_errno(err);
+        return r > 0 ? -r : -EIO;
+}
+
+int ctl_bus_open(struct ctl_bus **ret, struct ctl_bus_error *e) {
+        sd_bus_error err = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        struct ctl_bus *b;
+        const char *owner;
+        int r;
+
+        error_set(e, NULL, NULL);
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        r = sd_bus_open_system(&b->bus);
+        if (r < 0) {
+                /* no system bus (or not ours to use): mthpd cannot be on it either */
+                snprintf(e->message, sizeof(e->message), "cannot connect to the system bus: %s", strerror(-r));
+                free(b);
+                return -ESRCH;
+        }
+        r = sd_bus_call_method(b->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetNameOwner", &err, &reply, "s", CTL_BUS_NAME);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "s", &owner);
+        if (r < 0) {
+                r = error_map(r, &err, e); /* NameHasNoOwner: -ESRCH, mthpd is not running */
+                goto out;
+        }
+        mthp_strcpy(b->owner, sizeof(b->owner), owner);
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        /* only for display: a bus that will not tell is no error */
+        uint32_t pid;
+        if (sd_bus_call_method(b->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionUnixProcessID", NULL, &reply, "s", b->owner) >= 0 &&
+            sd_bus_message_read(reply, "u", &pid) >= 0)
+                b->pid = (pid_t) pid;
+        r = 0;
+out:
+        sd_bus_error_free(&err);
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                ctl_bus_free(b);
+        else
+                *ret = b;
+        return r;
+}
+
+void ctl_bus_free(struct ctl_bus *b) {
+        if (!b)
+                return;
+        sd_bus_flush_close_unref(b->bus);
+        free(b);
+}
+
+pid_t ctl_bus_pid(const struct ctl_bus *b) {
+        return b->pid;
+}
+
+/* Call a method of Manager1 (or of another interface on mthpd's object). */
+static int call(struct ctl_bus *b, const char *iface, const char *method, sd_bus_message **reply,
+                struct ctl_bus_error *e, const char *types, ...) {
+        sd_bus_error err = SD_BUS_ERROR_NULL;
+        sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        error_set(e, NULL, NULL);
+        r = sd_bus_message_new_method_call(b->bus, &m, b->owner, CTL_BUS_PATH, iface, method);
+        if (r >= 0 && types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+        }
+        if (r >= 0)
+                r = sd_bus_call(b->bus, m, 0, &err, reply);
+        if (r < 0)
+                r = error_map(r, &err, e);
+        sd_bus_error_free(&err);
+        sd_bus_message_unref(m);
+        return r < 0 ? r : 0;
+}
+
+/* A reply that does not have the signature the spec gives. */
+static int bad_reply(int r, const char *method, struct ctl_bus_error *e) {
+        snprintf(e->message, sizeof(e->message), "unexpected reply to %s: %s", method, strerror(-r));
+        return -EBADMSG;
+}
+
+int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e) {
+        sd_bus_message *m = NULL;
+        int r;
+
+        memset(p, 0, sizeof(*p));
+        r = call(b, "org.freedesktop.DBus.Properties", "GetAll", &m, e, "s", CTL_BUS_INTERFACE);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *name, *contents, *s;
+                char type;
+                if ((r = sd_bus_message_read(m, "s", &name)) < 0 ||
+                    (r = sd_bus_message_peek_type(m, &type, &contents)) < 0)
+                        break;
+                /* a property this mthpctl does not know, or of another type: skip it */
+                if (strcmp(contents, "s") == 0 && (strcmp(name, "Version") == 0 || strcmp(name, "Mode") == 0)) {
+                        if ((r = sd_bus_message_read(m, "v", "s", &s)) < 0)
+                                break;
+                        if (name[0] == 'V')
+                                mthp_strcpy(p->version, sizeof(p->version), s);
+                        else
+                                mthp_strcpy(p->mode, sizeof(p->mode), s);
+                } else if (strcmp(contents, "t") == 0 && strcmp(name, "IntervalUSec") == 0)
+                        r = sd_bus_message_read(m, "v", "t", &p->interval_usec);
+                else if (strcmp(contents, "t") == 0 && strcmp(name, "Tick") == 0)
+                        r = sd_bus_message_read(m, "v", "t", &p->tick);
+                else if (strcmp(contents, "t") == 0 && strcmp(name, "Changes") == 0)
+                        r = sd_bus_message_read(m, "v", "t", &p->changes);
+                else if (strcmp(contents, "d") == 0 && strcmp(name, "FaultPagesPerSecond") == 0)
+                        r = sd_bus_message_read(m, "v", "d", &p->fault_pages_rate);
+                else
+                        r = sd_bus_message_skip(m, "v");
+                if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
+                        break;
+        }
+        sd_bus_message_unref(m);
+        return r < 0 ? bad_reply(r, "GetAll", e) : 0;
+}
+
+int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, unsigned *n,
+                       struct ctl_bus_error *e) {
+        sd_bus_message *m = NULL;
+        int r;
+
+        *n = 0;
+        if ((r = call(b, CTL_BUS_INTERFACE, "ListKnobs", &m, e, NULL)) < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(sussssb)");
+        while (r >= 0) {
+                const char *id, *kind, *value, *set_by, *decision;
+                uint32_t size_kb;
+                int pinned;
+                r = sd_bus_message_read(m, "(sussssb)", &id, &size_kb, &kind, &value, &set_by, &decision, &pinned);
+                if (r <= 0)
+                        break;
+                if (*n >= max)
+                        continue;
+                struct ctl_bus_knob *o = &k[(*n)++];
+                mthp_strcpy(o->id, sizeof(o->id), id);
+                o->size_kb = size_kb;
+                mthp_strcpy(o->kind, sizeof(o->kind), kind);
+                mthp_strcpy(o->value, sizeof(o->value), value);
+                mthp_strcpy(o->set_by, sizeof(o->set_by), set_by);
+                mthp_strcpy(o->decision, sizeof(o->decision), decision);
+                o->pinned = pinned;
+        }
+        sd_bus_message_unref(m);
+        return r < 0 ? bad_reply(r, "ListKnobs", e) : 0;
+}
+
+int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob *k, unsigned max, unsigned *n,
+                    struct ctl_bus_error *e) {
+        sd_bus_message *m = NULL;
+        int r;
+
+        *n = 0;
+        if ((r = call(b, CTL_BUS_INTERFACE, "Explain", &m, e, "s", size)) < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(sss)");
+        while (r >= 0) {
+                const char *id, *decision, *reason;
+                r = sd_bus_message_read(m, "(sss)", &id, &decision, &reason);
+                if (r <= 0)
+                        break;
+                if (*n >= max)
+                        continue;
+                struct mthp_status_knob *o = &k[(*n)++];
+                mthp_strcpy(o->id, sizeof(o->id), id);
+                mthp_strcpy(o->decision, sizeof(o->decision), decision);
+                mthp_strcpy(o->reason, sizeof(o->reason), reason);
+        }
+        sd_bus_message_unref(m);
+        return r < 0 ? bad_reply(r, "Explain", e) : 0;
+}
+
+int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, unsigned *n,
+                    struct ctl_bus_error *e) {
+        struct mthp_change *c = NULL;
+        sd_bus_message *m = NULL;
+        unsigned cap = 0;
+        int r;
+
+        *n = 0;
+        *ret = NULL;
+        if ((r = call(b, CTL_BUS_INTERFACE, "History", &m, e, "u", max)) < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(tssss)");
+        while (r >= 0) {
+                const char *id, *old, *new, *reason;
+                uint64_t t;
+                r = sd_bus_message_read(m, "(tssss)", &t, &id, &old, &new, &reason);
+                if (r <= 0)
+                        break;
+                if (*n == cap) {
+                        cap = cap ? 2 * cap : 64;
+                        struct mthp_change *grown = realloc(c, cap * sizeof(*c));
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        c = grown;
+                }
+                struct mthp_change *o = &c[(*n)++];
+                o->realtime_usec = t;
+                mthp_strcpy(o->id, sizeof(o->id), id);
+                mthp_strcpy(o->old, sizeof(o->old), old);
+                mthp_strcpy(o->new, sizeof(o->new), new);
+                mthp_strcpy(o->reason, sizeof(o->reason), reason);
+        }
+        sd_bus_message_unref(m);
+        if (r < 0) {
+                free(c);
+                *n = 0;
+                return bad_reply(r, "History", e);
+        }
+        *ret = c;
+        return 0;
+}
+
+int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e) {
+        return call(b, CTL_BUS_INTERFACE, "Reload", NULL, e, NULL);
+}
+
+int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e) {
+        return call(b, CTL_BUS_INTERFACE, "Pin", NULL, e, "sst", id, value, until_usec);
+}
+
+int ctl_bus_unpin(struct ctl_bus *b, const char *id, struct ctl_bus_error *e) {
+        return call(b, CTL_BUS_INTERFACE, "Unpin", NULL, e, "s", id);
+}
+
+int ctl_bus_set_mode(struct ctl_bus *b, const char *mode, struct ctl_bus_error *e) {
+        return call(b, CTL_BUS_INTERFACE, "SetMode", NULL, e, "s", mode);
+}
+
+int ctl_bus_restore(struct ctl_bus *b, struct ctl_bus_error *e) {
+        return call(b, CTL_BUS_INTERFACE, "Restore", NULL, e, NULL);
+}
+
+int ctl_bus_resume(struct ctl_bus *b, const char *id, struct ctl_bus_error *e) {
+        return call(b, CTL_BUS_INTERFACE, "Resume", NULL, e, "s", id);
+}

@@ -1,0 +1,272 @@
+#!/bin/bash
+# mthpctl against the real mthpd on a private dbus-daemon (DBUS_SYSTEM_BUS_ADDRESS)
+# and a fake host tree: every command over the bus, JSON checked, uid 65534
+# refused writes (exit 4) but allowed reads, top driven in tmux, the
+# fallbacks once mthpd is gone, and an mthpd running without the bus.
+# Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
+. "$(dirname "$0")/lib.sh"
+
+command -v dbus-daemon >/dev/null || { echo "SKIP: dbus-daemon is not installed"; exit 77; }
+
+# A bus that lets everyone own and call everything: the access checks under
+# test are mthpd's own (it checks the caller's UID), not the bus policy's.
+cat > "$T/bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$T/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_type="method_call"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+EOF
+dbus-daemon --config-file="$T/bus.conf" --fork --print-address=3 --print-pid=4 3>"$T/bus.address" \
+        4>"$T/bus.pid" 2>"$T/bus.err" || fail "dbus-daemon: $(cat "$T/bus.err")"
+BUS_PID=$(cat "$T/bus.pid")
+DBUS_SYSTEM_BUS_ADDRESS=$(cat "$T/bus.address")
+export DBUS_SYSTEM_BUS_ADDRESS
+
+AS_ROOT=0
+[ "$(id -u)" = 0 ] && AS_ROOT=1
+as_nobody() { setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$@"; }
+ctl_nobody() { as_nobody env LD_PRELOAD="$FAKESYSFS" "$MTHPCTL" --root "$ROOT" --state-dir "$STATE" "$@"; }
+# a journalctl with nothing to say, for the fallbacks (the host's journal is not ours)
+mkdir "$T/bin"
+printf '#!/bin/sh\nexit 0\n' > "$T/bin/journalctl"
+chmod +x "$T/bin/journalctl"
+
+start_mthpd -c "$FAST"
+bump_faults 30 &
+BUMP=$!
+wait_for 5 knob_is hugepages-64kB/enabled always || fail "64K anon never raised"
+wait "$BUMP"
+
+on_bus() { ctl mode >/dev/null; }
+wait_for 5 on_bus || fail "mthpd never appeared on the bus"
+
+# 1. status over the bus: set by and decisions from ListKnobs
+expect_rc 0 ctl --sample 0 status
+grep -q "^mthpd: running (manage), pid $PID, tick [0-9]*, [0-9]* change(s)" <<<"$OUT" || fail "status header: $OUT"
+grep -Eq "^64K +always +mthpd +always +mthpd" <<<"$OUT" || fail "status 64K: $OUT"
+grep -Eq "^128K +never +original" <<<"$OUT" || fail "status 128K: $OUT"
+ctl status --sample 100ms --json | json_check '
+assert d["daemon"] is True and d["source"] == "bus" and d["mode"] == "manage", d
+assert d["tick"] > 0 and d["changes"] >= 6 and d["version"] and d["dry_run"] is False, d
+k = {x["id"]: x for x in d["knobs"]}
+assert k["64K/anon"]["value"] == "always" and k["64K/anon"]["set_by"] == "mthpd", k["64K/anon"]
+assert k["64K/anon"]["decision"] == "always" and k["64K/anon"]["pinned"] is False, k["64K/anon"]
+assert k["128K/anon"]["decision"] == "original" and k["global/defrag"]["decision"] is not None' ||
+        fail "status --json over the bus"
+ok "status takes set-by and decisions from the bus"
+
+# 2. explain over the bus
+expect_rc 0 ctl explain 64k
+grep -q "^64K/anon: always" <<<"$OUT" || fail "explain 64K: $OUT"
+! grep -q "^16K/" <<<"$OUT" || fail "explain 64K shows other sizes: $OUT"
+ctl explain --json | json_check '
+k = {x["id"]: x for x in d["knobs"]}
+assert d["source"] == "bus" and d["pid"] > 0 and d["tick"] > 0, d
+assert k["64K/anon"]["decision"] == "always" and k["64K/anon"]["reason"], k
+assert "2M/anon" in k and "global/defrag" in k' || fail "explain --json"
+expect_rc 1 ctl explain 4M
+grep -q "no mTHP size" <<<"$ERR" || fail "explain 4M: $ERR"
+ok "explain asks the daemon"
+
+# 3. history over the bus
+expect_rc 0 ctl history
+grep -Eq "^TIME +KNOB +OLD +NEW +REASON$" <<<"$OUT" || fail "history header: $OUT"
+grep -Eq "^[0-9-]+ [0-9:]+ +16K/anon +never +always +anon fault demand" <<<"$OUT" || fail "history row: $OUT"
+ctl history --since -1h --json | json_check '
+c = d["changes"]
+assert d["source"] == "bus" and len(c) >= 6, d
+x = [e for e in c if e["id"] == "16K/anon"][0]
+assert x["old"] == "never" and x["new"] == "always" and "demand" in x["reason"], x
+assert all(a["time_usec"] <= b["time_usec"] for a, b in zip(c, c[1:]))' || fail "history --since -1h"
+ctl history -n 2 --json | json_check 'assert len(d["changes"]) == 2, d' || fail "history -n 2"
+ctl history --since +1h --json | json_check 'assert d["changes"] == [], d' || fail "history --since the future"
+ok "history asks the daemon"
+
+# 4. mode, metrics
+expect_rc 0 ctl mode
+[ "$OUT" = manage ] || fail "mode: $OUT"
+ctl mode --json | json_check 'assert d == {"mode": "manage", "source": "bus"}, d' || fail "mode --json"
+ctl metrics > "$T/metrics" || fail "metrics exit $?"
+FAMILIES=$(check_metrics < "$T/metrics") || { cat "$T/metrics"; fail "metrics format"; }
+for f in mthpd_up mthpd_ticks_total mthpd_changes_total mthpd_fault_pages_per_second mthpd_mode mthp_knob_info; do
+        grep -qw "$f" <<<"$FAMILIES" || fail "metrics lack $f"
+done
+grep -qx 'mthpd_up 1' "$T/metrics" || fail "mthpd_up"
+grep -qx 'mthpd_mode{mode="manage"} 1' "$T/metrics" || fail "mthpd_mode"
+grep -qx 'mthp_knob_info{knob="64K/anon",size="64K",kind="anon",value="always",set_by="mthpd"} 1' "$T/metrics" ||
+        fail "knob info set by mthpd"
+ok "mode and metrics over the bus"
+
+# 5. reads as uid 65534 work; writes are refused with exit 4
+if command -v setpriv >/dev/null && [ $AS_ROOT = 1 ]; then
+        expect_rc 0 ctl_nobody --sample 0 status --json
+        json_check 'assert d["source"] == "bus" and d["restore_journal_knobs"] is None, d' <<<"$OUT" ||
+                fail "status as nobody"
+        expect_rc 0 ctl_nobody explain 64K
+        expect_rc 0 ctl_nobody history --json
+        expect_rc 0 ctl_nobody mode
+        expect_rc 0 ctl_nobody metrics
+        expect_rc 4 ctl_nobody pin 64K/anon never
+        [ "$ERR" = "mthpctl: pin: permission denied: only root may pin knobs (run as root)" ] ||
+                fail "pin as nobody: $ERR"
+        for args in "unpin 64K/anon" "resume 64K/anon" "mode observe" "reload" "restore"; do
+                # shellcheck disable=SC2086
+                expect_rc 4 ctl_nobody $args
+                grep -q "^mthpctl: ${args%% *}: permission denied: only root may .* (run as root)$" <<<"$ERR" ||
+                        fail "$args as nobody: $ERR"
+        done
+        knob_is hugepages-64kB/enabled always || fail "a refused pin changed the knob"
+        ok "uid 65534 reads, and is refused every write with exit 4"
+fi
+if [ $AS_ROOT = 0 ]; then
+        expect_rc 4 ctl pin 64K/anon never
+        grep -q "permission denied" <<<"$ERR" || fail "pin as non-root: $ERR"
+        stop_mthpd TERM
+        echo "SKIP: the rest writes knobs through mthpd, which only root may ask"
+        exit 0
+fi
+
+# 6. pin and unpin
+expect_rc 0 ctl pin 128K/anon always --for 1h
+grep -q "^pinned 128K/anon to always until .* (for 1h 0min)$" <<<"$OUT" || fail "pin output: $OUT"
+wait_for 3 knob_is hugepages-128kB/enabled always || fail "pin not applied"
+expect_rc 0 ctl --sample 0 status
+grep -Eq "^128K +always +pinned" <<<"$OUT" || fail "status pinned: $OUT"
+ctl --sample 0 status --json | json_check '
+k = {x["id"]: x for x in d["knobs"]}["128K/anon"]
+assert k["set_by"] == "pinned" and k["pinned"] is True, k' || fail "status --json pinned"
+expect_rc 1 ctl pin 128K/anon bogus
+grep -q "^mthpctl: pin: .*bogus" <<<"$ERR" || fail "pin bad value: $ERR"
+expect_rc 1 ctl pin 3K/anon always
+expect_rc 0 ctl unpin 128K/anon
+wait_for 3 knob_is hugepages-128kB/enabled never || fail "unpin did not hand the knob back"
+expect_rc 0 ctl pin global/defrag defer --until +1h
+wait_for 3 knob_is defrag defer || fail "pin --until not applied"
+expect_rc 0 ctl unpin global/defrag
+ok "pin and unpin"
+
+# 7. someone else writes a knob; resume hands it back
+"$FAKEHOST" write "$ROOT" /sys/kernel/mm/transparent_hugepage/hugepages-32kB/enabled madvise
+status_32k() { ctl --sample 0 status | grep -Eq "^32K +$1 +$2"; }
+wait_for 3 status_32k madvise other || fail "foreign write not shown"
+wait_for 3 grep -q "32K/anon was changed by someone else" "$LOG" || fail "mthpd did not notice the foreign write"
+expect_rc 0 ctl resume 32K/anon
+grep -q "manages 32K/anon again" <<<"$OUT" || fail "resume output: $OUT"
+bump_faults 5
+wait_for 3 status_32k always mthpd || fail "32K not managed again after resume"
+ok "resume"
+
+# 8. reload: all or nothing, errors with FILE:LINE
+cp "$FAST" "$T/fast.good"
+printf '[Engine]\nBogus=1\n' >> "$FAST"
+expect_rc 1 ctl reload
+grep -q "configuration is invalid" <<<"$ERR" && grep -q "fast.conf:[0-9]*: unknown key 'Bogus'" <<<"$ERR" ||
+        fail "reload error: $ERR"
+cp "$T/fast.good" "$FAST"
+expect_rc 0 ctl reload
+ok "reload"
+
+# 9. mode observe restores; manage resumes
+expect_rc 0 ctl mode observe
+wait_for 3 knob_is hugepages-64kB/enabled never || fail "observe did not restore 64K"
+expect_rc 0 ctl mode
+[ "$OUT" = observe ] || fail "mode after observe: $OUT"
+ctl --sample 0 status | grep -q "^mthpd: running (observe" || fail "status in observe mode"
+ctl metrics | grep -qx 'mthpd_mode{mode="observe"} 1' || fail "metrics in observe mode"
+expect_rc 0 ctl mode manage
+bump_faults 10
+wait_for 3 knob_is hugepages-16kB/enabled always || fail "manage did not resume"
+ok "mode observe and manage"
+
+# 10. top in a terminal (tmux): the screen, q and Ctrl-C, the terminal restored
+if command -v tmux >/dev/null; then
+        TMUX_SOCK=$T/tmux.sock
+        run_top() { # run_top NAME: top in a 120x40 tmux session; rc and stty -a afterwards to $T/NAME.*
+                tmux -S "$TMUX_SOCK" new-session -d -s "$1" -x 120 -y 40 \
+                        "env LD_PRELOAD='$FAKESYSFS' '$MTHPCTL' --root '$ROOT' --state-dir '$STATE' top --interval 200ms;
+                         echo \$? > '$T/$1.rc'; stty -a > '$T/$1.stty'; echo after-top; sleep 30"
+        }
+        screen() { tmux -S "$TMUX_SOCK" capture-pane -p -t "$1"; }
+        screen_has() { screen "$1" | grep -Eq "$2"; }
+        run_top q
+        wait_for 5 screen_has q "^KNOB +DECISION +REASON" || fail "top screen: $(screen q)"
+        screen q > "$T/top.screen"
+        grep -q "^mthpd: running (manage), pid $PID" "$T/top.screen" || fail "top header: $(cat "$T/top.screen")"
+        grep -q "^demand [0-9]* pages/s | PSI memory some" "$T/top.screen" || fail "top demand line"
+        grep -Eq "^SIZE +ANON +SET BY +SHMEM +SET BY +ANON/s" "$T/top.screen" || fail "top table header"
+        grep -Eq "^16K +always +mthpd" "$T/top.screen" || fail "top 16K row: $(cat "$T/top.screen")"
+        grep -Eq "^2M +inherit +original +inherit +original" "$T/top.screen" || fail "top 2M row"
+        grep -Eq "^16K/anon +always +" "$T/top.screen" || fail "top reasons"
+        awk 'length > 120 { exit 1 }' "$T/top.screen" || fail "top wider than the terminal"
+        tmux -S "$TMUX_SOCK" send-keys -t q q
+        wait_for 5 test -s "$T/q.rc" || fail "top did not quit on q"
+        [ "$(cat "$T/q.rc")" = 0 ] || fail "top exit status $(cat "$T/q.rc")"
+        grep -Eq "(^|[ ;])icanon" "$T/q.stty" && grep -Eq "(^|[ ;])echo([ ;]|$)" "$T/q.stty" ||
+                fail "terminal not restored: $(cat "$T/q.stty")"
+        wait_for 3 screen_has q "^after-top" || fail "top did not leave the alternate screen"
+        ! screen q | grep -q "^SIZE" || fail "top's frame left on the main screen"
+        run_top intr
+        wait_for 5 screen_has intr "^SIZE" || fail "second top screen"
+        tmux -S "$TMUX_SOCK" send-keys -t intr C-c
+        wait_for 5 test -s "$T/intr.rc" || fail "top did not quit on Ctrl-C"
+        [ "$(cat "$T/intr.rc")" = 0 ] || fail "top exit status after Ctrl-C $(cat "$T/intr.rc")"
+        grep -Eq "(^|[ ;])icanon" "$T/intr.stty" || fail "terminal not restored after Ctrl-C"
+        ok "top in tmux: sizes, settings, reasons; q and Ctrl-C restore the terminal"
+else
+        echo "note: tmux is not installed; top's terminal checks skipped"
+fi
+
+# 11. restore over the bus: everything back, mthpd observes
+expect_rc 0 ctl restore
+grep -q "restored every knob" <<<"$OUT" || fail "restore output: $OUT"
+for s in 16 64; do knob_is hugepages-${s}kB/enabled never || fail "${s}K not restored"; done
+# resumed after another writer set it: that writer's value is the original now
+knob_is hugepages-32kB/enabled madvise || fail "32K not restored to the other writer's value"
+[ "$(ctl mode)" = observe ] || fail "restore did not switch to observe"
+ok "restore over the bus"
+
+# 12. mthpd gone: reads fall back, writes exit 3
+stop_mthpd TERM
+[ "$RC" = 0 ] || fail "mthpd exit status $RC"
+expect_rc 3 ctl pin 64K/anon always
+grep -q "^mthpctl: pin: mthpd is not running" <<<"$ERR" || fail "pin after stop: $ERR"
+expect_rc 3 ctl mode
+expect_rc 3 ctl explain
+ctl --sample 0 status --json | json_check 'assert d["daemon"] is False, d' || fail "status after stop"
+PATH="$T/bin:$PATH" ctl history --json | json_check 'assert d["source"] == "journal", d' || fail "history after stop"
+ctl metrics | grep -qx 'mthpd_up 0' || fail "metrics after stop"
+ok "without mthpd: reads fall back, writes exit 3"
+
+# 13. an mthpd without its D-Bus interface: reads come from its status file
+start_mthpd -c "$FAST" --no-bus
+bump_faults 20 &
+BUMP=$!
+wait_for 5 knob_is hugepages-32kB/enabled always || fail "--no-bus mthpd did not raise"
+wait "$BUMP"
+expect_rc 0 ctl --sample 0 status
+grep -q "^mthpd: running (manage), pid $PID, tick [0-9]* (not on the bus" <<<"$OUT" || fail "status --no-bus: $OUT"
+ctl --sample 0 status --json | json_check '
+assert d["daemon"] is True and d["source"] == "status-file" and d["mode"] == "manage", d
+k = {x["id"]: x for x in d["knobs"]}
+assert k["32K/anon"]["set_by"] == "mthpd" and k["32K/anon"]["decision"] == "always", k["32K/anon"]' ||
+        fail "status --json --no-bus"
+expect_rc 0 ctl explain 32K
+grep -q "^32K/anon: always" <<<"$OUT" || fail "explain from the status file: $OUT"
+expect_rc 0 ctl mode
+[ "$OUT" = manage ] || fail "mode from the status file: $OUT"
+expect_rc 3 ctl pin 32K/anon never
+expect_rc 1 ctl restore
+grep -q "not on the bus; stop it first" <<<"$ERR" || fail "restore with a --no-bus mthpd: $ERR"
+stop_mthpd TERM
+ok "an mthpd without the bus: status file for reads, exit 3 for writes"
+echo "all mthpctl bus checks passed"

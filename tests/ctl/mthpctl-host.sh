@@ -1,0 +1,189 @@
+#!/bin/bash
+# mthpctl without a daemon: every command on a fake host tree, with no bus
+# (read commands fall back to the host and the journal; commands that need
+# the daemon say it is not running, exit 3), plus usage, metrics format,
+# history from a fake journalctl, exec's prctl and top on a pipe.
+# Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
+. "$(dirname "$0")/lib.sh"
+
+# 1. usage, help, exit 2
+expect_rc 2 "$MTHPCTL"
+expect_rc 2 "$MTHPCTL" frobnicate
+grep -q "unknown command 'frobnicate'" <<<"$ERR" || fail "unknown command message: $ERR"
+expect_rc 0 "$MTHPCTL" --help
+HELP=$OUT
+COMMANDS="status sizes explain history metrics top pin unpin resume mode reload restore exec check simulate"
+for c in $COMMANDS; do
+        grep -Eq "^  $c " <<<"$HELP" || fail "--help does not list $c"
+        expect_rc 0 "$MTHPCTL" "$c" --help
+        grep -q "^Usage: mthpctl $c" <<<"$OUT" || fail "$c --help: $OUT"
+done
+expect_rc 0 "$MTHPCTL" --version
+expect_rc 2 "$MTHPCTL" pin 64K/anon
+expect_rc 2 "$MTHPCTL" unpin
+expect_rc 2 "$MTHPCTL" status --bogus
+expect_rc 2 "$MTHPCTL" pin 64K/anon always --for 0
+expect_rc 2 "$MTHPCTL" pin 64K/anon always --for 1h --until +2h
+expect_rc 2 "$MTHPCTL" pin 64K/anon always --until -1h
+grep -q "future" <<<"$ERR" || fail "--until in the past: $ERR"
+expect_rc 2 "$MTHPCTL" history --since "the day after"
+expect_rc 2 "$MTHPCTL" history -n 0
+expect_rc 2 "$MTHPCTL" mode sideways
+expect_rc 2 "$MTHPCTL" explain 12Q
+expect_rc 2 "$MTHPCTL" metrics --json
+expect_rc 2 "$MTHPCTL" exec --thp=always -- true
+expect_rc 2 "$MTHPCTL" exec
+ok "usage errors exit 2; every command has --help"
+
+# 2. status from the host alone
+expect_rc 0 ctl --sample 0 status
+grep -q "^mthpd: not running" <<<"$OUT" || fail "status header: $OUT"
+grep -Eq "^64K +never +original +never +original" <<<"$OUT" || fail "status 64K row: $OUT"
+grep -Eq "^global/defrag +madvise +original" <<<"$OUT" || fail "status globals: $OUT"
+ctl status --sample 0 --json | json_check '
+assert d["daemon"] is False and d["source"] is None and d["mode"] is None, d
+k = {x["id"]: x for x in d["knobs"]}
+assert "8K/anon" not in k and k["8K/shmem"]["value"] == "never"
+assert k["64K/anon"]["set_by"] == "original" and k["64K/anon"]["decision"] is None
+assert k["64K/anon"]["pinned"] is False and k["2M/anon"]["value"] == "inherit"
+assert k["global/enabled"]["kind"] == "global" and "madvise" in k["global/enabled"]["accepts"]' ||
+        fail "status --json"
+ok "status reads the host without a daemon"
+
+# 3. sizes: kinds, accepted values, settings, counters
+"$FAKEHOST" bump "$ROOT" --size 64 --stat anon_fault_alloc --add 7 --size 64 --stat anon_fault_fallback --add 3 \
+        --size 8 --stat shmem_alloc --add 5
+expect_rc 0 ctl sizes
+grep -Eq "^SIZE +ORDER +KIND +SETTING +ALLOC +FALLBACK +ACCEPTS$" <<<"$OUT" || fail "sizes header: $OUT"
+grep -Eq "^8K +1 +shmem +never +5 +0 +always inherit within_size advise never$" <<<"$OUT" || fail "sizes 8K: $OUT"
+grep -Eq "^64K +4 +anon +never +7 +3 +always inherit madvise never$" <<<"$OUT" || fail "sizes 64K: $OUT"
+# aligned: every row's ACCEPTS starts in the header's column
+python3 -c '
+import sys
+lines = sys.stdin.read().split("\n\n")[0].splitlines()
+col = lines[0].index("ACCEPTS")
+for l in lines[1:]:
+    assert l[col - 2:col] == "  " and l[col] != " ", repr(l)' <<<"$OUT" || fail "sizes not aligned: $OUT"
+ctl sizes --json | json_check '
+s = {x["size"]: x for x in d["sizes"]}
+assert d["pmd_size"] == "2M" and len(s) == 9, d
+assert [k["kind"] for k in s["8K"]["knobs"]] == ["shmem"]
+a = s["64K"]["knobs"][0]
+assert a["id"] == "64K/anon" and a["value"] == "never" and a["alloc"] == 7 and a["fallback"] == 3, a
+assert a["accepts"] == ["always", "inherit", "madvise", "never"], a
+assert s["64K"]["order"] == 4 and s["2M"]["pmd"] is True
+assert s["64K"]["stats"]["anon_fault_alloc"] == 7' || fail "sizes --json"
+ok "sizes lists kinds, accepted values, settings and counters"
+
+# 4. commands that need the daemon: exit 3
+expect_rc 3 ctl explain
+grep -q "mthpd is not running" <<<"$ERR" || fail "explain: $ERR"
+for args in "pin 64K/anon always" "unpin 64K/anon" "resume 64K/anon" "reload" "mode observe" "mode"; do
+        # shellcheck disable=SC2086
+        expect_rc 3 ctl $args
+        grep -q "mthpctl: ${args%% *}: mthpd is not running" <<<"$ERR" || fail "$args: $ERR"
+done
+expect_rc 0 ctl restore
+grep -q "nothing to restore" <<<"$OUT" || fail "restore without journal: $OUT"
+ok "commands that need mthpd exit 3 and say it is not running"
+
+# 5. history from the journal (a fake journalctl first on PATH)
+mkdir "$T/bin" "$T/nobin"
+cat > "$T/bin/journalctl" <<EOF
+#!/bin/sh
+echo "\$@" > "$T/journalctl.args"
+cat "$T/journal.json" 2>/dev/null || true
+EOF
+chmod +x "$T/bin/journalctl"
+PATH="$T/bin:$PATH" expect_rc 0 ctl history
+grep -q "the journal holds no knob changes" <<<"$OUT" || fail "empty journal: $OUT"
+grep -q "MESSAGE_ID=6f2a1c3e9b8d4d0f8a5e7c1b2d3f4a5b" "$T/journalctl.args" || fail "journalctl args"
+grep -q -- "-o json" "$T/journalctl.args" || fail "journalctl not asked for JSON"
+NOW_US=$(($(date +%s) * 1000000))
+cat > "$T/journal.json" <<EOF
+{"__CURSOR":"s=1","__REALTIME_TIMESTAMP":"$((NOW_US - 7200000000))","MESSAGE":"set 16K/anon: never -> always","MESSAGE_ID":"6f2a1c3e9b8d4d0f8a5e7c1b2d3f4a5b","MTHP_KNOB":"16K/anon","MTHP_SIZE":"16K","MTHP_KIND":"anon","MTHP_OLD":"never","MTHP_NEW":"always","MTHP_REASON":"demand 12000 pages/s \u2265 1000, \"quoted\"","MTHP_DRY_RUN":"0","_PID":"42"}
+{"__REALTIME_TIMESTAMP":"$((NOW_US - 60000000))","MESSAGE_ID":"6f2a1c3e9b8d4d0f8a5e7c1b2d3f4a5b","BLOB":[1,2,3],"MTHP_KNOB":"64K/anon","MTHP_OLD":"never","MTHP_NEW":"always","MTHP_REASON":"dense","MTHP_DRY_RUN":"1","X":null,"N":{"a":[true,false]}}
+{"__REALTIME_TIMESTAMP":"$NOW_US","MESSAGE":"not a change entry"}
+not json at all
+EOF
+PATH="$T/bin:$PATH" ctl history --json | json_check '
+c = d["changes"]
+assert d["source"] == "journal" and len(c) == 2, d
+assert c[0]["id"] == "16K/anon" and c[0]["old"] == "never" and c[0]["new"] == "always", c[0]
+assert c[0]["reason"] == "demand 12000 pages/s \u2265 1000, \"quoted\"" and c[0]["dry_run"] is False, c[0]
+assert c[1]["id"] == "64K/anon" and c[1]["dry_run"] is True and c[1]["time_usec"] > c[0]["time_usec"]' ||
+        fail "history --json from the journal"
+PATH="$T/bin:$PATH" expect_rc 0 ctl history
+grep -q "from the journal" <<<"$OUT" || fail "history human: $OUT"
+grep -Eq "^[0-9-]+ [0-9:]+ +16K/anon +never +always +demand 12000" <<<"$OUT" || fail "history row: $OUT"
+grep -q "(dry run, not written) dense" <<<"$OUT" || fail "history dry run: $OUT"
+PATH="$T/bin:$PATH" ctl history --since -1h -n 5 --json | json_check '
+assert [c["id"] for c in d["changes"]] == ["64K/anon"], d' || fail "history --since -1h"
+grep -Eq -- "--since=@[0-9]+" "$T/journalctl.args" || fail "journalctl --since: $(cat "$T/journalctl.args")"
+grep -q -- "--lines=5" "$T/journalctl.args" || fail "journalctl --lines: $(cat "$T/journalctl.args")"
+PATH="$T/bin:$PATH" ctl history -n 1 --json | json_check 'assert [c["id"] for c in d["changes"]] == ["64K/anon"], d' ||
+        fail "history -n 1"
+expect_rc 1 env PATH="$T/nobin" "$MTHPCTL" --root "$ROOT" --state-dir "$STATE" history
+grep -q "journalctl is not available" <<<"$ERR" || fail "no journalctl: $ERR"
+ok "history falls back to the journal's MTHP_* fields"
+
+# 6. metrics: the exposition format, node_exporter's textfile collector
+ctl metrics > "$T/metrics" || fail "metrics exit $?"
+FAMILIES=$(check_metrics < "$T/metrics") || { cat "$T/metrics"; fail "metrics format"; }
+for f in mthp_knob_info mthp_size_anon_fault_alloc_total mthp_size_anon_fault_fallback_total \
+         mthp_size_shmem_alloc_total mthp_size_shmem_fallback_total mthp_vmstat_pgfault_total \
+         mthp_psi_memory_some_avg10 mthpd_up; do
+        grep -qw "$f" <<<"$FAMILIES" || fail "metrics lack $f"
+done
+grep -qx 'mthp_knob_info{knob="64K/anon",size="64K",kind="anon",value="never",set_by="original"} 1' "$T/metrics" ||
+        fail "knob info line"
+grep -qx 'mthp_size_anon_fault_alloc_total{size="64K"} 7' "$T/metrics" || fail "alloc counter"
+grep -qx 'mthp_size_shmem_alloc_total{size="8K"} 5' "$T/metrics" || fail "shmem counter"
+grep -qx 'mthpd_up 0' "$T/metrics" || fail "mthpd_up without a daemon"
+! grep -q '^mthpd_ticks_total' "$T/metrics" || fail "ticks without a daemon"
+ok "metrics: valid exposition format, knobs and counters"
+
+# 7. exec: PR_SET_THP_DISABLE for CMD and its children
+expect_rc 0 "$MTHPCTL" exec --thp=disable -- grep THP_enabled /proc/self/status
+grep -Eq "THP_enabled:\s+0" <<<"$OUT" || fail "exec --thp=disable: $OUT"
+expect_rc 0 "$MTHPCTL" exec -- grep THP_enabled /proc/self/status
+grep -Eq "THP_enabled:\s+0" <<<"$OUT" || fail "exec default: $OUT"
+expect_rc 0 "$MTHPCTL" exec --thp=disable -- "$MTHPCTL" exec --thp=inherit -- grep THP_enabled /proc/self/status
+grep -Eq "THP_enabled:\s+1" <<<"$OUT" || fail "exec --thp=inherit: $OUT"
+# madvise: PR_GET_THP_DISABLE (42) says 1|PR_THP_DISABLE_EXCEPT_ADVISED = 3 on Linux 6.18;
+# older kernels refuse the flag and mthpctl disables THP completely, with a warning
+GET='import ctypes; print(ctypes.CDLL(None).prctl(42, 0, 0, 0, 0))'
+if python3 -c 'import ctypes,sys; sys.exit(ctypes.CDLL(None, use_errno=True).prctl(41, 1, 2, 0, 0) != 0)'; then
+        expect_rc 0 "$MTHPCTL" exec --thp=madvise -- python3 -c "$GET"
+        [ "$OUT" = 3 ] || fail "exec --thp=madvise: PR_GET_THP_DISABLE = $OUT"
+        expect_rc 0 "$MTHPCTL" exec --thp=madvise -- grep THP_enabled /proc/self/status
+        grep -Eq "THP_enabled:\s+1" <<<"$OUT" || fail "exec --thp=madvise status: $OUT"
+else
+        expect_rc 0 "$MTHPCTL" exec --thp=madvise -- python3 -c "$GET"
+        [ "$OUT" = 1 ] && grep -q "warning" <<<"$ERR" || fail "exec --thp=madvise fallback: $OUT $ERR"
+fi
+expect_rc 127 "$MTHPCTL" exec -- /nonexistent/cmd
+expect_rc 3 "$MTHPCTL" exec -- sh -c 'exit 3'
+ok "exec sets the THP policy of CMD"
+
+# 8. check and simulate keep working
+printf '[Engine]\nBogus=1\n' > "$T/bad.conf"
+expect_rc 0 "$MTHPCTL" check "$FAST"
+expect_rc 1 "$MTHPCTL" check "$FAST" "$T/bad.conf"
+grep -q "bad.conf:2:" <<<"$ERR" || fail "check message: $ERR"
+expect_rc 1 "$MTHPCTL" check --json "$FAST" "$T/bad.conf"
+json_check '
+f = d["files"]
+assert f[0]["valid"] is True and f[0]["errors"] == [], f
+assert f[1]["valid"] is False and f[1]["errors"][0].endswith("bad.conf:2: unknown key \x27Bogus\x27 in [Engine]"), f
+' <<<"$OUT" || fail "check --json: $OUT"
+expect_rc 1 "$MTHPCTL" simulate "$T/bad.conf"
+ok "check and simulate"
+
+# 9. top on a pipe: frames one after another, then exit after --iterations
+expect_rc 0 ctl top --iterations 2 --interval 100ms
+[ "$(grep -c '^SIZE ' <<<"$OUT")" = 2 ] || fail "top frames: $OUT"
+grep -Eq "^64K +never +original" <<<"$OUT" || fail "top rows: $OUT"
+grep -q "mthpd is not running" <<<"$OUT" || fail "top without daemon: $OUT"
+ok "top --iterations on a pipe"
+echo "all mthpctl host checks passed"
