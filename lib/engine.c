@@ -360,10 +360,10 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 }
                 bool dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
                 /* where a raise may go: density says how far; blind, one step */
-                /* Climb blind only where nothing could be sampled at all: if the
-                 * sampler lists faulting processes it has not measured yet, wait
-                 * a tick for it rather than give a sparse one large folios. */
-                bool blind_ok = !snap->density.valid || snap->density.n_procs == 0;
+                /* Climb blind only where no process that counts could be
+                 * measured: if one that counts has no sample yet, wait a tick
+                 * for it rather than give a sparse one large folios. */
+                bool blind_ok = dens.unknown < 0;
                 unsigned target = dens.measured ? dens.raise
                                   : blind_ok && st->level < blind ? st->level + 1
                                                                   : st->level;
