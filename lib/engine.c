@@ -220,8 +220,9 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
                 const struct mthp_engine_proc *p = &mem->proc[i];
                 double rss = (double) p->rss_kb[MTHP_ANON] + (double) p->rss_kb[MTHP_SHMEM];
-                if (!p->pid || rss <= 0 || mem->tick > p->seen_tick + PROC_RECENT_TICKS)
-                        continue;
+                if (!p->pid || rss <= 0 || mem->tick > p->seen_tick + PROC_RECENT_TICKS ||
+                    p->fault_rate < cfg->min_proc_fault_rate)
+                        continue; /* only processes that fault enough to count speak */
                 w_kind += p->fault_rate * (double) p->rss_kb[kind] / rss;
                 w_all += p->fault_rate;
         }
