@@ -6,7 +6,7 @@
 #include "mthp/engine.h"
 
 #define BACKOFF_MAX_TICKS 3600
-#define SPARSE_CONFIRM_TICKS 2
+#define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
 #define DEFRAG_MIN_KB 512         /* sizes whose allocation needs compaction */
 #define DEFRAG_FALLBACK_PCT 20.0
 
