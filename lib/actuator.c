@@ -72,6 +72,9 @@ static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, c
                          size_t errsz) {
         const struct mthp_knob *k = &a->caps->knobs[knob];
         char cur[MTHP_VALUE_MAX];
+        /* already what we would hold: no need to read the kernel each tick */
+        if (strcmp(a->simulated[knob], value) == 0)
+                return 0;
         int r = mthp_knob_read(a->host, k, cur);
         if (r < 0) {
                 snprintf(err, errsz, "%s (%s): cannot read current value: %s", k->id, k->path, mthp_errno_words(r));
@@ -110,6 +113,11 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
                 value = e->original;
         }
         snprintf(target, sizeof(target), "%s", value);
+        /* Already what we wrote: nothing to do, and no read of the kernel on
+         * every tick (mthp_actuator_check_foreign compares each tick's
+         * snapshot with what we wrote, so another writer is still seen). */
+        if (e && strcmp(e->written, target) == 0)
+                return 0;
         if (!mthp_knob_allows(k, target)) {
                 char list[MTHP_VALUES_MAX * MTHP_VALUE_MAX] = "";
                 for (unsigned i = 0; i < k->n_allowed; i++) {
