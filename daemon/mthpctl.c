@@ -664,20 +664,32 @@ static void json_daemon(const struct daemon_view *v) {
         }
 }
 
+/* The host, what mthpd says about each knob (if it is on the bus) and the
+ * restore journal: what status and metrics both show. */
+static int look_at_knobs(struct ctl *c, struct host_view **hv, struct daemon_view **v, struct mthp_journal *j,
+                         bool *journal_ok) {
+        *hv = host_view_open(c);
+        if (!*hv)
+                return -EIO;
+        struct ctl_bus *bus = bus_open_for_read(false);
+        *v = xrealloc(NULL, sizeof(**v));
+        daemon_look(c, bus, LOOK_KNOBS, *v);
+        ctl_bus_free(bus);
+        /* on the bus, mthpd says who set what: the journal (root's) is extra */
+        *journal_ok = load_journal(c, (*v)->on_bus, j);
+        return 0;
+}
+
 static int cmd_status(struct ctl *c, int argc, char **argv) {
         struct mthp_journal j;
         (void) argc;
         (void) argv;
 
-        struct host_view *hv = host_view_open(c);
-        if (!hv)
+        struct host_view *hv;
+        struct daemon_view *v;
+        bool journal_ok;
+        if (look_at_knobs(c, &hv, &v, &j, &journal_ok) < 0)
                 return EXIT_FAIL;
-        struct ctl_bus *bus = bus_open_for_read(false);
-        struct daemon_view *v = xrealloc(NULL, sizeof(*v));
-        daemon_look(c, bus, LOOK_KNOBS, v);
-        ctl_bus_free(bus);
-        /* on the bus, mthpd says who set what: the journal (root's) is extra */
-        bool journal_ok = load_journal(c, v->on_bus, &j);
 
         if (c->sample_usec) {
                 usleep((useconds_t) c->sample_usec);
@@ -1712,14 +1724,11 @@ static int cmd_metrics(struct ctl *c, int argc, char **argv) {
         (void) argc;
         (void) argv;
 
-        struct host_view *hv = host_view_open(c);
-        if (!hv)
+        struct host_view *hv;
+        struct daemon_view *v;
+        bool journal_ok;
+        if (look_at_knobs(c, &hv, &v, &j, &journal_ok) < 0)
                 return EXIT_FAIL;
-        struct ctl_bus *bus = bus_open_for_read(false);
-        struct daemon_view *v = xrealloc(NULL, sizeof(*v));
-        daemon_look(c, bus, LOOK_KNOBS, v);
-        ctl_bus_free(bus);
-        load_journal(c, v->on_bus, &j);
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
 
         metric_family("mthp_knob_info", "gauge", "The setting of an mTHP sysfs knob and who set it (always 1).");
