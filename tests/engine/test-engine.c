@@ -1080,6 +1080,13 @@ static void dens_proc(struct mthp_proc_density *p, int pid, double cov_16k, doub
                 }
 }
 
+/* How many blocks of every size a sample saw: its weight in the memory. */
+static void set_blocks(struct mthp_proc_density *p, double n) {
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                        p->blocks[k][i] = n;
+}
+
 static void wide(struct sim *s) {
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 s->cfg.max_kb[k] = 2048; /* the shipped ladder */
@@ -1274,15 +1281,11 @@ static void test_density_memory_outweighs_odd_sample(void **state) {
         struct workload w = anon_hot;
         wide(s);
         dens_proc(&dense.proc[0], 1000, 1, 0);
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
-                        dense.proc[0].blocks[k][i] = 64;
+        set_blocks(&dense.proc[0], 64);
         /* caught between two mappings: only a few sparse heap blocks */
         odd = dense;
         dens_proc(&odd.proc[0], 1000, 0.25, 0);
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
-                        odd.proc[0].blocks[k][i] = 2;
+        set_blocks(&odd.proc[0], 2);
         w.dens = &dense;
         sim_run(s, &w, 3);
         assert_int_equal(level(s, MTHP_ANON), 8);
@@ -1349,14 +1352,10 @@ static void test_density_phase_change_is_quick(void **state) {
         struct workload w = anon_hot;
         wide(s);
         dens_proc(&dense.proc[0], 1300, 1, 0);
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
-                        dense.proc[0].blocks[k][i] = 64;
+        set_blocks(&dense.proc[0], 64);
         sparse = dense;
         dens_proc(&sparse.proc[0], 1300, 0.25, 0);
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
-                        sparse.proc[0].blocks[k][i] = 128;
+        set_blocks(&sparse.proc[0], 128);
         w.dens = &sparse;
         sim_run(s, &w, 12); /* a long sparse phase: lots of memory */
         assert_int_equal(level(s, MTHP_ANON), 0);
