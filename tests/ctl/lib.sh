@@ -2,38 +2,20 @@
 # helpers to run the real mthpctl and mthpd on it.
 # Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/fakehost.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/fakehost.sh"
 
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 
-T=$(mktemp -d /tmp/mthpctl-test.XXXXXX)
+fakehost_setup mthpctl-test
 chmod 755 "$T" # uid 65534 reads the fake host and reaches the bus socket
-ROOT=$T/root STATE=$T/state LOG=$T/mthpd.log
-PID="" BUS_PID="" TMUX_SOCK=""
-NOBODY=65534
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+TMUX_SOCK=""
 # under UBSan, undefined behaviour fails the command instead of scrolling past
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stacktrace=1"
 # the real system bus, if this host has one, is none of the tests' business
 export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$T/no-bus"
 
-cleanup() {
-        [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null || true
-        [ -n "$TMUX_SOCK" ] && tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true
-        [ -n "$BUS_PID" ] && kill "$BUS_PID" 2>/dev/null || true
-        rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; [ -s "$LOG" ] && sed 's/^/  log: /' "$LOG" | tail -30 >&2; exit 1; }
-ok() { echo "ok - $*"; }
-
-wait_for() { # wait_for SECONDS CMD...: poll until CMD succeeds
-        local until=$((SECONDS + $1)); shift
-        while ! "$@" 2>/dev/null; do
-                [ $SECONDS -lt $until ] || return 1
-                sleep 0.05
-        done
-}
+fakehost_cleanup_hook() { [ -n "$TMUX_SOCK" ] && tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true; }
 
 # mthpctl on the fake host; the preload gives its writes (restore) kernel semantics
 ctl() { LD_PRELOAD="$FAKESYSFS" "$MTHPCTL" --root "$ROOT" --state-dir "$STATE" "$@"; }
@@ -46,9 +28,6 @@ expect_rc() {
 }
 # JSON on stdin must parse; python3 CHECK (with d = the document) must hold
 json_check() { python3 -c 'import json,sys; d=json.load(sys.stdin); exec(sys.argv[1])' "$1"; }
-
-knob() { "$FAKEHOST" read "$ROOT" "/sys/kernel/mm/transparent_hugepage/$1"; }
-knob_is() { [ "$(knob "$1")" = "$2" ]; }
 
 # Every non-comment line a sample, every family announced by HELP and TYPE first.
 check_metrics() {
@@ -75,36 +54,6 @@ print(" ".join(sorted(seen)))
 '
 }
 
-bump_faults() { # bump_faults N: N ticks' worth of heavy faulting, 50ms apart
-        for _ in $(seq "$1"); do
-                "$FAKEHOST" bump "$ROOT" --pgfault 20000 \
-                        --size 16 --stat anon_fault_alloc --add 50 --size 16 --stat shmem_alloc --add 50 \
-                        --size 32 --stat anon_fault_alloc --add 50 --size 32 --stat shmem_alloc --add 50 \
-                        --size 64 --stat anon_fault_alloc --add 50 --size 64 --stat shmem_alloc --add 50
-                sleep 0.05
-        done
-}
-
-start_mthpd() { # start_mthpd ARGS...: the real mthpd on the fake host, in the background
-        : > "$LOG"
-        LD_PRELOAD="$FAKESYSFS" "$MTHPD" --root "$ROOT" --state-dir "$STATE" "$@" 2>"$LOG" &
-        PID=$!
-}
-stop_mthpd() { # stop_mthpd SIGNAL: signal mthpd and collect its exit code in RC
-        kill -"$1" "$PID"
-        RC=0; wait "$PID" || RC=$?
-        PID=""
-}
-
 "$FAKEHOST" create "$ROOT"
 FAST=$T/fast.conf
-cat > "$FAST" <<CONF
-[Daemon]
-Interval=100ms
-[Engine]
-RaiseFaultRate=1000
-LowerFaultRate=10
-LowerTicks=100
-ConfirmTicks=1
-DwellTicks=0
-CONF
+fast_conf "$FAST" 100

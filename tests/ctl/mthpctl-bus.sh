@@ -10,31 +10,16 @@ command -v dbus-daemon >/dev/null || { echo "SKIP: dbus-daemon is not installed"
 
 # A bus that lets everyone own and call everything: the access checks under
 # test are mthpd's own (it checks the caller's UID), not the bus policy's.
-cat > "$T/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$T/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
+start_bus '<policy context="default">
     <allow user="*"/>
     <allow own="*"/>
     <allow send_type="method_call"/>
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-EOF
-dbus-daemon --config-file="$T/bus.conf" --fork --print-address=3 --print-pid=4 3>"$T/bus.address" \
-        4>"$T/bus.pid" 2>"$T/bus.err" || fail "dbus-daemon: $(cat "$T/bus.err")"
-BUS_PID=$(cat "$T/bus.pid")
-DBUS_SYSTEM_BUS_ADDRESS=$(cat "$T/bus.address")
-export DBUS_SYSTEM_BUS_ADDRESS
+  </policy>' 2>/dev/null || fail "dbus-daemon: $(cat "$T/bus.err")"
 
 AS_ROOT=0
 [ "$(id -u)" = 0 ] && AS_ROOT=1
-as_nobody() { setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$@"; }
 ctl_nobody() { as_nobody env LD_PRELOAD="$FAKESYSFS" "$MTHPCTL" --root "$ROOT" --state-dir "$STATE" "$@"; }
 # a journalctl with nothing to say, for the fallbacks (the host's journal is not ours)
 mkdir "$T/bin"

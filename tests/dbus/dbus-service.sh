@@ -19,15 +19,6 @@ start_bus '<policy context="default">
     <allow receive_type="error"/>
   </policy>' || fail "dbus-daemon did not start"
 
-bump_faults() { # bump_faults N: N ticks' worth of heavy anon faulting, 50ms apart
-        for _ in $(seq "$1"); do
-                "$FAKEHOST" bump "$ROOT" --pgfault 20000 \
-                        --size 16 --stat anon_fault_alloc --add 50 --size 16 --stat shmem_alloc --add 50 \
-                        --size 32 --stat anon_fault_alloc --add 50 --size 32 --stat shmem_alloc --add 50 \
-                        --size 64 --stat anon_fault_alloc --add 50 --size 64 --stat shmem_alloc --add 50
-                sleep 0.05
-        done
-}
 # knob_json ID: ListKnobs' entry for ID as a JSON object
 knob_json() {
         call_json ListKnobs | python3 -c 'import json, sys
@@ -55,20 +46,10 @@ ticks_pass() {
         t0=$($reader)
         wait_for 5 tick_above "$reader" "$((t0 + $1))"
 }
-status_tick() { sed -n 's/^tick=//p' "$STATE/status"; } # without a bus: the tick from the status file
 
 "$FAKEHOST" create "$ROOT" >/dev/null
 LIVE=$T/live.conf
-cat > "$LIVE" <<CONF
-[Daemon]
-Interval=100ms
-[Engine]
-RaiseFaultRate=1000
-LowerFaultRate=10
-LowerTicks=1000
-ConfirmTicks=1
-DwellTicks=0
-CONF
+fast_conf "$LIVE" 1000
 
 busctl monitor --json=short --match "type='signal',path='/org/mthpd/mthpd1'" >"$T/signals" 2>/dev/null &
 MONITOR_PID=$!

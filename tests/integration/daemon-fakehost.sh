@@ -4,65 +4,15 @@
 # kernel's write semantics (bracketed selection, EINVAL for values not offered).
 # Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/fakehost.sh
+. "$(dirname "$0")/../lib/fakehost.sh"
 
-T=$(mktemp -d /tmp/mthpd-it.XXXXXX)
-ROOT=$T/root STATE=$T/state LOG=$T/mthpd.log
-PID=""
-cleanup() {
-        [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null || true
-        rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; [ -f "$LOG" ] && sed 's/^/  log: /' "$LOG" | tail -30 >&2; exit 1; }
-ok() { echo "ok - $*"; }
-knob() { "$FAKEHOST" read "$ROOT" "/sys/kernel/mm/transparent_hugepage/$1"; }
-knob_is() { [ "$(knob "$1")" = "$2" ]; }
+fakehost_setup mthpd-it
 export LD_PRELOAD="$FAKESYSFS"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-
-wait_for() { # wait_for SECONDS CMD...: poll until CMD succeeds
-        local until=$((SECONDS + $1)); shift
-        while ! "$@" 2>/dev/null; do
-                [ $SECONDS -lt $until ] || return 1
-                sleep 0.05
-        done
-}
-
-start() { # start mthpd in the background with extra args
-        : > "$LOG"
-        "$MTHPD" --root "$ROOT" --state-dir "$STATE" "$@" 2>"$LOG" &
-        PID=$!
-}
-stop() { # stop SIGNAL: signal mthpd and collect its exit code in RC
-        kill -"$1" "$PID"
-        RC=0; wait "$PID" || RC=$?
-        PID=""
-}
-bump_faults() { # bump_faults N: N ticks' worth of heavy anon faulting, 50ms apart
-        for _ in $(seq "$1"); do
-                # the kernel would count mTHP allocations at the enabled sizes too:
-                # without them mthpd's probe-then-verify takes each raise back
-                "$FAKEHOST" bump "$ROOT" --pgfault 20000 \
-                        --size 16 --stat anon_fault_alloc --add 50 --size 16 --stat shmem_alloc --add 50 \
-                        --size 32 --stat anon_fault_alloc --add 50 --size 32 --stat shmem_alloc --add 50 \
-                        --size 64 --stat anon_fault_alloc --add 50 --size 64 --stat shmem_alloc --add 50
-                sleep 0.05
-        done
-}
 
 "$FAKEHOST" create "$ROOT"
 FAST=$T/fast.conf
-cat > "$FAST" <<CONF
-[Daemon]
-Interval=100ms
-[Engine]
-RaiseFaultRate=1000
-LowerFaultRate=10
-LowerTicks=100
-ConfirmTicks=1
-DwellTicks=0
-CONF
+fast_conf "$FAST" 100
 
 # 1. --once --dry-run: probe logged, nothing written
 "$MTHPD" --root "$ROOT" --state-dir "$STATE" --once --dry-run -c "$FAST" 2>"$LOG" || fail "dry run exited $?"
@@ -73,7 +23,7 @@ grep -q "8K(shmem)" "$LOG" || fail "8K should have only a shmem knob"
 ok "dry run probes and writes nothing"
 
 # 2. manage: faults raise 16K, then 32K, then 64K anon; status and explain say why
-start -c "$FAST"
+start_mthpd -c "$FAST"
 bump_faults 30 &
 BUMP=$!
 wait_for 5 knob_is hugepages-64kB/enabled always || fail "64K anon never raised"
@@ -103,7 +53,7 @@ wait_for 3 grep -q "32K/anon was changed by someone else" "$LOG" || fail "foreig
 ok "a foreign write makes mthpd stop managing that knob"
 
 # 4. SIGTERM restores all but the foreign knob, exit 0, journal gone
-stop TERM
+stop_mthpd TERM
 [ "$RC" = 0 ] || fail "SIGTERM exit code $RC"
 for s in 16 64; do [ "$(knob hugepages-${s}kB/enabled)" = never ] || fail "${s}K not restored"; done
 for s in 16 32 64; do [ "$(knob hugepages-${s}kB/shmem_enabled)" = never ] || fail "${s}K shmem not restored"; done
@@ -113,11 +63,11 @@ for s in 16 32 64; do [ "$(knob hugepages-${s}kB/shmem_enabled)" = never ] || fa
 ok "SIGTERM restores every knob it still owns"
 
 # 5. kill -9, then mthpctl restore
-start -c "$FAST"
+start_mthpd -c "$FAST"
 bump_faults 20 &
 BUMP=$!
 wait_for 5 knob_is hugepages-32kB/enabled always || fail "not raised before kill"
-stop 9
+stop_mthpd 9
 wait "$BUMP"
 [ -s "$STATE/restore.journal" ] || fail "no journal after kill -9"
 "$MTHPCTL" --state-dir "$STATE" restore | grep -q "restored" || fail "mthpctl restore"
@@ -126,16 +76,16 @@ for s in 16 32 64; do [ "$(knob hugepages-${s}kB/enabled)" = never ] || fail "${
 ok "kill -9 then mthpctl restore"
 
 # 6. kill -9, then the next start restores first
-start -c "$FAST"
+start_mthpd -c "$FAST"
 bump_faults 20 &
 BUMP=$!
 wait_for 5 knob_is hugepages-16kB/enabled always || fail "not raised before kill"
-stop 9
+stop_mthpd 9
 wait "$BUMP"
-start -c "$FAST"
+start_mthpd -c "$FAST"
 wait_for 3 grep -q "restored .* knobs from the previous run" "$LOG" || fail "restart did not restore"
 grep -q "did not stop cleanly" "$LOG" || fail "restart did not say why"
-stop TERM
+stop_mthpd TERM
 for s in 16 32 64; do [ "$(knob hugepages-${s}kB/enabled)" = never ] || fail "${s}K not restored by restart"; done
 ok "kill -9 then restart restores first"
 
@@ -148,7 +98,7 @@ ok "bad config refused with file:line"
 
 # 8. SIGHUP with a bad file keeps the running config; a good one applies
 cp "$FAST" "$T/live.conf"
-start -c "$T/live.conf"
+start_mthpd -c "$T/live.conf"
 wait_for 3 grep -q "managing mTHP knobs every 0.1s" "$LOG" || fail "not started"
 printf '[Engine]\nBogus=1\n' > "$T/live.conf"
 kill -HUP "$PID"
@@ -158,7 +108,7 @@ printf '[Daemon]\nInterval=200ms\n' > "$T/live.conf"
 kill -HUP "$PID"
 wait_for 3 grep -q "reloaded" "$LOG" || fail "good reload not applied"
 kill -0 "$PID" || fail "daemon died on reload"
-stop TERM
+stop_mthpd TERM
 [ "$RC" = 0 ] || fail "exit after reloads $RC"
 ok "SIGHUP: bad file rejected whole, good file applied"
 

@@ -6,69 +6,29 @@
 # only the recording, and bad recordings and usage give exit 1 and 2.
 # Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/fakehost.sh
+. "$(dirname "$0")/../lib/fakehost.sh"
 
-T=$(mktemp -d /tmp/mthpd-rec.XXXXXX)
-ROOT=$T/root STATE=$T/state LOG=$T/mthpd.log REC=$T/run.rec
-PID=""
-cleanup() {
-        [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null || true
-        rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; [ -f "$LOG" ] && sed 's/^/  log: /' "$LOG" | tail -30 >&2; exit 1; }
-ok() { echo "ok - $*"; }
+fakehost_setup mthpd-rec
+REC=$T/run.rec
 export LD_PRELOAD="$FAKESYSFS"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 unset JOURNAL_STREAM  # the daemon's log goes to stderr, which we read
 
-wait_for() { # wait_for SECONDS CMD...: poll until CMD succeeds
-        local until=$((SECONDS + $1)); shift
-        while ! "$@" 2>/dev/null; do
-                [ $SECONDS -lt $until ] || return 1
-                sleep 0.05
-        done
-}
-stop() { # stop SIGNAL: signal mthpd and collect its exit code in RC
-        kill -"$1" "$PID"
-        RC=0; wait "$PID" || RC=$?
-        PID=""
-}
-bump_faults() { # bump_faults N: N ticks' worth of heavy faulting (both kinds), 50ms apart
-        for _ in $(seq "$1"); do
-                "$FAKEHOST" bump "$ROOT" --pgfault 20000 \
-                        --size 16 --stat anon_fault_alloc --add 50 --size 16 --stat shmem_alloc --add 50 \
-                        --size 32 --stat anon_fault_alloc --add 50 --size 32 --stat shmem_alloc --add 50 \
-                        --size 64 --stat anon_fault_alloc --add 50 --size 64 --stat shmem_alloc --add 50
-                sleep 0.05
-        done
-}
 # "KNOB: OLD -> NEW: REASON" of every change, from mthpd's log / simulate's output
 logged_changes() { sed -n 's/^mthpd: \(would \)\{0,1\}set //p' "$1"; }
 simulated_changes() { sed -n 's/^tick [0-9]*: //p' "$1"; }
 
 "$FAKEHOST" create "$ROOT"
 FAST=$T/fast.conf
-cat > "$FAST" <<CONF
-[Daemon]
-Interval=100ms
-[Engine]
-RaiseFaultRate=1000
-LowerFaultRate=10
-LowerTicks=4
-ConfirmTicks=1
-DwellTicks=0
-CONF
+fast_conf "$FAST" 4
 
 # 1. manage with --record: faults raise the ladder, idle ticks lower it; the
 #    replay makes the same changes for the same reasons
-: > "$LOG"
-"$MTHPD" --root "$ROOT" --state-dir "$STATE" -c "$FAST" --record "$REC" 2>"$LOG" &
-PID=$!
+start_mthpd -c "$FAST" --record "$REC"
 wait_for 5 grep -q "managing mTHP knobs" "$LOG" || fail "mthpd did not start"
 bump_faults 25
 wait_for 8 grep -q "set 16K/anon: always -> never" "$LOG" || fail "idle ticks did not step anon down to 4K"
-stop TERM
+stop_mthpd TERM
 [ "$RC" = 0 ] || fail "mthpd exit code $RC"
 head -1 "$REC" | grep -qx "mthp-record 1" || fail "recording lacks its version line"
 logged_changes "$LOG" > "$T/daemon.changes"
@@ -107,11 +67,9 @@ RC=0; "$MTHPCTL" simulate "$REC" --config "$T/bad.conf" 2> "$T/err" > /dev/null 
 ok "simulate --config tries other thresholds on the same recording"
 
 # 4. kill -9 while recording (dry run): the file holds whole ticks and replays
-: > "$LOG"
-"$MTHPD" --root "$ROOT" --state-dir "$STATE" -c "$FAST" --dry-run --record "$T/killed.rec" 2>"$LOG" &
-PID=$!
+start_mthpd -c "$FAST" --dry-run --record "$T/killed.rec"
 bump_faults 12
-stop 9
+stop_mthpd 9
 "$MTHPCTL" simulate "$T/killed.rec" -c "$FAST" > "$T/killed.out" 2>&1 || fail "killed recording: $(cat "$T/killed.out")"
 [ "$(tail -1 "$T/killed.rec")" = end ] || fail "the killed recording ends inside a tick"
 logged_changes "$LOG" > "$T/killed.daemon"
@@ -132,7 +90,7 @@ wait_for 5 grep -q "recording to $T/full.rec failed: File too large; recording s
         fail "failed write not logged"
 sleep 0.5
 kill -0 "$PID" || fail "mthpd died when its recording failed"
-stop TERM
+stop_mthpd TERM
 [ "$RC" = 0 ] || fail "exit code $RC after a failed recording"
 [ "$(grep -c "recording to" "$LOG")" = 1 ] || fail "the failed write was logged more than once"
 "$MTHPCTL" simulate "$T/full.rec" > /dev/null || fail "the recording cut by the failed write does not replay"
