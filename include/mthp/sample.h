@@ -46,6 +46,7 @@ struct mthp_size_stats {
 /* What the density sampler saw of one of the processes that fault most,
  * reduced to what the engine needs (and what a recording keeps). */
 #define MTHP_DENSITY_PROCS 8
+#define MTHP_CGROUP_PATH_MAX 128
 struct mthp_proc_density {
         int pid;
         char comm[16];
@@ -67,7 +68,7 @@ struct mthp_proc_density {
         double reclaim_ms;
         /* its memory cgroup: usage and the limit it runs into first
          * (memory.max/high on v2, limit_in_bytes on v1); limit 0 = none */
-        char cgroup[64];
+        char cgroup[MTHP_CGROUP_PATH_MAX];
         uint64_t cg_usage_kb, cg_limit_kb;
 };
 
@@ -76,6 +77,21 @@ struct mthp_density_view {
         unsigned n_procs;
         struct mthp_proc_density proc[MTHP_DENSITY_PROCS];
         double usec;                       /* what sampling cost */
+};
+
+/* One managed memory cgroup (matched by a policy file), from its own
+ * memory.stat / usage / limit / memory.pressure. The kernel has no
+ * per-cgroup mTHP counters: fault rate is memcg pgfault. */
+#define MTHP_SNAP_CGROUPS 32
+struct mthp_cgroup_view {
+        char path[MTHP_CGROUP_PATH_MAX];   /* relative to the hierarchy root */
+        double fault_rate;                 /* memory.stat pgfault per second */
+        bool new_cgroup;                   /* first sight (or recreated): no rates yet */
+        uint64_t anon_kb, shmem_kb;
+        uint64_t usage_kb, limit_kb;       /* limit 0: none */
+        double growth_kb_s;                /* usage delta per second */
+        bool psi_present;
+        double psi_some_avg10;             /* percent */
 };
 
 struct mthp_snapshot {
@@ -97,6 +113,9 @@ struct mthp_snapshot {
         double kind_fallback_rate[_MTHP_KIND_MAX]; /* fallbacks per second */
         double kind_alloc_rate[_MTHP_KIND_MAX];    /* mTHP allocations per second */
         struct mthp_density_view density;
+        /* managed cgroups, highest fault rate first (at most MTHP_SNAP_CGROUPS) */
+        unsigned n_cgroups;
+        struct mthp_cgroup_view cgroup[MTHP_SNAP_CGROUPS];
 };
 
 /* Keeps persistent fds for the hot files; pread each tick. */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "mthp/host.h"
+#include "mthp/probe.h"
+#include "mthp/sample.h"
+
+/* Cgroup monitor: finds the memory cgroups (libcgroup on the real root; a
+ * directory walk of the memory hierarchy under a fake root), keeps the ones
+ * a predicate selects ("managed"), and each tick reads their memory.stat,
+ * usage, limit and memory.pressure through persistent fds (pread).
+ *
+ * Layouts: v2 (everything from the unified tree), hybrid (memory files from
+ * the v1 memory hierarchy, memory.pressure from the same path in the unified
+ * tree when it exists there), v1 (no PSI). Paths are relative to the
+ * hierarchy root ("/system.slice/x.service"), as /proc/PID/cgroup shows them.
+ *
+ * The tree is walked again every rescan interval, and at once when a managed
+ * cgroup's file reads fail with ENODEV/ENOENT (removed). A cgroup that
+ * vanished is dropped quietly; one recreated under the same path starts
+ * over (its counters are new: no rate for one tick). */
+
+typedef bool (*mthp_cgmon_match_fn)(const char *path, void *user);
+
+struct mthp_cgmon_stats {
+        unsigned n_cgroups;        /* memory cgroups seen by the last walk */
+        unsigned n_managed;
+        uint64_t walks;            /* tree walks so far */
+        uint64_t walk_usec;        /* what the last walk cost (wall) */
+        uint64_t tick_usec;        /* what the last tick cost (wall, walk excluded) */
+        uint64_t files_read;       /* preads in the last tick */
+};
+
+struct mthp_cgmon;
+
+int mthp_cgmon_new(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_cgmon **ret);
+void mthp_cgmon_free(struct mthp_cgmon *m);
+/* Which cgroups are managed (NULL: none); forces a walk at the next tick. */
+void mthp_cgmon_set_match(struct mthp_cgmon *m, mthp_cgmon_match_fn fn, void *user);
+void mthp_cgmon_set_rescan(struct mthp_cgmon *m, uint64_t usec);
+/* Sample the managed cgroups at t_usec. out gets the n_out with the highest
+ * fault rate (ties: path order), sorted by fault rate; *n gets how many were
+ * written. */
+int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_view *out, unsigned n_out,
+                    unsigned *n);
+void mthp_cgmon_get_stats(const struct mthp_cgmon *m, struct mthp_cgmon_stats *st);
+
+/* Pure helpers, exposed for tests and fuzzing: memory.stat (v1 and v2 names). */
+struct mthp_memstat {
+        uint64_t pgfault, pgmajfault, anon_kb, shmem_kb, file_kb, anon_thp_kb;
+};
+int mthp_parse_memstat(const char *text, struct mthp_memstat *ms);
