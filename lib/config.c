@@ -8,6 +8,7 @@
 
 #include "ini-util.h"
 #include "mthp/config.h"
+#include "mthp-config.h"
 
 void mthp_config_defaults(struct mthp_config *c) {
         memset(c, 0, sizeof(*c));
@@ -15,6 +16,8 @@ void mthp_config_defaults(struct mthp_config *c) {
         c->mode = MTHP_MODE_MANAGE;
         snprintf(c->state_dir, sizeof(c->state_dir), "/run/mthpd");
         c->bus = true;
+        snprintf(c->policy_dir, sizeof(c->policy_dir), "%s/policy.d", MTHP_SYSCONFDIR);
+        c->collapse_budget_kb = 64 * 1024;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay
          * off (2M makes a dense fault loop 46x faster, DESIGN.md 3). */
@@ -42,6 +45,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         e->psi_some_max = 10;
         e->min_available = 10;
         e->max_fallback = 50;
+        e->default_priority = 50;
 }
 
 int mthp_parse_duration(const char *s, uint64_t *usec) {
@@ -169,6 +173,12 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 }
                 if (strcmp(key, "Bus") == 0)
                         return mthp_parse_boolean(value, &c->bus) < 0 ? BAD("yes or no") : 0;
+                if (strcmp(key, "PolicyDirectory") == 0) {
+                        if (value[0] != '/' || strlen(value) >= sizeof(c->policy_dir))
+                                return BAD("an absolute directory path");
+                        snprintf(c->policy_dir, sizeof(c->policy_dir), "%s", value);
+                        return 0;
+                }
                 if (strcmp(key, "StateDirectory") == 0) {
                         if (value[0] != '/' || strlen(value) >= sizeof(c->state_dir) - 32)
                                 return BAD("an absolute directory path");
@@ -226,6 +236,17 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         if (mthp_parse_duration(value, &us) < 0 || us > 1000000)
                                 return BAD("a stall per second, 0-1s (e.g. 50ms)");
                         e->max_compact_ms = (double) us / 1000.0;
+                        return 0;
+                }
+                if (strcmp(key, "DefaultPriority") == 0)
+                        return parse_count(value, 0, 100, &e->default_priority) < 0 ? BAD("a whole number from 0 to 100") : 0;
+                if (strcmp(key, "CollapseBudget") == 0) {
+                        unsigned kb;
+                        if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
+                                kb = 0;
+                        else if (mthp_parse_size(value, &kb) < 0)
+                                return BAD("a size per tick like 64M, or none");
+                        c->collapse_budget_kb = kb;
                         return 0;
                 }
                 if (strcmp(key, "VerifyTicks") == 0)

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include "mthp/probe.h"
 
+struct mthp_policy_set;
+
 enum mthp_mode { MTHP_MODE_MANAGE, MTHP_MODE_DRY_RUN };
 
 struct mthp_engine_config {
@@ -26,6 +28,10 @@ struct mthp_engine_config {
         unsigned verify_ticks;        /* ticks a raise has to show allocations at the new size */
         double cgroup_headroom;       /* percent of a faulting process's memcg limit kept free */
         double max_compact_ms;        /* ms/s a faulting process may stall in compaction */
+        unsigned default_priority;    /* of processes no policy file manages (0..100) */
+        /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
+         * Owned by whoever loaded them; the engine only reads. */
+        const struct mthp_policy_set *policies;
 };
 
 struct mthp_config {
@@ -33,6 +39,8 @@ struct mthp_config {
         enum mthp_mode mode;
         char state_dir[MTHP_PATH_MAX];
         bool bus;                     /* serve org.mthpd.mthpd1 on the system bus */
+        char policy_dir[MTHP_PATH_MAX];
+        uint64_t collapse_budget_kb;  /* MADV_COLLAPSE per tick for Collapse=yes cgroups */
         struct mthp_engine_config engine;
 };
 

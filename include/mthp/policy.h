@@ -43,6 +43,7 @@ struct mthp_policy {
         unsigned n_cgroup, n_unit;
         char cgroup[MTHP_POLICY_MATCH_MAX][MTHP_POLICY_PATTERN_MAX];
         char unit[MTHP_POLICY_MATCH_MAX][MTHP_POLICY_PATTERN_MAX];
+        unsigned cgroup_line[MTHP_POLICY_MATCH_MAX], unit_line[MTHP_POLICY_MATCH_MAX];
         enum mthp_policy_mode mode[_MTHP_KIND_MAX];
         unsigned min_kb, max_kb;                /* 0/0: mthpd.conf's AnonSizes/ShmemSizes */
         unsigned priority;                      /* 0..100 */
