@@ -70,6 +70,8 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 }
                 memcpy(m->comm, p->comm, sizeof(m->comm));
                 m->comm[sizeof(m->comm) - 1] = 0;
+                if (p->cgroup[0])
+                        mthp_strcpy(m->cgroup, sizeof(m->cgroup), p->cgroup);
                 m->fault_rate = p->fault_rate;
                 m->new_proc = p->new_proc;
                 bool fresh = m->seen_tick == 0 && m->w[0][0] == 0 && m->rss_kb[0] == 0 && m->rss_kb[1] == 0;
@@ -103,14 +105,32 @@ static double remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, 
         return m->w[kind][size] > 0 ? m->u[kind][size] / m->w[kind][size] : NAN;
 }
 
+/* The parties of an arbitration (mthpd.policy(5), ARBITRATION): each
+ * process that counts (auto) and each managed cgroup with an explicit
+ * always/madvise/never that faults. Ceiling: the rungs of the ladder it
+ * accepts as "always". */
+#define MAX_PARTIES (MTHP_ENGINE_PROCS + MTHP_SNAP_CGROUPS)
+struct party {
+        int proc;                 /* engine proc index, or -1 */
+        int cgroup;               /* snapshot cgroup index, or -1 */
+        const struct mthp_policy *pol;
+        unsigned prio;
+        unsigned keep, raise;     /* ceilings with the keep / raise density thresholds */
+        unsigned fail_size;       /* auto: caps size index its density failed at (keep) */
+        double fail_usage;
+        bool capped;              /* keep limited by its Sizes=, not by density */
+};
+
 struct density_verdict {
-        bool measured;            /* at least one process that counts was sampled */
-        unsigned keep, raise;     /* highest level every process allows (keep / raise thresholds) */
-        int holder;               /* remembered process that limits keep (-1: none) */
-        unsigned holder_size;     /* caps size index it failed at */
-        double holder_usage;
+        bool measured;            /* at least one party with a say */
+        unsigned keep, raise;     /* highest level the arbitration allows (keep / raise thresholds) */
+        int holder;               /* party that limits keep (-1: none) */
         int best;                 /* the most faulting process that counts */
         int unknown;              /* a process that counts but was never sampled, or -1 */
+        unsigned n_parties;
+        struct party party[MAX_PARTIES];
+        bool madvise[MTHP_SIZES_MAX];  /* per rung: madvise wished above the level */
+        char outranked[200];      /* parties whose objection or wish lost, for the explanation */
 };
 
 /* What a process faults in of one kind, in 4K pages per second: its fault
@@ -144,23 +164,115 @@ static bool counts(const struct mthp_engine_config *cfg, const struct mthp_engin
                pages >= cfg->min_proc_fault_rate && pages >= total * cfg->min_proc_share / 100.0;
 }
 
+const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
+                                             size_t size) {
+        if (!cfg->policies || !cgroup || !cgroup[0])
+                return NULL;
+        int i = mthp_policy_match(cfg->policies, cgroup, managed, size);
+        return i < 0 ? NULL : &cfg->policies->p[i];
+}
+
+/* Rungs of the ladder at or below a policy's top size (all without one). */
+static unsigned sizes_cap(const struct mthp_caps *caps, const unsigned *ladder, unsigned n_ladder,
+                          const struct mthp_policy *pol) {
+        unsigned c = 0;
+        while (c < n_ladder && (!pol || !pol->max_kb || caps->sizes[ladder[c]].kb <= pol->max_kb))
+                c++;
+        return c;
+}
+
+/* Managed cgroups with madvise want their Sizes= as madvise, whether they
+ * fault or not: madvise hands large folios only to memory a program asks
+ * for, so nobody's objection blocks it. */
+static void madvise_wishes(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                           const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
+                           unsigned n_ladder, bool madvise[MTHP_SIZES_MAX]) {
+        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++) {
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, snap->cgroup[c].path, NULL, 0);
+                if (!pol || pol->mode[kind] != MTHP_POLICY_MADVISE)
+                        continue;
+                for (unsigned r = 0; r < n_ladder; r++) {
+                        unsigned kb = caps->sizes[ladder[r]].kb;
+                        if ((!pol->min_kb || kb >= pol->min_kb) && (!pol->max_kb || kb <= pol->max_kb))
+                                madvise[r] = true;
+                }
+        }
+}
+
+/* Does every party whose ceiling (keep or raise) is below level get
+ * outranked by one that accepts it with a strictly higher priority? Ties go
+ * to the smaller size. */
+static bool level_ok(const struct density_verdict *v, unsigned level, bool raise, int *blocker) {
+        bool ok = true;
+        if (blocker)
+                *blocker = -1;
+        for (unsigned q = 0; q < v->n_parties; q++) {
+                const struct party *pq = &v->party[q];
+                unsigned cq = raise ? pq->raise : pq->keep;
+                if (cq >= level)
+                        continue;
+                bool outranked = false;
+                for (unsigned p = 0; p < v->n_parties && !outranked; p++) {
+                        const struct party *pp = &v->party[p];
+                        outranked = (raise ? pp->raise : pp->keep) >= level && pp->prio > pq->prio;
+                }
+                if (!outranked) {
+                        /* name the strongest objection: highest priority,
+                         * then the lowest ceiling */
+                        if (!blocker)
+                                return false;
+                        const struct party *pb = *blocker >= 0 ? &v->party[*blocker] : NULL;
+                        if (!pb || (raise ? pb->raise : pb->keep) >= level || pq->prio > pb->prio ||
+                            (pq->prio == pb->prio && cq < (raise ? pb->raise : pb->keep)))
+                                *blocker = (int) q;
+                        ok = false;
+                }
+        }
+        return ok;
+}
+
+static void describe_party(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                           const struct mthp_snapshot *snap, enum mthp_kind kind, const struct party *p, char *buf,
+                           size_t n) {
+        char pol[96] = "";
+        if (p->pol)
+                snprintf(pol, sizeof(pol), ", policy %s: %s=%s, priority %u", p->pol->name,
+                         kind == MTHP_ANON ? "Anon" : "Shmem", mthp_policy_mode_name(p->pol->mode[kind]), p->prio);
+        if (p->proc >= 0) {
+                const struct mthp_engine_proc *m = &st->proc[p->proc];
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s)", m->pid, m->comm, m->fault_rate,
+                         m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
+        } else {
+                const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
+                snprintf(buf, n, "cgroup %s (%.0f faults/s%s)", c->path, c->fault_rate, pol);
+        }
+        (void) caps;
+}
+
 static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                          const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
-                          unsigned n_ladder, unsigned level, struct density_verdict *v) {
-        double keep_thr = 1.0 / (1.0 + cfg->max_bloat / 100.0);
-        double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
+                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v) {
         double total = 0;
         int top = level ? (int) ladder[level - 1] : -1;
+        double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
 
         memset(v, 0, sizeof(*v));
         v->holder = v->best = v->unknown = -1;
         v->keep = v->raise = n_ladder;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
-                        total += kind_rate(&st->proc[j], kind, caps, top, keep_thr);
+                        total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
+
+        /* processes under auto (a policy's or the defaults) speak for themselves */
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
-                if (!counts(cfg, st, j, kind, total, caps, top, keep_thr))
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double keep_thr = 1.0 / (1.0 + bloat / 100.0);
+                double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
+                if (pol && pol->mode[kind] != MTHP_POLICY_AUTO)
+                        continue; /* its cgroup speaks for it, below */
+                if (!counts(cfg, st, j, kind, total, caps, top, keep_default))
                         continue;
                 bool any = false;
                 for (unsigned r = 0; r < n_ladder; r++)
@@ -171,38 +283,126 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                 }
                 v->measured = true;
                 if (v->best < 0 ||
-                    kind_rate(m, kind, caps, top, keep_thr) > kind_rate(&st->proc[v->best], kind, caps, top, keep_thr))
+                    kind_rate(m, kind, caps, top, keep_default) > kind_rate(&st->proc[v->best], kind, caps, top, keep_default))
                         v->best = (int) j;
-                for (unsigned r = 0; r < n_ladder; r++) {
+                if (v->n_parties >= MAX_PARTIES)
+                        continue;
+                struct party *pt = &v->party[v->n_parties++];
+                unsigned cap = sizes_cap(caps, ladder, n_ladder, pol);
+                *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
+                                      .prio = pol ? pol->priority : cfg->default_priority,
+                                      .keep = cap, .raise = cap, .capped = cap < n_ladder };
+                for (unsigned r = 0; r < cap; r++) {
                         double u = remembered(m, kind, ladder[r]);
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
                         bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc;
                         bool ok_raise = isnan(u) || u >= raise_thr;
-                        if (!ok_raise && r < v->raise)
-                                v->raise = r;
-                        if (!ok_keep && r < v->keep) {
-                                v->keep = r;
-                                v->holder = (int) j;
-                                v->holder_size = ladder[r];
-                                v->holder_usage = u;
-                        }
-                        if (!ok_keep)
+                        if (!ok_raise && r < pt->raise)
+                                pt->raise = r;
+                        if (!ok_keep) {
+                                pt->keep = r;
+                                pt->fail_size = ladder[r];
+                                pt->fail_usage = u;
+                                pt->capped = false;
                                 break;
+                        }
+                }
+                if (pt->raise > pt->keep)
+                        pt->raise = pt->keep;
+        }
+
+        madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
+        /* managed cgroups that say always, madvise or never, while they fault */
+        double host_rate = snap->vm[MTHP_VM_PGFAULT].rate;
+        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++) {
+                const struct mthp_cgroup_view *cv = &snap->cgroup[c];
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, cv->path, NULL, 0);
+                if (!pol || pol->mode[kind] == MTHP_POLICY_AUTO)
+                        continue;
+                uint64_t kind_kb = kind == MTHP_ANON ? cv->anon_kb : cv->shmem_kb;
+                if (cv->new_cgroup || kind_kb == 0 || cv->fault_rate < cfg->min_proc_fault_rate ||
+                    cv->fault_rate < host_rate * cfg->min_proc_share / 100.0 || v->n_parties >= MAX_PARTIES)
+                        continue;
+                unsigned ceil = pol->mode[kind] == MTHP_POLICY_ALWAYS ? sizes_cap(caps, ladder, n_ladder, pol) : 0;
+                v->party[v->n_parties++] = (struct party){ .proc = -1, .cgroup = (int) c, .pol = pol,
+                                                           .prio = pol->priority, .keep = ceil, .raise = ceil,
+                                                           .capped = true };
+                v->measured = true;
+        }
+
+        /* the level: climb while every objection is outranked */
+        unsigned keep = 0, raise = 0;
+        int blocker = -1;
+        while (keep < n_ladder && level_ok(v, keep + 1, false, &blocker))
+                keep++;
+        while (raise < keep && level_ok(v, raise + 1, true, NULL))
+                raise++;
+        if (v->n_parties) {
+                v->keep = keep;
+                v->raise = raise;
+                v->holder = keep < n_ladder ? blocker : -1;
+        }
+
+        /* madvise above the level for policy parties that accept a size but
+         * were outranked there; and name who lost, for the explanation */
+        size_t len = 0;
+        for (unsigned p = 0; p < v->n_parties; p++) {
+                const struct party *pp = &v->party[p];
+                bool lost = false;
+                for (unsigned r = v->keep; r < n_ladder; r++) {
+                        if (pp->keep <= r)
+                                break;
+                        for (unsigned q = 0; q < v->n_parties; q++)
+                                if (v->party[q].keep <= r && v->party[q].prio > pp->prio) {
+                                        if (pp->pol)
+                                                v->madvise[r] = true;
+                                        lost = true;
+                                }
+                }
+                /* an objector that lost: its ceiling is below the level */
+                lost = lost || pp->keep < v->keep;
+                if (lost && len < sizeof(v->outranked) - 8) {
+                        char d[160];
+                        describe_party(caps, st, snap, kind, pp, d, sizeof(d));
+                        int w = snprintf(v->outranked + len, sizeof(v->outranked) - len, "%s%s", len ? "; " : "", d);
+                        len += w > 0 ? (size_t) w : 0;
+                        if (len >= sizeof(v->outranked))
+                                len = sizeof(v->outranked) - 1;
                 }
         }
-        if (v->raise > v->keep)
-                v->raise = v->keep;
+        for (unsigned r = 0; r < v->keep && r < n_ladder; r++)
+                v->madvise[r] = false; /* always already */
         /* a process that counts but has no sample yet may be sparse: no raise */
         if (v->unknown >= 0 && v->raise > level)
                 v->raise = level;
+}
+
+/* Why a party holds the level at keep: its density or its policy. */
+static void describe_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                            const struct density_verdict *v, const unsigned *ladder, unsigned n_ladder, char *buf,
+                            size_t n) {
+        const struct party *p = &v->party[v->holder];
+        char who[200], hs[16];
+        describe_party(caps, st, snap, kind, p, who, sizeof(who));
+        if (p->proc >= 0 && !p->capped) {
+                double bloat = p->pol && !isnan(p->pol->max_bloat) ? p->pol->max_bloat : cfg->max_bloat;
+                mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
+                snprintf(buf, n, "%s uses %.2f of each %s block (predicted RSS x%.1f > MaxBloat %.0f%%)", who,
+                         p->fail_usage, hs, p->fail_usage > 0 ? 1 / p->fail_usage : 99.0, bloat);
+        } else {
+                unsigned r = p->keep < n_ladder ? p->keep : n_ladder - 1;
+                mthp_format_size(caps->sizes[ladder[r]].kb, hs, sizeof(hs));
+                snprintf(buf, n, "%s accepts no %s folios of %s as always", who, mthp_kind_name(kind), hs);
+        }
 }
 
 struct signals {
         double demand, fallback_pct, avail_pct, share, top_alloc, stall_ms;
         int stall_pid;                 /* a process stalling in compaction, or 0 */
         bool pressure, fragmented, measured;
-        char pressure_why[96];
+        char pressure_why[256];
 };
 
 static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -265,6 +465,19 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                                  "cgroup %s of pid %d at %.0f%% of its %llu MiB limit", p->cgroup, p->pid, used,
                                  (unsigned long long) p->cg_limit_kb / 1024);
                 }
+        }
+        /* a managed cgroup that faults this kind, stalled beyond its MaxPressure= */
+        for (unsigned i = 0; i < snap->n_cgroups && i < MTHP_SNAP_CGROUPS && !s->pressure; i++) {
+                const struct mthp_cgroup_view *c = &snap->cgroup[i];
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, c->path, NULL, 0);
+                double limit = pol && !isnan(pol->max_pressure) ? pol->max_pressure : cfg->psi_some_max;
+                uint64_t kind_kb = kind == MTHP_ANON ? c->anon_kb : c->shmem_kb;
+                if (!c->psi_present || kind_kb == 0 || c->fault_rate < cfg->min_proc_fault_rate ||
+                    c->psi_some_avg10 < limit)
+                        continue;
+                s->pressure = true;
+                snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s memory.pressure some %.1f%% >= %.0f%%%s%s",
+                         c->path, c->psi_some_avg10, limit, pol ? " of policy " : "", pol ? pol->name : "");
         }
         /* direct compaction stalls: large folios cost the faulting process time */
         for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->fragmented; i++) {
@@ -344,12 +557,13 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 /* density speaks for a kind only while the kind faults: a shmem
                  * workload's heap must not decide anon sizes */
                 if (sig.demand >= cfg->lower_fault_rate)
-                        judge_density(cfg, caps, next, kind, ladder, n_ladder, st->level, &dens);
+                        judge_density(cfg, caps, snap, next, kind, ladder, n_ladder, st->level, &dens);
                 else {
                         memset(&dens, 0, sizeof(dens));
                         dens.holder = dens.best = dens.unknown = -1;
                         dens.keep = n_ladder;
                         dens.raise = st->level;
+                        madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, dens.madvise);
                 }
 
                 if (sig.measured) {
@@ -380,6 +594,10 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 level_name(caps, ladder, st->level, top, sizeof(top));
                 if (dens.best >= 0)
                         describe_proc(&next->proc[dens.best], who, sizeof(who));
+                char raiser[200] = "";
+                for (unsigned p = 0; p < dens.n_parties && !raiser[0]; p++)
+                        if (dens.party[p].keep >= target && target > 0)
+                                describe_party(caps, next, snap, kind, &dens.party[p], raiser, sizeof(raiser));
 
                 /* probe-then-verify: a raise must show allocations at its new
                  * top size while the kind is faulting */
@@ -420,16 +638,10 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         st->ceiling = back + 1; /* every size above it went unused */
                 } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
                         /* bloat guard: no dwell, a faulting sparse process pays now */
-                        const struct mthp_engine_proc *p = &next->proc[dens.holder];
-                        char hs[16], pd[96];
-                        mthp_format_size(caps->sizes[dens.holder_size].kb, hs, sizeof(hs));
-                        describe_proc(p, pd, sizeof(pd));
+                        char hd[320];
+                        describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
                         level_name(caps, ladder, dens.keep, to, sizeof(to));
-                        snprintf(why, sizeof(why),
-                                 "%s uses %.2f of each %s %s block (predicted RSS x%.1f > MaxBloat %.0f%%): "
-                                 "step %s down from %s to %s",
-                                 pd, dens.holder_usage, hs, kname, dens.holder_usage > 0 ? 1 / dens.holder_usage : 99.0,
-                                 cfg->max_bloat, kname, top, to);
+                        snprintf(why, sizeof(why), "%s: step %s down from %s to %s", hd, kname, top, to);
                         st->level = dens.keep;
                         st->verify_left = 0;
                 } else if (st->level > 0 && sig.fragmented && dwell_ok) {
@@ -450,7 +662,13 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         /* dwell guards against reversals: a second raise right
                          * after the first (a sample that saw more) is no flap */
                         level_name(caps, ladder, target, to, sizeof(to));
-                        if (dens.measured)
+                        if (dens.measured && dens.best < 0)
+                                snprintf(why, sizeof(why),
+                                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; wanted by policy: %s; "
+                                         "no pressure (MemAvailable %.0f%%): raise to %s (probe)",
+                                         kname, sig.demand, cfg->raise_fault_rate, st->raise_streak, raiser, sig.avail_pct,
+                                         to);
+                        else if (dens.measured)
                                 snprintf(why, sizeof(why),
                                          "%s fault demand %.0f pages/s >= %.0f for %u ticks; densest use by %s: "
                                          "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
@@ -473,15 +691,13 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         snprintf(why, sizeof(why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down", kname,
                                  sig.demand, cfg->lower_fault_rate, st->lower_streak);
                 } else {
-                        char extra[200] = "";
+                        char extra[360] = "";
                         if (sig.pressure)
                                 snprintf(extra, sizeof(extra), "; pressure: %s", sig.pressure_why);
                         else if (dens.measured && dens.holder >= 0 && dens.keep <= st->level) {
-                                char hs[16], pd[96];
-                                mthp_format_size(caps->sizes[dens.holder_size].kb, hs, sizeof(hs));
-                                describe_proc(&next->proc[dens.holder], pd, sizeof(pd));
-                                snprintf(extra, sizeof(extra), "; held back by %s: uses %.2f of each %s block", pd,
-                                         dens.holder_usage, hs);
+                                char hd[320];
+                                describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
+                                snprintf(extra, sizeof(extra), "; held back by %s", hd);
                         } else if (barred)
                                 snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks",
                                          st->ceiling, (unsigned long long) (st->ceiling_until - snap->tick));
@@ -529,12 +745,19 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
                         d->knob = knob;
                         bool on = rung >= 0 && (unsigned) rung < st->level;
-                        snprintf(d->value, sizeof(d->value), "%s", on ? "always" : "");
+                        const char *adv = kind == MTHP_ANON ? "madvise" : "advise";
+                        bool madv = !on && rung >= 0 && dens.madvise[rung] &&
+                                    mthp_knob_allows(&caps->knobs[knob], adv);
+                        snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv ? adv : "");
                         if (rung < 0)
                                 snprintf(d->reason, sizeof(d->reason),
                                          "%s is outside the %s sizes mthpd may use: original value", sname, kname);
-                        else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)", why, st->level,
-                                          n_ladder, sname, on ? "in use" : "not needed: original value") >=
+                        else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s", why, st->level,
+                                          n_ladder, sname,
+                                          on     ? "in use"
+                                          : madv ? "madvise: a policy wants it where programs ask"
+                                                 : "not needed: original value",
+                                          dens.outranked[0] ? "; outranked: " : "", dens.outranked) >=
                                  (int) sizeof(d->reason))
                                 d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
                 }

@@ -186,6 +186,21 @@ static unsigned proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         return n;
 }
 
+static unsigned cgroup_fields(struct mthp_cgroup_view *c, struct field *f) {
+        unsigned n = 0;
+        f[n++] = STRING("path", c->path);
+        f[n++] = SCALAR("fault_rate", FIELD_DOUBLE, &c->fault_rate);
+        f[n++] = SCALAR("new", FIELD_BOOL, &c->new_cgroup);
+        f[n++] = SCALAR("anon", FIELD_U64, &c->anon_kb);
+        f[n++] = SCALAR("shmem", FIELD_U64, &c->shmem_kb);
+        f[n++] = SCALAR("usage", FIELD_U64, &c->usage_kb);
+        f[n++] = SCALAR("limit", FIELD_U64, &c->limit_kb);
+        f[n++] = SCALAR("growth", FIELD_DOUBLE, &c->growth_kb_s);
+        f[n++] = SCALAR("psi", FIELD_BOOL, &c->psi_present);
+        f[n++] = SCALAR("psi_some", FIELD_DOUBLE, &c->psi_some_avg10);
+        return n;
+}
+
 /* The optional lines of a tick, each left out when all its fields are
  * zero, empty or absent. */
 static const struct tick_line {
@@ -379,6 +394,10 @@ static void put_tick(FILE *f, const struct mthp_caps *caps, const struct mthp_sn
         for (unsigned i = 0; i < s->density.n_procs && i < MTHP_DENSITY_PROCS; i++) {
                 fputs("proc", f);
                 put_fields(f, fl, proc_fields(&s->density.proc[i], caps->n_sizes, fl));
+        }
+        for (unsigned i = 0; i < s->n_cgroups && i < MTHP_SNAP_CGROUPS; i++) {
+                fputs("cgroup", f);
+                put_fields(f, fl, cgroup_fields(&s->cgroup[i], fl));
         }
         fputs("end\n", f);
 }
@@ -958,9 +977,15 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                         e = parse_fields(r, "proc", tok + 1, n_tok - 1, fl,
                                          proc_fields(&snap->density.proc[snap->density.n_procs++], r->caps.n_sizes,
                                                      fl));
+                } else if (strcmp(tok[0], "cgroup") == 0) {
+                        if (snap->n_cgroups == MTHP_SNAP_CGROUPS)
+                                return bad(r, "more than %d 'cgroup' lines in tick %llu", MTHP_SNAP_CGROUPS,
+                                           (unsigned long long) snap->tick);
+                        e = parse_fields(r, "cgroup", tok + 1, n_tok - 1, fl,
+                                         cgroup_fields(&snap->cgroup[snap->n_cgroups++], fl));
                 } else
                         return bad(r, "unknown line '%s' in tick %llu: expected vm, mem, psi, stat, knobs, rates, "
-                                   "density, proc or end", tok[0], (unsigned long long) snap->tick);
+                                   "density, proc, cgroup or end", tok[0], (unsigned long long) snap->tick);
                 if (e < 0)
                         return e;
         }

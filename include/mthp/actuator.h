@@ -6,7 +6,7 @@
 #include "mthp/journal.h"
 #include "mthp/probe.h"
 
-#define MTHP_REASON_MAX 512
+#define MTHP_REASON_MAX 768
 #define MTHP_HISTORY_MAX 256
 
 struct mthp_change {

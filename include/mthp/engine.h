@@ -4,6 +4,7 @@
 #include "mthp/config.h"
 #include "mthp/sample.h"
 #include "mthp/actuator.h"
+#include "mthp/policy.h"
 
 /* Per kind, the engine keeps a level: level L enables the L smallest sizes of
  * the allowed ladder ("always"); sizes above stay at their original value.
@@ -43,6 +44,7 @@ struct mthp_engine_kind {
 struct mthp_engine_proc {
         int pid;                        /* 0: free */
         char comm[16];
+        char cgroup[MTHP_CGROUP_PATH_MAX];  /* its memory cgroup, "" unknown */
         uint64_t seen_tick;
         double fault_rate;
         bool new_proc;                  /* its rate is a lifetime average so far */
@@ -72,6 +74,11 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
 /* Pure: no I/O, no clock, no globals. Emits one decision for every knob the
  * engine manages, every tick (the actuator only writes differences), and
  * explains it. Returns the number of decisions. */
+/* The policy that manages a memory cgroup path under cfg (NULL: none, the
+ * defaults apply); managed gets the matched cgroup if not NULL. */
+const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
+                                             size_t size);
+
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);

@@ -21,6 +21,7 @@
 
 #include "mthp/config.h"
 #include "mthp/engine.h"
+#include "mthp/policy.h"
 #include "mthp/sample.h"
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
@@ -110,6 +111,8 @@ struct workload {
         double bloat_avail_pct;
         unsigned never_kb;            /* the kernel never tries sizes >= this (e.g. small VMAs) */
         const struct mthp_density_view *dens; /* what the density sampler sees, or NULL */
+        const struct mthp_cgroup_view *cgroups; /* managed cgroups, or NULL */
+        unsigned n_cgroups;
 };
 
 /* What the reason of a kind should quote this tick. */
@@ -255,6 +258,9 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
         memcpy(snap->knob, s->knob, sizeof(snap->knob));
         if (w->dens)
                 snap->density = *w->dens;
+        snap->n_cgroups = w->n_cgroups;
+        for (unsigned i = 0; i < w->n_cgroups; i++)
+                snap->cgroup[i] = w->cgroups[i];
         mthp_snapshot_derive(&s->caps, snap);
 }
 
@@ -323,11 +329,19 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                                 continue;
                         }
                         unsigned i = (unsigned) rung;
-                        assert_string_equal(d->value, i < level ? "always" : "");
+                        if (i >= level && d->value[0]) {
+                                /* above the level only a policy's madvise */
+                                assert_non_null(s->cfg.policies);
+                                assert_string_equal(d->value, kind == MTHP_ANON ? "madvise" : "advise");
+                                assert_contains(d->reason, "madvise: a policy wants it");
+                        } else
+                                assert_string_equal(d->value, i < level ? "always" : "");
                         assert_true(d->reason[0] != 0);
                         assert_containsf(d->reason, "level %u/%u", level, n_ladder);
                         if (s->tick == 0) {
                                 assert_contains(d->reason, "first sample");
+                        } else if (strstr(d->reason, "memory pressure") && strstr(d->reason, "memory.pressure")) {
+                                assert_contains(d->reason, "cgroup /");
                         } else if (strstr(d->reason, "memory pressure") && strstr(d->reason, "cgroup")) {
                                 assert_contains(d->reason, "% of its");
                                 assert_contains(d->reason, "MiB limit");
@@ -340,6 +354,9 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                                         assert_containsf(d->reason, "MemAvailable %.1f%%",
                                                          100.0 * (double) s->snap.mem.available_kb /
                                                                  (double) s->snap.mem.total_kb);
+                        } else if (strstr(d->reason, "as always: step")) {
+                                /* a policy's objection names the cgroup and its priority */
+                                assert_contains(d->reason, "priority ");
                         } else if (strstr(d->reason, "MaxBloat")) {
                                 /* a density step down names the process and its numbers */
                                 assert_contains(d->reason, "pid ");
@@ -1365,6 +1382,181 @@ static void test_density_phase_change_is_quick(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
 }
 
+
+/* ---- policy files: arbitration between cgroups (mthpd.policy(5)) ---- */
+
+static struct mthp_policy test_policies[4];
+static struct mthp_policy_set test_policy_set;
+
+static void policy_add(struct sim *s, const char *text) {
+        char err[1024];
+        struct mthp_policy *p = &test_policies[test_policy_set.n];
+        char name[32];
+        snprintf(name, sizeof(name), "p%u", test_policy_set.n);
+        if (mthp_policy_load_string(name, text, p, err, sizeof(err)) < 0)
+                fail_msg("policy: %s", err);
+        test_policy_set.p = test_policies;
+        test_policy_set.n++;
+        s->cfg.policies = &test_policy_set;
+}
+
+static void cg_view(struct mthp_cgroup_view *c, const char *path, double rate) {
+        memset(c, 0, sizeof(*c));
+        snprintf(c->path, sizeof(c->path), "%s", path);
+        c->fault_rate = rate;
+        c->anon_kb = 500000;
+}
+
+/* a dense process in /dense and a sparse one in /sparse, both faulting hard */
+static void two_cgroups(struct sim *s, struct mthp_density_view *v, struct mthp_cgroup_view *cg, struct workload *w) {
+        wide(s);
+        test_policy_set.n = 0;
+        v->valid = true;
+        v->n_procs = 2;
+        dens_proc(&v->proc[0], 500, 1, 0);
+        dens_proc(&v->proc[1], 501, 0.25, 0); /* one page in 64K */
+        snprintf(v->proc[0].cgroup, sizeof(v->proc[0].cgroup), "/dense");
+        snprintf(v->proc[1].cgroup, sizeof(v->proc[1].cgroup), "/sparse/job");
+        cg_view(&cg[0], "/dense", 50000);
+        cg_view(&cg[1], "/sparse", 50000);
+        *w = anon_hot;
+        w->dens = v;
+        w->cgroups = cg;
+        w->n_cgroups = 2;
+}
+
+static const char *knob_of(const struct sim *s, unsigned kb, enum mthp_kind kind) {
+        return s->knob[s->caps.sizes[size_index(&s->caps, kb)].knob[kind]];
+}
+
+static void test_policy_high_always_outranks_never(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nAnon=always\nPriority=80\n");
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nAnon=never\nPriority=20\n");
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(changes(s, MTHP_ANON), 1);
+        assert_contains(kind_reason(s, MTHP_ANON), "outranked: cgroup /sparse (50000 faults/s, policy p1: Anon=never, priority 20)");
+}
+
+static void test_policy_high_never_forces_madvise(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nAnon=always\nSizes=64K-2M\nPriority=20\n");
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nAnon=never\nPriority=80\n");
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        /* the outranked wish becomes madvise for every size it accepts */
+        assert_string_equal(knob_of(s, 16, MTHP_ANON), "madvise");
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), "madvise");
+        assert_contains(kind_reason(s, MTHP_ANON),
+                        "held back by cgroup /sparse (50000 faults/s, policy p1: Anon=never, priority 80) accepts no "
+                        "anon folios of 16K as always");
+        assert_contains(kind_reason(s, MTHP_ANON), "outranked: cgroup /dense");
+        /* shmem: nobody has a say there */
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_string_equal(knob_of(s, 64, MTHP_SHMEM), "never");
+}
+
+static void test_policy_tie_goes_to_smaller(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nAnon=always\n");
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nAnon=never\n");
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        /* no madvise: not outranked, a tie */
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), s->orig[s->caps.sizes[size_index(&s->caps, 2048)].knob[MTHP_ANON]]);
+}
+
+static void test_policy_idle_never_has_no_say(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        v.n_procs = 1;          /* only the dense process faults ... */
+        cg[1].fault_rate = 20;  /* ... /sparse is idle */
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nAnon=never\nPriority=100\n");
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* it starts faulting: the next tick it holds the sizes back */
+        cg[1].fault_rate = 40000;
+        sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "cgroup /sparse (40000 faults/s, policy p0: Anon=never, priority 100)");
+}
+
+static void test_policy_auto_own_maxbloat_and_sizes(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        /* the sparse process uses 0.25 of 16K: x4 RSS. Its policy allows x4
+         * (MaxBloat=300%) up to 16K only (Sizes=16K); the dense one may go to 64K */
+        v.proc[1].fault_rate = 200000; /* still >= MinProcessShare once /dense gets 64K folios */
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nMaxBloat=300%\nSizes=16K\n");
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nSizes=16K-64K\nPriority=60\n");
+        sim_run(s, &w, 10);
+        /* 32K: /sparse (priority 50) objects (Sizes), /dense (60) accepts: outranked;
+         * 128K: /dense objects too */
+        assert_int_equal(level(s, MTHP_ANON), 3);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 500");
+        assert_contains(kind_reason(s, MTHP_ANON), "accepts no anon folios of 128K as always");
+        assert_contains(kind_reason(s, MTHP_ANON), "outranked: pid 501 (proc501, 200000 faults/s, cgroup /sparse/job, policy p0");
+}
+
+static void test_policy_madvise_cgroup(void **state) {
+        struct sim *s = *state;
+        struct mthp_cgroup_view cg;
+        struct workload w = idle;
+        wide(s);
+        test_policy_set.n = 0;
+        cg_view(&cg, "/jvm", 0); /* idle, but present: its madvise stands */
+        w.cgroups = &cg;
+        w.n_cgroups = 1;
+        policy_add(s, "[Match]\nCgroup=/jvm\n[Policy]\nAnon=madvise\nShmem=madvise\nSizes=2M\n");
+        sim_run(s, &w, 5);
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), "madvise");
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "advise");
+        const char *orig = s->orig[s->caps.sizes[size_index(&s->caps, 2048)].knob[MTHP_ANON]];
+        assert_string_not_equal(orig, "madvise");
+        assert_string_equal(knob_of(s, 1024, MTHP_ANON), s->orig[s->caps.sizes[size_index(&s->caps, 1024)].knob[MTHP_ANON]]);
+        /* gone: the original value comes back */
+        w.n_cgroups = 0;
+        sim_step(s, &w);
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), orig);
+}
+
+static void test_policy_cgroup_pressure(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        v.n_procs = 1;
+        cg[1].fault_rate = 0;
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nMaxPressure=5%\n");
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        cg[0].psi_present = true;
+        cg[0].psi_some_avg10 = 7.5;
+        sim_run(s, &w, 2);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "cgroup /dense memory.pressure some 7.5% >= 5% of policy p0");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1408,6 +1600,13 @@ int main(void) {
                 T(test_density_small_share_no_veto),
                 T(test_density_first_sight_waits),
                 T(test_density_phase_change_is_quick),
+                T(test_policy_high_always_outranks_never),
+                T(test_policy_high_never_forces_madvise),
+                T(test_policy_tie_goes_to_smaller),
+                T(test_policy_idle_never_has_no_say),
+                T(test_policy_auto_own_maxbloat_and_sizes),
+                T(test_policy_madvise_cgroup),
+                T(test_policy_cgroup_pressure),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),

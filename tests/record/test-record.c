@@ -168,6 +168,20 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                 d->cg_usage_kb = 500000;
                 d->cg_limit_kb = p == 0 ? 1000000 : 0;
         }
+        s->n_cgroups = t == 5 ? MTHP_SNAP_CGROUPS : t % 3;
+        for (unsigned c = 0; c < s->n_cgroups; c++) {
+                struct mthp_cgroup_view *g = &s->cgroup[c];
+                snprintf(g->path, sizeof(g->path), c ? "/batch.slice/job-%u.scope" : "/system.slice/a b,\"c\"", c);
+                g->fault_rate = 1e5 / (c + 3);
+                g->new_cgroup = c == 1;
+                g->anon_kb = 4096 * c;
+                g->shmem_kb = c == 2 ? 12 : 0;
+                g->usage_kb = 1ULL << 33;
+                g->limit_kb = c == 0 ? 1000000 : 0;
+                g->growth_kb_s = -12.25;
+                g->psi_present = c != 1;
+                g->psi_some_avg10 = c == 1 ? 0 : 3.14;
+        }
 }
 
 /* ---- exact comparison ---- */
@@ -263,6 +277,20 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                 assert_string_equal(u->cgroup, v->cgroup);
                 assert_int_equal(u->cg_usage_kb, v->cg_usage_kb);
                 assert_int_equal(u->cg_limit_kb, v->cg_limit_kb);
+        }
+        assert_int_equal(a->n_cgroups, b->n_cgroups);
+        for (unsigned c = 0; c < a->n_cgroups; c++) {
+                const struct mthp_cgroup_view *g = &a->cgroup[c], *h = &b->cgroup[c];
+                assert_string_equal(g->path, h->path);
+                assert_same_double(g->fault_rate, h->fault_rate, "cgroup fault_rate");
+                assert_int_equal(g->new_cgroup, h->new_cgroup);
+                assert_int_equal(g->anon_kb, h->anon_kb);
+                assert_int_equal(g->shmem_kb, h->shmem_kb);
+                assert_int_equal(g->usage_kb, h->usage_kb);
+                assert_int_equal(g->limit_kb, h->limit_kb);
+                assert_same_double(g->growth_kb_s, h->growth_kb_s, "growth");
+                assert_int_equal(g->psi_present, h->psi_present);
+                assert_same_double(g->psi_some_avg10, h->psi_some_avg10, "cgroup psi");
         }
 }
 
