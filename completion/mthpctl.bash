@@ -60,7 +60,7 @@ _mthpctl() {
         local words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
         COMPREPLY=()
 
-        local commands="status sizes explain history metrics top pin unpin resume mode reload restore exec check simulate help"
+        local commands="status sizes cgroups explain history metrics top pin unpin resume mode reload restore exec check simulate help"
         local global="-j --json -r --root -s --state-dir --sample -h --help --version"
 
         case $prev in
@@ -70,6 +70,10 @@ _mthpctl() {
                 ;;
         -c | --config)
                 _mthpctl_files
+                return
+                ;;
+        -p | --policy-dir)
+                _mthpctl_files -d
                 return
                 ;;
         --sample | -i | --interval)
@@ -135,7 +139,9 @@ _mthpctl() {
         top) opts+=" -i --interval --iterations" ;;
         pin) opts+=" --for --until" ;;
         exec) opts+=" --thp=disable --thp=madvise --thp=inherit --" ;;
-        simulate) opts+=" -j --json -c --config" ;;
+        simulate) opts+=" -j --json -c --config -p --policy-dir" ;;
+        cgroups) opts+=" -j --json --sample -p --policy-dir" ;;
+        check) opts+=" -j --json" ;;
         esac
         if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts" -- "$cur"))
@@ -148,7 +154,7 @@ _mthpctl() {
         for ((i = cmd_at + 1; i < cword; i++)); do
                 case ${words[i]} in
                 -r | --root | -s | --state-dir | --sample | -n | --lines | --since | --for | --until | \
-                        -i | --interval | --iterations | -c | --config) ((i++)) ;;
+                        -i | --interval | --iterations | -c | --config | -p | --policy-dir) ((i++)) ;;
                 -*) ;;
                 *) args+=("${words[i]}") ;;
                 esac

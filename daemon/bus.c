@@ -120,6 +120,37 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* The managed cgroups, highest fault rate first, with their policy, the
+ * density the engine remembers of their processes and their pressure. */
+static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct daemon *d = userdata;
+        (void) error;
+        int r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(ssssudttttdiib)");
+        for (unsigned i = 0; r >= 0 && i < d->snap.n_cgroups; i++) {
+                const struct mthp_cgroup_view *c = &d->snap.cgroup[i];
+                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, c->path, NULL, 0);
+                int dense[_MTHP_KIND_MAX];
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        dense[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, c->path, k, NULL);
+                r = sd_bus_message_append(reply, "(ssssudttttdiib)", c->path, pol ? pol->name : "",
+                                          pol ? mthp_policy_mode_name(pol->mode[MTHP_ANON]) : "auto",
+                                          pol ? mthp_policy_mode_name(pol->mode[MTHP_SHMEM]) : "auto",
+                                          pol ? pol->priority : d->cfg.engine.default_priority,
+                                          c->new_cgroup ? 0.0 : c->fault_rate, c->anon_kb, c->shmem_kb, c->usage_kb,
+                                          c->limit_kb, c->psi_present ? c->psi_some_avg10 : -1.0, dense[MTHP_ANON],
+                                          dense[MTHP_SHMEM], pol ? pol->collapse : false);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const struct mthp_actuator *a = &((struct daemon *) userdata)->act;
@@ -303,6 +334,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS("History", SD_BUS_ARGS("u", max), SD_BUS_RESULT("a(tssss)", changes), method_history,
                                 OPEN),
+        SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(ssssudttttdiib)", cgroups), method_list_cgroups, OPEN),
         SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, OPEN),
         SD_BUS_METHOD_WITH_ARGS("Pin", SD_BUS_ARGS("s", id, "s", value, "t", until), SD_BUS_NO_RESULT, method_pin,
                                 OPEN),

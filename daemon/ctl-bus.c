@@ -233,6 +233,52 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
         return r < 0 ? bad_reply(r, "Explain", e) : 0;
 }
 
+int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigned *n, struct ctl_bus_error *e) {
+        struct ctl_bus_cgroup *c = NULL;
+        sd_bus_message *m = NULL;
+        unsigned cap = 0;
+        int r;
+
+        *n = 0;
+        *ret = NULL;
+        if ((r = call(b, CTL_BUS_INTERFACE, "ListCgroups", &m, e, NULL)) < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(ssssudttttdiib)");
+        while (r >= 0) {
+                const char *path, *policy, *anon, *shmem;
+                struct ctl_bus_cgroup x = { 0 };
+                int collapse = 0;
+                r = sd_bus_message_read(m, "(ssssudttttdiib)", &path, &policy, &anon, &shmem, &x.priority,
+                                        &x.fault_rate, &x.anon_kb, &x.shmem_kb, &x.usage_kb, &x.limit_kb, &x.psi_some,
+                                        &x.dense_kb[0], &x.dense_kb[1], &collapse);
+                if (r <= 0)
+                        break;
+                mthp_strcpy(x.path, sizeof(x.path), path);
+                mthp_strcpy(x.policy, sizeof(x.policy), policy);
+                mthp_strcpy(x.anon, sizeof(x.anon), anon);
+                mthp_strcpy(x.shmem, sizeof(x.shmem), shmem);
+                x.collapse = collapse;
+                if (*n == cap) {
+                        cap = cap ? 2 * cap : 16;
+                        struct ctl_bus_cgroup *nc = realloc(c, cap * sizeof(*c));
+                        if (!nc) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        c = nc;
+                }
+                c[(*n)++] = x;
+        }
+        sd_bus_message_unref(m);
+        if (r < 0) {
+                free(c);
+                *n = 0;
+                return bad_reply(r, "ListCgroups", e);
+        }
+        *ret = c;
+        return 0;
+}
+
 int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, unsigned *n,
                     struct ctl_bus_error *e) {
         struct mthp_change *c = NULL;

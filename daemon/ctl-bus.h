@@ -68,6 +68,21 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
 int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **c, unsigned *n,
                     struct ctl_bus_error *e);
 
+/* A managed cgroup, as ListCgroups gives it. */
+struct ctl_bus_cgroup {
+        char path[256];
+        char policy[64];
+        char anon[16], shmem[16];      /* auto | always | madvise | never */
+        unsigned priority;
+        double fault_rate;
+        uint64_t anon_kb, shmem_kb, usage_kb, limit_kb;
+        double psi_some;               /* -1: no memory.pressure */
+        int dense_kb[2];               /* anon, shmem: -1 unknown */
+        bool collapse;
+};
+/* In an array to free(). */
+int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **c, unsigned *n, struct ctl_bus_error *e);
+
 int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e);
 /* until_usec: CLOCK_REALTIME µs; 0 = until unpinned */
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e);

@@ -11,9 +11,12 @@
 #include <systemd/sd-event.h>
 
 #include "mthp/actuator.h"
+#include "mthp/cgmon.h"
+#include "mthp/collapse.h"
 #include "mthp/config.h"
 #include "mthp/density.h"
 #include "mthp/engine.h"
+#include "mthp/policy.h"
 #include "mthp/procinfo.h"
 #include "mthp/record.h"
 #include "mthp/sample.h"
@@ -39,7 +42,15 @@ struct daemon {
         int mode_override;
         uint64_t interval_cli;
         const char *state_dir_cli;
+        const char *policy_dir_cli;         /* --policy-dir */
         struct mthp_config cfg;
+        /* the policy files in force; cfg.engine.policies points here */
+        struct mthp_policy_set *policies;
+        struct mthp_cgmon *cgmon;           /* NULL: no memory cgroups on this host */
+        struct mthp_collapser *collapser;   /* NULL: MADV_COLLAPSE unavailable */
+        struct mthp_collapse_result collapse_last; /* the last tick's collapse work */
+        struct mthp_collapse_result collapse_total;
+        int collapse_error;                 /* the last distinct error logged, for rate-limiting */
         struct mthp_host *host;
         struct mthp_caps caps;
         struct mthp_sampler *sampler;
@@ -58,6 +69,7 @@ struct daemon {
         uint64_t ticks;                     /* ticks since start */
         uint64_t changes;                   /* knob writes since start */
         bool density_error_logged;
+        bool cgmon_error_logged;
         const char *record_file;            /* --record */
         struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
         struct bus *bus;                    /* NULL: no D-Bus service */

@@ -20,11 +20,14 @@
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mthp-config.h"
 #include "mthp/actuator.h"
+#include "mthp/cgmon.h"
 #include "mthp/config.h"
+#include "mthp/policy.h"
 #include "mthp/engine.h"
 #include "mthp/journal.h"
 #include "mthp/log.h"
@@ -59,6 +62,7 @@ enum {
         O_ITERATIONS = 1 << 7,
         O_CONFIG = 1 << 8,
         O_THP = 1 << 9,
+        O_POLICY_DIR = 1 << 10,
 };
 
 struct command;
@@ -79,6 +83,7 @@ struct ctl {
         unsigned long iterations;    /* top; 0 = until q */
         const char *config;          /* simulate */
         const char *thp;             /* exec */
+        const char *policy_dir;      /* cgroups (without mthpd), simulate */
 };
 
 struct command {
@@ -929,6 +934,221 @@ static int cmd_explain(struct ctl *c, int argc, char **argv) {
         return EXIT_OK;
 }
 
+/* ---- cgroups ----------------------------------------------------------- */
+
+static int cmp_cgroup_rate(const void *a, const void *b) {
+        const struct ctl_bus_cgroup *x = a, *y = b;
+        return x->fault_rate < y->fault_rate ? 1 : x->fault_rate > y->fault_rate ? -1 : strcmp(x->path, y->path);
+}
+
+static const char *policy_dir_of(const struct ctl *c) {
+        return c->policy_dir ? c->policy_dir : MTHP_SYSCONFDIR "/policy.d";
+}
+
+static bool managed_by(const char *path, void *user) {
+        const struct mthp_policy_set *set = user;
+        for (unsigned i = 0; i < set->n; i++)
+                if (mthp_policy_matches(&set->p[i], path))
+                        return true;
+        return false;
+}
+
+/* Without mthpd: the policy files and the cgroups they match, measured over
+ * --sample (no density: that is the daemon's memory). */
+static int cgroups_from_host(struct ctl *c, struct ctl_bus_cgroup **ret, unsigned *n) {
+        static char err[65536];
+        struct mthp_policy_set *set = NULL;
+        *ret = NULL;
+        *n = 0;
+        if (mthp_policy_load_dir(policy_dir_of(c), true, &set, err, sizeof(err)) < 0) {
+                fputs(err, stderr);
+                fprintf(stderr, "mthpctl: cgroups: the policy files in %s are invalid\n", policy_dir_of(c));
+                return -EINVAL;
+        }
+        struct mthp_host *h = NULL;
+        struct mthp_caps *caps = xrealloc(NULL, sizeof(*caps));
+        struct mthp_cgmon *m = NULL;
+        int r = mthp_host_open(c->root, &h);
+        if (r >= 0)
+                r = mthp_probe(h, caps);
+        if (r >= 0)
+                r = mthp_cgmon_new(h, caps, &m);
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: cgroups: cannot read the cgroups under %s: %s\n", c->root, strerror(-r));
+                goto out;
+        }
+        mthp_cgmon_set_match(m, managed_by, set);
+        struct mthp_cgroup_view *v = xrealloc(NULL, MTHP_SNAP_CGROUPS * sizeof(*v));
+        unsigned nv = 0;
+        uint64_t t0 = now_usec();
+        r = mthp_cgmon_tick(m, t0, v, MTHP_SNAP_CGROUPS, &nv);
+        if (r >= 0 && c->sample_usec) {
+                usleep((useconds_t) c->sample_usec);
+                r = mthp_cgmon_tick(m, now_usec(), v, MTHP_SNAP_CGROUPS, &nv);
+        }
+        if (r >= 0) {
+                *ret = xrealloc(NULL, (nv ? nv : 1) * sizeof(**ret));
+                for (unsigned i = 0; i < nv; i++) {
+                        struct ctl_bus_cgroup *o = &(*ret)[i];
+                        int pi = mthp_policy_match(set, v[i].path, NULL, 0);
+                        const struct mthp_policy *pol = pi >= 0 ? &set->p[pi] : NULL;
+                        memset(o, 0, sizeof(*o));
+                        mthp_strcpy(o->path, sizeof(o->path), v[i].path);
+                        mthp_strcpy(o->policy, sizeof(o->policy), pol ? pol->name : "");
+                        mthp_strcpy(o->anon, sizeof(o->anon), mthp_policy_mode_name(pol ? pol->mode[MTHP_ANON] : 0));
+                        mthp_strcpy(o->shmem, sizeof(o->shmem), mthp_policy_mode_name(pol ? pol->mode[MTHP_SHMEM] : 0));
+                        o->priority = pol ? pol->priority : 50;
+                        o->collapse = pol && pol->collapse;
+                        o->fault_rate = c->sample_usec && !v[i].new_cgroup ? v[i].fault_rate : -1;
+                        o->anon_kb = v[i].anon_kb;
+                        o->shmem_kb = v[i].shmem_kb;
+                        o->usage_kb = v[i].usage_kb;
+                        o->limit_kb = v[i].limit_kb;
+                        o->psi_some = v[i].psi_present ? v[i].psi_some_avg10 : -1;
+                        o->dense_kb[0] = o->dense_kb[1] = -1;
+                }
+                *n = nv;
+        } else
+                fprintf(stderr, "mthpctl: cgroups: sampling failed: %s\n", strerror(-r));
+        free(v);
+out:
+        mthp_cgmon_free(m);
+        mthp_host_free(h);
+        free(caps);
+        mthp_policy_set_free(set);
+        return r < 0 ? r : 0;
+}
+
+static void fmt_kb(uint64_t kb, char *buf, size_t n) {
+        if (kb >= 10ULL << 20)
+                snprintf(buf, n, "%.1fG", (double) kb / (1 << 20));
+        else if (kb >= 10ULL << 10)
+                snprintf(buf, n, "%lluM", (unsigned long long) kb >> 10);
+        else
+                snprintf(buf, n, "%lluK", (unsigned long long) kb);
+}
+
+static void fmt_dense(int kb, char *buf, size_t n) {
+        if (kb < 0)
+                snprintf(buf, n, "-");
+        else if (kb == 0)
+                snprintf(buf, n, "4K");
+        else
+                mthp_format_size((unsigned) kb, buf, n);
+}
+
+static int cmd_cgroups(struct ctl *c, int argc, char **argv) {
+        (void) argc;
+        (void) argv;
+        struct ctl_bus_cgroup *cg = NULL;
+        unsigned n = 0;
+        bool from_daemon = false;
+        struct ctl_bus *bus = bus_open_for_read(false);
+        if (bus) {
+                struct ctl_bus_error e;
+                int r = ctl_bus_list_cgroups(bus, &cg, &n, &e);
+                if (r < 0 && r != -ESRCH) {
+                        ctl_bus_free(bus);
+                        return bus_fail(c, r, &e);
+                }
+                from_daemon = r >= 0;
+        }
+        ctl_bus_free(bus);
+        if (!from_daemon && cgroups_from_host(c, &cg, &n) < 0)
+                return EXIT_FAIL;
+        qsort(cg, n, sizeof(*cg), cmp_cgroup_rate);
+        if (c->json) {
+                printf("{\"source\":\"%s\",\"cgroups\":[", from_daemon ? "mthpd" : "host");
+                for (unsigned i = 0; i < n; i++) {
+                        const struct ctl_bus_cgroup *x = &cg[i];
+                        printf("%s{\"path\":", i ? "," : "");
+                        json_str(x->path);
+                        printf(",\"policy\":");
+                        json_str(x->policy);
+                        printf(",\"anon\":");
+                        json_str(x->anon);
+                        printf(",\"shmem\":");
+                        json_str(x->shmem);
+                        printf(",\"priority\":%u,\"collapse\":%s,\"fault_rate\":", x->priority,
+                               x->collapse ? "true" : "false");
+                        if (x->fault_rate >= 0)
+                                printf("%.1f", x->fault_rate);
+                        else
+                                printf("null");
+                        printf(",\"anon_kb\":%llu,\"shmem_kb\":%llu,\"usage_kb\":%llu,\"limit_kb\":",
+                               (unsigned long long) x->anon_kb, (unsigned long long) x->shmem_kb,
+                               (unsigned long long) x->usage_kb);
+                        if (x->limit_kb)
+                                printf("%llu", (unsigned long long) x->limit_kb);
+                        else
+                                printf("null");
+                        printf(",\"psi_some_avg10\":");
+                        if (x->psi_some >= 0)
+                                printf("%.2f", x->psi_some);
+                        else
+                                printf("null");
+                        printf(",\"dense_kb\":{\"anon\":");
+                        if (x->dense_kb[0] >= 0)
+                                printf("%d", x->dense_kb[0]);
+                        else
+                                printf("null");
+                        printf(",\"shmem\":");
+                        if (x->dense_kb[1] >= 0)
+                                printf("%d", x->dense_kb[1]);
+                        else
+                                printf("null");
+                        printf("}}");
+                }
+                printf("]}\n");
+                free(cg);
+                return EXIT_OK;
+        }
+        if (!n) {
+                printf("no managed cgroups: %s\n", from_daemon ? "no policy file matches a cgroup that exists"
+                                                               : "no policy file in the policy directory matches a "
+                                                                 "cgroup that exists");
+                free(cg);
+                return EXIT_OK;
+        }
+        struct table t;
+        table_init(&t, "CGROUP", "POLICY", "ANON", "SHMEM", ">PRIO", ">FAULTS/S", ">MEMORY", ">LIMIT", ">PSI",
+                   "DENSE", NULL);
+        for (unsigned i = 0; i < n; i++) {
+                const struct ctl_bus_cgroup *x = &cg[i];
+                char mem[16], lim[16], da[16], ds[16];
+                fmt_kb(x->usage_kb, mem, sizeof(mem));
+                if (x->limit_kb)
+                        fmt_kb(x->limit_kb, lim, sizeof(lim));
+                else
+                        snprintf(lim, sizeof(lim), "-");
+                fmt_dense(x->dense_kb[0], da, sizeof(da));
+                fmt_dense(x->dense_kb[1], ds, sizeof(ds));
+                table_cell(&t, "%s", x->path);
+                table_cell(&t, "%s%s", x->policy, x->collapse ? " (collapse)" : "");
+                table_cell(&t, "%s", x->anon);
+                table_cell(&t, "%s", x->shmem);
+                table_cell(&t, "%u", x->priority);
+                if (x->fault_rate >= 0)
+                        table_cell(&t, "%.0f", x->fault_rate);
+                else
+                        table_cell(&t, "-");
+                table_cell(&t, "%s", mem);
+                table_cell(&t, "%s", lim);
+                if (x->psi_some >= 0)
+                        table_cell(&t, "%.1f%%", x->psi_some);
+                else
+                        table_cell(&t, "-");
+                table_cell(&t, "anon %s, shmem %s", da, ds);
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+        if (!from_daemon)
+                printf("(mthpd is not running: rates over %.1fs; density is known only to mthpd)\n",
+                       (double) c->sample_usec / 1e6);
+        free(cg);
+        return EXIT_OK;
+}
+
 /* ---- history ---------------------------------------------------------- */
 
 /* Just enough JSON for journalctl -o json: one flat object per line whose
@@ -1472,33 +1692,117 @@ static int cmd_restore(struct ctl *c, int argc, char **argv) {
 
 /* ---- check, simulate --------------------------------------------------- */
 
+static bool is_policy_file(const char *path) {
+        size_t n = strlen(path);
+        return n > 7 && strcmp(path + n - 7, ".policy") == 0;
+}
+
+static bool is_dir(const char *path) {
+        struct stat st;
+        return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Errors of a set of policy files come as one text: each file's are the
+ * lines that start with its name. */
+static void print_check(struct ctl *c, const char *file, bool valid, const char *err, bool *first_file) {
+        if (!c->json) {
+                if (valid)
+                        printf("%s: ok\n", file);
+                return;
+        }
+        printf("%s{\"file\":", *first_file ? "" : ",");
+        *first_file = false;
+        json_str(file);
+        printf(",\"valid\":%s,\"errors\":[", valid ? "true" : "false");
+        bool first = true;
+        size_t fl = strlen(file);
+        for (const char *l = err; l && *l;) {
+                size_t len = strcspn(l, "\n");
+                if (len && strncmp(l, file, fl) == 0 && (l[fl] == ':')) {
+                        char line[2048];
+                        snprintf(line, sizeof(line), "%.*s", (int) len, l);
+                        printf(first ? "" : ",");
+                        json_str(line);
+                        first = false;
+                }
+                l += len + (l[len] == '\n');
+        }
+        printf("]}");
+}
+
+static void policy_setp(struct mthp_policy_set **p) {
+        mthp_policy_set_free(*p);
+}
+
 static int cmd_check(struct ctl *c, int argc, char **argv) {
         int bad = 0;
+        bool first_file = true;
+        const char **policies = NULL;
+        size_t n_policies = 0;
         if (c->json)
                 printf("{\"files\":[");
         for (int i = 0; i < argc; i++) {
+                if (is_dir(argv[i])) {
+                        /* a policy directory: every *.policy in it, as mthpd loads them */
+                        struct mthp_policy_set *set = NULL;
+                        static char err[65536];
+                        err[0] = 0;
+                        int r = mthp_policy_load_dir(argv[i], true, &set, err, sizeof(err));
+                        bad += r < 0;
+                        if (r == 0) {
+                                for (unsigned j = 0; j < set->n; j++)
+                                        print_check(c, set->p[j].file, true, "", &first_file);
+                                if (!set->n && !c->json)
+                                        printf("%s: ok (no *.policy files)\n", argv[i]);
+                                mthp_policy_set_free(set);
+                        } else if (c->json)
+                                print_check(c, argv[i], false, err, &first_file);
+                        else
+                                fputs(err, stderr);
+                        continue;
+                }
+                if (is_policy_file(argv[i])) {
+                        policies = xrealloc(policies, (n_policies + 1) * sizeof(*policies));
+                        policies[n_policies++] = argv[i];
+                        continue;
+                }
                 struct mthp_config cfg;
                 char err[8192] = "";
                 mthp_config_defaults(&cfg);
                 bool valid = mthp_config_load(argv[i], &cfg, err, sizeof(err)) == 0;
                 bad += !valid;
-                if (!c->json) {
-                        if (valid)
-                                printf("%s: ok\n", argv[i]);
-                        else
-                                fputs(err, stderr);
-                        continue;
+                if (!valid && !c->json)
+                        fputs(err, stderr);
+                print_check(c, argv[i], valid, err, &first_file);
+        }
+        if (n_policies) {
+                /* together, so that a pattern in two files is caught */
+                struct mthp_policy_set *set = NULL;
+                static char err[65536];
+                err[0] = 0;
+                int r = mthp_policy_load_files(policies, n_policies, true, &set, err, sizeof(err));
+                if (r < 0 && !c->json)
+                        fputs(err, stderr);
+                for (size_t j = 0; j < n_policies; j++) {
+                        bool valid = r == 0;
+                        if (!valid) {
+                                /* only the files named in the errors are invalid */
+                                size_t fl = strlen(policies[j]);
+                                valid = true;
+                                for (const char *l = err; *l && valid;) {
+                                        size_t len = strcspn(l, "\n");
+                                        if (strncmp(l, policies[j], fl) == 0 && l[fl] == ':')
+                                                valid = false;
+                                        l += len + (l[len] == '\n');
+                                }
+                        }
+                        bad += !valid;
+                        print_check(c, policies[j], valid, err, &first_file);
                 }
-                printf("%s{\"file\":", i ? "," : "");
-                json_str(argv[i]);
-                printf(",\"valid\":%s,\"errors\":[", valid ? "true" : "false");
-                bool first = true;
-                for (char *l = valid ? NULL : strtok(err, "\n"); l; l = strtok(NULL, "\n")) {
-                        printf(first ? "" : ",");
-                        json_str(l);
-                        first = false;
-                }
-                printf("]}");
+                if (r < 0 && bad == 0)
+                        bad = 1; /* e.g. too many files */
+                mthp_policy_set_free(set);
+                free(policies);
         }
         if (c->json)
                 printf("]}\n");
@@ -1590,6 +1894,15 @@ static int cmd_simulate(struct ctl *c, int argc, char **argv) {
         if (conf && mthp_config_load(conf, &cfg, err, sizeof(err)) < 0) {
                 fputs(err, stderr);
                 return EXIT_FAIL;
+        }
+        _cleanup_(policy_setp) struct mthp_policy_set *policies = NULL;
+        if (c->policy_dir) {
+                static char perr[65536];
+                if (mthp_policy_load_dir(c->policy_dir, true, &policies, perr, sizeof(perr)) < 0) {
+                        fputs(perr, stderr);
+                        return EXIT_FAIL;
+                }
+                cfg.engine.policies = policies;
         }
         struct mthp_caps caps;
         if ((r = mthp_record_open_read(file, &caps, &rec, err, sizeof(err))) < 0) {
@@ -2011,6 +2324,20 @@ static const struct command commands[] = {
           "the allocation and fallback counters since boot. Reads the host only.\n\n"
           "  -j, --json      machine-readable output (all stats counters of each size)\n",
           O_JSON, NULL, 0, 0, cmd_sizes },
+        { "cgroups", "[--policy-dir DIR] [--sample TIME] [--json]",
+          "managed cgroups by fault rate: policy, memory, pressure, density",
+          "The cgroups that policy files manage (mthpd.policy(5)), highest fault rate\n"
+          "first: the policy and its wishes (Anon=, Shmem=, Priority=), faults per second\n"
+          "(memory.stat pgfault), memory in use and its limit, memory pressure (PSI some\n"
+          "avg10) and DENSE: the largest size every sampled process of the cgroup touches\n"
+          "densely enough for its MaxBloat (- when none was sampled). Without mthpd, the\n"
+          "policy files and cgroups are read directly and rates measured over --sample;\n"
+          "density is then unknown.\n\n"
+          "  -p, --policy-dir DIR   policy files to use without mthpd (default\n"
+          "                         " MTHP_SYSCONFDIR "/policy.d)\n"
+          "  --sample TIME          how long to measure without mthpd (default 500ms)\n"
+          "  -j, --json             machine-readable output\n",
+          O_JSON | O_SAMPLE | O_POLICY_DIR, NULL, 0, 0, cmd_cgroups },
         { "explain", "[SIZE] [--json]",
           "mthpd's current decision and its reason per knob",
           "The running daemon's current decision for each knob it manages (or only those\n"
@@ -2090,18 +2417,23 @@ static const struct command commands[] = {
           "  --thp=inherit   clear an inherited setting: the host's policy applies\n\n"
           "Exit status: CMD's; 127 if CMD is not found, 126 if it cannot be run.\n",
           O_THP, NULL, 1, -1, cmd_exec },
-        { "check", "FILE... [--json]", "validate mthpd.conf files",
-          "Validate configuration files without the daemon. Errors are printed as\n"
-          "FILE:LINE: ...; exit status 1 if any file is invalid.\n\n"
+        { "check", "FILE|DIR... [--json]", "validate mthpd.conf and policy files",
+          "Validate configuration files without the daemon: mthpd.conf files, policy\n"
+          "files (*.policy, checked together so that a cgroup matched in two files is\n"
+          "caught) and policy directories (every *.policy in it, as mthpd loads them).\n"
+          "Policy files must be owned by root and not writable by group or others.\n"
+          "Errors are printed as FILE:LINE: ...; exit status 1 if any file is invalid.\n\n"
           "  -j, --json      machine-readable output: each file, valid, its errors\n",
           O_JSON, NULL, 1, -1, cmd_check },
-        { "simulate", "FILE [--config CONF] [--json]", "replay a recording (mthpd --record) through the engine",
+        { "simulate", "FILE [--config CONF] [--policy-dir DIR] [--json]",
+          "replay a recording (mthpd --record) through the engine",
           "Replay a recording made with 'mthpd --record FILE' through the engine, with\n"
-          "CONF's thresholds (default: built-in), and print each tick's knob changes with\n"
-          "their reasons, then a summary.\n\n"
-          "  -c, --config CONF   mthpd.conf to take the engine's settings from\n"
+          "CONF's thresholds (default: built-in) and DIR's policy files (default: none),\n"
+          "and print each tick's knob changes with their reasons, then a summary.\n\n"
+          "  -c, --config CONF      mthpd.conf to take the engine's settings from\n"
+          "  -p, --policy-dir DIR   policy files to arbitrate with (mthpd.policy(5))\n"
           "  -j, --json          one JSON object per change, then the summary\n",
-          O_JSON | O_CONFIG, NULL, 1, 1, cmd_simulate },
+          O_JSON | O_CONFIG | O_POLICY_DIR, NULL, 1, 1, cmd_simulate },
 };
 
 enum { OPT_SAMPLE = 0x100, OPT_VERSION, OPT_SINCE, OPT_FOR, OPT_UNTIL, OPT_ITERATIONS, OPT_THP };
@@ -2125,6 +2457,7 @@ static const struct {
         { { "iterations", required_argument, NULL, OPT_ITERATIONS }, O_ITERATIONS, NULL },
         { { "config", required_argument, NULL, 'c' }, O_CONFIG, "c:" },
         { { "thp", required_argument, NULL, OPT_THP }, O_THP, NULL },
+        { { "policy-dir", required_argument, NULL, 'p' }, O_POLICY_DIR, "p:" },
 };
 #define N_COMMAND_OPTIONS (sizeof(command_options) / sizeof(command_options[0]))
 
@@ -2229,6 +2562,7 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                                 return bad_value(cmd, "--iterations", "a count from 1", optarg);
                         break;
                 case 'c': c->config = optarg; break;
+                case 'p': c->policy_dir = optarg; break;
                 case OPT_THP:
                         if (strcmp(optarg, "disable") != 0 && strcmp(optarg, "madvise") != 0 &&
                             strcmp(optarg, "inherit") != 0)

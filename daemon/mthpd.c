@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,11 +42,13 @@ static void usage(FILE *f) {
                 "      --record FILE     write every tick's snapshot to FILE, for\n"
                 "                        'mthpctl simulate FILE'\n"
                 "      --no-bus          do not serve org.mthpd.mthpd1 on the system bus\n"
+                "  -p, --policy-dir DIR  per-cgroup policy files (default PolicyDirectory=,\n"
+                "                        " MTHP_SYSCONFDIR "/policy.d)\n"
                 "  -h, --help            this help\n"
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
                 "configuration (all of it or none of it).\n"
-                "See mthpd(8), mthpd.conf(5).\n");
+                "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
 const char *daemon_mode_name(enum mthp_mode mode) {
@@ -74,7 +77,8 @@ static void log_lines(int prio, const char *text) {
 
 /* The configuration file with the command line's and D-Bus's overrides.
  * err gets every "FILE:LINE: ..." error, one per line. */
-static int load_config(struct daemon *d, struct mthp_config *out, char *err, size_t errsz) {
+static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_policy_set **policies, char *err,
+                       size_t errsz) {
         struct mthp_config c;
         mthp_config_defaults(&c);
         if (d->config_explicit || access(d->config_file, F_OK) == 0) {
@@ -88,9 +92,18 @@ static int load_config(struct daemon *d, struct mthp_config *out, char *err, siz
                 c.mode = (enum mthp_mode) d->mode_override;
         if (d->state_dir_cli)
                 snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->state_dir_cli);
+        if (d->policy_dir_cli)
+                snprintf(c.policy_dir, sizeof(c.policy_dir), "%s", d->policy_dir_cli);
         if (d->no_bus_cli || d->once)
                 c.bus = false;
+        /* the policy files with it: all of them or, on any error, none */
+        struct mthp_policy_set *set = NULL;
+        int r = mthp_policy_load_dir(c.policy_dir, true, &set, err, errsz);
+        if (r < 0)
+                return r;
+        c.engine.policies = set;
         *out = c;
+        *policies = set;
         return 0;
 }
 
@@ -248,6 +261,97 @@ static void record_tick(struct daemon *d) {
         }
 }
 
+/* cgmon's predicate: a cgroup some policy file names (not its children:
+ * they count with it, through its hierarchical memory.stat) */
+static bool cgroup_managed(const char *path, void *user) {
+        const struct daemon *d = user;
+        for (unsigned i = 0; d->policies && i < d->policies->n; i++)
+                if (mthp_policy_matches(&d->policies->p[i], path))
+                        return true;
+        return false;
+}
+
+#define COLLAPSE_DIRS_MAX 64
+#define COLLAPSE_PIDS_MAX 256
+
+/* The processes of a cgroup and its children (bounded), from cgroup.procs
+ * in the memory hierarchy. */
+static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pids, unsigned max) {
+        char dirs[COLLAPSE_DIRS_MAX][MTHP_PATH_MAX];
+        unsigned n_dirs = 0, n = 0;
+        const char *base = d->caps.cg_memory[0] ? d->caps.cg_memory : d->caps.cg_unified;
+        if (!base[0])
+                return 0;
+        snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%s%s", base, strcmp(path, "/") == 0 ? "" : path);
+        for (unsigned i = 0; i < n_dirs && n < max; i++) {
+                char file[MTHP_PATH_MAX + 16], buf[8192];
+                snprintf(file, sizeof(file), "%s/cgroup.procs", dirs[i]);
+                if (mthp_host_read(d->host, file, buf, sizeof(buf)) >= 0)
+                        for (char *l = strtok(buf, "\n"); l && n < max; l = strtok(NULL, "\n"))
+                                if (atoi(l) > 0)
+                                        pids[n++] = atoi(l);
+                int dfd = mthp_host_open_file(d->host, dirs[i], O_RDONLY | O_DIRECTORY);
+                if (dfd < 0)
+                        continue;
+                DIR *dir = fdopendir(dfd);
+                if (!dir) {
+                        close(dfd);
+                        continue;
+                }
+                struct dirent *de;
+                while ((de = readdir(dir)) && n_dirs < COLLAPSE_DIRS_MAX)
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                                snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%.*s/%s", MTHP_PATH_MAX / 2, dirs[i],
+                                         de->d_name);
+                closedir(dir);
+        }
+        return n;
+}
+
+/* Collapse=yes: MADV_COLLAPSE the dense, long-lived regions of those
+ * cgroups' processes, within the tick's budget (mthp_collapser_run). */
+static void collapse(struct daemon *d, uint64_t t) {
+        memset(&d->collapse_last, 0, sizeof(d->collapse_last));
+        if (!d->collapser || d->act.dry_run || !d->cfg.collapse_budget_kb)
+                return;
+        mthp_collapser_begin_tick(d->collapser, t);
+        for (unsigned c = 0; c < d->snap.n_cgroups; c++) {
+                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, d->snap.cgroup[c].path, NULL, 0);
+                if (!pol || !pol->collapse)
+                        continue;
+                pid_t pids[COLLAPSE_PIDS_MAX];
+                unsigned n = cgroup_pids(d, d->snap.cgroup[c].path, pids, COLLAPSE_PIDS_MAX);
+                for (unsigned i = 0; i < n; i++) {
+                        struct mthp_collapse_result res;
+                        int r = mthp_collapser_run(d->collapser, pids[i], t, &res);
+                        if (r == -ESRCH)
+                                continue;
+                        if (r < 0) {
+                                if (r != d->collapse_error)
+                                        mthp_log(LOG_WARNING, "MADV_COLLAPSE for cgroup %s (policy %s) failed: %s%s",
+                                                 d->snap.cgroup[c].path, pol->name, mthp_errno_words(r),
+                                                 r == -EOPNOTSUPP ? "; Collapse= has no effect on this host" : "");
+                                d->collapse_error = r;
+                                if (r == -EOPNOTSUPP)
+                                        return;
+                                continue;
+                        }
+                        d->collapse_last.candidates += res.candidates;
+                        d->collapse_last.attempted += res.attempted;
+                        d->collapse_last.collapsed += res.collapsed;
+                        d->collapse_last.failed += res.failed;
+                        d->collapse_last.kb_collapsed += res.kb_collapsed;
+                        d->collapse_last.usec += res.usec;
+                        if (res.collapsed)
+                                mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d in cgroup %s "
+                                         "(policy %s, Collapse=yes) in %.1f ms",
+                                         res.collapsed, (unsigned long long) res.kb_collapsed / 1024, pids[i],
+                                         d->snap.cgroup[c].path, pol->name, (double) res.usec / 1000.0);
+                }
+        }
+        mthp_collapser_totals(d->collapser, &d->collapse_total);
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = now_usec();
@@ -256,6 +360,18 @@ static int tick(struct daemon *d) {
         if (r < 0) {
                 mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings", mthp_errno_words(r));
                 return 0;
+        }
+        d->snap.n_cgroups = 0;
+        if (d->cgmon && d->policies->n) {
+                r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
+                if (r < 0 && !d->cgmon_error_logged) {
+                        mthp_log(LOG_WARNING, "cgroup sampling failed: %s; deciding without cgroup figures",
+                                 mthp_errno_words(r));
+                        d->cgmon_error_logged = true;
+                } else if (r >= 0 && d->cgmon_error_logged) {
+                        mthp_log(LOG_INFO, "cgroup sampling works again");
+                        d->cgmon_error_logged = false;
+                }
         }
         if (d->density) {
                 struct mthp_density_report rep;
@@ -281,6 +397,7 @@ static int tick(struct daemon *d) {
                 mthp_log(LOG_DEBUG, "tick %llu %s: %s", (unsigned long long) d->snap.tick,
                          d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
         apply(d);
+        collapse(d, t);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
                                       d->cfg.mode == MTHP_MODE_DRY_RUN);
         notify_status(d);
@@ -352,10 +469,11 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
 
 int daemon_reload(struct daemon *d, char *err, size_t errsz) {
         struct mthp_config c;
+        struct mthp_policy_set *policies = NULL;
         char buf[64];
         snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) now_usec());
         sd_notify(0, buf);
-        int r = load_config(d, &c, err, errsz);
+        int r = load_config(d, &c, &policies, err, errsz);
         if (r < 0) {
                 log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
                 mthp_log(LOG_ERR, "reload of %s failed: keeping the running configuration", d->config_file);
@@ -374,11 +492,16 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 enum mthp_mode mode = c.mode;
                 c.mode = d->cfg.mode; /* switch_mode() changes it, restoring first if need be */
                 d->cfg = c;
+                mthp_policy_set_free(d->policies);
+                d->policies = policies;
+                if (d->cgmon)
+                        mthp_cgmon_set_match(d->cgmon, cgroup_managed, d); /* walk again with the new files */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, now_usec() + d->cfg.interval_usec);
                 if (interval_changed)
                         bus_emit_property_changed(d->bus, "IntervalUSec");
-                mthp_log(LOG_INFO, "reloaded %s", d->config_file);
+                mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
+                         d->cfg.policy_dir);
         }
         sd_notify(0, "READY=1");
         notify_status(d);
@@ -516,7 +639,7 @@ static int startup(struct daemon *d) {
         char buf[4096];
 
         char err[4096];
-        if (load_config(d, &d->cfg, err, sizeof(err)) < 0) {
+        if (load_config(d, &d->cfg, &d->policies, err, sizeof(err)) < 0) {
                 log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
                 return -EINVAL;
         }
@@ -587,6 +710,19 @@ static int startup(struct daemon *d) {
                          mthp_errno_words(r), d->cfg.engine.unmeasured_max_kb);
                 d->density = NULL;
         }
+        mthp_log(LOG_INFO, "%u policy file(s) from %s", d->policies->n, d->cfg.policy_dir);
+        r = mthp_cgmon_new(d->host, &d->caps, &d->cgmon);
+        if (r < 0) {
+                mthp_log(LOG_WARNING, "cgroup monitor unavailable: %s; policy files match processes only",
+                         mthp_errno_words(r));
+                d->cgmon = NULL;
+        } else
+                mthp_cgmon_set_match(d->cgmon, cgroup_managed, d);
+        struct mthp_collapse_budget cb;
+        mthp_collapse_budget_default(&cb);
+        cb.max_kb_per_tick = d->cfg.collapse_budget_kb;
+        if (mthp_collapser_new(d->host, &cb, &d->collapser) < 0)
+                d->collapser = NULL;
         return 0;
 }
 
@@ -600,6 +736,9 @@ static void daemon_free(struct daemon *d) {
         mthp_sampler_free(d->sampler);
         mthp_density_free(d->density);
         mthp_procinfo_free(d->procinfo);
+        mthp_cgmon_free(d->cgmon);
+        mthp_collapser_free(d->collapser);
+        mthp_policy_set_free(d->policies);
         mthp_host_free(d->host);
         if (d->lock_fd >= 0)
                 close(d->lock_fd);
@@ -612,7 +751,8 @@ int main(int argc, char **argv) {
                 { "root", required_argument, NULL, 'r' },   { "state-dir", required_argument, NULL, 's' },
                 { "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },      { "record", required_argument, NULL, 'R' },
-                { "no-bus", no_argument, NULL, 'B' },       {},
+                { "no-bus", no_argument, NULL, 'B' },       { "policy-dir", required_argument, NULL, 'p' },
+                {},
         };
         _cleanup_(daemon_free) struct daemon d = {
                 .root = "/", .config_file = DEFAULT_CONFIG, .lock_fd = -1, .mode_override = -1,
@@ -620,7 +760,7 @@ int main(int argc, char **argv) {
         bool verbose = false;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "c:i:n1r:s:vh", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "c:i:n1p:r:s:vh", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'c': d.config_file = optarg; d.config_explicit = true; break;
                 case 'i':
@@ -637,6 +777,7 @@ int main(int argc, char **argv) {
                 case 'v': verbose = true; break;
                 case 'R': d.record_file = optarg; break;
                 case 'B': d.no_bus_cli = true; break;
+                case 'p': d.policy_dir_cli = optarg; break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("mthpd %s\n", MTHP_VERSION); return 0;
                 default: usage(stderr); return 2;

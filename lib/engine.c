@@ -172,6 +172,44 @@ const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cf
         return i < 0 ? NULL : &cfg->policies->p[i];
 }
 
+int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
+                                unsigned *n_procs) {
+        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder), n = 0;
+        int dense = -1;
+        size_t len = strlen(managed);
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
+                        continue;
+                bool inside = strcmp(managed, "/") == 0 ||
+                              (strncmp(m->cgroup, managed, len) == 0 && (m->cgroup[len] == 0 || m->cgroup[len] == '/'));
+                if (!inside)
+                        continue;
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double keep_thr = 1.0 / (1.0 + bloat / 100.0);
+                int kb = 0;
+                bool any = false;
+                for (unsigned r = 0; r < n_ladder; r++) {
+                        double u = remembered(m, kind, ladder[r]);
+                        if (isnan(u))
+                                continue;
+                        any = true;
+                        if (u < keep_thr)
+                                break;
+                        kb = (int) caps->sizes[ladder[r]].kb;
+                }
+                if (!any)
+                        continue;
+                n++;
+                dense = dense < 0 || kb < dense ? kb : dense;
+        }
+        if (n_procs)
+                *n_procs = n;
+        return dense;
+}
+
 /* Rungs of the ladder at or below a policy's top size (all without one). */
 static unsigned sizes_cap(const struct mthp_caps *caps, const unsigned *ladder, unsigned n_ladder,
                           const struct mthp_policy *pol) {

@@ -422,8 +422,9 @@ static int load_paths(const char *dir, char **paths, size_t n, bool check_owner,
                 else
                         s->n++;
         }
-        if (r == 0)
-                r = check_overlaps(s, err, errsz);
+        /* among the files that parsed too: every error at once */
+        if (r != -ENOMEM && check_overlaps(s, err, errsz) < 0)
+                r = -EINVAL;
         if (r < 0) {
                 mthp_policy_set_free(s);
                 return r;

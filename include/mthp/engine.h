@@ -79,6 +79,14 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
 const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
                                              size_t size);
 
+/* Density of a managed cgroup's processes as the engine remembers them: the
+ * largest size (kB) on the kind's ladder that every sampled process of the
+ * cgroup (or its children) uses densely enough for its MaxBloat; 0: none;
+ * -1: no process of it sampled. n_procs (may be NULL): how many. */
+int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
+                                unsigned *n_procs);
+
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);

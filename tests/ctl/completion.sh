@@ -24,10 +24,12 @@ expect() { # expect "WORDS" WANTED...: every WANTED is offered
 }
 
 [ "$(comp mthpctl st)" = status ] || fail "st -> $(comp mthpctl st)"
-expect "mthpctl ''" status sizes explain history metrics top pin unpin resume mode reload restore exec check simulate
+expect "mthpctl ''" status sizes cgroups explain history metrics top pin unpin resume mode reload restore exec check simulate
 expect "mthpctl --" --json --root --state-dir --sample --help --version
 expect "mthpctl history --" --since --lines --json
 expect "mthpctl top --" --interval --iterations
+expect "mthpctl cgroups --" --json --sample --policy-dir
+expect "mthpctl simulate x --" --config --policy-dir
 expect "mthpctl pin 64K/anon always --" --for --until
 expect "mthpctl exec --thp" --thp=disable --thp=madvise --thp=inherit
 expect "mthpctl mode ''" manage observe

@@ -44,6 +44,7 @@ static void test_every_key(void **state) {
                                         "Interval=500ms\n"
                                         "Mode=dry-run\n"
                                         "StateDirectory=/var/lib/mthpd-test\n"
+                                        "PolicyDirectory=/etc/mthpd-test/policy.d\n"
                                         "\n"
                                         "[Engine]\n"
                                         "AnonSizes=16K-2M\n"
@@ -59,7 +60,9 @@ static void test_every_key(void **state) {
                                         "MaxBloat=100%\n"
                                         "MinProcessFaultRate=2k\n"
                                         "UnmeasuredMaxSize=32K\n"
-                                        "VerifyTicks=5\n",
+                                        "VerifyTicks=5\n"
+                                        "DefaultPriority=30\n"
+                                        "CollapseBudget=16M\n",
                                         &c, err, sizeof(err));
         if (r != 0)
                 fail_msg("load failed: %d: %s", r, err);
@@ -67,6 +70,9 @@ static void test_every_key(void **state) {
         assert_int_equal(c.interval_usec, 500000);
         assert_int_equal(c.mode, MTHP_MODE_DRY_RUN);
         assert_string_equal(c.state_dir, "/var/lib/mthpd-test");
+        assert_string_equal(c.policy_dir, "/etc/mthpd-test/policy.d");
+        assert_int_equal(c.engine.default_priority, 30);
+        assert_int_equal(c.collapse_budget_kb, 16384);
         assert_int_equal(c.engine.min_kb[MTHP_ANON], 16);
         assert_int_equal(c.engine.max_kb[MTHP_ANON], 2048);
         assert_int_equal(c.engine.min_kb[MTHP_SHMEM], 64);
@@ -158,6 +164,9 @@ static void test_bad_values(void **state) {
                 { "Engine", "PressureMax", "101", "a percentage" },
                 { "Engine", "MinAvailable", "-5", "a percentage of MemTotal" },
                 { "Engine", "MaxFallback", "50%%", "a percentage of mTHP faults" },
+                { "Daemon", "PolicyDirectory", "policy.d", "an absolute directory path" },
+                { "Engine", "DefaultPriority", "101", "a whole number from 0 to 100" },
+                { "Engine", "CollapseBudget", "lots", "a size per tick like 64M, or none" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 const struct bad_case *b = &cases[i];
