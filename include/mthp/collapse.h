@@ -81,16 +81,21 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
  *    zero-length madvise() of our own memory: if not, every call returns
  *    -EOPNOTSUPP. EPERM/EACCES are logged once per collapser and that
  *    process is not tried again until it is forgotten.
- *  - Time is wall time since mthp_collapser_begin_tick(); a tick can overrun
- *    max_usec by about one block (the batch is sized from the measured cost
- *    per block). kB count blocks attempted, collapsed or not.
+ *  - Time (max_usec, and the result's usec) is this thread's CPU time, in
+ *    which the kernel does the collapse, but at least a quarter of the wall
+ *    time (as the density sampler counts: on a busy host wall time is mostly
+ *    waiting for a CPU). The first batch is one block, later ones are sized
+ *    from the measured cost per block (it goes up at once, down slowly), so a
+ *    tick overruns max_usec by about one block, at worst by one batch when
+ *    the cost jumps (1.5 to 5 ms a 2M block measured here). kB count blocks
+ *    attempted, collapsed or not.
  *  - On a fake root (host->real false) every run returns -EOPNOTSUPP: the
  *    syscalls would act on real processes whose maps we did not read.
  *    Unit tests replace the kernel calls (mthp_collapser_set_ops), which
  *    lifts this; /proc/PID/{stat,status,maps} are then read from the tree. */
 #define MTHP_COLLAPSE_TRACK_MAX 4096u
 #define MTHP_COLLAPSE_PROCS_MAX 64u
-#define MTHP_COLLAPSE_BATCH_MAX 8u
+#define MTHP_COLLAPSE_BATCH_MAX 4u
 #define MTHP_COLLAPSE_REFUSE_PASSES 8u
 
 /* For tests: the kernel calls, replaced. scan: for n PMD blocks from start,
@@ -127,7 +132,8 @@ size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev
                            uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec, bool *eligible,
                            struct mthp_collapse_block *out, size_t cap);
 /* Blocks the next batch may hold: what is left of the tick's kB, and of its
- * time at usec_per_block each (at least one while any time is left), at most
+ * time at usec_per_block each (0: not known, no limit from time; at least one
+ * while any time is left), at most
  * max_batch. */
 unsigned mthp_collapse_batch_blocks(const struct mthp_collapse_budget *b, uint64_t kb_used, uint64_t usec_used,
                                     uint64_t usec_per_block, unsigned pmd_kb, unsigned max_batch);

@@ -411,18 +411,23 @@ static void test_eagain_enomem(void **state) {
         struct fake *f = fake_new(6, &b);
         struct mthp_collapse_result res;
         assert_int_equal(tick(f, &res), 0);
-        f->b1[1].err = EAGAIN;           /* for ever */
+        f->b1[2].err = EAGAIN;           /* for ever */
         f->b1[4].err = ENOMEM;
         f->b1[4].err_times = 2;          /* in the batch, then alone */
         assert_int_equal(tick(f, &res), 0);
-        /* 0 ok, 1 EAGAIN (tried twice: the batch stopped there, then alone), 2 3 ok, 4 ENOMEM: stop */
-        assert_true(f->b1[0].huge && !f->b1[1].huge && f->b1[2].huge && f->b1[3].huge && !f->b1[4].huge);
+        /* the first batch is one block (cost unknown), then 1 ok, 2 EAGAIN
+         * (the batch stops there, then it is tried alone), 3 ok, 4 ENOMEM
+         * twice likewise: the pass ends */
+        assert_true(f->b1[0].huge && f->b1[1].huge && !f->b1[2].huge && f->b1[3].huge && !f->b1[4].huge);
         assert_false(f->b1[5].huge);
+        assert_int_equal(f->b1[5].advised, 0);
         assert_int_equal(res.collapsed, 3);
         assert_int_equal(res.failed, 2);
+        assert_int_equal(res.attempted, 5);
         assert_int_equal(res.last_error, -ENOMEM);
-        assert_int_equal(f->b1[1].advised, 2);
-        /* next tick: the rest, and 1 once more */
+        assert_int_equal(f->b1[2].advised, 2);
+        assert_int_equal(f->b1[4].advised, 2);
+        /* next tick: the rest, and 2 once more */
         assert_int_equal(tick(f, &res), 0);
         assert_true(f->b1[4].huge && f->b1[5].huge && f->b2[0].huge);
         assert_int_equal(res.failed, 1);
