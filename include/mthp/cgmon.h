@@ -47,6 +47,17 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
                     unsigned *n);
 void mthp_cgmon_get_stats(const struct mthp_cgmon *m, struct mthp_cgmon_stats *st);
 
+/* How the tree is walked. DIRFD (the default, real and fake roots): one
+ * getdents per directory that has subdirectories and an fstatat per cgroup.
+ * LIBCGROUP (real root only, else -EOPNOTSUPP): libcgroup's
+ * cgroup_walk_tree_*, which visits every file of every cgroup; kept to
+ * cross-check the fast walk and for the benchmark's comparison. */
+enum mthp_cgmon_walker { MTHP_CGMON_WALK_DIRFD, MTHP_CGMON_WALK_LIBCGROUP };
+int mthp_cgmon_set_walker(struct mthp_cgmon *m, enum mthp_cgmon_walker w);
+/* Walk now (the next tick then does not); t_usec restarts the rescan period.
+ * The cost lands in the stats' walk_usec. */
+int mthp_cgmon_walk(struct mthp_cgmon *m, uint64_t t_usec);
+
 /* Pure helpers, exposed for tests and fuzzing: memory.stat (v1 and v2 names). */
 struct mthp_memstat {
         uint64_t pgfault, pgmajfault, anon_kb, shmem_kb, file_kb, anon_thp_kb;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include "mthp/host.h"
 
 /* MADV_COLLAPSE for the processes of Collapse=yes cgroups: their dense,
@@ -32,6 +34,12 @@ struct mthp_collapse_result {
         uint64_t kb_collapsed;
         int last_error;               /* negative errno of the last failure, 0 none */
         uint64_t usec;
+        /* added with lib/collapse.c */
+        unsigned huge;                /* blocks seen already PMD-mapped */
+        unsigned eligible;            /* candidates that were candidates on the previous pass too */
+        bool deferred;                /* no pass: min_interval not over, or the tick's budget spent */
+        bool cut;                     /* the tick's budget ended the pass early; the next tick resumes it */
+        bool thp_disabled;            /* PR_SET_THP_DISABLE (THP_enabled: 0): nothing to do */
 };
 
 struct mthp_collapser;
@@ -47,3 +55,85 @@ void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec);
 int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, struct mthp_collapse_result *res);
 /* Totals since start. */
 void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_result *tot);
+
+/* Details of the implementation (lib/collapse.c):
+ *
+ *  - Blocks are PMD-aligned blocks lying wholly inside a private, readable,
+ *    writable anonymous mapping (no name, [heap], [stack], [anon:*], private
+ *    /dev/zero), as mthp_density_mapping_kind() says MTHP_ANON.
+ *  - "Present" counts pages in the page table that are not the shared zero
+ *    page; swapped pages do not count (collapsing them would swap them in).
+ *  - Long-lived: a block is eligible when it was a candidate on the previous
+ *    pass too and was first seen at least min_interval_usec ago (so a pass
+ *    resumed on the next tick after a cut does not fast-track new blocks).
+ *    At most MTHP_COLLAPSE_TRACK_MAX block addresses are remembered over all
+ *    processes, and MTHP_COLLAPSE_PROCS_MAX processes; the least recently run
+ *    process is forgotten first.
+ *  - One iovec per block, MTHP_COLLAPSE_BATCH_MAX per process_madvise call.
+ *    A call that stops early (it returns the bytes advised before the block
+ *    that failed) is retried from that block to learn its errno, so such a
+ *    block is tried twice.
+ *  - Errors per block: EAGAIN is a failure, the pass goes on; ENOMEM (no
+ *    huge page to be had) is a failure and ends the pass; EINVAL (THP off
+ *    for the mapping, MADV_NOHUGEPAGE, or it changed under us) is a failure
+ *    and the mapping is left alone for MTHP_COLLAPSE_REFUSE_PASSES passes.
+ *    Whether the kernel knows MADV_COLLAPSE at all is probed once with a
+ *    zero-length madvise() of our own memory: if not, every call returns
+ *    -EOPNOTSUPP. EPERM/EACCES are logged once per collapser and that
+ *    process is not tried again until it is forgotten.
+ *  - Time (max_usec, and the result's usec) is this thread's CPU time, in
+ *    which the kernel does the collapse, but at least a quarter of the wall
+ *    time (as the density sampler counts: on a busy host wall time is mostly
+ *    waiting for a CPU). The first batch is one block, later ones are sized
+ *    from the measured cost per block (it goes up at once, down slowly), so a
+ *    tick overruns max_usec by about one block, at worst by one batch when
+ *    the cost jumps (1.5 to 5 ms a 2M block measured here). kB count blocks
+ *    attempted, collapsed or not.
+ *  - On a fake root (host->real false) every run returns -EOPNOTSUPP: the
+ *    syscalls would act on real processes whose maps we did not read.
+ *    Unit tests replace the kernel calls (mthp_collapser_set_ops), which
+ *    lifts this; /proc/PID/{stat,status,maps} are then read from the tree. */
+#define MTHP_COLLAPSE_TRACK_MAX 4096u
+#define MTHP_COLLAPSE_PROCS_MAX 64u
+#define MTHP_COLLAPSE_BATCH_MAX 4u
+#define MTHP_COLLAPSE_REFUSE_PASSES 8u
+
+/* For tests: the kernel calls, replaced. scan: for n PMD blocks from start,
+ * present pages (not the zero page) and whether each is PMD-mapped; 0 or
+ * -errno. advise: process_madvise(MADV_COLLAPSE) semantics (bytes advised, or
+ * -errno if none). now_usec: the clock of the time budget. */
+struct mthp_collapse_ops {
+        int (*scan)(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *present, bool *huge);
+        ssize_t (*advise)(void *user, pid_t pid, const struct iovec *iov, size_t n);
+        uint64_t (*now_usec)(void *user);
+        void *user;
+};
+void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse_ops *ops);
+
+/* Pure helpers, exposed for tests. */
+
+/* One /proc/PID/maps line: 1 and the PMD-aligned blocks [*first, *end) if the
+ * mapping is private writable anon memory holding at least one whole block;
+ * 0 if not; -EBADMSG if the line does not parse. */
+int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end);
+
+/* A remembered candidate block and when it was first seen. */
+struct mthp_collapse_block {
+        uint64_t addr;
+        uint64_t since_usec;
+};
+/* The set for the next pass. cur: this pass's candidates, ascending, all
+ * below scanned_to (the pass looked at [0, scanned_to); the rest of prev,
+ * not looked at because the pass was cut, is kept as it is). prev ascending.
+ * eligible[i] (may be NULL): cur[i] was in prev and first seen at least
+ * min_age_usec before now_usec. Writes at most cap blocks to out, lowest
+ * addresses first, and returns their number. */
+size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev, const uint64_t *cur, size_t n_cur,
+                           uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec, bool *eligible,
+                           struct mthp_collapse_block *out, size_t cap);
+/* Blocks the next batch may hold: what is left of the tick's kB, and of its
+ * time at usec_per_block each (0: not known, no limit from time; at least one
+ * while any time is left), at most
+ * max_batch. */
+unsigned mthp_collapse_batch_blocks(const struct mthp_collapse_budget *b, uint64_t kb_used, uint64_t usec_used,
+                                    uint64_t usec_per_block, unsigned pmd_kb, unsigned max_batch);

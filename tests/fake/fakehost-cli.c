@@ -18,6 +18,7 @@ static void usage(FILE *f) {
               "  fakehost read DIR KNOB            print the selected value (or the file, if plain)\n"
               "  fakehost fail DIR KNOB ERRNO|none make writes to KNOB fail (EINVAL, EBUSY, EACCES, EIO...)\n"
               "  fakehost cgroup DIR NAME          add a cgroup; prints its memory directory (host path)\n"
+              "  fakehost rmcgroup DIR NAME        remove a cgroup from every hierarchy\n"
               "  fakehost remove DIR\n"
               "KNOB: host path (/sys/...), path below the THP dir (hugepages-64kB/enabled), or id (64K/anon,\n"
               "      2M/shmem, global/defrag).\n",
@@ -228,6 +229,10 @@ int main(int argc, char **argv) {
                         return fail(argv[3], r);
                 puts(memdir);
                 return 0;
+        }
+        if (strcmp(cmd, "rmcgroup") == 0 && argc == 4) {
+                r = fakehost_remove_cgroup(dir, argv[3]);
+                return r < 0 ? fail(argv[3], r) : 0;
         }
         usage(stderr);
         return 2;

@@ -786,6 +786,44 @@ out:
         return r;
 }
 
+static int remove_tree(const char *path) {
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return -errno;
+        return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+int fakehost_remove_cgroup(const char *dir, const char *name) {
+        enum fakehost_cg_layout l;
+        bool psi;
+        char host[PATH_MAX], p[PATH_MAX];
+        int r = tree_layout(dir, &l, &psi), found = 0;
+        if (r < 0)
+                return r;
+        if (l == FAKEHOST_CG_NONE)
+                return -EOPNOTSUPP;
+        if (!*name || strcmp(name, "/") == 0 || strstr(name, ".."))
+                return -EINVAL;
+        static const char *const roots[] = { "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+        for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+                if ((i == 2) != (l == FAKEHOST_CG_V2) || (i == 1 && l != FAKEHOST_CG_HYBRID))
+                        continue;
+                if (snprintf(host, sizeof(host), "%s/%s", roots[i], name) >= (int) sizeof(host))
+                        return -ENAMETOOLONG;
+                /* the shadow copies go too, so a recreated cgroup starts fresh */
+                if (shadow_path(dir, host, p, sizeof(p)) == 0)
+                        (void) remove_tree(p);
+                if ((r = fakehost_path(dir, host, p, sizeof(p))) < 0)
+                        return r;
+                r = remove_tree(p);
+                if (r == 0)
+                        found++;
+                else if (r != -ENOENT)
+                        return r;
+        }
+        return found ? 0 : -ENOENT;
+}
+
 /* ---- kernel semantics (used by the fakesysfs interposer) ---- */
 
 static fakehost_write_hook write_hook;

@@ -103,6 +103,10 @@ int fakehost_knob_fail(const char *dir, const char *knob, const char *errname);
  * memory files of that layout; memdir gets the host path of its memory
  * directory. -EOPNOTSUPP on a tree without cgroups. */
 int fakehost_add_cgroup(const char *dir, const char *name, char *memdir, size_t size);
+/* Remove cgroup NAME from every hierarchy of the tree (rmdir of a real
+ * cgroup): fds still open on its files then read ENODEV. -ENOENT if it is in
+ * none of them. */
+int fakehost_remove_cgroup(const char *dir, const char *name);
 
 /* Test hook, called for every write fakesysfs accepts, before the file
  * changes: return 0 to go on, a negative errno to fail the write with it,

@@ -1,0 +1,785 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mthp/collapse.h"
+#include "mthp/density.h"
+#include "mthp/log.h"
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25        /* Linux 6.1 */
+#endif
+#ifndef PAGEMAP_SCAN
+/* uapi since Linux 6.7 (include/uapi/linux/fs.h); older headers lack it. */
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PAGE_IS_HUGE (1 << 6)
+struct page_region {
+        uint64_t start, end, categories;
+};
+struct pm_scan_arg {
+        uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+        uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+
+#define PAGE 4096u
+#define CHUNK_BLOCKS 64u                /* blocks per PAGEMAP_SCAN walk (128 MiB) */
+#define VEC_LEN 1024u                   /* page_region runs per ioctl; the walk resumes if it fills */
+#define TEXT_MAX (16u << 20)            /* cap on a maps file: a longer one is looked at by its prefix */
+#define REFUSED_MAX 4u                  /* mappings per process left alone after EINVAL */
+
+struct refused {
+        uint64_t start, end;
+        unsigned passes_left;
+};
+
+struct proc_ent {
+        pid_t pid;                      /* 0: free */
+        uint64_t starttime;
+        uint64_t last_pass;             /* t_usec of the last pass */
+        uint64_t last_seen;             /* t_usec of the last run call */
+        uint64_t lru;
+        bool has_pass, resume, denied;
+        struct mthp_collapse_block *set;
+        size_t n_set;
+        struct refused refused[REFUSED_MAX];
+};
+
+struct cand {
+        uint64_t addr, map_start, map_end;
+};
+
+/* A point in time on two clocks: wall and this thread's CPU time. */
+struct stamp {
+        uint64_t wall, cpu;
+};
+
+struct mthp_collapser {
+        const struct mthp_host *host;
+        struct mthp_collapse_budget b;
+        uint64_t pmd_bytes;
+        unsigned pmd_kb, pmd_pages;
+        int support;                    /* MADV_COLLAPSE: 1 yes, 0 not probed, -1 no */
+        bool perm_logged;
+        bool have_ops;
+        struct mthp_collapse_ops ops;
+
+        struct proc_ent ent[MTHP_COLLAPSE_PROCS_MAX];
+        uint64_t lru_clock;
+        size_t tracked;                 /* sum of the entries' n_set */
+
+        struct stamp tick_t0;
+        uint64_t tick_kb;
+        uint64_t usec_per_block;        /* what a block costs: 0 unknown, up at once, down slowly */
+        struct mthp_collapse_result tot;
+
+        /* one pass */
+        int pm_fd, pidfd;
+        char *text;
+        size_t cap_text;
+        struct cand *cand;              /* MTHP_COLLAPSE_TRACK_MAX each */
+        uint64_t *cur;
+        bool *elig;
+        struct mthp_collapse_block *next;
+        struct page_region vec[VEC_LEN];
+        uint16_t present[CHUNK_BLOCKS];
+        bool huge[CHUNK_BLOCKS];
+        struct iovec iov[MTHP_COLLAPSE_BATCH_MAX];
+};
+
+/* ---- pure helpers ---- */
+
+int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end) {
+        struct mthp_mapping m;
+        int r = mthp_density_parse_maps_line(line, len, &m);
+        if (r < 0)
+                return r;
+        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_density_mapping_kind(&m) != MTHP_ANON)
+                return 0;
+        uint64_t a = (m.start + pmd_bytes - 1) & ~(pmd_bytes - 1);
+        uint64_t b = m.end & ~(pmd_bytes - 1);
+        if (a < m.start || a >= b)      /* a < start: wrapped at the top of the address space */
+                return 0;
+        *first = a;
+        *end = b;
+        return 1;
+}
+
+size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev, const uint64_t *cur, size_t n_cur,
+                           uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec, bool *eligible,
+                           struct mthp_collapse_block *out, size_t cap) {
+        size_t i = 0, j = 0, n = 0;
+
+        for (; i < n_cur; i++) {
+                while (j < n_prev && prev[j].addr < cur[i])
+                        j++;
+                bool was = j < n_prev && prev[j].addr == cur[i];
+                uint64_t since = was ? prev[j].since_usec : now_usec;
+                if (eligible)
+                        eligible[i] = was && since <= now_usec && now_usec - since >= min_age_usec;
+                if (n < cap)
+                        out[n++] = (struct mthp_collapse_block) { cur[i], since };
+        }
+        /* what the pass did not reach stays as it was */
+        for (j = 0; j < n_prev && n < cap; j++)
+                if (prev[j].addr >= scanned_to)
+                        out[n++] = prev[j];
+        return n;
+}
+
+unsigned mthp_collapse_batch_blocks(const struct mthp_collapse_budget *b, uint64_t kb_used, uint64_t usec_used,
+                                    uint64_t usec_per_block, unsigned pmd_kb, unsigned max_batch) {
+        if (pmd_kb == 0 || kb_used >= b->max_kb_per_tick || usec_used >= b->max_usec)
+                return 0;
+        uint64_t n = (b->max_kb_per_tick - kb_used) / pmd_kb;
+        uint64_t t = usec_per_block ? (b->max_usec - usec_used) / usec_per_block : n;
+        if (t == 0)
+                t = 1;  /* time is left: one block, and the overrun is at most one */
+        if (t < n)
+                n = t;
+        return (unsigned) (n < max_batch ? n : max_batch);
+}
+
+/* ---- kernel calls ---- */
+
+static uint64_t clock_usec(clockid_t id) {
+        struct timespec ts;
+        clock_gettime(id, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static uint64_t mono_usec(void *user) {
+        (void) user;
+        return clock_usec(CLOCK_MONOTONIC);
+}
+
+/* Present pages (not the zero page) and PMD mapping of n blocks, one
+ * PAGEMAP_SCAN walk that resumes where it stopped when the vector fills. */
+static int real_scan(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *present, bool *huge) {
+        struct mthp_collapser *c = user;
+        uint64_t end = start + n * c->pmd_bytes, at = start;
+        (void) pid;
+
+        memset(present, 0, n * sizeof(*present));
+        memset(huge, 0, n * sizeof(*huge));
+        while (at < end) {
+                struct pm_scan_arg a = {
+                        .size = sizeof(a),
+                        .start = at,
+                        .end = end,
+                        .vec = (uint64_t) (uintptr_t) c->vec,
+                        .vec_len = VEC_LEN,
+                        .category_inverted = PAGE_IS_PFNZERO,
+                        .category_mask = PAGE_IS_PFNZERO,
+                        .category_anyof_mask = PAGE_IS_PRESENT,
+                        .return_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE,
+                };
+                int r = ioctl(c->pm_fd, PAGEMAP_SCAN, &a);
+                if (r < 0)
+                        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+                for (int k = 0; k < r; k++) {
+                        const struct page_region *g = &c->vec[k];
+                        uint64_t s = g->start < start ? start : g->start;
+                        uint64_t e = g->end > end ? end : g->end;
+                        while (s < e) {
+                                size_t i = (size_t) ((s - start) / c->pmd_bytes);
+                                uint64_t be = start + (i + 1) * c->pmd_bytes;
+                                uint64_t t = e < be ? e : be;
+                                present[i] += (uint16_t) ((t - s) / PAGE);
+                                if (g->categories & PAGE_IS_HUGE)
+                                        huge[i] = true;
+                                s = t;
+                        }
+                }
+                if (a.walk_end >= end)
+                        break;
+                if (a.walk_end <= at)
+                        return -EIO;    /* no progress: should not happen */
+                at = a.walk_end;
+        }
+        return 0;
+}
+
+static ssize_t real_advise(void *user, pid_t pid, const struct iovec *iov, size_t n) {
+        struct mthp_collapser *c = user;
+        (void) pid;
+        long r = syscall(SYS_process_madvise, c->pidfd, iov, n, MADV_COLLAPSE, 0u);
+        if (r < 0)
+                return errno == ENOSYS ? -EOPNOTSUPP : -errno;
+        return r;
+}
+
+static struct stamp stamp_now(const struct mthp_collapser *c) {
+        if (c->have_ops) {
+                uint64_t t = c->ops.now_usec(c->ops.user);
+                return (struct stamp) { t, t };
+        }
+        return (struct stamp) { clock_usec(CLOCK_MONOTONIC), clock_usec(CLOCK_THREAD_CPUTIME_ID) };
+}
+
+/* What the work since t0 cost: our thread's CPU time (the collapse runs in
+ * it, in the kernel), as the density sampler counts, since on a busy host
+ * (2 CPUs, the target itself running) wall time mostly measures waiting for
+ * a CPU. Wall time still caps it at 4x. */
+static uint64_t elapsed_usec(const struct mthp_collapser *c, struct stamp t0) {
+        struct stamp t = stamp_now(c);
+        uint64_t cpu = t.cpu - t0.cpu, wall = t.wall - t0.wall;
+        return cpu > wall / 4 ? cpu : wall / 4;
+}
+
+/* Does the kernel know MADV_COLLAPSE? A zero-length madvise checks the
+ * advice and returns before looking at any mapping. */
+static bool probe_support(void) {
+        static char page[PAGE] __attribute__((aligned(PAGE)));
+        return madvise(page, 0, MADV_COLLAPSE) == 0;
+}
+
+/* ---- construction ---- */
+
+void mthp_collapse_budget_default(struct mthp_collapse_budget *b) {
+        *b = (struct mthp_collapse_budget) {
+                .max_kb_per_tick = 64 * 1024,
+                .min_coverage = 0.9,
+                .min_interval_usec = 10 * 1000000ULL,
+                .max_usec = 20 * 1000,
+        };
+}
+
+int mthp_collapser_new(const struct mthp_host *h, const struct mthp_collapse_budget *b, struct mthp_collapser **ret) {
+        struct mthp_collapse_budget bb;
+        char buf[64];
+
+        if (!h || !ret)
+                return -EINVAL;
+        if (b)
+                bb = *b;
+        else
+                mthp_collapse_budget_default(&bb);
+        if (!(bb.min_coverage >= 0 && bb.min_coverage <= 1) || bb.max_usec == 0)
+                return -EINVAL;
+        struct mthp_collapser *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->host = h;
+        c->b = bb;
+        c->pm_fd = c->pidfd = -1;
+        c->ops = (struct mthp_collapse_ops) { real_scan, real_advise, mono_usec, c };
+        /* no PMD size (THP not built in): every run says -EOPNOTSUPP */
+        if (sysconf(_SC_PAGESIZE) == PAGE &&
+            mthp_host_read(h, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof(buf)) > 0) {
+                unsigned long long v = strtoull(buf, NULL, 10);
+                if (v >= 2 * PAGE && v <= (64ULL << 20) && !(v & (v - 1))) {
+                        c->pmd_bytes = v;
+                        c->pmd_kb = (unsigned) (v / 1024);
+                        c->pmd_pages = (unsigned) (v / PAGE);
+                }
+        }
+        c->cand = malloc(MTHP_COLLAPSE_TRACK_MAX * sizeof(*c->cand));
+        c->cur = malloc(MTHP_COLLAPSE_TRACK_MAX * sizeof(*c->cur));
+        c->elig = malloc(MTHP_COLLAPSE_TRACK_MAX * sizeof(*c->elig));
+        c->next = malloc(MTHP_COLLAPSE_TRACK_MAX * sizeof(*c->next));
+        if (!c->cand || !c->cur || !c->elig || !c->next) {
+                mthp_collapser_free(c);
+                return -ENOMEM;
+        }
+        c->tick_t0 = stamp_now(c);
+        *ret = c;
+        return 0;
+}
+
+static void ent_clear(struct mthp_collapser *c, struct proc_ent *e) {
+        c->tracked -= e->n_set;
+        free(e->set);
+        memset(e, 0, sizeof(*e));
+}
+
+void mthp_collapser_free(struct mthp_collapser *c) {
+        if (!c)
+                return;
+        for (unsigned i = 0; i < MTHP_COLLAPSE_PROCS_MAX; i++)
+                free(c->ent[i].set);
+        free(c->text);
+        free(c->cand);
+        free(c->cur);
+        free(c->elig);
+        free(c->next);
+        free(c);
+}
+
+void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse_ops *ops) {
+        c->ops = *ops;
+        if (!c->ops.now_usec)
+                c->ops.now_usec = mono_usec;
+        c->have_ops = true;
+        c->support = 1;
+        c->tick_t0 = stamp_now(c);
+}
+
+void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec) {
+        c->tick_t0 = stamp_now(c);
+        c->tick_kb = 0;
+        /* forget processes not asked about for a long time */
+        uint64_t idle = 10 * c->b.min_interval_usec + 60 * 1000000ULL;
+        for (unsigned i = 0; i < MTHP_COLLAPSE_PROCS_MAX; i++) {
+                struct proc_ent *e = &c->ent[i];
+                if (e->pid && t_usec > e->last_seen && t_usec - e->last_seen > idle)
+                        ent_clear(c, e);
+        }
+}
+
+void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_result *tot) {
+        *tot = c->tot;
+}
+
+/* ---- one pass ---- */
+
+static struct proc_ent *ent_get(struct mthp_collapser *c, pid_t pid) {
+        struct proc_ent *free_e = NULL, *old = NULL;
+        for (unsigned i = 0; i < MTHP_COLLAPSE_PROCS_MAX; i++) {
+                struct proc_ent *e = &c->ent[i];
+                if (e->pid == pid)
+                        return e;
+                if (!e->pid) {
+                        if (!free_e)
+                                free_e = e;
+                } else if (!old || e->lru < old->lru) {
+                        old = e;
+                }
+        }
+        if (!free_e) {
+                ent_clear(c, old);
+                free_e = old;
+        }
+        free_e->pid = pid;
+        return free_e;
+}
+
+static int read_text(struct mthp_collapser *c, const char *path, size_t *len) {
+        _cleanup_close_ int fd = mthp_host_open_file(c->host, path, O_RDONLY | O_CLOEXEC);
+        size_t n = 0;
+
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                if (n + 4096 + 1 > c->cap_text) {
+                        if (c->cap_text >= TEXT_MAX)
+                                break;
+                        size_t cap = c->cap_text ? c->cap_text * 2 : 65536;
+                        char *t = realloc(c->text, cap);
+                        if (!t)
+                                return -ENOMEM;
+                        c->text = t;
+                        c->cap_text = cap;
+                }
+                ssize_t k = read(fd, c->text + n, c->cap_text - 1 - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        if (n + 4096 + 1 > c->cap_text) {      /* cut at the cap: drop the partial last line */
+                while (n > 0 && c->text[n - 1] != '\n')
+                        n--;
+        }
+        c->text[n] = 0;
+        *len = n;
+        return 0;
+}
+
+/* A /proc file of a process that is gone reads as ENOENT or ESRCH. */
+static int gone_errno(int r) {
+        return r == -ENOENT || r == -ESRCH ? -ESRCH : r;
+}
+
+/* starttime from stat, THP_enabled from status (absent before 5.0: 1). */
+static int read_identity(struct mthp_collapser *c, pid_t pid, uint64_t *starttime, bool *thp_enabled) {
+        char path[48], buf[4096];
+        struct mthp_proc_stat st;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        int r = mthp_host_read(c->host, path, buf, sizeof(buf));
+        if (r < 0)
+                return gone_errno(r);
+        if (mthp_density_parse_stat(buf, &st) < 0)
+                return -EBADMSG;
+        if (st.state == 'Z' || st.state == 'X')
+                return -ESRCH;
+        *starttime = st.starttime;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        r = mthp_host_read(c->host, path, buf, sizeof(buf));
+        if (r < 0)
+                return gone_errno(r);
+        const char *p = strstr(buf, "\nTHP_enabled:");
+        *thp_enabled = !p || strtol(p + strlen("\nTHP_enabled:"), NULL, 10) != 0;
+        return 0;
+}
+
+static bool is_refused(const struct proc_ent *e, uint64_t start, uint64_t end) {
+        for (unsigned i = 0; i < REFUSED_MAX; i++)
+                if (e->refused[i].passes_left && e->refused[i].start == start && e->refused[i].end == end)
+                        return true;
+        return false;
+}
+
+static void refuse(struct proc_ent *e, uint64_t start, uint64_t end) {
+        struct refused *slot = &e->refused[0];
+        if (is_refused(e, start, end))
+                return;
+        for (unsigned i = 0; i < REFUSED_MAX; i++)
+                if (e->refused[i].passes_left < slot->passes_left)
+                        slot = &e->refused[i];
+        *slot = (struct refused) { start, end, MTHP_COLLAPSE_REFUSE_PASSES };
+}
+
+static bool out_of_time(struct mthp_collapser *c) {
+        return elapsed_usec(c, c->tick_t0) >= c->b.max_usec;
+}
+
+/* Walk the maps text, collect candidates into c->cand. *scanned_to: the
+ * address below which every block was looked at; *cut: time ran out. */
+static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, size_t len, size_t *n_cand,
+                           uint64_t *scanned_to, bool *cut, struct mthp_collapse_result *res) {
+        const char *p = c->text, *end = c->text + len;
+        unsigned need = (unsigned) (c->b.min_coverage * c->pmd_pages + 0.999999);
+        size_t n = 0;
+
+        if (need == 0)
+                need = 1;       /* an empty block is never a candidate */
+        *scanned_to = UINT64_MAX;
+        *cut = false;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *le = nl ? nl : end;
+                uint64_t first, last, ms = 0, me = 0;
+                struct mthp_mapping m;
+                int r = mthp_collapse_maps_line(p, (size_t) (le - p), c->pmd_bytes, &first, &last);
+                if (r < 0)
+                        return -EBADMSG;
+                if (r > 0 && mthp_density_parse_maps_line(p, (size_t) (le - p), &m) == 0) {
+                        ms = m.start;
+                        me = m.end;
+                        if (is_refused(e, ms, me))
+                                r = 0;
+                }
+                p = nl ? nl + 1 : end;
+                if (r == 0)
+                        continue;
+                for (uint64_t a = first; a < last;) {
+                        if (out_of_time(c) || n == MTHP_COLLAPSE_TRACK_MAX) {
+                                *scanned_to = a;
+                                *cut = out_of_time(c);
+                                *n_cand = n;
+                                return 0;
+                        }
+                        size_t k = (size_t) ((last - a) / c->pmd_bytes);
+                        if (k > CHUNK_BLOCKS)
+                                k = CHUNK_BLOCKS;
+                        r = c->ops.scan(c->ops.user, pid, a, k, c->present, c->huge);
+                        if (r < 0)
+                                return r;
+                        for (size_t i = 0; i < k; i++) {
+                                uint64_t ba = a + i * c->pmd_bytes;
+                                if (c->huge[i]) {
+                                        res->huge++;
+                                } else if (c->present[i] >= need) {
+                                        res->candidates++;
+                                        if (n < MTHP_COLLAPSE_TRACK_MAX)
+                                                c->cand[n++] = (struct cand) { ba, ms, me };
+                                }
+                        }
+                        a += k * c->pmd_bytes;
+                }
+        }
+        *n_cand = n;
+        return 0;
+}
+
+/* The new set replaces the entry's; the total stays under the cap by
+ * forgetting the least recently run processes' sets first. */
+static int store_set(struct mthp_collapser *c, struct proc_ent *e, size_t n) {
+        c->tracked -= e->n_set;
+        e->n_set = 0;
+        while (c->tracked + n > MTHP_COLLAPSE_TRACK_MAX) {
+                struct proc_ent *old = NULL;
+                for (unsigned i = 0; i < MTHP_COLLAPSE_PROCS_MAX; i++) {
+                        struct proc_ent *o = &c->ent[i];
+                        if (o != e && o->n_set && (!old || o->lru < old->lru))
+                                old = o;
+                }
+                if (!old) {
+                        n = MTHP_COLLAPSE_TRACK_MAX - c->tracked;
+                        break;
+                }
+                c->tracked -= old->n_set;
+                old->n_set = 0;
+                free(old->set);
+                old->set = NULL;
+        }
+        struct mthp_collapse_block *s = NULL;
+        if (n) {
+                s = malloc(n * sizeof(*s));
+                if (!s) {
+                        free(e->set);
+                        e->set = NULL;
+                        return -ENOMEM;
+                }
+                memcpy(s, c->next, n * sizeof(*s));
+        }
+        free(e->set);
+        e->set = s;
+        e->n_set = n;
+        c->tracked += n;
+        return 0;
+}
+
+static void note_cost(struct mthp_collapser *c, uint64_t usec, size_t blocks) {
+        if (!blocks)
+                return;
+        uint64_t per = usec / blocks;
+        /* 1.5 to 13 ms a block measured on 6.18 (2 CPUs, a busy target):
+         * an overrun costs the host, an underrun only the next tick */
+        c->usec_per_block = per >= c->usec_per_block ? per : (c->usec_per_block * 3 + per) / 4;
+        if (c->usec_per_block == 0)
+                c->usec_per_block = 1;
+}
+
+/* Collapse the eligible candidates within the tick's budget. Returns 0,
+ * -ESRCH, -EPERM/-EACCES, -EOPNOTSUPP; *pending: eligible blocks left. */
+static int collapse(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, size_t n_cand,
+                    struct mthp_collapse_result *res, bool *pending) {
+        size_t i = 0;
+        *pending = false;
+        for (;;) {
+                while (i < n_cand && !c->elig[i])
+                        i++;
+                if (i == n_cand)
+                        return 0;
+                unsigned max = mthp_collapse_batch_blocks(&c->b, c->tick_kb, elapsed_usec(c, c->tick_t0),
+                                                          c->usec_per_block, c->pmd_kb, MTHP_COLLAPSE_BATCH_MAX);
+                if (max > 1 && c->usec_per_block == 0)
+                        max = 1;                /* cost unknown: learn it from one block */
+                if (max == 0) {
+                        *pending = true;
+                        res->cut = true;
+                        return 0;
+                }
+                size_t idx[MTHP_COLLAPSE_BATCH_MAX], n = 0;
+                for (size_t j = i; j < n_cand && n < max; j++)
+                        if (c->elig[j]) {
+                                idx[n] = j;
+                                c->iov[n++] = (struct iovec) { (void *) (uintptr_t) c->cand[j].addr, c->pmd_bytes };
+                        }
+                struct stamp t0 = stamp_now(c);
+                ssize_t r = c->ops.advise(c->ops.user, pid, c->iov, n);
+                size_t done = r > 0 ? (size_t) r / c->pmd_bytes : 0, tried = done;
+                if (r >= 0 && done == 0)
+                        r = -EAGAIN;            /* advised nothing and said no error: count a failure */
+                if (done > n)
+                        done = tried = n;
+                if (r < 0)
+                        tried = 1;              /* idx[0] failed */
+                /* else stopped before idx[done] (if done < n): retried next round to learn its errno */
+                note_cost(c, elapsed_usec(c, t0), tried ? tried : 1);
+                res->attempted += (unsigned) tried;
+                res->collapsed += (unsigned) done;
+                res->kb_collapsed += (uint64_t) done * c->pmd_kb;
+                c->tick_kb += (uint64_t) tried * c->pmd_kb;
+                for (size_t k = 0; k < done; k++)
+                        c->elig[idx[k]] = false;
+                if (r >= 0) {
+                        i = done < n ? idx[done] : idx[n - 1] + 1;
+                        continue;
+                }
+                int err = (int) r;
+                c->elig[idx[0]] = false;
+                i = idx[0] + 1;
+                switch (err) {
+                case -ESRCH:
+                case -EPERM:
+                case -EACCES:
+                case -EOPNOTSUPP:
+                        res->attempted--;       /* never got to try */
+                        c->tick_kb -= c->pmd_kb;
+                        return err;
+                case -EINVAL:
+                        res->failed++;
+                        res->last_error = err;
+                        refuse(e, c->cand[idx[0]].map_start, c->cand[idx[0]].map_end);
+                        /* the mapping's other blocks would fail the same way */
+                        for (size_t j = i; j < n_cand; j++)
+                                if (c->cand[j].map_start == c->cand[idx[0]].map_start)
+                                        c->elig[j] = false;
+                        break;
+                case -ENOMEM:
+                        res->failed++;
+                        res->last_error = err;
+                        for (size_t j = i; j < n_cand; j++)
+                                *pending |= c->elig[j];
+                        return 0;               /* no huge page to be had: next tick */
+                default:                        /* EAGAIN: busy pages, the next may do */
+                        res->failed++;
+                        res->last_error = err;
+                        break;
+                }
+        }
+}
+
+static int pass(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, uint64_t t_usec,
+                struct mthp_collapse_result *res) {
+        char path[48];
+        uint64_t starttime, scanned_to;
+        bool thp_on, cut, pending = false;
+        size_t len = 0, n_cand = 0;
+        int r;
+
+        r = read_identity(c, pid, &starttime, &thp_on);
+        if (r < 0)
+                return r;
+        if (e->has_pass && e->starttime != starttime) {   /* the PID was reused */
+                pid_t keep = e->pid;
+                ent_clear(c, e);
+                e->pid = keep;
+        }
+        e->starttime = starttime;
+        if (e->denied)
+                return -EPERM;
+        if (!thp_on) {
+                res->thp_disabled = true;
+                e->has_pass = true;
+                e->last_pass = t_usec;
+                e->resume = false;
+                return 0;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
+        r = read_text(c, path, &len);
+        if (r < 0)
+                return gone_errno(r);
+        if (!c->have_ops) {
+                snprintf(path, sizeof(path), "/proc/%d/pagemap", (int) pid);
+                c->pm_fd = mthp_host_open_file(c->host, path, O_RDONLY | O_CLOEXEC);
+                if (c->pm_fd < 0)
+                        return gone_errno(c->pm_fd);
+        }
+        r = find_candidates(c, e, pid, len, &n_cand, &scanned_to, &cut, res);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_cand; i++)
+                c->cur[i] = c->cand[i].addr;
+        size_t n_next = mthp_collapse_merge(e->set, e->n_set, c->cur, n_cand, scanned_to, t_usec,
+                                            c->b.min_interval_usec, c->elig, c->next, MTHP_COLLAPSE_TRACK_MAX);
+        r = store_set(c, e, n_next);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_cand; i++)
+                res->eligible += c->elig[i];
+        r = collapse(c, e, pid, n_cand, res, &pending);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < REFUSED_MAX; i++)
+                if (e->refused[i].passes_left)
+                        e->refused[i].passes_left--;
+        res->cut |= cut;
+        e->has_pass = true;
+        e->last_pass = t_usec;
+        e->resume = cut || pending;
+        return 0;
+}
+
+int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, struct mthp_collapse_result *res) {
+        struct stamp t0 = stamp_now(c);
+        int r;
+
+        memset(res, 0, sizeof(*res));
+        if (pid <= 0)
+                return -EINVAL;
+        if (!c->have_ops && !c->host->real)
+                return -EOPNOTSUPP;
+        if (c->pmd_bytes == 0 || c->support < 0)
+                return -EOPNOTSUPP;
+        if (c->support == 0)
+                c->support = probe_support() ? 1 : -1;
+        if (c->support < 0) {
+                mthp_log(LOG_NOTICE, "MADV_COLLAPSE: this kernel does not know it (madvise says EINVAL): "
+                         "no collapsing");
+                return -EOPNOTSUPP;
+        }
+
+        struct proc_ent *e = ent_get(c, pid);
+        e->last_seen = t_usec;
+        e->lru = ++c->lru_clock;
+        if (e->has_pass && !e->resume && t_usec >= e->last_pass && t_usec - e->last_pass < c->b.min_interval_usec) {
+                res->deferred = true;
+                return 0;
+        }
+        if (c->tick_kb + c->pmd_kb > c->b.max_kb_per_tick || out_of_time(c)) {
+                res->deferred = true;
+                return 0;
+        }
+
+        if (!c->have_ops) {
+                c->pidfd = (int) syscall(SYS_pidfd_open, pid, 0u);
+                if (c->pidfd < 0) {
+                        r = errno == ENOSYS ? -EOPNOTSUPP : -errno;
+                        goto out;
+                }
+        }
+        r = pass(c, e, pid, t_usec, res);
+out:
+        if (c->pm_fd >= 0)
+                close(c->pm_fd);
+        if (c->pidfd >= 0)
+                close(c->pidfd);
+        c->pm_fd = c->pidfd = -1;
+        res->usec = elapsed_usec(c, t0);
+
+        if (r == -ESRCH) {
+                ent_clear(c, e);
+        } else if (r == -EPERM || r == -EACCES) {
+                e->denied = true;
+                if (!c->perm_logged) {
+                        c->perm_logged = true;
+                        mthp_log(LOG_WARNING,
+                                 "MADV_COLLAPSE on process %d: %s: collapsing needs CAP_SYS_NICE and ptrace "
+                                 "read access to the target; not trying it again for this process (reported once)",
+                                 (int) pid, strerror(-r));
+                }
+        } else if (r == -EOPNOTSUPP) {
+                c->support = -1;
+                mthp_log(LOG_NOTICE, "MADV_COLLAPSE: process_madvise or PAGEMAP_SCAN is missing on this kernel: "
+                         "no collapsing");
+        }
+        c->tot.candidates += res->candidates;
+        c->tot.eligible += res->eligible;
+        c->tot.huge += res->huge;
+        c->tot.attempted += res->attempted;
+        c->tot.collapsed += res->collapsed;
+        c->tot.failed += res->failed;
+        c->tot.kb_collapsed += res->kb_collapsed;
+        c->tot.usec += res->usec;
+        if (res->last_error)
+                c->tot.last_error = res->last_error;
+        else if (r < 0 && r != -ESRCH)
+                c->tot.last_error = r;
+        return r;
+}
