@@ -285,7 +285,8 @@ static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pid
         snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%s%s", base, strcmp(path, "/") == 0 ? "" : path);
         for (unsigned i = 0; i < n_dirs && n < max; i++) {
                 char file[MTHP_PATH_MAX + 16], buf[8192];
-                snprintf(file, sizeof(file), "%s/cgroup.procs", dirs[i]);
+                if (snprintf(file, sizeof(file), "%s/cgroup.procs", dirs[i]) >= (int) sizeof(file))
+                        continue;
                 if (mthp_host_read(d->host, file, buf, sizeof(buf)) >= 0)
                         for (char *l = strtok(buf, "\n"); l && n < max; l = strtok(NULL, "\n"))
                                 if (atoi(l) > 0)
@@ -300,9 +301,9 @@ static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pid
                 }
                 struct dirent *de;
                 while ((de = readdir(dir)) && n_dirs < COLLAPSE_DIRS_MAX)
-                        if (de->d_type == DT_DIR && de->d_name[0] != '.')
-                                snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%.*s/%s", MTHP_PATH_MAX / 2, dirs[i],
-                                         de->d_name);
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+                            snprintf(dirs[n_dirs], MTHP_PATH_MAX, "%s/%s", dirs[i], de->d_name) < MTHP_PATH_MAX)
+                                n_dirs++;
                 closedir(dir);
         }
         return n;

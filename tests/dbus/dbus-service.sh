@@ -65,6 +65,7 @@ sort > "$T/expected" <<'EOF'
 .Explain method s a(sss)
 .History method u a(tssss)
 .ListKnobs method - a(sussssb)
+.ListCgroups method - a(ssssudttttdiib)
 .Pin method sst -
 .Reload method - -
 .Restore method - -
