@@ -101,6 +101,44 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         memset(&st->proc[j], 0, sizeof(st->proc[j]));
 }
 
+/* Fold this tick's managed cgroups into the remembered ones. */
+static void remember_cgroups(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                             struct mthp_engine_state *st) {
+        for (unsigned i = 0; i < snap->n_cgroups && i < MTHP_SNAP_CGROUPS; i++) {
+                const struct mthp_cgroup_view *c = &snap->cgroup[i];
+                struct mthp_engine_cgroup *m = NULL, *free_slot = NULL;
+                for (unsigned j = 0; j < MTHP_SNAP_CGROUPS && !m; j++) {
+                        if (strcmp(st->cgroup[j].path, c->path) == 0)
+                                m = &st->cgroup[j];
+                        else if (!free_slot && (!st->cgroup[j].path[0] || st->cgroup[j].seen_tick + PROC_FORGET_TICKS < snap->tick))
+                                free_slot = &st->cgroup[j];
+                }
+                if (!m) {
+                        if (!free_slot)
+                                continue;
+                        m = free_slot;
+                        memset(m, 0, sizeof(*m));
+                        mthp_strcpy(m->path, sizeof(m->path), c->path);
+                }
+                if (!c->new_cgroup) {
+                        m->fault_rate = m->seen_tick ? (m->fault_rate + c->fault_rate) / 2 : c->fault_rate;
+                        if (c->fault_rate >= cfg->min_proc_fault_rate)
+                                m->say_tick = snap->tick ? snap->tick : 1;
+                }
+                m->seen_tick = snap->tick ? snap->tick : 1;
+        }
+        for (unsigned j = 0; j < MTHP_SNAP_CGROUPS; j++)
+                if (st->cgroup[j].path[0] && st->cgroup[j].seen_tick + PROC_FORGET_TICKS < snap->tick)
+                        memset(&st->cgroup[j], 0, sizeof(st->cgroup[j]));
+}
+
+static const struct mthp_engine_cgroup *remembered_cgroup(const struct mthp_engine_state *st, const char *path) {
+        for (unsigned j = 0; j < MTHP_SNAP_CGROUPS; j++)
+                if (st->cgroup[j].path[0] && strcmp(st->cgroup[j].path, path) == 0)
+                        return &st->cgroup[j];
+        return NULL;
+}
+
 static double remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size) {
         return m->w[kind][size] > 0 ? m->u[kind][size] / m->w[kind][size] : NAN;
 }
@@ -282,7 +320,8 @@ static void describe_party(const struct mthp_caps *caps, const struct mthp_engin
                          m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
         } else {
                 const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
-                snprintf(buf, n, "cgroup %s (%.0f faults/s%s)", c->path, c->fault_rate, pol);
+                const struct mthp_engine_cgroup *mc = remembered_cgroup(st, c->path);
+                snprintf(buf, n, "cgroup %s (%.0f faults/s%s)", c->path, mc ? mc->fault_rate : c->fault_rate, pol);
         }
         (void) caps;
 }
@@ -352,15 +391,19 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
 
         madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
         /* managed cgroups that say always, madvise or never, while they fault */
-        double host_rate = snap->vm[MTHP_VM_PGFAULT].rate;
         for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++) {
                 const struct mthp_cgroup_view *cv = &snap->cgroup[c];
                 const struct mthp_policy *pol = mthp_engine_policy(cfg, cv->path, NULL, 0);
                 if (!pol || pol->mode[kind] == MTHP_POLICY_AUTO)
                         continue;
                 uint64_t kind_kb = kind == MTHP_ANON ? cv->anon_kb : cv->shmem_kb;
-                if (cv->new_cgroup || kind_kb == 0 || cv->fault_rate < cfg->min_proc_fault_rate ||
-                    cv->fault_rate < host_rate * cfg->min_proc_share / 100.0 || v->n_parties >= MAX_PARTIES)
+                /* No share rule here, unlike processes: memcg pgfault counts
+                 * events, so a cgroup that gets 2M folios faults 512 times less
+                 * often for the same memory and would lose its say to a
+                 * sparse neighbour the moment it got what it asked for. */
+                const struct mthp_engine_cgroup *mc = remembered_cgroup(st, cv->path);
+                if (!mc || !mc->say_tick || st->tick > mc->say_tick + PROC_RECENT_TICKS || kind_kb == 0 ||
+                    v->n_parties >= MAX_PARTIES)
                         continue;
                 unsigned ceil = pol->mode[kind] == MTHP_POLICY_ALWAYS ? sizes_cap(caps, ladder, n_ladder, pol) : 0;
                 v->party[v->n_parties++] = (struct party){ .proc = -1, .cgroup = (int) c, .pol = pol,
@@ -577,6 +620,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
         *next = *prev;
         next->tick = snap->tick;
         remember(caps, snap, next);
+        remember_cgroups(cfg, snap, next);
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct mthp_engine_kind *st = &next->kind[kind];
                 unsigned ladder[MTHP_SIZES_MAX];
@@ -632,10 +676,21 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 level_name(caps, ladder, st->level, top, sizeof(top));
                 if (dens.best >= 0)
                         describe_proc(&next->proc[dens.best], who, sizeof(who));
-                char raiser[200] = "";
-                for (unsigned p = 0; p < dens.n_parties && !raiser[0]; p++)
-                        if (dens.party[p].keep >= target && target > 0)
-                                describe_party(caps, next, snap, kind, &dens.party[p], raiser, sizeof(raiser));
+                /* who wants the sizes: the highest-priority party that accepts
+                 * the target (raise) or the level (hold) */
+                char raiser[200] = "", keeper[200] = "";
+                int pr = -1, pk = -1;
+                for (unsigned p = 0; p < dens.n_parties; p++) {
+                        const struct party *pp = &dens.party[p];
+                        if (target > 0 && pp->keep >= target && (pr < 0 || pp->prio > dens.party[pr].prio))
+                                pr = (int) p;
+                        if (st->level > 0 && pp->keep >= st->level && (pk < 0 || pp->prio > dens.party[pk].prio))
+                                pk = (int) p;
+                }
+                if (pr >= 0)
+                        describe_party(caps, next, snap, kind, &dens.party[pr], raiser, sizeof(raiser));
+                if (pk >= 0 && dens.party[pk].pol)
+                        describe_party(caps, next, snap, kind, &dens.party[pk], keeper, sizeof(keeper));
 
                 /* probe-then-verify: a raise must show allocations at its new
                  * top size while the kind is faulting */
@@ -736,7 +791,9 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                 char hd[320];
                                 describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
                                 snprintf(extra, sizeof(extra), "; held back by %s", hd);
-                        } else if (barred)
+                        } else if (keeper[0])
+                                snprintf(extra, sizeof(extra), "; wanted by %s", keeper);
+                        else if (barred)
                                 snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks",
                                          st->ceiling, (unsigned long long) (st->ceiling_until - snap->tick));
                         else if (!dwell_ok)

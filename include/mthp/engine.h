@@ -53,9 +53,20 @@ struct mthp_engine_proc {
         double u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed usage x weight */
 };
 
+/* What the engine remembers of a managed cgroup: memcg statistics are
+ * flushed lazily, so one tick's pgfault delta can read 100x too low or too
+ * high; a cgroup keeps its say for a few ticks after it last faulted hard
+ * and its rate is smoothed. */
+struct mthp_engine_cgroup {
+        char path[MTHP_CGROUP_PATH_MAX];   /* "": free */
+        uint64_t seen_tick, say_tick;      /* say_tick 0: never had a say */
+        double fault_rate;                 /* smoothed */
+};
+
 struct mthp_engine_state {
         uint64_t tick;
         struct mthp_engine_proc proc[MTHP_ENGINE_PROCS];
+        struct mthp_engine_cgroup cgroup[MTHP_SNAP_CGROUPS];
         struct mthp_engine_kind kind[_MTHP_KIND_MAX];
         bool defrag_defer;              /* mthpd set defrag=defer for large sizes */
         unsigned defrag_streak;

@@ -1441,6 +1441,7 @@ static void test_policy_high_always_outranks_never(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_int_equal(changes(s, MTHP_ANON), 1);
         assert_contains(kind_reason(s, MTHP_ANON), "outranked: cgroup /sparse (50000 faults/s, policy p1: Anon=never, priority 20)");
+        assert_contains(kind_reason(s, MTHP_ANON), "wanted by cgroup /dense (50000 faults/s, policy p0: Anon=always, priority 80)");
 }
 
 static void test_policy_high_never_forces_madvise(void **state) {
@@ -1494,7 +1495,8 @@ static void test_policy_idle_never_has_no_say(void **state) {
         cg[1].fault_rate = 40000;
         sim_step(s, &w);
         assert_int_equal(level(s, MTHP_ANON), 0);
-        assert_contains(kind_reason(s, MTHP_ANON), "cgroup /sparse (40000 faults/s, policy p0: Anon=never, priority 100)");
+        /* its rate is smoothed: (20 + 40000) / 2 */
+        assert_contains(kind_reason(s, MTHP_ANON), "cgroup /sparse (20010 faults/s, policy p0: Anon=never, priority 100)");
 }
 
 static void test_policy_auto_own_maxbloat_and_sizes(void **state) {
