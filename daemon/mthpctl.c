@@ -685,6 +685,49 @@ static int look_at_knobs(struct ctl *c, struct host_view **hv, struct daemon_vie
         return 0;
 }
 
+/* The fields of status --json (also top --json's frames), without braces. */
+static void json_status_fields(const struct ctl *c, const struct host_view *hv, const struct daemon_view *v,
+                               const struct knob_owners *o, const struct mthp_journal *j, bool journal_ok) {
+        printf("\"root\":");
+        json_str(c->root);
+        printf(",");
+        json_daemon(v);
+        printf(",\"sample_seconds\":%.3f,\"fault_pages_per_s\":%.0f,", hv->snap.dt, hv->snap.fault_pages_rate);
+        printf("\"psi\":");
+        if (hv->snap.psi.present)
+                printf("{\"some_avg10\":%.2f,\"full_avg10\":%.2f}", hv->snap.psi.some_avg10,
+                       hv->snap.psi.full_avg10);
+        else
+                printf("null");
+        printf(",\"mem_available_kb\":%llu,\"cgroup_layout\":\"%s\",\"restore_journal_knobs\":",
+               (unsigned long long) hv->snap.mem.available_kb, mthp_cg_layout_name(hv->caps.cg_layout));
+        if (journal_ok)
+                printf("%u,\"knobs\":[", j->n);
+        else
+                printf("null,\"knobs\":[");
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &hv->caps.knobs[i];
+                int si = k->size_kb ? mthp_caps_find_size(&hv->caps, k->size_kb) : -1;
+                int kind = k->type == MTHP_KNOB_SIZE_ANON ? MTHP_ANON : MTHP_SHMEM;
+                printf("%s{\"id\":", i ? "," : "");
+                json_str(k->id);
+                printf(",\"size_kb\":%u,\"kind\":\"%s\",\"value\":", k->size_kb,
+                       si < 0 ? "global" : mthp_kind_name(kind));
+                json_str(hv->snap.knob[i]);
+                printf(",\"set_by\":\"%s\",\"decision\":", o->set_by[i]);
+                json_str_or_null(o->decision[i]);
+                printf(",\"pinned\":%s", o->pinned[i] ? "true" : "false");
+                if (si >= 0)
+                        printf(",\"alloc_per_s\":%.1f,\"fallback_per_s\":%.1f",
+                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
+                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
+                printf(",\"accepts\":");
+                json_accepts(k);
+                printf("}");
+        }
+        printf("]");
+}
+
 static int cmd_status(struct ctl *c, int argc, char **argv) {
         struct mthp_journal j;
         (void) argc;
@@ -704,44 +747,9 @@ static int cmd_status(struct ctl *c, int argc, char **argv) {
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
 
         if (c->json) {
-                printf("{\"root\":");
-                json_str(c->root);
-                printf(",");
-                json_daemon(v);
-                printf(",\"sample_seconds\":%.3f,\"fault_pages_per_s\":%.0f,", hv->snap.dt, hv->snap.fault_pages_rate);
-                printf("\"psi\":");
-                if (hv->snap.psi.present)
-                        printf("{\"some_avg10\":%.2f,\"full_avg10\":%.2f}", hv->snap.psi.some_avg10,
-                               hv->snap.psi.full_avg10);
-                else
-                        printf("null");
-                printf(",\"mem_available_kb\":%llu,\"cgroup_layout\":\"%s\",\"restore_journal_knobs\":",
-                       (unsigned long long) hv->snap.mem.available_kb, mthp_cg_layout_name(hv->caps.cg_layout));
-                if (journal_ok)
-                        printf("%u,\"knobs\":[", j.n);
-                else
-                        printf("null,\"knobs\":[");
-                for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
-                        const struct mthp_knob *k = &hv->caps.knobs[i];
-                        int si = k->size_kb ? mthp_caps_find_size(&hv->caps, k->size_kb) : -1;
-                        int kind = k->type == MTHP_KNOB_SIZE_ANON ? MTHP_ANON : MTHP_SHMEM;
-                        printf("%s{\"id\":", i ? "," : "");
-                        json_str(k->id);
-                        printf(",\"size_kb\":%u,\"kind\":\"%s\",\"value\":", k->size_kb,
-                               si < 0 ? "global" : mthp_kind_name(kind));
-                        json_str(hv->snap.knob[i]);
-                        printf(",\"set_by\":\"%s\",\"decision\":", o.set_by[i]);
-                        json_str_or_null(o.decision[i]);
-                        printf(",\"pinned\":%s", o.pinned[i] ? "true" : "false");
-                        if (si >= 0)
-                                printf(",\"alloc_per_s\":%.1f,\"fallback_per_s\":%.1f",
-                                       stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
-                                       stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
-                        printf(",\"accepts\":");
-                        json_accepts(k);
-                        printf("}");
-                }
-                printf("]}\n");
+                printf("{");
+                json_status_fields(c, hv, v, &o, &j, journal_ok);
+                printf("}\n");
         } else {
                 print_daemon_line(stdout, v);
                 if (journal_ok)
@@ -1037,6 +1045,52 @@ static void fmt_dense(int kb, char *buf, size_t n) {
                 mthp_format_size((unsigned) kb, buf, n);
 }
 
+/* A JSON array of cgroups (cgroups --json, top --json). */
+static void json_cgroups(const struct ctl_bus_cgroup *cg, unsigned n) {
+        printf("[");
+        for (unsigned i = 0; i < n; i++) {
+                const struct ctl_bus_cgroup *x = &cg[i];
+                printf("%s{\"path\":", i ? "," : "");
+                json_str(x->path);
+                printf(",\"policy\":");
+                json_str(x->policy);
+                printf(",\"anon\":");
+                json_str(x->anon);
+                printf(",\"shmem\":");
+                json_str(x->shmem);
+                printf(",\"priority\":%u,\"collapse\":%s,\"fault_rate\":", x->priority,
+                       x->collapse ? "true" : "false");
+                if (x->fault_rate >= 0)
+                        printf("%.1f", x->fault_rate);
+                else
+                        printf("null");
+                printf(",\"anon_kb\":%llu,\"shmem_kb\":%llu,\"usage_kb\":%llu,\"limit_kb\":",
+                       (unsigned long long) x->anon_kb, (unsigned long long) x->shmem_kb,
+                       (unsigned long long) x->usage_kb);
+                if (x->limit_kb)
+                        printf("%llu", (unsigned long long) x->limit_kb);
+                else
+                        printf("null");
+                printf(",\"psi_some_avg10\":");
+                if (x->psi_some >= 0)
+                        printf("%.2f", x->psi_some);
+                else
+                        printf("null");
+                printf(",\"dense_kb\":{\"anon\":");
+                if (x->dense_kb[0] >= 0)
+                        printf("%d", x->dense_kb[0]);
+                else
+                        printf("null");
+                printf(",\"shmem\":");
+                if (x->dense_kb[1] >= 0)
+                        printf("%d", x->dense_kb[1]);
+                else
+                        printf("null");
+                printf("}}");
+        }
+        printf("]");
+}
+
 static int cmd_cgroups(struct ctl *c, int argc, char **argv) {
         (void) argc;
         (void) argv;
@@ -1058,48 +1112,9 @@ static int cmd_cgroups(struct ctl *c, int argc, char **argv) {
                 return EXIT_FAIL;
         qsort(cg, n, sizeof(*cg), cmp_cgroup_rate);
         if (c->json) {
-                printf("{\"source\":\"%s\",\"cgroups\":[", from_daemon ? "mthpd" : "host");
-                for (unsigned i = 0; i < n; i++) {
-                        const struct ctl_bus_cgroup *x = &cg[i];
-                        printf("%s{\"path\":", i ? "," : "");
-                        json_str(x->path);
-                        printf(",\"policy\":");
-                        json_str(x->policy);
-                        printf(",\"anon\":");
-                        json_str(x->anon);
-                        printf(",\"shmem\":");
-                        json_str(x->shmem);
-                        printf(",\"priority\":%u,\"collapse\":%s,\"fault_rate\":", x->priority,
-                               x->collapse ? "true" : "false");
-                        if (x->fault_rate >= 0)
-                                printf("%.1f", x->fault_rate);
-                        else
-                                printf("null");
-                        printf(",\"anon_kb\":%llu,\"shmem_kb\":%llu,\"usage_kb\":%llu,\"limit_kb\":",
-                               (unsigned long long) x->anon_kb, (unsigned long long) x->shmem_kb,
-                               (unsigned long long) x->usage_kb);
-                        if (x->limit_kb)
-                                printf("%llu", (unsigned long long) x->limit_kb);
-                        else
-                                printf("null");
-                        printf(",\"psi_some_avg10\":");
-                        if (x->psi_some >= 0)
-                                printf("%.2f", x->psi_some);
-                        else
-                                printf("null");
-                        printf(",\"dense_kb\":{\"anon\":");
-                        if (x->dense_kb[0] >= 0)
-                                printf("%d", x->dense_kb[0]);
-                        else
-                                printf("null");
-                        printf(",\"shmem\":");
-                        if (x->dense_kb[1] >= 0)
-                                printf("%d", x->dense_kb[1]);
-                        else
-                                printf("null");
-                        printf("}}");
-                }
-                printf("]}\n");
+                printf("{\"source\":\"%s\",\"cgroups\":", from_daemon ? "mthpd" : "host");
+                json_cgroups(cg, n);
+                printf("}\n");
                 free(cg);
                 return EXIT_OK;
         }
@@ -2031,11 +2046,170 @@ static void metric_size_counter(const struct mthp_caps *caps, const struct mthp_
 
 /* Prometheus text exposition format 0.0.4, for node_exporter's textfile
  * collector: counters are the kernel's own since boot, no rates. */
+/* The managed cgroups, from mthpd (ListCgroups). */
+static void metrics_cgroups(void) {
+        struct ctl_bus *bus = bus_open_for_read(true);
+        struct ctl_bus_cgroup *cg = NULL;
+        unsigned n = 0;
+        struct ctl_bus_error e;
+        if (!bus || ctl_bus_list_cgroups(bus, &cg, &n, &e) < 0 || !n) {
+                ctl_bus_free(bus);
+                free(cg);
+                return;
+        }
+        ctl_bus_free(bus);
+        static const struct {
+                const char *name, *type, *help;
+        } fam[] = {
+                { "mthpd_cgroup_faults_per_second", "gauge",
+                  "Page faults per second of a cgroup a policy file manages (memory.stat pgfault)." },
+                { "mthpd_cgroup_memory_bytes", "gauge", "Memory in use by a managed cgroup." },
+                { "mthpd_cgroup_memory_limit_bytes", "gauge", "Memory limit of a managed cgroup (absent: none)." },
+                { "mthpd_cgroup_psi_memory_some_avg10", "gauge", "Memory pressure of a managed cgroup, percent." },
+                { "mthpd_cgroup_dense_bytes", "gauge",
+                  "Largest folio size every sampled process of a managed cgroup uses densely enough." },
+        };
+        for (unsigned f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+                metric_family(fam[f].name, fam[f].type, fam[f].help);
+                for (unsigned i = 0; i < n; i++) {
+                        const struct ctl_bus_cgroup *x = &cg[i];
+                        for (int k = 0; k < (f == 4 ? 2 : 1); k++) {
+                                if ((f == 2 && !x->limit_kb) || (f == 3 && x->psi_some < 0) ||
+                                    (f == 4 && x->dense_kb[k] < 0))
+                                        continue;
+                                printf("%s{cgroup=", fam[f].name);
+                                label_value(x->path);
+                                printf(",policy=");
+                                label_value(x->policy);
+                                if (f == 4)
+                                        printf(",kind=\"%s\"", k ? "shmem" : "anon");
+                                printf("} ");
+                                switch (f) {
+                                case 0: printf("%.1f\n", x->fault_rate); break;
+                                case 1: printf("%llu\n", (unsigned long long) x->usage_kb * 1024); break;
+                                case 2: printf("%llu\n", (unsigned long long) x->limit_kb * 1024); break;
+                                case 3: printf("%.2f\n", x->psi_some); break;
+                                default: printf("%llu\n", (unsigned long long) x->dense_kb[k] * 1024); break;
+                                }
+                        }
+                }
+        }
+        free(cg);
+}
+
+/* metrics --json: the exposition text, read back into families of samples
+ * ({"name", "type", "help", "samples": [{"labels": {...}, "value": N}]}). */
+static int metrics_to_json(const char *text) {
+        printf("{\"metrics\":[");
+        bool first_family = true, open_family = false, first_sample = true;
+        char name[128] = "", type[32] = "", help[512] = "";
+        for (const char *l = text; *l;) {
+                size_t len = strcspn(l, "\n");
+                char line[2048];
+                snprintf(line, sizeof(line), "%.*s", (int) (len < sizeof(line) - 1 ? len : sizeof(line) - 1), l);
+                l += len + (l[len] == '\n');
+                if (strncmp(line, "# HELP ", 7) == 0) {
+                        if (open_family)
+                                printf("]}");
+                        open_family = false;
+                        char *sp = strchr(line + 7, ' ');
+                        if (!sp)
+                                return -EINVAL;
+                        snprintf(name, sizeof(name), "%.*s", (int) (sp - line - 7), line + 7);
+                        snprintf(help, sizeof(help), "%s", sp + 1);
+                        continue;
+                }
+                if (strncmp(line, "# TYPE ", 7) == 0) {
+                        char *sp = strrchr(line, ' ');
+                        snprintf(type, sizeof(type), "%s", sp ? sp + 1 : "untyped");
+                        printf("%s{\"name\":", first_family ? "" : ",");
+                        json_str(name);
+                        printf(",\"type\":");
+                        json_str(type);
+                        printf(",\"help\":");
+                        json_str(help);
+                        printf(",\"samples\":[");
+                        first_family = false;
+                        open_family = true;
+                        first_sample = true;
+                        continue;
+                }
+                if (!line[0] || line[0] == '#' || !open_family)
+                        continue;
+                /* name{k="v",...} value */
+                char *p = line + strcspn(line, "{ ");
+                printf("%s{\"labels\":{", first_sample ? "" : ",");
+                first_sample = false;
+                if (*p == '{') {
+                        p++;
+                        bool first_label = true;
+                        while (*p && *p != '}') {
+                                char *eq = strchr(p, '=');
+                                if (!eq || eq[1] != '"')
+                                        return -EINVAL;
+                                *eq = 0;
+                                printf("%s", first_label ? "" : ",");
+                                json_str(p);
+                                printf(":");
+                                first_label = false;
+                                char val[1024];
+                                size_t o = 0;
+                                for (p = eq + 2; *p && *p != '"' && o < sizeof(val) - 1; p++) {
+                                        if (*p == '\\' && p[1]) {
+                                                p++;
+                                                val[o++] = *p == 'n' ? '\n' : *p;
+                                        } else
+                                                val[o++] = *p;
+                                }
+                                val[o] = 0;
+                                json_str(val);
+                                if (*p == '"')
+                                        p++;
+                                if (*p == ',')
+                                        p++;
+                        }
+                        if (*p == '}')
+                                p++;
+                }
+                while (*p == ' ')
+                        p++;
+                printf("},\"value\":%s}", *p ? p : "null");
+        }
+        if (open_family)
+                printf("]}");
+        printf("]}\n");
+        return 0;
+}
+
+static int metrics_text(struct ctl *c);
+
 static int cmd_metrics(struct ctl *c, int argc, char **argv) {
-        struct mthp_journal j;
-        static struct knob_owners o;
         (void) argc;
         (void) argv;
+        if (!c->json)
+                return metrics_text(c);
+        /* write the text exposition to memory, then read it back as JSON:
+         * one source for both, so they cannot disagree */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len), *out = stdout;
+        if (!mem)
+                return EXIT_FAIL;
+        stdout = mem; /* glibc: stdout is an assignable FILE * */
+        int r = metrics_text(c);
+        stdout = out;
+        fclose(mem);
+        if (r == EXIT_OK && metrics_to_json(text) < 0) {
+                fprintf(stderr, "mthpctl: metrics: cannot convert to JSON\n");
+                r = EXIT_FAIL;
+        }
+        free(text);
+        return r == EXIT_OK && fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_FAIL;
+}
+
+static int metrics_text(struct ctl *c) {
+        struct mthp_journal j;
+        static struct knob_owners o;
 
         struct host_view *hv;
         struct daemon_view *v;
@@ -2090,6 +2264,7 @@ static int cmd_metrics(struct ctl *c, int argc, char **argv) {
                 metric_family("mthpd_mode", "gauge", "mthpd's mode: manage (writes knobs) or observe (1 = current).");
                 printf("mthpd_mode{mode=\"manage\"} %d\n", strcmp(v->mode, "manage") == 0);
                 printf("mthpd_mode{mode=\"observe\"} %d\n", strcmp(v->mode, "observe") == 0);
+                metrics_cgroups();
         }
         free(v);
         host_view_close(hv);
@@ -2136,8 +2311,11 @@ static void top_term_restore(const struct top_term *t) {
                 tcsetattr(STDIN_FILENO, TCSANOW, &t->saved);
 }
 
+#define TOP_CGROUPS 5
+
 static void top_render(FILE *f, const struct ctl *c, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                       const struct daemon_view *v, const struct knob_owners *o) {
+                       const struct daemon_view *v, const struct knob_owners *o, const struct ctl_bus_cgroup *cg,
+                       unsigned n_cg) {
         char now[32], interval[32];
         format_time(realtime_usec(), false, now, sizeof(now));
         snprintf(interval, sizeof(interval), "%.1fs", (double) c->interval_usec / 1e6);
@@ -2152,6 +2330,32 @@ static void top_render(FILE *f, const struct ctl *c, const struct mthp_caps *cap
         fprintf(f, " | MemAvailable %llu MiB\n\n", (unsigned long long) snap->mem.available_kb / 1024);
         print_knobs(f, caps, snap, o);
         fputc('\n', f);
+        if (n_cg) {
+                struct table t;
+                table_init(&t, "CGROUP", "POLICY", ">PRIO", ">FAULTS/S", ">MEMORY", ">PSI", "DENSE", NULL);
+                for (unsigned i = 0; i < n_cg && i < TOP_CGROUPS; i++) {
+                        const struct ctl_bus_cgroup *x = &cg[i];
+                        char mem[16], da[16], ds[16];
+                        fmt_kb(x->usage_kb, mem, sizeof(mem));
+                        fmt_dense(x->dense_kb[0], da, sizeof(da));
+                        fmt_dense(x->dense_kb[1], ds, sizeof(ds));
+                        table_cell(&t, "%s", x->path);
+                        table_cell(&t, "%s (anon %s, shmem %s)", x->policy, x->anon, x->shmem);
+                        table_cell(&t, "%u", x->priority);
+                        table_cell(&t, "%.0f", x->fault_rate);
+                        table_cell(&t, "%s", mem);
+                        if (x->psi_some >= 0)
+                                table_cell(&t, "%.1f%%", x->psi_some);
+                        else
+                                table_cell(&t, "-");
+                        table_cell(&t, "anon %s, shmem %s", da, ds);
+                }
+                table_print(&t, f);
+                if (n_cg > TOP_CGROUPS)
+                        fprintf(f, "... %u more managed cgroups ('mthpctl cgroups')\n", n_cg - TOP_CGROUPS);
+                table_free(&t);
+                fputc('\n', f);
+        }
         if (!v->running) {
                 fprintf(f, "mthpd is not running: no decisions to explain\n");
                 return;
@@ -2263,7 +2467,8 @@ static int cmd_top(struct ctl *c, int argc, char **argv) {
         sigaction(SIGHUP, &sa, NULL);
         sigaction(SIGWINCH, &sa, NULL);
         sigaction(SIGTSTP, &sa, NULL);
-        top_term_setup(&term);
+        if (!c->json)
+                top_term_setup(&term);
 
         struct daemon_view *v = xrealloc(NULL, sizeof(*v));
         char *frame = NULL;
@@ -2276,22 +2481,51 @@ static int cmd_top(struct ctl *c, int argc, char **argv) {
                         ctl_bus_free(bus); /* it went away; look again next time */
                         bus = NULL;
                 }
-                load_journal(c, true, &j);
+                bool journal_ok = load_journal(c, true, &j);
                 knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
+                struct ctl_bus_cgroup *cg = NULL;
+                unsigned n_cg = 0;
+                struct ctl_bus_error e;
+                if (bus && v->on_bus && ctl_bus_list_cgroups(bus, &cg, &n_cg, &e) < 0)
+                        n_cg = 0;
 
-                size_t len;
-                free(frame);
-                FILE *f = open_memstream(&frame, &len);
-                if (!f) {
-                        ret = EXIT_FAIL;
-                        break;
+                if (c->json) {
+                        /* one JSON object per frame and line (NDJSON) */
+                        printf("{\"time_usec\":%llu,", (unsigned long long) realtime_usec());
+                        json_status_fields(c, hv, v, &o, &j, journal_ok);
+                        printf(",\"cgroups\":");
+                        json_cgroups(cg, n_cg);
+                        printf(",\"decisions\":[");
+                        for (unsigned i = 0; v->running && i < v->n_reasons; i++) {
+                                printf("%s{\"id\":", i ? "," : "");
+                                json_str(v->reason[i].id);
+                                printf(",\"decision\":");
+                                json_str(v->reason[i].decision);
+                                printf(",\"reason\":");
+                                json_str(v->reason[i].reason);
+                                printf("}");
+                        }
+                        printf("]}\n");
+                        fflush(stdout);
+                        free(cg);
+                } else {
+                        size_t len;
+                        free(frame);
+                        frame = NULL;
+                        FILE *f = open_memstream(&frame, &len);
+                        if (!f) {
+                                free(cg);
+                                ret = EXIT_FAIL;
+                                break;
+                        }
+                        top_render(f, c, &hv->caps, &hv->snap, v, &o, cg, n_cg);
+                        fclose(f);
+                        free(cg);
+                        top_emit(frame, term.tty_out);
                 }
-                top_render(f, c, &hv->caps, &hv->snap, v, &o);
-                fclose(f);
-                top_emit(frame, term.tty_out);
                 if (c->iterations && n >= c->iterations)
                         break;
-                if (top_wait(deadline, &stdin_open, frame, &term))
+                if (top_wait(deadline, &stdin_open, frame ? frame : "", &term))
                         break;
                 mthp_sampler_take(hv->s, now_usec(), &hv->snap);
         }
@@ -2356,23 +2590,28 @@ static const struct command commands[] = {
           "                  '2025-11-30 10:00', 10:00, @EPOCH\n"
           "  -j, --json      machine-readable output\n",
           O_JSON | O_LINES | O_SINCE, NULL, 0, 0, cmd_history },
-        { "metrics", "",
-          "Prometheus text exposition of knobs, counters and mthpd's state",
+        { "metrics", "[--json]",
+          "Prometheus text exposition of knobs, counters, cgroups and mthpd's state",
           "Print the knobs, the per-size allocation and fallback counters, page faults,\n"
-          "PSI and mthpd's state in the Prometheus text exposition format (0.0.4), e.g.\n"
-          "for node_exporter's textfile collector:\n\n"
+          "PSI, mthpd's state and its managed cgroups in the Prometheus text exposition\n"
+          "format (0.0.4), e.g. for node_exporter's textfile collector:\n\n"
           "  mthpctl metrics > /var/lib/node_exporter/mthp.prom.$$ &&\n"
-          "    mv /var/lib/node_exporter/mthp.prom.$$ /var/lib/node_exporter/mthp.prom\n",
-          0, NULL, 0, 0, cmd_metrics },
-        { "top", "[--interval TIME] [--iterations N]",
-          "live view: demand, PSI, each size's settings and rates, mthpd's reasons",
+          "    mv /var/lib/node_exporter/mthp.prom.$$ /var/lib/node_exporter/mthp.prom\n\n"
+          "  -j, --json      the same samples as JSON: families with name, type, help\n"
+          "                  and samples (labels, value)\n",
+          O_JSON, NULL, 0, 0, cmd_metrics },
+        { "top", "[--interval TIME] [--iterations N] [--json]",
+          "live view: demand, PSI, sizes' settings and rates, top cgroups, reasons",
           "A full-screen view refreshed every interval: mthpd's mode and tick, fault\n"
           "demand and PSI, each size's anon and shmem setting with alloc and fallback\n"
-          "rates, and mthpd's current decisions with their reasons. q or Ctrl-C quits.\n"
-          "On a pipe, frames are printed one after another.\n\n"
+          "rates, the managed cgroups with the highest fault rates, and mthpd's current\n"
+          "decisions with their reasons. q or Ctrl-C quits. On a pipe, frames are\n"
+          "printed one after another.\n\n"
           "  -i, --interval TIME   refresh period (default 1s, at least 100ms)\n"
-          "  --iterations N        quit after N frames\n",
-          O_INTERVAL | O_ITERATIONS, NULL, 0, 0, cmd_top },
+          "  --iterations N        quit after N frames\n"
+          "  -j, --json            one JSON object per frame and line (status --json's\n"
+          "                        fields, cgroups and decisions)\n",
+          O_INTERVAL | O_ITERATIONS | O_JSON, NULL, 0, 0, cmd_top },
         { "pin", "ID VALUE [--for DURATION | --until TIME]",
           "hold a knob at a value, overriding mthpd's decision (root)",
           "Hold knob ID (64K/anon, 2M/shmem, global/defrag; see 'mthpctl status') at\n"

@@ -12,7 +12,7 @@ expect_rc 2 "$MTHPCTL" frobnicate
 grep -q "unknown command 'frobnicate'" <<<"$ERR" || fail "unknown command message: $ERR"
 expect_rc 0 "$MTHPCTL" --help
 HELP=$OUT
-COMMANDS="status sizes explain history metrics top pin unpin resume mode reload restore exec check simulate"
+COMMANDS="status sizes cgroups explain history metrics top pin unpin resume mode reload restore exec check simulate"
 for c in $COMMANDS; do
         grep -Eq "^  $c " <<<"$HELP" || fail "--help does not list $c"
         expect_rc 0 "$MTHPCTL" "$c" --help
@@ -30,7 +30,7 @@ expect_rc 2 "$MTHPCTL" history --since "the day after"
 expect_rc 2 "$MTHPCTL" history -n 0
 expect_rc 2 "$MTHPCTL" mode sideways
 expect_rc 2 "$MTHPCTL" explain 12Q
-expect_rc 2 "$MTHPCTL" metrics --json
+expect_rc 2 "$MTHPCTL" metrics --lines 3
 expect_rc 2 "$MTHPCTL" exec --thp=always -- true
 expect_rc 2 "$MTHPCTL" exec
 ok "usage errors exit 2; every command has --help"
@@ -141,7 +141,16 @@ grep -qx 'mthp_size_anon_fault_alloc_total{size="64K"} 7' "$T/metrics" || fail "
 grep -qx 'mthp_size_shmem_alloc_total{size="8K"} 5' "$T/metrics" || fail "shmem counter"
 grep -qx 'mthpd_up 0' "$T/metrics" || fail "mthpd_up without a daemon"
 ! grep -q '^mthpd_ticks_total' "$T/metrics" || fail "ticks without a daemon"
-ok "metrics: valid exposition format, knobs and counters"
+ctl metrics --json | json_check '
+m = {f["name"]: f for f in d["metrics"]}
+k = m["mthp_knob_info"]
+assert k["type"] == "gauge" and k["help"], k
+s = [x for x in k["samples"] if x["labels"]["knob"] == "64K/anon"][0]
+assert s == {"labels": {"knob": "64K/anon", "size": "64K", "kind": "anon", "value": "never", "set_by": "original"}, "value": 1}, s
+a = m["mthp_size_anon_fault_alloc_total"]
+assert a["type"] == "counter" and {"labels": {"size": "64K"}, "value": 7} in a["samples"], a
+assert m["mthpd_up"]["samples"] == [{"labels": {}, "value": 0}]' || fail "metrics --json"
+ok "metrics: valid exposition format, knobs and counters; --json the same samples"
 
 # 7. exec: PR_SET_THP_DISABLE for CMD and its children
 expect_rc 0 "$MTHPCTL" exec --thp=disable -- grep THP_enabled /proc/self/status
@@ -185,5 +194,11 @@ expect_rc 0 ctl top --iterations 2 --interval 100ms
 [ "$(grep -c '^SIZE ' <<<"$OUT")" = 2 ] || fail "top frames: $OUT"
 grep -Eq "^64K +never +original" <<<"$OUT" || fail "top rows: $OUT"
 grep -q "mthpd is not running" <<<"$OUT" || fail "top without daemon: $OUT"
-ok "top --iterations on a pipe"
+ctl top --iterations 2 --interval 100ms --json > "$T/top.json" || fail "top --json exit $?"
+[ "$(wc -l < "$T/top.json")" = 2 ] || fail "top --json: not one line per frame: $(cat "$T/top.json")"
+head -1 "$T/top.json" | json_check '
+assert d["daemon"] is False and d["cgroups"] == [] and d["decisions"] == [], d
+assert {x["id"]: x for x in d["knobs"]}["64K/anon"]["value"] == "never"
+assert d["time_usec"] > 0' || fail "top --json frame"
+ok "top --iterations on a pipe; --json: one object per frame"
 echo "all mthpctl host checks passed"
