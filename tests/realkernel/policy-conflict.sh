@@ -119,6 +119,9 @@ grep -q "wanted by cgroup /$DENSE ([0-9]* faults/s, policy dense: Anon=always, p
 grep -q "outranked: .*cgroup /$SPARSE ([0-9]* faults/s, policy sparse: Anon=never, priority 20)" "$EXPLAIN" ||
         rk_fail "A: explain does not name the outranked /$SPARSE with its numbers"
 check_cgroups_json
+for cg in $DENSE $SPARSE; do
+        rk_log "A: $cg: $(grep summary "$RK_TMP/A-$cg.out" | head -1)"
+done
 
 # --- B: the never cgroup outranks the always one ---------------------------
 run_case B 20 80
