@@ -560,6 +560,19 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s memory.pressure some %.1f%% >= %.0f%%%s%s",
                          c->path, c->psi_some_avg10, limit, pol ? " of policy " : "", pol ? pol->name : "");
         }
+        /* a managed cgroup that faults and grows towards its limit */
+        for (unsigned i = 0; i < snap->n_cgroups && i < MTHP_SNAP_CGROUPS && !s->pressure; i++) {
+                const struct mthp_cgroup_view *c = &snap->cgroup[i];
+                uint64_t kind_kb = kind == MTHP_ANON ? c->anon_kb : c->shmem_kb;
+                if (!c->limit_kb || kind_kb == 0 || c->fault_rate < cfg->min_proc_fault_rate)
+                        continue;
+                double used = 100.0 * (double) c->usage_kb / (double) c->limit_kb;
+                if (used < 100.0 - cfg->cgroup_headroom)
+                        continue;
+                s->pressure = true;
+                snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s at %.0f%% of its %llu MiB limit", c->path,
+                         used, (unsigned long long) c->limit_kb / 1024);
+        }
         /* direct compaction stalls: large folios cost the faulting process time */
         for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->fragmented; i++) {
                 const struct mthp_proc_density *p = &snap->density.proc[i];

@@ -1559,6 +1559,25 @@ static void test_policy_cgroup_pressure(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "cgroup /dense memory.pressure some 7.5% >= 5% of policy p0");
 }
 
+static void test_policy_cgroup_headroom(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        v.n_procs = 1;
+        cg[1].fault_rate = 0;
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nAnon=always\n");
+        cg[0].limit_kb = 1000000;
+        cg[0].usage_kb = 500000;
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        cg[0].usage_kb = 950000; /* within CgroupHeadroom=10% of the limit */
+        sim_run(s, &w, 2);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "cgroup /dense at 95% of its 976 MiB limit");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 int main(void) {
@@ -1609,6 +1628,7 @@ int main(void) {
                 T(test_policy_auto_own_maxbloat_and_sizes),
                 T(test_policy_madvise_cgroup),
                 T(test_policy_cgroup_pressure),
+                T(test_policy_cgroup_headroom),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
