@@ -211,6 +211,11 @@ static void start_mthpd(char **argv, const char *fakesysfs) {
                 setenv("WATCHDOG_USEC", usec, 1);
                 setenv("WATCHDOG_PID", pid, 1);
                 setenv("LD_PRELOAD", fakesysfs, 1);
+                /* under ASan the preload would come before its runtime */
+                const char *asan = getenv("ASAN_OPTIONS");
+                char opts[512];
+                snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", asan ? asan : "", asan ? ":" : "");
+                setenv("ASAN_OPTIONS", opts, 1);
                 if (!freopen(logf, "we", stderr))
                         _exit(126);
                 char *args[] = { argv[1], "--root", root, "--state-dir", state, "--no-bus", "-c", conf, NULL };
