@@ -79,12 +79,12 @@ if [ "$MODE" = fake ]; then
 else
         # a dense faulter of another user: density sampling reads its
         # pagemap and memory, taskstats asks for its delays
-        setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$WORKLOAD" --kind anon --pattern dense --size 64M --seconds 8 >/dev/null &
+        setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$WORKLOAD" --kind anon --pattern dense --size 64M --seconds 10 >/dev/null &
         WPID=$!
         printf '[Daemon]\nInterval=200ms\n' > "$T/conf"
         BEFORE=$(grep -r . "$THP" 2>/dev/null | grep -v /stats/ || true)
         sandboxed -- --dry-run --no-bus --state-dir "$STATE" -c "$T/conf" -v
-        sleep 3
+        sleep 4
         stop_sandboxed TERM
         [ "$RC" = 0 ] || fail "exit code $RC after SIGTERM"
         grep -q "dry run: deciding without writing" "$LOG" || fail "mthpd did not start its loop"
