@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Checks an `strace -f -y` log of mthpd against the sandbox of mthpd.service.
+
+Only the processes from the execve of MTHPD on are looked at. Fails when
+  - a system call is outside the unit's SystemCallFilter= (expanded with
+    `systemd-analyze syscall-filter`),
+  - a call failed with EPERM (what a missing capability looks like), or a
+    netlink request was refused with it,
+  - something was opened for writing, created, renamed or removed outside
+    the --write-under directories (the unit's ReadWritePaths=),
+  - with --sampled-pid, that process could not be read: process_vm_readv
+    on it never returned data, or opening its /proc files failed.
+Prints what it counted."""
+import argparse
+import re
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("trace")
+ap.add_argument("--exec", required=True, help="path of the mthpd binary in the execve")
+ap.add_argument("--unit", required=True, help="mthpd.service, for SystemCallFilter=")
+ap.add_argument("--write-under", action="append", default=[])
+ap.add_argument("--sampled-pid", type=int)
+args = ap.parse_args()
+problems = []
+
+
+def syscall_groups():
+    out = subprocess.run(["systemd-analyze", "syscall-filter"], capture_output=True, text=True, check=True).stdout
+    groups, cur = {}, None
+    for line in out.splitlines():
+        if line.startswith("@"):
+            cur = groups.setdefault(line.split()[0], set())
+        elif cur is not None and line.startswith("    ") and not line.strip().startswith("#"):
+            cur.add(line.strip())
+    return groups
+
+
+def expand(name, groups, seen=None):
+    if not name.startswith("@"):
+        return {name}
+    seen = seen or set()
+    if name in seen:
+        return set()
+    seen.add(name)
+    result = set()
+    for m in groups.get(name, ()):
+        result |= expand(m, groups, seen)
+    return result
+
+
+def unit_filter():
+    """The allow list from the unit's SystemCallFilter= lines, in order."""
+    groups = syscall_groups()
+    allowed = set()
+    for line in open(args.unit):
+        m = re.match(r"SystemCallFilter=(~?)(.*)", line.strip())
+        if not m:
+            continue
+        names = set()
+        for n in m.group(2).split():
+            names |= expand(n, groups)
+        if m.group(1):
+            allowed -= names
+        else:
+            allowed |= names
+    return allowed
+
+
+allowed = unit_filter()
+if len(allowed) < 100:
+    sys.exit(f"FAIL: the SystemCallFilter= of {args.unit} expands to only {len(allowed)} calls")
+
+LINE = re.compile(r"^(\d+) +(?:<\.\.\. (\w+) resumed>|(\w+)\()(.*)$")
+mthpd_pids, pending = set(), {}
+calls, counts = {}, {}
+events = []  # (pid, name, args+result)
+for raw in open(args.trace, errors="replace"):
+    m = LINE.match(raw.rstrip("\n"))
+    if not m:
+        continue
+    pid, name = int(m.group(1)), m.group(2) or m.group(3)
+    rest = m.group(4)
+    if m.group(3) and rest.endswith("<unfinished ...>"):
+        pending[pid] = rest
+        continue
+    if m.group(2):
+        rest = pending.pop(pid, "") + rest
+    if name == "execve" and f'"{args.exec}"' in rest.split(",")[0] and rest.rstrip().endswith("= 0"):
+        mthpd_pids.add(pid)
+        continue
+    if pid not in mthpd_pids:
+        continue
+    if name in ("clone", "clone3", "fork", "vfork"):
+        r = re.search(r"= (\d+)", rest)
+        if r:
+            mthpd_pids.add(int(r.group(1)))
+    counts[name] = counts.get(name, 0) + 1
+    events.append((pid, name, rest))
+
+if not mthpd_pids:
+    sys.exit(f"FAIL: no execve of {args.exec} in {args.trace}")
+print(f"trace: {sum(counts.values())} system calls of {len(counts)} kinds by mthpd")
+
+outside = sorted(n for n in counts if n not in allowed)
+if outside:
+    problems.append("system calls outside SystemCallFilter=: " + ", ".join(f"{n} ({counts[n]}x)" for n in outside))
+else:
+    print(f"ok - every system call is in the unit's SystemCallFilter= ({len(allowed)} allowed)")
+
+# a refused netlink request (taskstats without CAP_NET_ADMIN) is an error
+# message in the reply, not a failed call
+eperm = [(n, r) for _, n, r in events if "= -1 EPERM" in r or "error=-EPERM" in r]
+if eperm:
+    problems.append(f"{len(eperm)} calls failed with EPERM, e.g. {eperm[0][0]}({eperm[0][1][:200]}")
+else:
+    print("ok - no call failed with EPERM")
+
+
+def fdpath(arg):
+    m = re.match(r"\s*(?:AT_FDCWD|-?\d+<([^>]*)>)", arg)
+    return m.group(1) if m and m.group(1) else None
+
+
+def target(arg_dirfd, arg_path):
+    p = re.match(r'\s*"([^"]*)"', arg_path)
+    if not p:
+        return None
+    path = p.group(1)
+    if path.startswith("/"):
+        return path
+    base = fdpath(arg_dirfd)
+    return (base or "<cwd>") + "/" + path
+
+
+writes = []
+for _, name, rest in events:
+    a = [x for x in re.split(r",\s*(?![^{]*})", rest)]
+    t = None
+    if name in ("openat", "openat2") and len(a) >= 3 and re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC", a[2]):
+        t = [target(a[0], a[1])]
+    elif name == "open" and len(a) >= 2 and re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC", a[1]):
+        t = [target("AT_FDCWD", a[0])]
+    elif name in ("unlink", "mkdir", "rmdir"):
+        t = [target("AT_FDCWD", a[0])]
+    elif name in ("unlinkat", "mkdirat"):
+        t = [target(a[0], a[1])]
+    elif name == "rename":
+        t = [target("AT_FDCWD", a[0]), target("AT_FDCWD", a[1])]
+    elif name in ("renameat", "renameat2"):
+        t = [target(a[0], a[1]), target(a[2], a[3])]
+    if t and "= -1 " not in rest:
+        writes += [x for x in t if x]
+bad = sorted({w for w in writes if not any(w == d or w.startswith(d.rstrip("/") + "/") for d in args.write_under)})
+if bad:
+    problems.append("writes outside ReadWritePaths=: " + ", ".join(bad[:10]))
+else:
+    print(f"ok - {len(writes)} writes, all under " + ", ".join(args.write_under))
+
+if args.sampled_pid:
+    pid = args.sampled_pid
+    reads = [r for _, n, r in events if n == "process_vm_readv" and re.match(rf"\s*{pid},", r)]
+    good = [r for r in reads if re.search(r"= [1-9]\d*$", r)]
+    opened = [r for _, n, r in events if n in ("openat", "openat2") and re.search(rf"proc/{pid}\b", r)]
+    failed = [r for r in opened if "= -1 " in r]
+    if not good:
+        problems.append(f"process_vm_readv on the workload (pid {pid}) never returned data ({len(reads)} calls)")
+    if failed:
+        problems.append(f"opening /proc/{pid} files failed: {failed[0][:200]}")
+    if good and not failed:
+        print(f"ok - workload pid {pid} (another user): {len(opened)} /proc opens, "
+              f"{len(good)}/{len(reads)} process_vm_readv returned data")
+
+for p in problems:
+    print("FAIL: " + p, file=sys.stderr)
+sys.exit(1 if problems else 0)
