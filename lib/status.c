@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "mthp/status.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
@@ -18,6 +20,8 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, 
         FILE *f = fopen(tmp, "we");
         if (!f)
                 return -errno;
+        /* for every user's mthpctl, whatever the service's UMask= */
+        (void) fchmod(fileno(f), 0644);
         clock_gettime(CLOCK_REALTIME, &ts);
         fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\n", getpid(),
                 dry_run, (unsigned long long) snap->tick,
