@@ -6,7 +6,7 @@
 #include "mthp/engine.h"
 
 #define BACKOFF_MAX_TICKS 3600
-#define SPARSE_CONFIRM_TICKS 2  /* one odd sample (a region caught mid-fill) must not step a dense process down */
+#define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
 #define DEFRAG_MIN_KB 512         /* sizes whose allocation needs compaction */
 #define DEFRAG_FALLBACK_PCT 20.0
 
@@ -668,11 +668,6 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         st->lower_streak = sig.demand < cfg->lower_fault_rate ? st->lower_streak + 1 : 0;
                         st->sparse_streak = dens.measured && dens.keep < st->level ? st->sparse_streak + 1 : 0;
                 }
-                /* a density reading needs confirming; a policy's objection does not */
-                unsigned sparse_need = dens.holder >= 0 && dens.party[dens.holder].proc >= 0 &&
-                                                       !dens.party[dens.holder].capped
-                                               ? SPARSE_CONFIRM_TICKS
-                                               : 1;
                 bool dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
                 /* where a raise may go: density says how far; blind, one step */
                 /* Climb blind only where no process that counts could be
@@ -747,7 +742,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                  kname, top, kname, top, cfg->verify_ticks, sig.demand, to);
                         step_down_failed(cfg, st, back, snap->tick);
                         st->ceiling = back + 1; /* every size above it went unused */
-                } else if (st->level > 0 && st->sparse_streak >= sparse_need) {
+                } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
                         /* bloat guard: no dwell, a faulting sparse process pays now */
                         char hd[320];
                         describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
