@@ -17,7 +17,18 @@
  * whose link count says they have subdirectories (kernfs, tmpfs and ext4 all
  * keep st_nlink = 2 + subdirectories), so a leaf cgroup costs one fstatat.
  * The same walk serves fake trees in tests, so the tested code is the code
- * that runs. */
+ * that runs. libcgroup 2.0.2 (Debian 12) maps a controller to the cgroup2
+ * mount when that mount's cgroup.controllers lists it (checked here with
+ * hugetlb, the one controller this hybrid host's unified tree has), so on a
+ * pure v2 host cgroup_get_subsys_mount_point("memory") and the "memory" walk
+ * both land on the unified tree, as on v1 they land on the memory mount.
+ *
+ * Measured with tests/bench/bench-cgroups (Linux 6.18, 2 vCPUs, hybrid,
+ * 10,000 memory cgroups): memory.stat costs the kernel ~55 us a read and
+ * memory.pressure ~11 us, usage ~3.5 us; the dirfd walk 64-100 ms wall
+ * (~40 ms CPU), libcgroup's 6-10 s. Hence the two economies below: full
+ * reads when usage moved (mthp_cgmon_set_full_interval) and walks when
+ * the cgroup count moved (mthp_cgmon_set_rescan). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
