@@ -43,7 +43,7 @@
 #include "mthp/log.h"
 
 #define DEFAULT_RESCAN_USEC (30ULL * 1000000ULL)
-#define DEFAULT_FULL_USEC (10ULL * 1000000ULL)
+#define DEFAULT_FULL_USEC (30ULL * 1000000ULL)
 #define FORCED_WALK_RESCANS 10  /* walk at least every 10 rescan intervals */
 #define STAT_BUF 8192   /* v2 memory.stat of 6.18 is ~1.6 KB, v1 ~1.3 KB */
 /* v1 reports "no limit" as PAGE_COUNTER_MAX pages in bytes (9223372036854771712). */

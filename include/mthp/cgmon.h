@@ -50,7 +50,7 @@ void mthp_cgmon_set_rescan(struct mthp_cgmon *m, uint64_t usec);
 /* Full reads. Each tick reads every managed cgroup's usage (one small file);
  * memory.stat, the limits and memory.pressure (the expensive reads: the
  * kernel formats ~60 counters for memory.stat) only when the usage moved
- * since the last full read, or when that is older than usec (default 10 s;
+ * since the last full read, or when that is older than usec (default 30 s;
  * the cgroups' deadlines are spread so they do not all fall on one tick).
  * Rates are over the time between two full reads, so a quiet cgroup's fault
  * rate is an average over up to usec. 0: a full read of every cgroup each
