@@ -31,6 +31,8 @@ struct mthp_cgmon_stats {
         uint64_t walk_usec;        /* what the last walk cost (wall) */
         uint64_t tick_usec;        /* what the last tick cost (wall, walk excluded) */
         uint64_t files_read;       /* preads in the last tick */
+        uint64_t checks;           /* rescans that found the cgroup count unchanged: no walk */
+        unsigned full_reads;       /* cgroups whose memory.stat the last tick read */
 };
 
 struct mthp_cgmon;
@@ -39,7 +41,21 @@ int mthp_cgmon_new(const struct mthp_host *h, const struct mthp_caps *caps, stru
 void mthp_cgmon_free(struct mthp_cgmon *m);
 /* Which cgroups are managed (NULL: none); forces a walk at the next tick. */
 void mthp_cgmon_set_match(struct mthp_cgmon *m, mthp_cgmon_match_fn fn, void *user);
+/* Every rescan interval (default 30 s) the monitor reads the memory
+ * hierarchy's cgroup count (/proc/cgroups) and walks the tree only if it
+ * changed since the last walk, or at the latest every 10 intervals (a cgroup
+ * removed and another created in between leave the count alone). Without
+ * /proc/cgroups it walks every interval. */
 void mthp_cgmon_set_rescan(struct mthp_cgmon *m, uint64_t usec);
+/* Full reads. Each tick reads every managed cgroup's usage (one small file);
+ * memory.stat, the limits and memory.pressure (the expensive reads: the
+ * kernel formats ~60 counters for memory.stat) only when the usage moved
+ * since the last full read, or when that is older than usec (default 30 s;
+ * the cgroups' deadlines are spread so they do not all fall on one tick).
+ * Rates are over the time between two full reads, so a quiet cgroup's fault
+ * rate is an average over up to usec. 0: a full read of every cgroup each
+ * tick. */
+void mthp_cgmon_set_full_interval(struct mthp_cgmon *m, uint64_t usec);
 /* Sample the managed cgroups at t_usec. out gets the n_out with the highest
  * fault rate (ties: path order), sorted by fault rate; *n gets how many were
  * written. */

@@ -99,6 +99,9 @@ static int cfix_setup_layout(void **state, enum fakehost_cg_layout l) {
         x->prefix = "/svc";
         assert_ok(mthp_cgmon_new(x->f->host, &x->f->caps, &x->m));
         mthp_cgmon_set_match(x->m, match_prefix, x);
+        /* most tests move counters without usage: read everything each tick
+         * (test_full_reads_follow_usage covers the default) */
+        mthp_cgmon_set_full_interval(x->m, 0);
         *state = x;
         return 0;
 }
@@ -436,6 +439,109 @@ static void test_rescan_and_nested(void **state) {
         }
 }
 
+static void test_full_reads_follow_usage(void **state) {
+        struct cfix *x = *state;
+        mthp_cgmon_set_full_interval(x->m, 10 * SEC);
+        add_cg(x, "svc-a");
+        add_cg(x, "svc-b");
+        struct mthp_cgmon_stats st;
+        tick(x, 100 * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.full_reads, 2);     /* first sight */
+        /* faults in a, usage moves in b only: b is read in full, a keeps
+         * its counters until its deadline */
+        add_faults(x, "svc-a", 400);
+        add_faults(x, "svc-b", 100);
+        set_usage(x, "svc-b", 1 << 20);
+        tick(x, 101 * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.full_reads, 1);
+        /* usage of both, and the rest of b's files */
+        unsigned per = x->f->opts.cg_layout == FAKEHOST_CG_V2 ? 5 : x->f->opts.cg_layout == FAKEHOST_CG_HYBRID ? 4 : 3;
+        assert_int_equal(st.files_read, 2 + per - 1);
+        assert_double_equal(need(x, "/svc-b")->fault_rate, 100);
+        assert_double_equal(need(x, "/svc-b")->growth_kb_s, 1024);
+        assert_double_equal(need(x, "/svc-a")->fault_rate, 0);
+        assert_false(need(x, "/svc-a")->new_cgroup);
+        /* growth follows usage every tick, also without a full read */
+        tick(x, 102 * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.full_reads, 0);
+        assert_int_equal(st.files_read, 2);
+        assert_double_equal(need(x, "/svc-b")->growth_kb_s, 0);
+        assert_double_equal(need(x, "/svc-b")->fault_rate, 100);   /* the last one measured */
+        /* by the deadline (5..10 s after first sight) a is read: its rate
+         * is the average since its last full read */
+        unsigned t;
+        for (t = 103; t <= 111; t++) {
+                tick(x, t * SEC);
+                if (need(x, "/svc-a")->fault_rate > 0)
+                        break;
+        }
+        assert_true(t <= 110);
+        assert_double_equal(need(x, "/svc-a")->fault_rate, 400.0 / (t - 100));
+}
+
+/* /proc/cgroups says whether a walk is worth it */
+static void write_count(struct cfix *x, unsigned n) {
+        char t[512];
+        snprintf(t, sizeof(t),
+                 "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t1\t1\nmemory\t%u\t%u\t1\npids\t8\t1\t1\n",
+                 x->f->opts.cg_layout == FAKEHOST_CG_V2 ? 0 : 4, n);
+        assert_ok(fakehost_write_file(x->f->dir, "/proc/cgroups", t));
+}
+
+static void test_walk_only_on_count_change(void **state) {
+        struct cfix *x = *state;
+        write_count(x, 2);
+        /* the monitor opens /proc/cgroups when it is made */
+        mthp_cgmon_free(x->m);
+        assert_ok(mthp_cgmon_new(x->f->host, &x->f->caps, &x->m));
+        mthp_cgmon_set_match(x->m, match_prefix, x);
+        mthp_cgmon_set_full_interval(x->m, 0);
+        mthp_cgmon_set_rescan(x->m, 30 * SEC);
+        add_cg(x, "svc-a");
+        struct mthp_cgmon_stats st;
+        tick(x, 1000 * SEC);
+        /* same count at the rescan: no walk, so svc-b is not seen yet */
+        add_cg(x, "svc-b");
+        tick(x, 1031 * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.walks, 1);
+        assert_int_equal(st.checks, 1);
+        assert_int_equal(x->n, 1);
+        /* the count moved: walk */
+        write_count(x, 3);
+        tick(x, 1050 * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.walks, 1);  /* not before the interval */
+        tick(x, 1062 * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.walks, 2);
+        assert_int_equal(x->n, 2);
+        /* unchanged for ten intervals: walk anyway (a swap of cgroups
+         * leaves the count alone) */
+        add_cg(x, "svc-c");
+        unsigned t;
+        for (t = 1063; t < 1062 + 10 * 30 + 2; t++) {
+                tick(x, t * SEC);
+                if (x->n == 3)
+                        break;
+        }
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.walks, 3);
+        assert_int_equal(t, 1062 + 10 * 30);
+        /* a managed cgroup vanishing walks at once, count or not */
+        assert_ok(fakehost_remove_cgroup(x->f->dir, "svc-a"));
+        tick(x, (t + 1) * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.walks, 3);  /* this tick found it gone */
+        assert_int_equal(x->n, 2);
+        tick(x, (t + 2) * SEC);
+        mthp_cgmon_get_stats(x->m, &st);
+        assert_int_equal(st.walks, 4);
+}
+
 static bool match_root(const char *path, void *user) {
         (void) user;
         return strcmp(path, "/") == 0;
@@ -501,7 +607,9 @@ static void test_libcgroup_walker_needs_real_root(void **state) {
         cmocka_unit_test_setup_teardown(test_counter_reset, setup, cfix_teardown),              \
         cmocka_unit_test_setup_teardown(test_rescan_and_nested, setup, cfix_teardown),          \
         cmocka_unit_test_setup_teardown(test_root_and_no_match, setup, cfix_teardown),          \
-        cmocka_unit_test_setup_teardown(test_not_a_memory_cgroup, setup, cfix_teardown)
+        cmocka_unit_test_setup_teardown(test_not_a_memory_cgroup, setup, cfix_teardown),             \
+        cmocka_unit_test_setup_teardown(test_full_reads_follow_usage, setup, cfix_teardown),         \
+        cmocka_unit_test_setup_teardown(test_walk_only_on_count_change, setup, cfix_teardown)
 
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_v1_real_uses_totals),

@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# cgmon: the cgroup monitor on real cgroups (v1 memory + their unified twins
+# on a hybrid host). The work is in tests/cgmon/test-cgmon-real.c, which
+# creates, checks and removes mthpd-test-cgmon-PID-* cgroups itself; this
+# wrapper adds the real-kernel lock, the THP knob save/restore of lib.sh
+# (the workload must not run beside another real-kernel test) and a second
+# cleanup of those cgroups should the program be killed.
+#
+# Usage: cgmon.sh MTHPD MTHPCTL WORKLOAD TEST-CGMON-REAL
+set -uo pipefail
+MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3 PROG=$4
+. "$(dirname "$0")/lib.sh"
+rk_init cgmon
+
+remove_leftovers() {
+        local d
+        [[ -n ${CPID:-} ]] || return 0
+        for d in /sys/fs/cgroup/memory/mthpd-test-cgmon-"$CPID"-* /sys/fs/cgroup/unified/mthpd-test-cgmon-"$CPID"-* \
+                /sys/fs/cgroup/mthpd-test-cgmon-"$CPID"-*; do
+                [[ -d $d ]] || continue
+                rmdir "$d" 2>/dev/null && rk_log "cleanup: removed $d left by the test program"
+        done
+}
+trap 'rc=$?; remove_leftovers; (exit $rc); rk_cleanup' EXIT
+
+"$PROG" "$WORKLOAD" &
+CPID=$!
+rk_track $CPID
+wait $CPID
+rc=$?
+((rc == 77)) && rk_skip "test program skipped"
+((rc == 0)) || rk_fail "test-cgmon-real exited with $rc"
+exit 0
