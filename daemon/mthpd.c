@@ -129,6 +129,10 @@ static void apply(struct daemon *d) {
                 char err[512];
                 int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
                 if (r >= 0) {
+                        /* each condition is logged once, and once when it clears */
+                        if (d->last_error[dec->knob][0])
+                                mthp_log(LOG_NOTICE, "%s: no longer failing (%s)", d->caps.knobs[dec->knob].id,
+                                         r > 0 ? "written now" : "nothing to write any more");
                         d->last_error[dec->knob][0] = 0;
                         continue;
                 }
@@ -546,9 +550,24 @@ static int startup(struct daemon *d) {
                 }
         } else {
                 r = take_lock(d);
-                if (r < 0) {
-                        mthp_log(LOG_ERR, "another mthpd holds %s/lock: %s", d->cfg.state_dir, mthp_errno_words(r));
+                if (r == -EWOULDBLOCK) {
+                        mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
                         return r;
+                }
+                /* a read-only /run: the lock may exist, the journal cannot */
+                if (r == 0 && access(d->cfg.state_dir, W_OK) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        if (d->lock_fd >= 0)
+                                close(d->lock_fd);
+                        d->lock_fd = -1;
+                        if (!dry) {
+                                mthp_log(LOG_ERR, "state directory %s is not writable (%s); refusing to change "
+                                         "knobs without a restore journal", d->cfg.state_dir, strerror(-r));
+                                return r;
+                        }
+                        mthp_log(LOG_WARNING, "state directory %s is not writable (%s); observing without a "
+                                 "lock, status file or journal", d->cfg.state_dir, strerror(-r));
                 }
         }
         r = mthp_actuator_init(&d->act, d->host, &d->caps, d->cfg.state_dir, dry);
