@@ -258,8 +258,16 @@ static int tick(struct daemon *d) {
         d->ticks++;
         int r = mthp_sampler_take(d->sampler, t, &d->snap);
         if (r < 0) {
-                mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings", mthp_errno_words(r));
+                /* once when it starts failing, once when it works again */
+                if (d->sample_failures++ == 0)
+                        mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings until it works again",
+                                 mthp_errno_words(r));
                 return 0;
+        }
+        if (d->sample_failures) {
+                mthp_log(LOG_NOTICE, "sampling works again after %llu failed ticks",
+                         (unsigned long long) d->sample_failures);
+                d->sample_failures = 0;
         }
         if (d->density) {
                 struct mthp_density_report rep;
