@@ -62,6 +62,11 @@ static int load_handler(struct mthp_ini *ini, const char *section, const char *k
         if (strcmp(key, "path") == 0) {
                 if (value[0] != '/')
                         return mthp_ini_error(ini, "key 'path': expected an absolute path, got '%s'", value), -EINVAL;
+                /* restore writes there as root: only THP knobs, whatever the file says */
+                if (strncmp(value, MTHP_THP_DIR "/", strlen(MTHP_THP_DIR "/")) != 0 || strstr(value, "/../") ||
+                    strstr(value, "/./") || strstr(value, "//"))
+                        return mthp_ini_error(ini, "key 'path': '%s' is not a knob below " MTHP_THP_DIR, value),
+                               -EINVAL;
                 return copy_value(ini, key, value, e->path, sizeof(e->path));
         }
         if (strcmp(key, "original") == 0)
