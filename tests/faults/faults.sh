@@ -307,17 +307,26 @@ journal_bad() {
 
         # garbage: refused with FILE:LINE
         local g
-        for g in empty binary text dir; do
+        for g in empty binary text outside dir; do
                 rm -rf "$J"
                 case $g in
                 empty) : > "$J" ;;
                 binary) head -c 4096 /dev/urandom > "$J" ;;
                 text) printf '[journal]\nroot=%s\n[knob x]\npath=/etc/passwd\noriginal=x\nwritten=y\nprevious=y\nstate=managed\n' "$ROOT" > "$J" ;;
+                # a selection file outside the THP directory: never written
+                outside) mkdir -p "$ROOT/proc/sys/vm"   # 16K/anon holds [always] here
+                         cp "$ROOT$THP/hugepages-16kB/enabled" "$ROOT/proc/sys/vm/fake_selection"
+                         printf '[journal]\nroot=%s\n[knob x]\npath=%s/../../../../proc/sys/vm/fake_selection\noriginal=never\nwritten=always\nprevious=always\nstate=managed\n' \
+                                "$ROOT" "$THP" > "$J" ;;
                 dir) mkdir "$J" ;;
                 esac
                 RC=0; ctl restore > "$T/out" 2>"$T/err" || RC=$?
                 [ "$RC" -lt 128 ] || fail "garbage $g: mthpctl crashed ($RC)"
                 same_knobs "$T/written.knobs" || fail "garbage $g: a knob was written"
+                if [ "$g" = outside ]; then
+                        grep -q "\[always\]" "$ROOT/proc/sys/vm/fake_selection" || fail "garbage $g: a file outside the THP directory was written"
+                        grep -q "is not a knob below $THP" "$T/err" || fail "garbage $g: no clear message"
+                fi
                 pass "garbage $g: mthpctl restore exit $RC, nothing written: $(cat "$T/err" "$T/out" | head -c 200 | tr '\n' ' ')"
         done
         rm -rf "$J"
