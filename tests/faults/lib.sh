@@ -51,15 +51,27 @@ knob_consistent() {
         # one copy of the journal (mthpd replaces it by rename: never half)
         rm -f "$T/journal.snap"
         cp "$STATE/restore.journal" "$T/journal.snap" 2>/dev/null || true
-        file=$("$FAKEHOST" read "$ROOT" "$id")
+        local n
+        for n in 1 2 3 4 5; do   # see below: the fake's O_TRUNC window
+                file=$("$FAKEHOST" read "$ROOT" "$id" 2>/dev/null) && [ -n "$file" ] && break
+                sleep 0.02
+        done
         jw=$(journal_key "$id" written "$T/journal.snap")
         # the journal is saved before each write: while a write is in flight
         # (or after a crash in between) the kernel may still hold 'previous'
         if [ -n "$jw" ] && [ "$jw" != "$file" ] && [ "$(journal_key "$id" previous "$T/journal.snap")" != "$file" ]; then
                 echo "$id: journal says written=$jw, file holds $file" >&2; return 1
         fi
-        st=$(ctl --json status | python3 -c 'import json,sys; d=json.load(sys.stdin)
-k={x["id"]:x for x in d["knobs"]}; print(k[sys.argv[1]]["value"], k[sys.argv[1]]["set_by"])' "$id") || return 1
+        # retried: the fake's knob files are briefly empty while a writer
+        # holds them open with O_TRUNC (real sysfs has no such window)
+        local try
+        for try in 1 2 3 4 5; do
+                st=$(ctl --json status 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin)
+k={x["id"]:x for x in d["knobs"]}; print(k[sys.argv[1]]["value"], k[sys.argv[1]]["set_by"])' "$id" 2>/dev/null) &&
+                        break
+                [ "$try" = 5 ] && { echo "$id: mthpctl status failed 5 times" >&2; return 1; }
+                sleep 0.05
+        done
         if [ "${st% *}" != "$file" ]; then
                 echo "$id: status says ${st% *}, file holds $file" >&2; return 1
         fi
