@@ -51,8 +51,7 @@ knob_consistent() {
         # one copy of the journal (mthpd replaces it by rename: never half)
         rm -f "$T/journal.snap"
         cp "$STATE/restore.journal" "$T/journal.snap" 2>/dev/null || true
-        local n
-        for n in 1 2 3 4 5; do   # see below: the fake's O_TRUNC window
+        for _ in 1 2 3 4 5; do   # see below: the fake's O_TRUNC window
                 file=$("$FAKEHOST" read "$ROOT" "$id" 2>/dev/null) && [ -n "$file" ] && break
                 sleep 0.02
         done
