@@ -125,7 +125,7 @@ static void on_knob_changed(void *user, const struct mthp_change *c) {
 
 static void apply(struct daemon *d) {
         for (int i = 0; i < d->n_decisions; i++) {
-                const struct mthp_decision *dec = &d->decisions[i];
+                struct mthp_decision *dec = &d->decisions[i];
                 char err[512];
                 int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
                 if (r >= 0) {
@@ -140,6 +140,14 @@ static void apply(struct daemon *d) {
                         mthp_log(LOG_ERR, "%s", err);
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
+                /* explain and the status file show what the knob holds, and
+                 * why not what the engine wanted: never a value it lacks */
+                char cur[MTHP_VALUE_MAX] = "unknown", why[MTHP_REASON_MAX];
+                (void) mthp_knob_read(d->host, &d->caps.knobs[dec->knob], cur);
+                snprintf(why, sizeof(why), "not applied: wanted '%s' (%.150s), but %.250s",
+                         dec->value[0] ? dec->value : "original", dec->reason, err);
+                mthp_strcpy(dec->reason, sizeof(dec->reason), why);
+                mthp_strcpy(dec->value, sizeof(dec->value), cur);
         }
 }
 
