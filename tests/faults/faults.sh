@@ -68,6 +68,22 @@ write_errors() {
                 bump_faults 10
                 check "$e all healed: raised" knob_is hugepages-64kB/enabled always
                 check "$e: SIGTERM puts every knob back byte for byte" term_restores
+
+                # a knob that cannot be put back at SIGTERM keeps its original
+                start_mthpd -c "$FAST" --no-bus
+                bump_faults 20
+                check "$e at SIGTERM: raised" knob_is hugepages-32kB/enabled always
+                "$FAKEHOST" fail "$ROOT" 32K/anon "$e"
+                stop_mthpd TERM
+                check "$e at SIGTERM: exit 1 ($RC)" [ "$RC" = 1 ]
+                check "$e at SIGTERM: the journal keeps 32K/anon's original" \
+                        [ "$(journal_key 32K/anon original)" = never ]
+                check "$e at SIGTERM: only 32K/anon is left in the journal" \
+                        [ "$(grep -c '^\[knob ' "$STATE/restore.journal")" = 1 ]
+                check "$e at SIGTERM: the failure is logged" grep -q "restore 32K/anon: writing 'never'" "$LOG"
+                "$FAKEHOST" fail "$ROOT" 32K/anon none
+                check "$e at SIGTERM: mthpctl restore finishes once writes work" ctl restore
+                check "$e at SIGTERM: every knob byte for byte as before" same_knobs "$T/orig.knobs"
         done
 }
 

@@ -74,6 +74,15 @@ k={x["id"]:x for x in d["knobs"]}; print(k[sys.argv[1]]["value"], k[sys.argv[1]]
         if [ "${st% *}" != "$file" ]; then
                 echo "$id: status says ${st% *}, file holds $file" >&2; return 1
         fi
+        # explain (mthpd's decisions) names the value the knob holds, also
+        # when the engine wanted another one and the write failed
+        local ex
+        ex=$(ctl explain "${id%%/*}" 2>/dev/null | sed -n "s|^$id: ||p")
+        if [ -n "$ex" ] && [ "$ex" != "$file" ] && [ "$ex" != original ]; then
+                # a write may have landed since: read the file again
+                [ "$ex" = "$("$FAKEHOST" read "$ROOT" "$id" 2>/dev/null)" ] ||
+                        { echo "$id: explain says $ex, file holds $file" >&2; return 1; }
+        fi
         # set_by mthpd exactly when the journal holds the file's value
         if [ "$jw" = "$file" ] && [ "${st#* }" != mthpd ]; then echo "$id: status set_by ${st#* } but journaled" >&2; return 1; fi
         if [ -z "$jw" ] && [ "${st#* }" = mthpd ]; then echo "$id: status set_by mthpd without a journal entry" >&2; return 1; fi
