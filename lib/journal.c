@@ -101,7 +101,7 @@ static int check_complete(const char *file, char *err, size_t errsz) {
         int fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        struct stat st;
+        struct stat st = { 0 };
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 int r = S_ISDIR(st.st_mode) ? -EISDIR : -EBADMSG;
                 close(fd);
