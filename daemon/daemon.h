@@ -70,6 +70,7 @@ struct daemon {
         uint64_t changes;                   /* knob writes since start */
         bool density_error_logged;
         bool cgmon_error_logged;
+        uint64_t sample_failures;           /* ticks in a row whose sampling failed (logged once) */
         const char *record_file;            /* --record */
         struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
         struct bus *bus;                    /* NULL: no D-Bus service */

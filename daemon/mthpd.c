@@ -138,10 +138,14 @@ static void on_knob_changed(void *user, const struct mthp_change *c) {
 
 static void apply(struct daemon *d) {
         for (int i = 0; i < d->n_decisions; i++) {
-                const struct mthp_decision *dec = &d->decisions[i];
+                struct mthp_decision *dec = &d->decisions[i];
                 char err[512];
                 int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
                 if (r >= 0) {
+                        /* each condition is logged once, and once when it clears */
+                        if (d->last_error[dec->knob][0])
+                                mthp_log(LOG_NOTICE, "%s: no longer failing (%s)", d->caps.knobs[dec->knob].id,
+                                         r > 0 ? "written now" : "nothing to write any more");
                         d->last_error[dec->knob][0] = 0;
                         continue;
                 }
@@ -149,6 +153,14 @@ static void apply(struct daemon *d) {
                         mthp_log(LOG_ERR, "%s", err);
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
+                /* explain and the status file show what the knob holds, and
+                 * why not what the engine wanted: never a value it lacks */
+                char cur[MTHP_VALUE_MAX] = "unknown", why[MTHP_REASON_MAX];
+                (void) mthp_knob_read(d->host, &d->caps.knobs[dec->knob], cur);
+                snprintf(why, sizeof(why), "not applied: wanted '%s' (%.150s), but %.250s",
+                         dec->value[0] ? dec->value : "original", dec->reason, err);
+                mthp_strcpy(dec->reason, sizeof(dec->reason), why);
+                mthp_strcpy(dec->value, sizeof(dec->value), cur);
         }
 }
 
@@ -359,8 +371,16 @@ static int tick(struct daemon *d) {
         d->ticks++;
         int r = mthp_sampler_take(d->sampler, t, &d->snap);
         if (r < 0) {
-                mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings", mthp_errno_words(r));
+                /* once when it starts failing, once when it works again */
+                if (d->sample_failures++ == 0)
+                        mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings until it works again",
+                                 mthp_errno_words(r));
                 return 0;
+        }
+        if (d->sample_failures) {
+                mthp_log(LOG_NOTICE, "sampling works again after %llu failed ticks",
+                         (unsigned long long) d->sample_failures);
+                d->sample_failures = 0;
         }
         d->snap.n_cgroups = 0;
         if (d->cgmon && d->policies->n) {
@@ -691,9 +711,24 @@ static int startup(struct daemon *d) {
                 }
         } else {
                 r = take_lock(d);
-                if (r < 0) {
-                        mthp_log(LOG_ERR, "another mthpd holds %s/lock: %s", d->cfg.state_dir, mthp_errno_words(r));
+                if (r == -EWOULDBLOCK) {
+                        mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
                         return r;
+                }
+                /* a read-only /run: the lock may exist, the journal cannot */
+                if (r == 0 && access(d->cfg.state_dir, W_OK) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        if (d->lock_fd >= 0)
+                                close(d->lock_fd);
+                        d->lock_fd = -1;
+                        if (!dry) {
+                                mthp_log(LOG_ERR, "state directory %s is not writable (%s); refusing to change "
+                                         "knobs without a restore journal", d->cfg.state_dir, strerror(-r));
+                                return r;
+                        }
+                        mthp_log(LOG_WARNING, "state directory %s is not writable (%s); observing without a "
+                                 "lock, status file or journal", d->cfg.state_dir, strerror(-r));
                 }
         }
         r = mthp_actuator_init(&d->act, d->host, &d->caps, d->cfg.state_dir, dry);

@@ -167,8 +167,9 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
                         *e = saved;
                 else
                         mthp_journal_remove(&a->journal, k->path);
+                /* strerror: mthp_errno_words explains errors of /sys, not of the state directory */
                 snprintf(err, errsz, "%s: not written: cannot save the restore journal %s: %s", k->id,
-                         a->journal_file, mthp_errno_words(r));
+                         a->journal_file, strerror(-r));
                 return r;
         }
 

@@ -62,6 +62,11 @@ static int load_handler(struct mthp_ini *ini, const char *section, const char *k
         if (strcmp(key, "path") == 0) {
                 if (value[0] != '/')
                         return mthp_ini_error(ini, "key 'path': expected an absolute path, got '%s'", value), -EINVAL;
+                /* restore writes there as root: only THP knobs, whatever the file says */
+                if (strncmp(value, MTHP_THP_DIR "/", strlen(MTHP_THP_DIR "/")) != 0 || strstr(value, "/../") ||
+                    strstr(value, "/./") || strstr(value, "//"))
+                        return mthp_ini_error(ini, "key 'path': '%s' is not a knob below " MTHP_THP_DIR, value),
+                               -EINVAL;
                 return copy_value(ini, key, value, e->path, sizeof(e->path));
         }
         if (strcmp(key, "original") == 0)
@@ -73,6 +78,7 @@ static int load_handler(struct mthp_ini *ini, const char *section, const char *k
         if (strcmp(key, "foreign_value") == 0)
                 return copy_value(ini, key, value, e->foreign_value, sizeof(e->foreign_value));
         if (strcmp(key, "state") == 0) {
+                e->has_state = true;
                 if (strcmp(value, "managed") == 0)
                         e->state = MTHP_ENTRY_MANAGED;
                 else if (strcmp(value, "foreign") == 0)
@@ -87,23 +93,78 @@ static int load_handler(struct mthp_ini *ini, const char *section, const char *k
         return -EINVAL;
 }
 
+/* mthp_journal_save() ends every line with a newline and writes every key
+ * of every entry: a journal that does not is cut short (a crash of the file
+ * system, a copy that ran out of space), and its last value may be a prefix
+ * of the real one ("defer" of "defer+madvise"). Returns the line count. */
+static int check_complete(const char *file, char *err, size_t errsz) {
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st = { 0 };
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                int r = S_ISDIR(st.st_mode) ? -EISDIR : -EBADMSG;
+                close(fd);
+                if (err)
+                        snprintf(err, errsz, "%s: not a regular file; not a restore journal\n", file);
+                return r;
+        }
+        char buf[4096];
+        ssize_t n;
+        int lines = 0;
+        char last = '\n';
+        while ((n = read(fd, buf, sizeof(buf))) > 0) {
+                for (ssize_t i = 0; i < n; i++)
+                        lines += buf[i] == '\n';
+                last = buf[n - 1];
+        }
+        int r = n < 0 ? -errno : 0;
+        close(fd);
+        if (r < 0)
+                return r;
+        if (last != '\n') {
+                if (err)
+                        snprintf(err, errsz, "%s:%d: the journal ends in the middle of a line: it was cut short; "
+                                 "not applying any of it\n", file, lines + 1);
+                return -EBADMSG;
+        }
+        return lines;
+}
+
 int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_t errsz) {
         struct load_ctx c = { .j = j };
         memset(j, 0, sizeof(*j));
-        if (access(file, F_OK) < 0)
-                return -errno;
+        if (err && errsz)
+                err[0] = 0;
+        int lines = check_complete(file, err, errsz);
+        if (lines < 0)
+                return lines;
         int r = mthp_ini_parse_file(file, load_handler, &c, err, errsz);
         if (r == -EINVAL)
                 return -EBADMSG;
         if (r < 0)
                 return r;
-        for (unsigned i = 0; i < j->n; i++)
+        if (!j->root[0]) {
+                if (err)
+                        snprintf(err, errsz, "%s:%d: no [journal] root= line: empty, cut short or not a restore "
+                                 "journal; not applying it\n", file, lines > 0 ? lines : 1);
+                return -EBADMSG;
+        }
+        for (unsigned i = 0; i < j->n; i++) {
                 if (!j->e[i].path[0] || !j->e[i].original[0] || !j->e[i].written[0]) {
                         if (err)
                                 snprintf(err, errsz, "%s: knob %s: path=, original= and written= are required\n", file,
                                          j->e[i].id);
                         return -EBADMSG;
                 }
+                /* mthpd always writes both: without them the entry was cut short */
+                if (!j->e[i].previous[0] || !j->e[i].has_state) {
+                        if (err)
+                                snprintf(err, errsz, "%s: knob %s: previous= and state= are required (cut short?); "
+                                         "not applying the journal\n", file, j->e[i].id);
+                        return -EBADMSG;
+                }
+        }
         return 0;
 }
 
@@ -224,8 +285,10 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                         struct mthp_knob k = { 0 };
                         snprintf(k.path, sizeof(k.path), "%s", e->path);
                         snprintf(k.id, sizeof(k.id), "%s", e->id);
-                        char cur[MTHP_VALUE_MAX];
-                        r = mthp_knob_read(h, &k, cur);
+                        char cur[MTHP_VALUE_MAX], text[256];
+                        r = mthp_host_read(h, e->path, text, sizeof(text));
+                        if (r >= 0)
+                                r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
                         if (r < 0) {
                                 if (last_try) {
                                         mthp_log(LOG_ERR, "restore %s: cannot read %s: %s", e->id, e->path,
@@ -242,6 +305,16 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                                                  "wrote '%s' (original was '%s')",
                                                  e->id, cur, e->written, e->original);
                                 e->path[0] = 0; /* not ours any more */
+                                continue;
+                        }
+                        if (!mthp_knob_allows(&k, e->original)) {
+                                /* a damaged journal: never write what the kernel does not offer */
+                                if (last_try) {
+                                        mthp_log(LOG_ERR, "restore %s: the journal %s holds original '%s', which %s "
+                                                 "does not offer ('%s'); not writing it", e->id, file, e->original,
+                                                 e->path, text[0] ? strtok(text, "\n") : "");
+                                        failed++;
+                                }
                                 continue;
                         }
                         r = mthp_host_write(h, e->path, e->original);

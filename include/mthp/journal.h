@@ -22,6 +22,7 @@ struct mthp_journal_entry {
          * kernel at this value, which is still ours to restore */
         char previous[MTHP_VALUE_MAX];
         enum mthp_entry_state state;
+        bool has_state;                        /* loading: state= was there */
         char foreign_value[MTHP_VALUE_MAX];    /* what the other writer set */
 };
 
