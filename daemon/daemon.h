@@ -67,6 +67,7 @@ struct daemon {
         struct knob_pin pin[MTHP_KNOBS_MAX];
         char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
         uint64_t ticks;                     /* ticks since start */
+        uint64_t last_tick_usec;            /* what the last tick cost (wall), for the status file */
         uint64_t changes;                   /* knob writes since start */
         bool density_error_logged;
         bool cgmon_error_logged;

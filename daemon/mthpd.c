@@ -420,7 +420,8 @@ static int tick(struct daemon *d) {
         apply(d);
         collapse(d, t);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
-                                      d->cfg.mode == MTHP_MODE_DRY_RUN);
+                                      d->cfg.mode == MTHP_MODE_DRY_RUN, d->last_tick_usec);
+        d->last_tick_usec = now_usec() - t;
         notify_status(d);
         return 0;
 }

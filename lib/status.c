@@ -12,7 +12,7 @@
 #include "mthp/status.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run) {
+                           const struct mthp_decision *d, int n, bool dry_run, uint64_t tick_usec) {
         char path[MTHP_PATH_MAX + 16], tmp[MTHP_PATH_MAX + 24];
         struct timespec ts;
         snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
@@ -23,10 +23,10 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, 
         /* for every user's mthpctl, whatever the service's UMask= */
         (void) fchmod(fileno(f), 0644);
         clock_gettime(CLOCK_REALTIME, &ts);
-        fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\n", getpid(),
-                dry_run, (unsigned long long) snap->tick,
+        fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\ntick_usec=%llu\n",
+                getpid(), dry_run, (unsigned long long) snap->tick,
                 (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000,
-                snap->fault_pages_rate);
+                snap->fault_pages_rate, (unsigned long long) tick_usec);
         for (int i = 0; i < n; i++) {
                 /* reasons are one line: they come from snprintf formats without newlines */
                 fprintf(f, "\n[knob %s]\ndecision=%s\nreason=%s\n", caps->knobs[d[i].knob].id,
@@ -62,6 +62,8 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                         st->updated_realtime_usec = strtoull(value, NULL, 10);
                 else if (strcmp(key, "fault_pages_rate") == 0)
                         st->fault_pages_rate = strtod(value, NULL);
+                else if (strcmp(key, "tick_usec") == 0)
+                        st->tick_usec = strtoull(value, NULL, 10);
                 return;
         }
         if (strncmp(section, "knob ", 5) != 0)

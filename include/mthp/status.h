@@ -19,12 +19,13 @@ struct mthp_status {
         bool dry_run;
         unsigned long long tick, updated_realtime_usec;
         double fault_pages_rate;
+        unsigned long long tick_usec;   /* what the previous tick cost mthpd (wall) */
         unsigned n;
         struct mthp_status_knob k[MTHP_KNOBS_MAX];
 };
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run);
+                           const struct mthp_decision *d, int n, bool dry_run, uint64_t tick_usec);
 void mthp_status_file_remove(const char *state_dir);
 /* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */
 int mthp_status_file_read(const char *state_dir, struct mthp_status *st);
