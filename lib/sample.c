@@ -155,7 +155,10 @@ int mthp_parse_psi(const char *text, struct mthp_psi *psi) {
                 double a10, a60, a300;
                 unsigned long long total;
                 char kind[8];
-                if (sscanf(p, "%7s avg10=%lf avg60=%lf avg300=%lf total=%llu", kind, &a10, &a60, &a300, &total) == 5) {
+                /* avg10 is a percentage: a line with a negative, NAN or
+                 * larger one is not the kernel's and is skipped */
+                if (sscanf(p, "%7s avg10=%lf avg60=%lf avg300=%lf total=%llu", kind, &a10, &a60, &a300, &total) == 5 &&
+                    a10 >= 0 && a10 <= 100) {
                         if (strcmp(kind, "some") == 0) {
                                 psi->some_avg10 = a10;
                                 psi->some_total.value = total;
