@@ -10,7 +10,7 @@
 #include "fuzz-util.h"
 #include "mthp/journal.h"
 
-static char dir[] = "/dev/shm/mthp-fuzz-journal-XXXXXX";
+static char dir[192];
 static char saved[sizeof(dir) + 32];
 
 static void cleanup(void) {
@@ -43,8 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!in.path[0]) {
                 fuzz_file_init(&in, "journal");
                 /* tmpfs: mthp_journal_save fsyncs the file and its directory */
-                if (!mkdtemp(dir))
-                        abort();
+                fuzz_tmpdir(dir, sizeof(dir), "journal");
                 snprintf(saved, sizeof(saved), "%s/" MTHP_JOURNAL_FILE, dir);
                 atexit(cleanup);
         }

@@ -9,7 +9,7 @@
 #include "fuzz-util.h"
 #include "mthp/status.h"
 
-static char dir[] = "/dev/shm/mthp-fuzz-status-XXXXXX";
+static char dir[192];
 static char file[sizeof(dir) + 32];
 
 static void cleanup(void) {
@@ -20,8 +20,7 @@ static void cleanup(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static struct mthp_status st;
         if (!file[0]) {
-                if (!mkdtemp(dir))
-                        abort();
+                fuzz_tmpdir(dir, sizeof(dir), "status");
                 snprintf(file, sizeof(file), "%s/" MTHP_STATUS_FILE, dir);
                 atexit(cleanup);
         }

@@ -39,6 +39,20 @@ static inline int fuzz_terminated(const char *s, size_t size) {
         return memchr(s, 0, size) != NULL;
 }
 
+/* A private directory, on tmpfs where there is one (the code under test may
+ * fsync), else in $TMPDIR or /tmp. */
+static inline void fuzz_tmpdir(char *dir, size_t size, const char *name) {
+        const char *tmp = getenv("TMPDIR");
+        const char *bases[] = { "/dev/shm", tmp && *tmp ? tmp : "/tmp", "/tmp" };
+        for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+                snprintf(dir, size, "%s/mthp-fuzz-%s-XXXXXX", bases[i], name);
+                if (mkdtemp(dir))
+                        return;
+        }
+        perror("mkdtemp");
+        abort();
+}
+
 /* A memfd the readers that only take a path can open as /proc/self/fd/N. */
 struct fuzz_file {
         int fd;
