@@ -33,7 +33,8 @@ int mthp_parse_size(const char *s, unsigned *kb) {
         char *end;
         errno = 0;
         unsigned long long v = strtoull(s, &end, 10);
-        if (end == s || errno || *s == '-')
+        /* strtoull skips leading space and negates: " -18446744073709551615" is 1 */
+        if (end == s || errno || strchr(s, '-'))
                 return -EINVAL;
         unsigned long long mult = 1;
         if (*end == 'K' || *end == 'k')

@@ -129,6 +129,8 @@ static void test_parse_size(void **state) {
                 { "0", -ERANGE, 0 },    { "17G", -ERANGE, 0 }, { "", -EINVAL, 0 },   { "K", -EINVAL, 0 },
                 { "-64K", -EINVAL, 0 }, { "64Q", -EINVAL, 0 }, { "64 K", -EINVAL, 0 }, { "64KK", -EINVAL, 0 },
                 { "99999999999999999999999", -EINVAL, 0 },
+                /* found by tests/fuzz/fuzz-values: strtoull negates after space */
+                { " -18446744073709551615K", -EINVAL, 0 }, { "\t-1", -EINVAL, 0 },
         };
         for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
                 unsigned kb = 12345;
