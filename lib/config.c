@@ -133,7 +133,7 @@ static int parse_rate(const char *s, double *out) {
                 return -EINVAL;
         if (*end == 'k' || *end == 'K')
                 v *= 1000, end++;
-        if (*end)
+        if (*end || !isfinite(v)) /* "1e308k" */
                 return -EINVAL;
         *out = v;
         return 0;

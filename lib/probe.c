@@ -33,7 +33,8 @@ int mthp_parse_size(const char *s, unsigned *kb) {
         char *end;
         errno = 0;
         unsigned long long v = strtoull(s, &end, 10);
-        if (end == s || errno || *s == '-')
+        /* strtoull skips leading space and negates: " -18446744073709551615" is 1 */
+        if (end == s || errno || strchr(s, '-'))
                 return -EINVAL;
         unsigned long long mult = 1;
         if (*end == 'K' || *end == 'k')
@@ -65,11 +66,13 @@ int mthp_knob_parse(const char *text, char selected[MTHP_VALUE_MAX], char allowe
                         p++;
                 if (!*p)
                         break;
-                size_t len = strcspn(p, " \t\n");
+                /* words end at any space isspace() skips, or a value
+                 * could hold a '\r' the kernel would refuse back */
+                size_t len = strcspn(p, " \t\n\v\f\r");
                 bool sel = len >= 2 && p[0] == '[' && p[len - 1] == ']';
                 const char *w = sel ? p + 1 : p;
                 size_t wlen = sel ? len - 2 : len;
-                if (wlen == 0 || wlen >= MTHP_VALUE_MAX)
+                if (wlen == 0 || wlen >= MTHP_VALUE_MAX || memchr(w, '[', wlen) || memchr(w, ']', wlen))
                         return -EBADMSG;
                 if (allowed) {
                         if (n >= MTHP_VALUES_MAX)

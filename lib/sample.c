@@ -136,6 +136,17 @@ static void mem_cb(void *user, const char *key, unsigned long long value) {
                 m->shmem_huge_kb = value;
 }
 
+void mthp_parse_vmstat(const char *text, uint64_t v[_MTHP_VM_MAX], bool seen[_MTHP_VM_MAX]) {
+        struct vm_ctx c = { 0 };
+        mthp_parse_kv(text, vm_cb, &c);
+        memcpy(v, c.v, sizeof(c.v));
+        memcpy(seen, c.seen, sizeof(c.seen));
+}
+
+void mthp_parse_meminfo(const char *text, struct mthp_meminfo *m) {
+        mthp_parse_kv(text, mem_cb, m);
+}
+
 int mthp_parse_psi(const char *text, struct mthp_psi *psi) {
         bool some = false, full = false;
         const char *p = text;
@@ -144,7 +155,10 @@ int mthp_parse_psi(const char *text, struct mthp_psi *psi) {
                 double a10, a60, a300;
                 unsigned long long total;
                 char kind[8];
-                if (sscanf(p, "%7s avg10=%lf avg60=%lf avg300=%lf total=%llu", kind, &a10, &a60, &a300, &total) == 5) {
+                /* avg10 is a percentage: a line with a negative, NAN or
+                 * larger one is not the kernel's and is skipped */
+                if (sscanf(p, "%7s avg10=%lf avg60=%lf avg300=%lf total=%llu", kind, &a10, &a60, &a300, &total) == 5 &&
+                    a10 >= 0 && a10 <= 100) {
                         if (strcmp(kind, "some") == 0) {
                                 psi->some_avg10 = a10;
                                 psi->some_total.value = total;
@@ -216,16 +230,17 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
         r = read_hot(s, &s->vmstat_fd, "/proc/vmstat", buf, sizeof(buf));
         if (r < 0)
                 return r;
-        struct vm_ctx vc = { 0 };
-        mthp_parse_kv(buf, vm_cb, &vc);
+        uint64_t vm[_MTHP_VM_MAX];
+        bool seen[_MTHP_VM_MAX];
+        mthp_parse_vmstat(buf, vm, seen);
         for (int i = 0; i < _MTHP_VM_MAX; i++)
-                if (vc.seen[i])
-                        mthp_counter_update(&snap->vm[i], prev ? &prev->vm[i] : NULL, vc.v[i], snap->dt);
+                if (seen[i])
+                        mthp_counter_update(&snap->vm[i], prev ? &prev->vm[i] : NULL, vm[i], snap->dt);
 
         r = read_hot(s, &s->meminfo_fd, "/proc/meminfo", buf, sizeof(buf));
         if (r < 0)
                 return r;
-        mthp_parse_kv(buf, mem_cb, &snap->mem);
+        mthp_parse_meminfo(buf, &snap->mem);
 
         /* PSI can be absent (CONFIG_PSI=n, psi=0 on the command line): mark it
          * absent and carry on. */

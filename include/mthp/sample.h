@@ -128,6 +128,10 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
 
 /* Pure helpers, exposed for tests and record/replay. */
 void mthp_counter_update(struct mthp_counter *c, const struct mthp_counter *prev, uint64_t value, double dt);
+/* /proc/vmstat: the counters of enum mthp_vmstat_field (seen[i]: it was there). */
+void mthp_parse_vmstat(const char *text, uint64_t v[_MTHP_VM_MAX], bool seen[_MTHP_VM_MAX]);
+/* /proc/meminfo: the fields of struct mthp_meminfo; the others stay as they are. */
+void mthp_parse_meminfo(const char *text, struct mthp_meminfo *m);
 int mthp_parse_psi(const char *text, struct mthp_psi *psi);
 int mthp_stat_index(const struct mthp_size *sz, const char *name);
 void mthp_snapshot_derive(const struct mthp_caps *caps, struct mthp_snapshot *snap);

@@ -37,6 +37,24 @@ static void test_parse_brackets(void **state) {
         assert_string_equal(sel, "b");
 }
 
+/* Found by tests/fuzz/fuzz-values: words were cut at ' ', '\t' and '\n'
+ * only, so a '\r' or '\f' ended up inside a value; "[[never]]" selected
+ * "[never". */
+static void test_parse_other_spaces(void **state) {
+        (void) state;
+        char sel[MTHP_VALUE_MAX], allowed[MTHP_VALUES_MAX][MTHP_VALUE_MAX];
+        unsigned n = 99;
+        assert_int_equal(mthp_knob_parse("always\r[madvise]\fnever\v\r\n", sel, allowed, &n), 0);
+        assert_string_equal(sel, "madvise");
+        assert_int_equal(n, 3);
+        assert_string_equal(allowed[0], "always");
+        assert_string_equal(allowed[2], "never");
+        /* brackets belong around one whole word, never inside a value */
+        assert_int_equal(mthp_knob_parse("always [[never]]", sel, allowed, &n), -EBADMSG);
+        assert_int_equal(mthp_knob_parse("[always] never]", sel, allowed, &n), -EBADMSG);
+        assert_int_equal(mthp_knob_parse("[al[ways]", sel, allowed, &n), -EBADMSG);
+}
+
 static void test_parse_no_selection(void **state) {
         (void) state;
         char sel[MTHP_VALUE_MAX], allowed[MTHP_VALUES_MAX][MTHP_VALUE_MAX];
@@ -111,6 +129,8 @@ static void test_parse_size(void **state) {
                 { "0", -ERANGE, 0 },    { "17G", -ERANGE, 0 }, { "", -EINVAL, 0 },   { "K", -EINVAL, 0 },
                 { "-64K", -EINVAL, 0 }, { "64Q", -EINVAL, 0 }, { "64 K", -EINVAL, 0 }, { "64KK", -EINVAL, 0 },
                 { "99999999999999999999999", -EINVAL, 0 },
+                /* found by tests/fuzz/fuzz-values: strtoull negates after space */
+                { " -18446744073709551615K", -EINVAL, 0 }, { "\t-1", -EINVAL, 0 },
         };
         for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
                 unsigned kb = 12345;
@@ -148,6 +168,7 @@ static void known_bug_parse_size_overflow(void **state) {
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_brackets),
         cmocka_unit_test(test_parse_no_selection),
+        cmocka_unit_test(test_parse_other_spaces),
         cmocka_unit_test(test_parse_malformed),
         cmocka_unit_test(test_knob_allows),
         cmocka_unit_test(test_format_size),

@@ -245,6 +245,19 @@ static void test_parse_psi(void **state) {
         assert_int_equal(mthp_parse_psi("full avg10=1.00 avg60=0.00 avg300=0.00 total=3\n", &r), -EBADMSG);
         assert_false(r.present);
         assert_int_equal(mthp_parse_psi("", &r), -EBADMSG);
+        /* found by tests/fuzz/fuzz-procfs: avg10 must be a percentage */
+        struct mthp_psi t = { 0 };
+        assert_int_equal(mthp_parse_psi("some avg10=-5 avg60=0 avg300=0 total=1\n", &t), -EBADMSG);
+        assert_false(t.present);
+        assert_int_equal(mthp_parse_psi("some avg10=nan avg60=0 avg300=0 total=1\n", &t), -EBADMSG);
+        assert_int_equal(mthp_parse_psi("some avg10=100.01 avg60=0 avg300=0 total=1\n", &t), -EBADMSG);
+        assert_int_equal(mthp_parse_psi("some avg10=100.00 avg60=0 avg300=0 total=1\n"
+                                        "full avg10=inf avg60=0 avg300=0 total=2\n",
+                                        &t),
+                         0);
+        assert_double_equal(t.some_avg10, 100);
+        assert_double_equal(t.full_avg10, 0);
+        assert_int_equal(t.full_total.value, 0);
 }
 
 static void test_stat_file_comes_and_goes(void **state) {
