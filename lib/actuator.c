@@ -213,7 +213,7 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
 
 int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MTHP_VALUE_MAX]) {
         int found = 0;
-        bool dirty = false;
+        bool dirty = false, fresh[MTHP_KNOBS_MAX] = { false };
 
         for (unsigned i = 0; i < a->caps->n_knobs; i++) {
                 const struct mthp_knob *k = &a->caps->knobs[i];
@@ -225,13 +225,23 @@ int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MT
                 e->state = MTHP_ENTRY_FOREIGN;
                 snprintf(e->foreign_value, sizeof(e->foreign_value), "%s", current[i]);
                 dirty = true;
+                fresh[i] = true;
                 found++;
-                mthp_log_foreign(k, e->written, current[i]);
-                if (a->on_foreign)
-                        a->on_foreign(a->user, k, e->written, current[i]);
         }
+        /* durable first, then said: once the log (or D-Bus) reports another
+         * writer, a kill -9 must not leave a journal that would restore
+         * over it (tests/faults journal-bad caught the order) */
         if (dirty && !a->dry_run)
                 (void) mthp_journal_save(a->journal_file, &a->journal);
+        for (unsigned i = 0; dirty && i < a->caps->n_knobs; i++) {
+                const struct mthp_knob *k = &a->caps->knobs[i];
+                struct mthp_journal_entry *e = mthp_journal_find(&a->journal, k->path);
+                if (!fresh[i] || !e)
+                        continue;
+                mthp_log_foreign(k, e->written, e->foreign_value);
+                if (a->on_foreign)
+                        a->on_foreign(a->user, k, e->written, e->foreign_value);
+        }
         return found;
 }
 
