@@ -65,10 +65,11 @@ knob_consistent() {
         # holds them open with O_TRUNC (real sysfs has no such window)
         local try
         for try in 1 2 3 4 5; do
+                # (status reads the knob file itself: it can meet that window too)
                 st=$(ctl --json status 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin)
 k={x["id"]:x for x in d["knobs"]}; print(k[sys.argv[1]]["value"], k[sys.argv[1]]["set_by"])' "$id" 2>/dev/null) &&
-                        break
-                [ "$try" = 5 ] && { echo "$id: mthpctl status failed 5 times" >&2; return 1; }
+                        [ -n "${st% *}" ] && break
+                [ "$try" = 5 ] && { echo "$id: mthpctl status failed or read an empty knob 5 times" >&2; return 1; }
                 sleep 0.05
         done
         if [ "${st% *}" != "$file" ]; then
