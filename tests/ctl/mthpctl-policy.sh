@@ -7,14 +7,7 @@
 # Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
 . "$(dirname "$0")/lib.sh"
 
-command -v dbus-daemon >/dev/null || { echo "SKIP: dbus-daemon is not installed"; exit 77; }
-start_bus '<policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_type="method_call"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>' 2>/dev/null || fail "dbus-daemon: $(cat "$T/bus.err")"
+start_open_bus
 
 "$FAKEHOST" cgroup "$ROOT" db.service >/dev/null || fail "fake cgroup db.service"
 "$FAKEHOST" cgroup "$ROOT" batch.slice >/dev/null || fail "fake cgroup batch.slice"
