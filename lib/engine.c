@@ -61,8 +61,14 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         if (!oldest || c->pid == 0 || (oldest->pid && c->seen_tick < oldest->seen_tick))
                                 oldest = c;
                 }
-                if (m && strncmp(m->comm, p->comm, sizeof(m->comm)) != 0)
-                        m = NULL; /* the pid was reused: a new process */
+                /* The pid was reused (or exec'd: fork+exec keeps the pid and
+                 * changes comm): a new process, in the same slot. The search
+                 * stopped at the match, so `oldest` only covers the slots
+                 * before it (NULL when the match is slot 0). */
+                if (m && strncmp(m->comm, p->comm, sizeof(m->comm)) != 0) {
+                        memset(m, 0, sizeof(*m));
+                        m->pid = p->pid;
+                }
                 if (!m) {
                         m = oldest;
                         memset(m, 0, sizeof(*m));

@@ -1146,6 +1146,57 @@ static void test_density_sparse_holds(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "uses 0.25 of each 16K block");
 }
 
+/* fork+exec keeps the pid and changes comm: a new process, in the slot of
+ * the old one. mthpd crashed on the real host here (sigterm-restore, 1 run in
+ * ~20): a match in slot 0 with another comm left no slot to reuse. */
+static unsigned slots_of(const struct sim *s, int pid, const char **comm) {
+        unsigned n = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (s->st.proc[j].pid == pid) {
+                        n++;
+                        *comm = s->st.proc[j].comm;
+                }
+        return n;
+}
+
+static void test_density_pid_exec_reuses_slot(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = MTHP_DENSITY_PROCS };
+        struct workload w = anon_hot;
+        const char *comm = NULL;
+        const int base = 800, n = MTHP_ENGINE_PROCS;
+        wide(s);
+        w.dens = &v;
+        /* fill every slot the engine has: two ticks of 8 shells */
+        for (int half = 0; half < n / MTHP_DENSITY_PROCS; half++) {
+                for (int i = 0; i < MTHP_DENSITY_PROCS; i++) {
+                        dens_proc(&v.proc[i], base + half * MTHP_DENSITY_PROCS + i, 1, 0);
+                        snprintf(v.proc[i].comm, sizeof(v.proc[i].comm), "sh");
+                }
+                sim_step(s, &w);
+        }
+        for (int j = 0; j < n; j++)
+                assert_int_not_equal(s->st.proc[j].pid, 0);
+        /* the second eight exec a sparse workload under their pids, the
+         * one in slot 0 (the last one placed) first */
+        assert_int_equal(s->st.proc[0].pid, base + n - 1);
+        for (int i = 0; i < MTHP_DENSITY_PROCS; i++)
+                dens_proc(&v.proc[i], base + n - 1 - i, 0.25, 0);
+        sim_step(s, &w);
+        for (int i = 0; i < n; i++)
+                assert_int_equal(slots_of(s, base + i, &comm), 1); /* the others are kept */
+        char want[16];
+        for (int i = MTHP_DENSITY_PROCS; i < n; i++) {
+                slots_of(s, base + i, &comm);
+                snprintf(want, sizeof(want), "proc%d", base + i);
+                assert_string_equal(comm, want);
+        }
+        /* what the shells did is forgotten: the sparse processes hold anon back */
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 8");
+}
+
 static void test_density_mixed_sparse_wins(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v = { .valid = true, .n_procs = 2 };
@@ -1612,6 +1663,7 @@ int main(void) {
                 T(test_purity),
                 T(test_density_dense_jumps),
                 T(test_density_sparse_holds),
+                T(test_density_pid_exec_reuses_slot),
                 T(test_density_mixed_sparse_wins),
                 T(test_density_bloat_steps_down_fast),
                 T(test_density_probe_fails_reverts),
