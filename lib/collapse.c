@@ -44,6 +44,7 @@ struct proc_ent {
         uint64_t last_seen;             /* t_usec of the last run call */
         uint64_t lru;
         bool has_pass, resume, denied;
+        uint64_t resume_at;             /* a pass cut short: where the next one starts */
         struct mthp_collapse_block *set;
         size_t n_set;
         struct refused refused[REFUSED_MAX];
@@ -110,10 +111,13 @@ int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, ui
 }
 
 size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev, const uint64_t *cur, size_t n_cur,
-                           uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec, bool *eligible,
-                           struct mthp_collapse_block *out, size_t cap) {
+                           uint64_t scanned_from, uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec,
+                           bool *eligible, struct mthp_collapse_block *out, size_t cap) {
         size_t i = 0, j = 0, n = 0;
 
+        /* below what the pass looked at: kept as it was */
+        for (; j < n_prev && prev[j].addr < scanned_from && n < cap; j++)
+                out[n++] = prev[j];
         for (; i < n_cur; i++) {
                 while (j < n_prev && prev[j].addr < cur[i])
                         j++;
@@ -126,7 +130,7 @@ size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev
         }
         /* what the pass did not reach stays as it was */
         for (j = 0; j < n_prev && n < cap; j++)
-                if (prev[j].addr >= scanned_to)
+                if (prev[j].addr >= scanned_to && prev[j].addr >= scanned_from)
                         out[n++] = prev[j];
         return n;
 }
@@ -204,6 +208,43 @@ static int real_scan(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *
         return 0;
 }
 
+/* The first present page (not the zero page) in [start, end), or end: one
+ * PAGEMAP_SCAN that stops at the first page it finds. */
+static int real_next_present(void *user, pid_t pid, uint64_t start, uint64_t end, uint64_t *next) {
+        struct mthp_collapser *c = user;
+        uint64_t at = start;
+        (void) pid;
+
+        while (at < end) {
+                struct pm_scan_arg a = {
+                        .size = sizeof(a),
+                        .start = at,
+                        .end = end,
+                        .vec = (uint64_t) (uintptr_t) c->vec,
+                        .vec_len = 1,
+                        .max_pages = 1,
+                        .category_inverted = PAGE_IS_PFNZERO,
+                        .category_mask = PAGE_IS_PFNZERO,
+                        .category_anyof_mask = PAGE_IS_PRESENT,
+                        .return_mask = PAGE_IS_PRESENT,
+                };
+                int r = ioctl(c->pm_fd, PAGEMAP_SCAN, &a);
+                if (r < 0)
+                        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+                if (r > 0) {
+                        *next = c->vec[0].start > at ? c->vec[0].start : at;
+                        return 0;
+                }
+                if (a.walk_end >= end)
+                        break;
+                if (a.walk_end <= at)
+                        return -EIO;
+                at = a.walk_end;
+        }
+        *next = end;
+        return 0;
+}
+
 static ssize_t real_advise(void *user, pid_t pid, const struct iovec *iov, size_t n) {
         struct mthp_collapser *c = user;
         (void) pid;
@@ -267,7 +308,7 @@ int mthp_collapser_new(const struct mthp_host *h, const struct mthp_collapse_bud
         c->host = h;
         c->b = bb;
         c->pm_fd = c->pidfd = -1;
-        c->ops = (struct mthp_collapse_ops) { real_scan, real_advise, mono_usec, c };
+        c->ops = (struct mthp_collapse_ops) { real_scan, real_advise, mono_usec, c, real_next_present };
         /* no PMD size (THP not built in): every run says -EOPNOTSUPP */
         if (sysconf(_SC_PAGESIZE) == PAGE &&
             mthp_host_read(h, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof(buf)) > 0) {
@@ -443,13 +484,22 @@ static bool out_of_time(struct mthp_collapser *c) {
         return elapsed_usec(c, c->tick_t0) >= c->b.max_usec;
 }
 
-/* Walk the maps text, collect candidates into c->cand. *scanned_to: the
- * address below which every block was looked at; *cut: time ran out. */
-static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, size_t len, size_t *n_cand,
-                           uint64_t *scanned_to, bool *cut, struct mthp_collapse_result *res) {
+/* The walk stops at half the tick's budget: what it found eligible gets
+ * the other half, else a walk that always runs out of time (a large
+ * mapping to get through) would find blocks that never get collapsed. */
+static bool walk_out_of_time(struct mthp_collapser *c) {
+        return elapsed_usec(c, c->tick_t0) >= c->b.max_usec / 2;
+}
+
+/* Walk the maps text from address `from` on, collect candidates into
+ * c->cand. *scanned_to: the address below which every block from `from` on
+ * was looked at (UINT64_MAX: to the end); *cut: time ran out. */
+static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, size_t len, uint64_t from,
+                           size_t *n_cand, uint64_t *scanned_to, bool *cut, struct mthp_collapse_result *res) {
         const char *p = c->text, *end = c->text + len;
         unsigned need = (unsigned) (c->b.min_coverage * c->pmd_pages + 0.999999);
         size_t n = 0;
+        bool empty = false;     /* the last scanned chunk held nothing */
 
         if (need == 0)
                 need = 1;       /* an empty block is never a candidate */
@@ -470,14 +520,29 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                                 r = 0;
                 }
                 p = nl ? nl + 1 : end;
-                if (r == 0)
+                if (r == 0 || last <= from)
                         continue;
+                if (first < from)
+                        first = from; /* block-aligned: where a block walk stopped */
                 for (uint64_t a = first; a < last;) {
-                        if (out_of_time(c) || n == MTHP_COLLAPSE_TRACK_MAX) {
+                        if (walk_out_of_time(c) || n == MTHP_COLLAPSE_TRACK_MAX) {
                                 *scanned_to = a;
-                                *cut = out_of_time(c);
+                                *cut = walk_out_of_time(c);
                                 *n_cand = n;
                                 return 0;
+                        }
+                        if (empty && c->ops.next_present) {
+                                /* in an empty stretch (a reservation, a sanitizer's
+                                 * shadow): jump to the next present page */
+                                uint64_t nx;
+                                r = c->ops.next_present(c->ops.user, pid, a, last, &nx);
+                                if (r < 0)
+                                        return r;
+                                empty = false;
+                                if (nx >= last)
+                                        break;
+                                if (nx > a)
+                                        a += (nx - a) / c->pmd_bytes * c->pmd_bytes;
                         }
                         size_t k = (size_t) ((last - a) / c->pmd_bytes);
                         if (k > CHUNK_BLOCKS)
@@ -485,8 +550,11 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                         r = c->ops.scan(c->ops.user, pid, a, k, c->present, c->huge);
                         if (r < 0)
                                 return r;
+                        empty = true;
                         for (size_t i = 0; i < k; i++) {
                                 uint64_t ba = a + i * c->pmd_bytes;
+                                if (c->present[i] || c->huge[i])
+                                        empty = false;
                                 if (c->huge[i]) {
                                         res->huge++;
                                 } else if (c->present[i] >= need) {
@@ -668,12 +736,19 @@ static int pass(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, uint64_
                 if (c->pm_fd < 0)
                         return gone_errno(c->pm_fd);
         }
-        r = find_candidates(c, e, pid, len, &n_cand, &scanned_to, &cut, res);
+        /* A pass cut short resumes where it stopped: a process whose first
+         * mappings take longer to walk than a tick's budget (a large empty
+         * reservation) still gets to the memory after them. */
+        uint64_t from = e->resume_at;
+        r = find_candidates(c, e, pid, len, from, &n_cand, &scanned_to, &cut, res);
         if (r < 0)
                 return r;
+        /* (a walk stopped by a full remembered set starts over: its blocks
+         * are collapsed first, then the walk gets further) */
+        e->resume_at = cut && scanned_to != UINT64_MAX ? scanned_to : 0;
         for (size_t i = 0; i < n_cand; i++)
                 c->cur[i] = c->cand[i].addr;
-        size_t n_next = mthp_collapse_merge(e->set, e->n_set, c->cur, n_cand, scanned_to, t_usec,
+        size_t n_next = mthp_collapse_merge(e->set, e->n_set, c->cur, n_cand, from, scanned_to, t_usec,
                                             c->b.min_interval_usec, c->elig, c->next, MTHP_COLLAPSE_TRACK_MAX);
         r = store_set(c, e, n_next);
         if (r < 0)

@@ -101,12 +101,16 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
 /* For tests: the kernel calls, replaced. scan: for n PMD blocks from start,
  * present pages (not the zero page) and whether each is PMD-mapped; 0 or
  * -errno. advise: process_madvise(MADV_COLLAPSE) semantics (bytes advised, or
- * -errno if none). now_usec: the clock of the time budget. */
+ * -errno if none). now_usec: the clock of the time budget. next_present
+ * (may be NULL): the lowest address in [start, end) of a present page, or
+ * end; lets the walk jump over a large reservation holding nothing in one
+ * call instead of one scan per 64 blocks. */
 struct mthp_collapse_ops {
         int (*scan)(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *present, bool *huge);
         ssize_t (*advise)(void *user, pid_t pid, const struct iovec *iov, size_t n);
         uint64_t (*now_usec)(void *user);
         void *user;
+        int (*next_present)(void *user, pid_t pid, uint64_t start, uint64_t end, uint64_t *next);
 };
 void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse_ops *ops);
 
@@ -122,14 +126,15 @@ struct mthp_collapse_block {
         uint64_t addr;
         uint64_t since_usec;
 };
-/* The set for the next pass. cur: this pass's candidates, ascending, all
- * below scanned_to (the pass looked at [0, scanned_to); the rest of prev,
- * not looked at because the pass was cut, is kept as it is). prev ascending.
- * eligible[i] (may be NULL): cur[i] was in prev and first seen at least
- * min_age_usec before now_usec. Writes at most cap blocks to out, lowest
- * addresses first, and returns their number. */
+/* The set for the next pass. cur: this pass's candidates, ascending, all in
+ * [scanned_from, scanned_to), the part of the address space the pass looked
+ * at (a pass cut short by its time budget ends early, and the next one
+ * resumes there); what of prev lies outside it is kept as it is. prev
+ * ascending. eligible[i] (may be NULL): cur[i] was in prev and first seen at
+ * least min_age_usec before now_usec. Writes at most cap blocks to out,
+ * lowest addresses first, and returns their number. */
 size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev, const uint64_t *cur, size_t n_cur,
-                           uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec, bool *eligible,
+                           uint64_t scanned_from, uint64_t scanned_to, uint64_t now_usec, uint64_t min_age_usec, bool *eligible,
                            struct mthp_collapse_block *out, size_t cap);
 /* Blocks the next batch may hold: what is left of the tick's kB, and of its
  * time at usec_per_block each (0: not known, no limit from time; at least one

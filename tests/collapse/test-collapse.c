@@ -69,7 +69,7 @@ static void test_merge(void **state) {
 
         /* the pass looked at everything below 60: prev's 10 dropped (no
          * longer a candidate), 90 kept (not looked at) */
-        size_t n = mthp_collapse_merge(prev, 4, cur, 4, 60, 1000, 600, el, out, 8);
+        size_t n = mthp_collapse_merge(prev, 4, cur, 4, 0, 60, 1000, 600, el, out, 8);
         assert_int_equal(n, 5);
         assert_false(el[0]);    /* new */
         assert_true(el[1]);     /* seen at 100, 900 ago >= 600 */
@@ -82,22 +82,39 @@ static void test_merge(void **state) {
         assert_true(out[4].addr == 90 && out[4].since_usec == 100);
 
         /* min age 0: "was a candidate last pass" alone */
-        n = mthp_collapse_merge(prev, 4, cur, 4, UINT64_MAX, 1000, 0, el, out, 8);
+        n = mthp_collapse_merge(prev, 4, cur, 4, 0, UINT64_MAX, 1000, 0, el, out, 8);
         assert_int_equal(n, 4);
         assert_true(!el[0] && el[1] && el[2] && !el[3]);
 
         /* the cap keeps the lowest addresses; eligibility is still told for all */
-        n = mthp_collapse_merge(prev, 4, cur, 4, 60, 1000, 0, el, out, 2);
+        n = mthp_collapse_merge(prev, 4, cur, 4, 0, 60, 1000, 0, el, out, 2);
         assert_int_equal(n, 2);
         assert_true(out[0].addr == 5 && out[1].addr == 20);
         assert_true(el[2]);
 
         /* a clock that went backwards makes nothing eligible */
-        n = mthp_collapse_merge(prev, 4, cur, 4, 60, 50, 0, el, out, 8);
+        n = mthp_collapse_merge(prev, 4, cur, 4, 0, 60, 50, 0, el, out, 8);
         assert_false(el[1]);
 
+        /* a pass that resumed at 25 and was cut at 60: prev's 10 and 20
+         * (below where it started) and 90 (beyond where it stopped) are
+         * kept, in order; 30 is still a candidate */
+        uint64_t cur2[] = { 30, 40 };
+        n = mthp_collapse_merge(prev, 4, cur2, 2, 25, 60, 1000, 600, el, out, 8);
+        assert_int_equal(n, 5);
+        assert_true(out[0].addr == 10 && out[0].since_usec == 100);
+        assert_true(out[1].addr == 20 && out[1].since_usec == 100);
+        assert_true(out[2].addr == 30 && out[2].since_usec == 500);
+        assert_true(out[3].addr == 40 && out[3].since_usec == 1000);
+        assert_true(out[4].addr == 90 && out[4].since_usec == 100);
+        assert_true(!el[0] && !el[1]);
+        /* ... and the same pass with a cap of 3 keeps the lowest */
+        n = mthp_collapse_merge(prev, 4, cur2, 2, 25, 60, 1000, 600, el, out, 3);
+        assert_int_equal(n, 3);
+        assert_true(out[0].addr == 10 && out[1].addr == 20 && out[2].addr == 30);
+
         /* empty prev: nothing eligible, all new */
-        n = mthp_collapse_merge(NULL, 0, cur, 4, UINT64_MAX, 7, 0, el, out, 8);
+        n = mthp_collapse_merge(NULL, 0, cur, 4, 0, UINT64_MAX, 7, 0, el, out, 8);
         assert_int_equal(n, 4);
         assert_true(!el[0] && !el[1] && !el[2] && !el[3]);
 }
@@ -137,6 +154,8 @@ struct fake {
         struct fblock b1[MAXB], b2[4];
         size_t n1;
         uint64_t clock, cost_usec;      /* clock advanced by cost_usec per block advised */
+        uint64_t scan_cost_usec;        /* ... and by this per scan call */
+        unsigned next_calls;
         int proc_err;                   /* advise fails with it before looking at blocks */
         unsigned advise_calls, scan_calls;
         size_t max_iov;
@@ -154,12 +173,29 @@ static int f_scan(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *pre
         struct fake *f = user;
         assert_int_equal(pid, PID);
         f->scan_calls++;
+        f->clock += f->scan_cost_usec;
         for (size_t i = 0; i < n; i++) {
                 struct fblock *b = fb(f, start + i * PMD);
                 assert_non_null(b);
                 present[i] = b->huge ? 512 : b->present;
                 huge[i] = b->huge;
         }
+        return 0;
+}
+
+static int f_next_present(void *user, pid_t pid, uint64_t start, uint64_t end, uint64_t *next) {
+        struct fake *f = user;
+        assert_int_equal(pid, PID);
+        f->next_calls++;
+        for (uint64_t a = start - start % PMD; a < end; a += PMD) {
+                struct fblock *b = fb(f, a);
+                assert_non_null(b);
+                if (b->present || b->huge) {
+                        *next = a > start ? a : start;
+                        return 0;
+                }
+        }
+        *next = end;
         return 0;
 }
 
@@ -237,7 +273,7 @@ static struct fake *fake_new(size_t n1, const struct mthp_collapse_budget *b) {
         write_proc(f, 777, 1);
         write_maps(f);
         assert_int_equal(mthp_collapser_new(f->host, b, &f->c), 0);
-        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f };
+        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, NULL };
         mthp_collapser_set_ops(f->c, &ops);
         return f;
 }
@@ -405,6 +441,63 @@ static void test_time_budget(void **state) {
         fake_free(f);
 }
 
+/* A walk that the time budget cuts before the memory that matters (a large
+ * empty reservation first, as a JVM heap or a sanitizer's shadow has)
+ * resumes there on the next tick instead of starting over, so it gets to
+ * the dense mapping behind it, and what it finds eligible is collapsed (the
+ * walk stops at half the budget). 8 ms a scan call against 20 ms a tick:
+ * 2 calls (128 blocks) a tick, 512 empty blocks first. Without the resume
+ * it never gets past block 128. */
+static void test_cut_walk_resumes(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 0);
+        struct fake *f = fake_new(512, &b);
+        struct mthp_collapse_result res;
+        for (size_t i = 0; i < 512; i++)
+                f->b1[i].present = 0;
+        f->scan_cost_usec = 8000;
+        unsigned ticks = 0, cuts = 0;
+        while (ticks < 16 && !(f->b2[0].huge && f->b2[3].huge)) {
+                f->clock += 1000000;
+                assert_int_equal(tick(f, &res), 0);
+                ticks++;
+                cuts += res.cut;
+                assert_true(res.usec <= 20000 + 8000);   /* one scan call's overrun at most */
+        }
+        for (int i = 0; i < 4; i++)
+                assert_true(f->b2[i].huge);
+        assert_true(cuts >= 2);
+        /* seen on two walks of 5 ticks each (4 for the empty blocks, 1 for
+         * the dense mapping), collapsed on the second */
+        assert_int_equal(ticks, 10);
+        fake_free(f);
+}
+
+/* With next_present (PAGEMAP_SCAN stopping at the first present page), an
+ * empty stretch costs one call, not a scan per 64 blocks: one tick walks it. */
+static void test_empty_stretch_skipped(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 0);
+        struct fake *f = fake_new(MAXB, &b);
+        struct mthp_collapse_result res;
+        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, f_next_present };
+        mthp_collapser_set_ops(f->c, &ops);
+        for (size_t i = 0; i < MAXB; i++)
+                f->b1[i].present = 0;
+        f->b1[MAXB - 10].present = 512;  /* one dense block near the end */
+        f->scan_cost_usec = 3000;       /* 3 calls fit in the walk's 10 ms, 94 would not */
+        assert_int_equal(tick(f, &res), 0);
+        assert_false(res.cut);
+        assert_int_equal(res.candidates, 1 + 4);
+        assert_true(f->scan_calls <= 4);
+        assert_true(f->next_calls >= 1 && f->next_calls <= 3);
+        f->clock += 1000000;
+        assert_int_equal(tick(f, &res), 0);
+        assert_int_equal(res.collapsed, 1 + 4);
+        assert_true(f->b1[MAXB - 10].huge);
+        fake_free(f);
+}
+
 static void test_eagain_enomem(void **state) {
         (void) state;
         struct mthp_collapse_budget b = budget(1 << 20, 0);
@@ -544,6 +637,8 @@ int main(void) {
                 cmocka_unit_test(test_not_long_lived),
                 cmocka_unit_test(test_kb_budget_and_resume),
                 cmocka_unit_test(test_time_budget),
+                cmocka_unit_test(test_cut_walk_resumes),
+                cmocka_unit_test(test_empty_stretch_skipped),
                 cmocka_unit_test(test_eagain_enomem),
                 cmocka_unit_test(test_einval_refuses_mapping),
                 cmocka_unit_test(test_process_errors),
