@@ -107,8 +107,12 @@ int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_
 }
 
 int mthp_host_write(const struct mthp_host *h, const char *path, const char *value) {
-        /* O_TRUNC is ignored by sysfs and makes a fake tree behave alike. */
-        _cleanup_close_ int fd = mthp_host_open_file(h, path, O_WRONLY | O_TRUNC);
+        /* No O_TRUNC: sysfs ignores it, and on a fake tree (whose kernel
+         * files are plain files; tests/fake/fakesysfs.c gives their writes
+         * the kernel's semantics) it emptied the file between open and
+         * write, so a kill -9 in that window left a knob that read empty
+         * and the next mthpd refused to start (faults storm under ASan). */
+        _cleanup_close_ int fd = mthp_host_open_file(h, path, O_WRONLY);
         if (fd < 0)
                 return fd;
         size_t len = strlen(value);

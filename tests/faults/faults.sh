@@ -434,6 +434,7 @@ PY
         for k in "${knobs[@]}"; do "$FAKEHOST" fail "$ROOT" "$k" none; done
         start_mthpd -c "$FAST" --no-bus
         bump_faults 15
+        check "storm: the last mthpd runs until its kill" alive
         stop_mthpd 9
         check "storm: the last kill leaves a journal" [ -s "$STATE/restore.journal" ]
         check "storm: mthpctl restore" ctl restore

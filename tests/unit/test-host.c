@@ -119,6 +119,39 @@ static void test_write_has_kernel_semantics(void **state) {
         assert_int_equal(mthp_host_write(f->host, THP "/nonexistent", "x"), -ENOENT);
 }
 
+/* A knob holds its old value until the write lands, as sysfs does: a
+ * writer killed between its open and its write (kill -9) must not leave a
+ * knob that reads empty. mthpd's open used O_TRUNC, which a fake tree's
+ * plain file obeys: the next mthpd then refused to start (faults storm). */
+struct mid_write {
+        const char *dir;
+        char seen[256];
+        unsigned calls;
+};
+
+static int read_mid_write(void *user, const char *host_path, const char *value) {
+        struct mid_write *m = user;
+        (void) value;
+        m->calls++;
+        snprintf(m->seen, sizeof(m->seen), "%s", fixture_file(m->dir, host_path));
+        return 0;
+}
+
+static void test_write_never_empties_the_knob(void **state) {
+        struct fixture *f = *state;
+        const char *knob = THP "/hugepages-64kB/enabled";
+        struct mid_write m = { .dir = f->dir };
+        const char *before = "always inherit madvise [never]\n";
+        assert_string_equal(fixture_file(f->dir, knob), before);
+        fakehost_set_write_hook(read_mid_write, &m);
+        int r = mthp_host_write(f->host, knob, "always");
+        fakehost_set_write_hook(NULL, NULL);
+        assert_int_equal(r, 0);
+        assert_int_equal(m.calls, 1);
+        assert_string_equal(m.seen, before);
+        assert_string_equal(fixture_file(f->dir, knob), "[always] inherit madvise never\n");
+}
+
 struct kv {
         unsigned n;
         char key[8][32];
@@ -191,6 +224,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_absolute_symlink_stays_inside, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_dotdot_stays_inside, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_read_fd_truncates, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_write_never_empties_the_knob, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_write_has_kernel_semantics, fixture_setup, fixture_teardown),
                 cmocka_unit_test(test_parse_kv),
                 cmocka_unit_test_setup_teardown(test_parse_kv_real_files, fixture_setup, fixture_teardown),
