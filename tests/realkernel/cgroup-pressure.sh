@@ -29,7 +29,7 @@ cg_remove() {
                 kill -KILL "$p" 2>/dev/null
         done
         for _ in $(seq 50); do [[ -s $CG/cgroup.procs ]] || break; sleep 0.05; done
-        rmdir "$CG" 2>/dev/null || rk_log "cleanup: could not remove $CG"
+        rk_rmdir_cg "$CG"
         [[ -d $CG ]] || rk_log "cleanup: removed $CG"
 }
 trap 'rc=$?; cg_remove; (exit $rc); rk_cleanup' EXIT

@@ -131,6 +131,20 @@ rk_check_all() {
 
 rk_track() { RK_PIDS+=("$1"); }
 
+# rk_rmdir_cg DIR: remove a cgroup this test created, once its killed
+# processes are gone (a v1 memory cgroup refuses rmdir while they exit and
+# their memory is uncharged). Bounded: 5 s.
+rk_rmdir_cg() {
+        local i
+        for ((i = 0; i < 100; i++)); do
+                rmdir "$1" 2>/dev/null && return 0
+                [[ -d $1 ]] || return 0
+                sleep 0.05
+        done
+        rk_log "cleanup: could not remove $1 within 5 s"
+        return 1
+}
+
 # rk_stop PID [SIGNAL] [TIMEOUT_S]: signal, wait bounded, then SIGKILL.
 # Sets RK_STOP_RC to the process's exit status, RK_STOP_EARLY=1 if it had
 # exited before the signal.

@@ -40,7 +40,7 @@ cg_remove() {
                                 kill -KILL "$p" 2>/dev/null # only what this test started lives there
                         done
                         for _ in $(seq 50); do [[ -s $root/$name/cgroup.procs ]] || break; sleep 0.05; done
-                        rmdir "$root/$name" 2>/dev/null || rk_log "cleanup: could not remove $root/$name"
+                        rk_rmdir_cg "$root/$name"
                 done
         done
 }
