@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -171,20 +170,11 @@ static int real_scan(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *
         memset(present, 0, n * sizeof(*present));
         memset(huge, 0, n * sizeof(*huge));
         while (at < end) {
-                struct pm_scan_arg a = {
-                        .size = sizeof(a),
-                        .start = at,
-                        .end = end,
-                        .vec = (uint64_t) (uintptr_t) c->vec,
-                        .vec_len = VEC_LEN,
-                        .category_inverted = PAGE_IS_PFNZERO,
-                        .category_mask = PAGE_IS_PFNZERO,
-                        .category_anyof_mask = PAGE_IS_PRESENT,
-                        .return_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE,
-                };
-                int r = ioctl(c->pm_fd, PAGEMAP_SCAN, &a);
+                uint64_t walk_end = end;
+                int r = mthp_pagemap_scan(c->pm_fd, at, end, c->vec, VEC_LEN, 0, PAGE_IS_PRESENT,
+                                          PAGE_IS_PRESENT | PAGE_IS_HUGE, &walk_end);
                 if (r < 0)
-                        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+                        return r == -ENOTTY ? -EOPNOTSUPP : r;
                 for (int k = 0; k < r; k++) {
                         const struct page_region *g = &c->vec[k];
                         uint64_t s = g->start < start ? start : g->start;
@@ -199,49 +189,28 @@ static int real_scan(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *
                                 s = t;
                         }
                 }
-                if (a.walk_end >= end)
+                if (walk_end >= end)
                         break;
-                if (a.walk_end <= at)
+                if (walk_end <= at)
                         return -EIO;    /* no progress: should not happen */
-                at = a.walk_end;
+                at = walk_end;
         }
         return 0;
 }
 
 /* The first present page (not the zero page) in [start, end), or end: one
- * PAGEMAP_SCAN that stops at the first page it finds. */
+ * PAGEMAP_SCAN that stops at the first page it finds (with nothing found,
+ * the kernel walks to end). */
 static int real_next_present(void *user, pid_t pid, uint64_t start, uint64_t end, uint64_t *next) {
         struct mthp_collapser *c = user;
-        uint64_t at = start;
         (void) pid;
-
-        while (at < end) {
-                struct pm_scan_arg a = {
-                        .size = sizeof(a),
-                        .start = at,
-                        .end = end,
-                        .vec = (uint64_t) (uintptr_t) c->vec,
-                        .vec_len = 1,
-                        .max_pages = 1,
-                        .category_inverted = PAGE_IS_PFNZERO,
-                        .category_mask = PAGE_IS_PFNZERO,
-                        .category_anyof_mask = PAGE_IS_PRESENT,
-                        .return_mask = PAGE_IS_PRESENT,
-                };
-                int r = ioctl(c->pm_fd, PAGEMAP_SCAN, &a);
-                if (r < 0)
-                        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
-                if (r > 0) {
-                        *next = c->vec[0].start > at ? c->vec[0].start : at;
-                        return 0;
-                }
-                if (a.walk_end >= end)
-                        break;
-                if (a.walk_end <= at)
-                        return -EIO;
-                at = a.walk_end;
-        }
-        *next = end;
+        int r = mthp_pagemap_scan(c->pm_fd, start, end, c->vec, 1, 1, PAGE_IS_PRESENT, PAGE_IS_PRESENT, NULL);
+        if (r < 0)
+                return r == -ENOTTY ? -EOPNOTSUPP : r;
+        if (r == 0)
+                *next = end;
+        else
+                *next = c->vec[0].start > start ? c->vec[0].start : start;
         return 0;
 }
 
@@ -525,9 +494,10 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                 if (first < from)
                         first = from; /* block-aligned: where a block walk stopped */
                 for (uint64_t a = first; a < last;) {
-                        if (walk_out_of_time(c) || n == MTHP_COLLAPSE_TRACK_MAX) {
+                        bool late = walk_out_of_time(c);
+                        if (late || n == MTHP_COLLAPSE_TRACK_MAX) {
                                 *scanned_to = a;
-                                *cut = walk_out_of_time(c);
+                                *cut = late;
                                 *n_cand = n;
                                 return 0;
                         }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -541,21 +540,10 @@ static bool budget_allows(struct mthp_density_sampler *s, struct proc_ctx *c, ui
 /* Touched = present but not the shared zero page, or swapped. */
 static int pm_scan(struct mthp_density_sampler *s, int fd, uint64_t start, uint64_t end, size_t vec_len,
                    uint64_t max_pages, size_t *n) {
-        struct pm_scan_arg a = {
-                .size = sizeof(a),
-                .start = start,
-                .end = end,
-                .vec = (uint64_t) (uintptr_t) s->vec,
-                .vec_len = vec_len,
-                .max_pages = max_pages,
-                .category_inverted = PAGE_IS_PFNZERO,
-                .category_mask = PAGE_IS_PFNZERO,
-                .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-        };
-        int r = ioctl(fd, PAGEMAP_SCAN, &a);
+        int r = mthp_pagemap_scan(fd, start, end, s->vec, vec_len, max_pages, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED, NULL);
         if (r < 0)
-                return -errno;
+                return r;
         *n = (size_t) r;
         return 0;
 }
