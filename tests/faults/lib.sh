@@ -51,27 +51,18 @@ knob_consistent() {
         # one copy of the journal (mthpd replaces it by rename: never half)
         rm -f "$T/journal.snap"
         cp "$STATE/restore.journal" "$T/journal.snap" 2>/dev/null || true
-        for _ in 1 2 3 4 5; do   # see below: the fake's O_TRUNC window
-                file=$("$FAKEHOST" read "$ROOT" "$id" 2>/dev/null) && [ -n "$file" ] && break
-                sleep 0.02
-        done
+        file=$("$FAKEHOST" read "$ROOT" "$id" 2>/dev/null)
         jw=$(journal_key "$id" written "$T/journal.snap")
         # the journal is saved before each write: while a write is in flight
         # (or after a crash in between) the kernel may still hold 'previous'
         if [ -n "$jw" ] && [ "$jw" != "$file" ] && [ "$(journal_key "$id" previous "$T/journal.snap")" != "$file" ]; then
                 echo "$id: journal says written=$jw, file holds $file" >&2; return 1
         fi
-        # retried: the fake's knob files are briefly empty while a writer
-        # holds them open with O_TRUNC (real sysfs has no such window)
-        local try
-        for try in 1 2 3 4 5; do
-                # (status reads the knob file itself: it can meet that window too)
-                st=$(ctl --json status 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin)
-k={x["id"]:x for x in d["knobs"]}; print(k[sys.argv[1]]["value"], k[sys.argv[1]]["set_by"])' "$id" 2>/dev/null) &&
-                        [ -n "${st% *}" ] && break
-                [ "$try" = 5 ] && { echo "$id: mthpctl status failed or read an empty knob 5 times" >&2; return 1; }
-                sleep 0.05
-        done
+        # (no retries: mthpd writes knobs without O_TRUNC, so a knob never
+        # reads empty, as on real sysfs)
+        st=$(ctl --json status 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin)
+k={x["id"]:x for x in d["knobs"]}; print(k[sys.argv[1]]["value"], k[sys.argv[1]]["set_by"])' "$id" 2>/dev/null) ||
+                { echo "$id: mthpctl status failed" >&2; return 1; }
         if [ "${st% *}" != "$file" ]; then
                 echo "$id: status says ${st% *}, file holds $file" >&2; return 1
         fi
