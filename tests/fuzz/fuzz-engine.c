@@ -45,8 +45,7 @@ static struct mthp_policy_set *load_policies(void) {
         return set;
 }
 
-static void check_tick(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                       const struct mthp_engine_state *prev, const struct mthp_engine_state *next,
+static void check_tick(const struct mthp_caps *caps, const struct mthp_engine_state *next,
                        const struct mthp_decision *dec, int n) {
         FUZZ_CHECK(n >= 0 && n <= MTHP_KNOBS_MAX, "%d decisions", n);
         for (int i = 0; i < n; i++) {
@@ -68,8 +67,6 @@ static void check_tick(const struct mthp_engine_config *cfg, const struct mthp_c
                 for (unsigned i = 0; next->proc[j].pid && i < j; i++)
                         FUZZ_CHECK(next->proc[i].pid != next->proc[j].pid, "pid %d in slots %u and %u",
                                    (int) next->proc[j].pid, i, j);
-        (void) cfg;
-        (void) prev;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -101,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         memset(&next, 0x5a, sizeof(next));
                         int n = mthp_engine_decide(&cfg[v], &caps, &snap, &st[v], &next, dec, MTHP_KNOBS_MAX);
                         FUZZ_CHECK(memcmp(&before, &st[v], sizeof(before)) == 0, "the previous state was written");
-                        check_tick(&cfg[v], &caps, &st[v], &next, dec, n);
+                        check_tick(&caps, &next, dec, n);
                         st[v] = next;
                 }
         }
