@@ -6,18 +6,7 @@
 # script moves. Env: MTHPD, FAKEHOST, FAKESYSFS (paths from meson).
 . "$(dirname "$0")/lib.sh"
 
-start_bus '<policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_type="method_return"/>
-    <allow send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="signal"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-  </policy>' || fail "dbus-daemon did not start"
+start_open_bus
 
 # knob_json ID: ListKnobs' entry for ID as a JSON object
 knob_json() {
