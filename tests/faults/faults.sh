@@ -264,7 +264,14 @@ state_dir() {
         # read-only /run): a directory in the way of its temporary file
         start_mthpd -c "$FAST" --no-bus
         bump_low 3
-        mkdir "$STATE/restore.journal.tmp"
+        # mthpd's own save may hold restore.journal.tmp (a file) this instant:
+        # retry until the directory takes its place (bounded: 2 s)
+        local i
+        for i in $(seq 200); do
+                mkdir "$STATE/restore.journal.tmp" 2>/dev/null && break
+                sleep 0.01
+        done
+        [ -d "$STATE/restore.journal.tmp" ] || fail "could not put a directory at $STATE/restore.journal.tmp"
         # a tick already under way may still write (its journal was saved):
         # the knobs as they stand once no save can succeed any more
         sleep 0.3
