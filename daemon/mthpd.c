@@ -50,6 +50,8 @@ static void usage(FILE *f) {
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
                 "configuration (all of it or none of it).\n"
+                "Exit status: 0 stopped cleanly, 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
+                "written (read-only /sys, EACCES) and observe mode was not asked for.\n"
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
