@@ -149,6 +149,8 @@ static void apply(struct daemon *d) {
                 struct mthp_decision *dec = &d->decisions[i];
                 char err[512];
                 int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
+                if (r == 0 && !dec->value[0] && d->last_error[dec->knob][0] && !d->pin[dec->knob].active)
+                        continue; /* the engine took back what failed: not cleared until a write works */
                 if (r >= 0) {
                         /* each condition is logged once, and once when it clears */
                         if (d->last_error[dec->knob][0])
