@@ -295,6 +295,13 @@ static int property_get_interval(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_append(reply, "t", d->cfg.interval_usec);
 }
 
+static int property_get_not_writable(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "s", d->not_writable);
+}
+
 static int property_get_tick(sd_bus *bus, const char *path, const char *interface, const char *property,
                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const struct daemon *d = userdata;
@@ -324,6 +331,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("NotWritable", "s", property_get_not_writable, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("IntervalUSec", "t", property_get_interval, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Tick", "t", property_get_tick, 0, 0),
         SD_BUS_PROPERTY("FaultPagesPerSecond", "d", property_get_fault_rate, 0, 0),

@@ -37,6 +37,9 @@ static int error_map(int r, const sd_bus_error *err, struct ctl_bus_error *e) {
                 { SD_BUS_ERROR_NAME_HAS_NO_OWNER, ESRCH },
                 { SD_BUS_ERROR_DISCONNECTED, ESRCH },
                 { SD_BUS_ERROR_INVALID_ARGS, EINVAL },
+                /* sd-bus maps Failed to EACCES: mthpd's own failures (a knob
+                 * it cannot write) are not the caller's permission */
+                { SD_BUS_ERROR_FAILED, EIO },
                 { "org.mthpd.Error.InvalidConfig", EINVAL },
                 { SD_BUS_ERROR_UNKNOWN_METHOD, EOPNOTSUPP }, /* an mthpd older than this mthpctl */
                 { SD_BUS_ERROR_UNKNOWN_OBJECT, EOPNOTSUPP },
@@ -153,11 +156,14 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                     (r = sd_bus_message_peek_type(m, &type, &contents)) < 0)
                         break;
                 /* a property this mthpctl does not know, or of another type: skip it */
-                if (strcmp(contents, "s") == 0 && (strcmp(name, "Version") == 0 || strcmp(name, "Mode") == 0)) {
+                if (strcmp(contents, "s") == 0 && (strcmp(name, "Version") == 0 || strcmp(name, "Mode") == 0 ||
+                                                   strcmp(name, "NotWritable") == 0)) {
                         if ((r = sd_bus_message_read(m, "v", "s", &s)) < 0)
                                 break;
                         if (name[0] == 'V')
                                 mthp_strcpy(p->version, sizeof(p->version), s);
+                        else if (name[0] == 'N')
+                                mthp_strcpy(p->not_writable, sizeof(p->not_writable), s);
                         else
                                 mthp_strcpy(p->mode, sizeof(p->mode), s);
                 } else if (strcmp(contents, "t") == 0 && strcmp(name, "IntervalUSec") == 0)

@@ -43,6 +43,7 @@ pid_t ctl_bus_pid(const struct ctl_bus *b);
 struct ctl_bus_props {
         char version[32];
         char mode[16];                 /* manage | observe */
+        char not_writable[512];        /* why mthpd cannot write the knobs; "": it can */
         uint64_t interval_usec;
         uint64_t tick;
         double fault_pages_rate;

@@ -23,6 +23,11 @@
 
 struct bus;
 
+/* mthpd's exit status when the knobs cannot be written (read-only sysfs,
+ * EACCES, EROFS) and observe mode was not asked for: the unit's
+ * RestartPreventExitStatus= names it, as restarting cannot help. */
+#define MTHPD_EXIT_NOT_WRITABLE 4
+
 /* An administrator's Pin: the knob holds value whatever the engine decides. */
 struct knob_pin {
         bool active;
@@ -66,6 +71,9 @@ struct daemon {
         char engine_value[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         struct knob_pin pin[MTHP_KNOBS_MAX];
         char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
+        /* why the knobs cannot be written, found at start (or when asked to
+         * manage); "": they can. Only an observing mthpd runs with it set. */
+        char not_writable[512];
         uint64_t ticks;                     /* ticks since start */
         uint64_t last_tick_usec;            /* what the last tick cost (wall), for the status file */
         uint64_t changes;                   /* knob writes since start */

@@ -447,6 +447,7 @@ struct daemon_view {
         bool running, on_bus;
         int pid;
         char mode[16];                  /* manage | observe */
+        char not_writable[512];         /* why mthpd cannot write the knobs; "": it can */
         char version[32];
         unsigned long long tick, changes;
         bool changes_known;
@@ -488,6 +489,7 @@ static void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what,
                 v->running = v->on_bus = true;
                 v->pid = ctl_bus_pid(bus);
                 mthp_strcpy(v->mode, sizeof(v->mode), p.mode[0] ? p.mode : "manage");
+                mthp_strcpy(v->not_writable, sizeof(v->not_writable), p.not_writable);
                 mthp_strcpy(v->version, sizeof(v->version), p.version);
                 v->tick = p.tick;
                 v->changes = p.changes;
@@ -507,6 +509,7 @@ static void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what,
                 v->running = true;
                 v->pid = st->pid;
                 mthp_strcpy(v->mode, sizeof(v->mode), st->dry_run ? "observe" : "manage");
+                mthp_strcpy(v->not_writable, sizeof(v->not_writable), st->not_writable);
                 v->tick = st->tick;
                 v->fault_pages_rate = st->fault_pages_rate;
                 v->n_reasons = st->n;
@@ -554,8 +557,9 @@ static void print_daemon_line(FILE *f, const struct daemon_view *v) {
                 fprintf(f, "mthpd: not running");
                 return;
         }
-        fprintf(f, "mthpd: running (%s%s)", v->mode,
-                strcmp(v->mode, "observe") == 0 ? ": decides, writes nothing" : "");
+        fprintf(f, "mthpd: running (%s%s%s)", v->mode,
+                strcmp(v->mode, "observe") == 0 ? ": decides, writes nothing" : "",
+                v->not_writable[0] ? ": the knobs are not writable" : "");
         if (v->pid)
                 fprintf(f, ", pid %d", v->pid);
         fprintf(f, ", tick %llu", v->tick);
@@ -657,6 +661,8 @@ static void json_daemon(const struct daemon_view *v) {
         printf(",\"pid\":%d,\"mode\":", v->pid);
         json_str_or_null(v->running ? v->mode : NULL);
         printf(",\"dry_run\":%s", v->running && strcmp(v->mode, "observe") == 0 ? "true" : "false");
+        printf(",\"not_writable\":");
+        json_str_or_null(v->running && v->not_writable[0] ? v->not_writable : NULL);
         if (v->running)
                 printf(",\"tick\":%llu", v->tick);
         if (v->changes_known)
@@ -764,6 +770,8 @@ static int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("absent");
                 printf("; MemAvailable %llu MiB\n\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
+                if (v->not_writable[0])
+                        printf("note: mthpd cannot write the knobs (%s): it only observes\n", v->not_writable);
                 for (unsigned i = 0; i < j.n; i++)
                         if (j.e[i].state == MTHP_ENTRY_FOREIGN)
                                 printf("note: %s was changed by someone else to '%s'; mthpd no longer manages it "

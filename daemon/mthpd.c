@@ -33,7 +33,9 @@ static void usage(FILE *f) {
                 "  -c, --config FILE     configuration (default " DEFAULT_CONFIG "; built-in\n"
                 "                        defaults if that file does not exist)\n"
                 "  -i, --interval TIME   sampling interval (default 1s; e.g. 500ms, 2s)\n"
-                "  -n, --dry-run         decide and log, write nothing\n"
+                "  -m, --mode MODE       manage (write the knobs) or observe (decide and explain,\n"
+                "                        write nothing); default Mode= of the configuration\n"
+                "  -n, --dry-run         the same as --mode observe\n"
                 "  -1, --once            sample twice one interval apart, decide, apply, exit;\n"
                 "                        the restore journal stays so 'mthpctl restore' undoes it\n"
                 "  -r, --root DIR        host root for /sys, /proc and cgroups (default /)\n"
@@ -48,6 +50,8 @@ static void usage(FILE *f) {
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
                 "configuration (all of it or none of it).\n"
+                "Exit status: 0 stopped cleanly, 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
+                "written (read-only /sys, EACCES) and observe mode was not asked for.\n"
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
@@ -136,11 +140,17 @@ static void on_knob_changed(void *user, const struct mthp_change *c) {
                 bus_emit_knob_changed(d->bus, c);
 }
 
+/* Write the tick's decisions; a write that fails leaves its decision
+ * saying what the knob holds and why, and the engine's state follows what
+ * was really written (mthp_engine_note_applied). */
 static void apply(struct daemon *d) {
+        bool failed[MTHP_KNOBS_MAX] = { false }, any = false;
         for (int i = 0; i < d->n_decisions; i++) {
                 struct mthp_decision *dec = &d->decisions[i];
                 char err[512];
                 int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
+                if (r == 0 && !dec->value[0] && d->last_error[dec->knob][0] && !d->pin[dec->knob].active)
+                        continue; /* the engine took back what failed: not cleared until a write works */
                 if (r >= 0) {
                         /* each condition is logged once, and once when it clears */
                         if (d->last_error[dec->knob][0])
@@ -153,15 +163,23 @@ static void apply(struct daemon *d) {
                         mthp_log(LOG_ERR, "%s", err);
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
+                /* the engine's choice, not an administrator's pin */
+                if (!d->pin[dec->knob].active)
+                        failed[dec->knob] = any = true;
                 /* explain and the status file show what the knob holds, and
                  * why not what the engine wanted: never a value it lacks */
                 char cur[MTHP_VALUE_MAX] = "unknown", why[MTHP_REASON_MAX];
                 (void) mthp_knob_read(d->host, &d->caps.knobs[dec->knob], cur);
-                snprintf(why, sizeof(why), "not applied: wanted '%s' (%.150s), but %.250s",
-                         dec->value[0] ? dec->value : "original", dec->reason, err);
+                /* the engine's why without its "(level 2/9; 32K in use)": the size is not */
+                const char *lvl = strstr(dec->reason, " (level ");
+                int why_len = lvl ? (int) (lvl - dec->reason) : (int) strlen(dec->reason);
+                snprintf(why, sizeof(why), "not applied: %.300s; it holds '%s', mthpd wanted '%s' (%.*s)", err, cur,
+                         dec->value[0] ? dec->value : "original", why_len < 250 ? why_len : 250, dec->reason);
                 mthp_strcpy(dec->reason, sizeof(dec->reason), why);
                 mthp_strcpy(dec->value, sizeof(dec->value), cur);
         }
+        if (any)
+                mthp_engine_note_applied(&d->cfg.engine, &d->caps, &d->engine, failed);
 }
 
 static void pin_reason(const struct knob_pin *p, char *buf, size_t size) {
@@ -213,7 +231,7 @@ static void apply_pins(struct daemon *d) {
 }
 
 static void notify_status(struct daemon *d) {
-        char s[256], top[_MTHP_KIND_MAX][16];
+        char s[1024], mode[600], failing[600] = "", top[_MTHP_KIND_MAX][16];
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                 unsigned ladder[MTHP_SIZES_MAX];
                 unsigned n = mthp_engine_ladder(&d->cfg.engine, &d->caps, k, ladder);
@@ -223,9 +241,19 @@ static void notify_status(struct daemon *d) {
                 else
                         snprintf(top[k], sizeof(top[k]), "original");
         }
-        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes",
-                 d->cfg.mode == MTHP_MODE_DRY_RUN ? "dry run" : "managing", top[MTHP_ANON], top[MTHP_SHMEM],
-                 d->snap.fault_pages_rate, (unsigned long long) d->changes);
+        if (d->cfg.mode == MTHP_MODE_DRY_RUN && d->not_writable[0])
+                snprintf(mode, sizeof(mode), "observing, the knobs are not writable (%s)", d->not_writable);
+        else
+                snprintf(mode, sizeof(mode), "%s", d->cfg.mode == MTHP_MODE_DRY_RUN ? "observing" : "managing");
+        /* the writes that fail now: the sizes above are what the kernel holds */
+        unsigned n_failing = 0;
+        for (unsigned i = 0; i < d->caps.n_knobs; i++)
+                if (d->last_error[i][0] && n_failing++ == 0)
+                        snprintf(failing, sizeof(failing), "; not applied: %.500s", d->last_error[i]);
+        if (n_failing > 1)
+                snprintf(failing + strlen(failing), sizeof(failing) - strlen(failing), " (and %u more)", n_failing - 1);
+        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes%s", mode,
+                 top[MTHP_ANON], top[MTHP_SHMEM], d->snap.fault_pages_rate, (unsigned long long) d->changes, failing);
         sd_notify(0, s);
 }
 
@@ -420,7 +448,7 @@ static int tick(struct daemon *d) {
         apply(d);
         collapse(d, t);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
-                                      d->cfg.mode == MTHP_MODE_DRY_RUN, d->last_tick_usec);
+                                      d->cfg.mode == MTHP_MODE_DRY_RUN, d->not_writable, d->last_tick_usec);
         d->last_tick_usec = now_usec() - t;
         notify_status(d);
         return 0;
@@ -458,7 +486,8 @@ static int watchdog_start(sd_event *e) {
 static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         struct daemon *d = userdata;
         (void) s;
-        mthp_log(LOG_INFO, "%s: restoring every knob mthpd changed", si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+        mthp_log(LOG_INFO, "%s: %s", si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM",
+                 d->act.journal.n ? "restoring every knob mthpd changed" : "stopping");
         sd_notify(0, "STOPPING=1\nSTATUS=restoring original settings");
         return sd_event_exit(d->event, 0);
 }
@@ -496,6 +525,22 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
                          "restore journal mthpd could not undo its writes", d->cfg.state_dir);
                 mthp_log(LOG_ERR, "%s: %s", why, err);
                 return -EROFS;
+        }
+        if (mode == MTHP_MODE_MANAGE) {
+                /* the knobs may have become writable since (a remount) */
+                char nw[sizeof(d->not_writable)] = "";
+                d->act.dry_run = false;
+                r = mthp_actuator_check_writable(&d->act, nw, sizeof(nw));
+                d->act.dry_run = true;
+                if (strcmp(nw, d->not_writable) != 0) {
+                        mthp_strcpy(d->not_writable, sizeof(d->not_writable), nw);
+                        bus_emit_property_changed(d->bus, "NotWritable");
+                }
+                if (r < 0) {
+                        snprintf(err, errsz, "cannot manage: the mTHP knobs cannot be written (%s)", nw);
+                        mthp_log(LOG_ERR, "%s: %s; still observing", why, err);
+                        return r;
+                }
         }
         if (mode == MTHP_MODE_DRY_RUN) {
                 r = restore_all(d, why, err, errsz);
@@ -739,6 +784,20 @@ static int startup(struct daemon *d) {
         }
         d->act.on_change = on_knob_changed;
         d->act.user = d;
+        /* Managing knobs that cannot be written would log an error per knob
+         * and leave a state that claims sizes the kernel never got: say it
+         * once and stop, unless asked to observe (restarting cannot help:
+         * its own exit status). */
+        r = mthp_actuator_check_writable(&d->act, d->not_writable, sizeof(d->not_writable));
+        if (r < 0 && !dry) {
+                mthp_log(LOG_ERR, "cannot write the mTHP knobs (%s), so mthpd does not start: make them writable, "
+                         "or run it with --mode observe (Mode=observe) to only decide and explain", d->not_writable);
+                d->exit_code = MTHPD_EXIT_NOT_WRITABLE;
+                return r;
+        }
+        if (r < 0)
+                mthp_log(LOG_WARNING, "observe mode: the mTHP knobs cannot be written (%s); mthpd decides and "
+                         "explains, and writes nothing", d->not_writable);
         if (access(d->act.journal_file, F_OK) == 0) {
                 /* the last run died without restoring: put things back first */
                 unsigned n = 0;
@@ -810,6 +869,7 @@ int main(int argc, char **argv) {
                 { "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },      { "record", required_argument, NULL, 'R' },
                 { "no-bus", no_argument, NULL, 'B' },       { "policy-dir", required_argument, NULL, 'p' },
+                { "mode", required_argument, NULL, 'm' },
                 {},
         };
         _cleanup_(daemon_free) struct daemon d = {
@@ -818,7 +878,7 @@ int main(int argc, char **argv) {
         bool verbose = false;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "c:i:n1p:r:s:vh", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "c:i:m:n1p:r:s:vh", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'c': d.config_file = optarg; d.config_explicit = true; break;
                 case 'i':
@@ -828,6 +888,15 @@ int main(int argc, char **argv) {
                                 return 2;
                         }
                         break;
+                case 'm': {
+                        enum mthp_mode mode;
+                        if (daemon_mode_from_name(optarg, &mode) < 0) {
+                                fprintf(stderr, "mthpd: --mode: expected manage or observe, got '%s'\n", optarg);
+                                return 2;
+                        }
+                        d.mode_override = (int) mode;
+                        break;
+                }
                 case 'n': d.mode_override = MTHP_MODE_DRY_RUN; break;
                 case '1': d.once = true; break;
                 case 'r': d.root = optarg; break;
@@ -856,15 +925,20 @@ int main(int argc, char **argv) {
 
         r = startup(&d);
         if (r < 0) {
-                sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d", mthp_errno_words(r), -r);
-                return 1;
+                if (d.exit_code == MTHPD_EXIT_NOT_WRITABLE)
+                        sd_notifyf(0, "STATUS=not started: cannot write the mTHP knobs (%s); --mode observe only "
+                                   "decides and explains\nERRNO=%d", d.not_writable, -r);
+                else
+                        sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d", mthp_errno_words(r), -r);
+                return d.exit_code ? d.exit_code : 1;
         }
         if (d.record_file && (r = mthp_record_open_write(d.record_file, &d.caps, &d.recorder)) < 0) {
                 mthp_log(LOG_ERR, "cannot record to %s: %s", d.record_file, mthp_errno_words(r));
                 return 1;
         }
         mthp_log(LOG_INFO, "%s every %.1fs (%s; state in %s)",
-                 d.cfg.mode == MTHP_MODE_DRY_RUN ? "dry run: deciding without writing" : "managing mTHP knobs",
+                 d.cfg.mode == MTHP_MODE_DRY_RUN ? "observing: deciding and explaining without writing"
+                                                 : "managing mTHP knobs",
                  (double) d.cfg.interval_usec / 1e6, d.once ? "once" : "until stopped", d.cfg.state_dir);
 
         if ((r = sd_event_default(&d.event)) < 0 ||
@@ -889,13 +963,23 @@ int main(int argc, char **argv) {
         d.exit_code = r < 0 ? 1 : 0;
         if (!d.once) {
                 sd_notify(0, "STOPPING=1");
+                /* say what was really put back: the knobs mthpd changed and
+                 * still owns (others' changes stay, and the restore says so) */
+                unsigned ours = 0;
+                for (unsigned i = 0; i < d.act.journal.n; i++)
+                        ours += d.act.journal.e[i].state != MTHP_ENTRY_FOREIGN;
                 int left = mthp_actuator_restore(&d.act);
                 if (left != 0) {
                         mthp_log(LOG_ERR, "%d knob(s) could not be restored; the journal %s keeps their originals",
                                  left < 0 ? -1 : left, d.act.journal_file);
                         d.exit_code = 1;
-                } else
-                        mthp_log(LOG_INFO, "all knobs restored; exiting");
+                } else if (d.act.dry_run && d.act.journal.n > 0)
+                        mthp_log(LOG_INFO, "observing: leaving %u knob(s) to the journal %s ('mthpctl restore' or "
+                                 "the next start puts them back); exiting", d.act.journal.n, d.act.journal_file);
+                else if (ours == 0)
+                        mthp_log(LOG_INFO, "mthpd changed no knob: nothing to restore; exiting");
+                else
+                        mthp_log(LOG_INFO, "all knobs restored; exiting (the %u mthpd had changed)", ours);
         } else if (d.act.journal.n > 0)
                 mthp_log(LOG_INFO, "--once: leaving %u knob(s) set; 'mthpctl restore' puts them back",
                          d.act.journal.n);

@@ -2,8 +2,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mthp/actuator.h"
 #include "mthp/log.h"
@@ -209,6 +212,49 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
         }
         record(a, k, cur, target, reason);
         return 1;
+}
+
+static bool cannot_write(int r) {
+        return r == -EROFS || r == -EACCES || r == -EPERM;
+}
+
+int mthp_actuator_check_writable(const struct mthp_actuator *a, char *why, size_t size) {
+        const char *root = strcmp(a->host->root, "/") == 0 ? "" : a->host->root; /* for messages */
+        struct statvfs vfs;
+        struct stat st;
+        int fd = mthp_host_open_file(a->host, MTHP_THP_DIR, O_RDONLY | O_DIRECTORY);
+        if (fd >= 0) {
+                int r = fstatvfs(fd, &vfs);
+                close(fd);
+                if (r == 0 && (vfs.f_flag & ST_RDONLY)) {
+                        snprintf(why, size, "%s" MTHP_THP_DIR " is mounted read-only (EROFS)", root);
+                        return -EROFS;
+                }
+        }
+        if (a->caps->n_knobs == 0)
+                return 0;
+        int k = mthp_caps_find_knob(a->caps, "global/defrag");
+        const struct mthp_knob *knob = &a->caps->knobs[k >= 0 ? k : 0];
+        /* a knob without write bits has no store method: kernfs refuses
+         * O_WRONLY with EACCES even to root (who may open a fake tree's
+         * plain file) */
+        int r = fd = mthp_host_open_file(a->host, knob->path, O_RDONLY);
+        if (fd >= 0) {
+                r = fstat(fd, &st) < 0 ? -errno : !(st.st_mode & 0222) ? -EACCES : 0;
+                close(fd);
+        }
+        if (r == 0 && (r = fd = mthp_host_open_file(a->host, knob->path, O_WRONLY)) >= 0) {
+                close(fd);
+                char cur[MTHP_VALUE_MAX];
+                r = a->dry_run || mthp_knob_read(a->host, knob, cur) < 0 ? 0 : mthp_host_write(a->host, knob->path, cur);
+        }
+        if (!cannot_write(r))
+                return 0;
+        /* root is refused too: "run as root" would not help */
+        snprintf(why, size, "%s%s: %s", root, knob->path,
+                 r == -EACCES && geteuid() == 0 ? "permission denied (EACCES), also to root"
+                                                : mthp_errno_words(r));
+        return r;
 }
 
 int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MTHP_VALUE_MAX]) {

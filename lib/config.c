@@ -165,10 +165,11 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 if (strcmp(key, "Mode") == 0) {
                         if (strcmp(value, "manage") == 0)
                                 c->mode = MTHP_MODE_MANAGE;
-                        else if (strcmp(value, "dry-run") == 0)
+                        /* dry-run: the mode's old name, still accepted */
+                        else if (strcmp(value, "observe") == 0 || strcmp(value, "dry-run") == 0)
                                 c->mode = MTHP_MODE_DRY_RUN;
                         else
-                                return BAD("manage or dry-run");
+                                return BAD("manage or observe");
                         return 0;
                 }
                 if (strcmp(key, "Bus") == 0)

@@ -905,3 +905,22 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
         }
         return (int) n;
 }
+
+void mthp_engine_note_applied(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                              struct mthp_engine_state *st, const bool failed[MTHP_KNOBS_MAX]) {
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                struct mthp_engine_kind *k = &st->kind[kind];
+                unsigned ladder[MTHP_SIZES_MAX];
+                unsigned n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+                unsigned level = k->level <= n_ladder ? k->level : n_ladder;
+                /* down to the largest rung whose "always" was not refused */
+                while (level > 0 && caps->sizes[ladder[level - 1]].knob[kind] >= 0 &&
+                       failed[caps->sizes[ladder[level - 1]].knob[kind]])
+                        level--;
+                if (level == k->level)
+                        continue;
+                k->level = level;
+                if (level <= k->verify_from)
+                        k->verify_left = 0; /* nothing raised to verify */
+        }
+}

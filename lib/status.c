@@ -12,7 +12,8 @@
 #include "mthp/status.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run, uint64_t tick_usec) {
+                           const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
+                           uint64_t tick_usec) {
         char path[MTHP_PATH_MAX + 16], tmp[MTHP_PATH_MAX + 24];
         struct timespec ts;
         snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
@@ -27,6 +28,8 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, 
                 getpid(), dry_run, (unsigned long long) snap->tick,
                 (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000,
                 snap->fault_pages_rate, (unsigned long long) tick_usec);
+        if (not_writable && not_writable[0])
+                fprintf(f, "not_writable=%s\n", not_writable); /* one line: no newline in the phrase */
         for (int i = 0; i < n; i++) {
                 /* reasons are one line: they come from snprintf formats without newlines */
                 fprintf(f, "\n[knob %s]\ndecision=%s\nreason=%s\n", caps->knobs[d[i].knob].id,
@@ -64,6 +67,8 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                         st->fault_pages_rate = strtod(value, NULL);
                 else if (strcmp(key, "tick_usec") == 0)
                         st->tick_usec = strtoull(value, NULL, 10);
+                else if (strcmp(key, "not_writable") == 0)
+                        mthp_strcpy(st->not_writable, sizeof(st->not_writable), value);
                 return;
         }
         if (strncmp(section, "knob ", 5) != 0)

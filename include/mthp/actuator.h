@@ -49,6 +49,17 @@ int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const
 int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason,
                     char *err, size_t errsz);
 
+/* Whether the knobs can be written at all, found out without changing one:
+ * the THP directory's mount (statvfs ST_RDONLY, through the host root), then
+ * opening a knob for writing (sysfs refuses EROFS and EACCES at open) and,
+ * unless observing, writing a knob's current value back to it (global/defrag:
+ * its store has no side effects; a writer that refuses only at write(2) is
+ * caught there). Returns 0, or -EROFS/-EACCES/-EPERM with a phrase in why
+ * naming the path and the reason ("/sys/...: read-only file system (EROFS)
+ * ..."); other errors (a knob that is busy, say) are not the mount's and
+ * return 0: the writes say them when they happen. */
+int mthp_actuator_check_writable(const struct mthp_actuator *a, char *why, size_t size);
+
 /* Compare every managed knob with what mthpd wrote; a difference means
  * another writer: stop managing that knob (state foreign). Returns the
  * number of knobs newly found foreign. */

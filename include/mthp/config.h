@@ -8,6 +8,8 @@
 
 struct mthp_policy_set;
 
+/* MTHP_MODE_DRY_RUN is the mode users know as "observe" (Mode=observe,
+ * --mode observe; "dry-run" is its old name): decide and explain, write nothing. */
 enum mthp_mode { MTHP_MODE_MANAGE, MTHP_MODE_DRY_RUN };
 
 struct mthp_engine_config {

@@ -101,3 +101,12 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);
+
+/* What was really written, fed back after the decisions were applied:
+ * failed[k] is true when the write of knob k's decision failed (EROFS,
+ * EACCES, EINVAL...), so the kernel kept its old value. A kind whose top
+ * size was refused comes down to the largest size below whose write was not,
+ * so its level, its next reasons and mthpd's status name only sizes the
+ * kernel really holds; the next raise tries the refused size again. Pure. */
+void mthp_engine_note_applied(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                              struct mthp_engine_state *st, const bool failed[MTHP_KNOBS_MAX]);

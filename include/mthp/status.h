@@ -20,12 +20,15 @@ struct mthp_status {
         unsigned long long tick, updated_realtime_usec;
         double fault_pages_rate;
         unsigned long long tick_usec;   /* what the previous tick cost mthpd (wall) */
+        char not_writable[512];         /* why mthpd cannot write the knobs; "": it can */
         unsigned n;
         struct mthp_status_knob k[MTHP_KNOBS_MAX];
 };
 
+/* not_writable: why mthpd cannot write the knobs ("" or NULL: it can). */
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run, uint64_t tick_usec);
+                           const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
+                           uint64_t tick_usec);
 void mthp_status_file_remove(const char *state_dir);
 /* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */
 int mthp_status_file_read(const char *state_dir, struct mthp_status *st);

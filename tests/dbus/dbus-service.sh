@@ -63,6 +63,7 @@ sort > "$T/expected" <<'EOF'
 .Unpin method s -
 .Version property s 
 .Mode property s 
+.NotWritable property s 
 .IntervalUSec property t 
 .Tick property t 
 .FaultPagesPerSecond property d 
@@ -80,13 +81,14 @@ ok "introspection lists org.mthpd.Manager1 with every method, property and signa
 # 2. properties
 [ "$(prop Version)" = "$("$MTHPD" --version | cut -d' ' -f2)" ] || fail "Version $(prop Version)"
 [ "$(prop Mode)" = manage ] || fail "Mode $(prop Mode)"
+[ "$(prop NotWritable)" = "" ] || fail "NotWritable $(prop NotWritable) on writable knobs"
 [ "$(prop IntervalUSec)" = 100000 ] || fail "IntervalUSec $(prop IntervalUSec)"
 ticks_pass 2 || fail "Tick does not advance"
 prop FaultPagesPerSecond | grep -Eq '^[0-9.e+-]+$' || fail "FaultPagesPerSecond $(prop FaultPagesPerSecond)"
 prop Changes | grep -Eq '^[0-9]+$' || fail "Changes $(prop Changes)"
 busctl --json=short call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 |
         python3 -c 'import json, sys; d = json.load(sys.stdin)["data"][0]
-assert set(d) == {"Version", "Mode", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes"}, d' ||
+assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes"}, d' ||
         fail "GetAll"
 ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes"
 

@@ -35,7 +35,10 @@ write_errors() {
                 start_mthpd -c "$FAST" --no-bus
                 bump_faults 25
                 check "$e one knob: mthpd keeps running" alive
-                check "$e one knob: the others are raised" knob_is hugepages-64kB/enabled always
+                check "$e one knob: the others are raised" knob_is hugepages-64kB/shmem_enabled always
+                # the ladder is cumulative: anon does not claim sizes above
+                # the one the kernel refuses (the engine follows what was written)
+                check "$e one knob: anon stays below the refused size" knob_is hugepages-32kB/enabled never
                 check "$e one knob: knob keeps its original" knob_is hugepages-16kB/enabled never
                 local n; n=$(count "16K/anon (.*): writing 'always' failed")
                 check "$e one knob: logged once over 25 ticks (got $n)" [ "$n" = 1 ]

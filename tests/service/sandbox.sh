@@ -87,7 +87,7 @@ else
         sleep 4
         stop_sandboxed TERM
         [ "$RC" = 0 ] || fail "exit code $RC after SIGTERM"
-        grep -q "dry run: deciding without writing" "$LOG" || fail "mthpd did not start its loop"
+        grep -q "observing: deciding and explaining without writing" "$LOG" || fail "mthpd did not start its loop"
         [ "$BEFORE" = "$(grep -r . "$THP" 2>/dev/null | grep -v /stats/ || true)" ] ||
                 echo "note: THP knobs changed during the run (another writer; --dry-run writes none)"
         ok "runs on the real host with the unit's capabilities"

@@ -42,7 +42,7 @@ static void test_every_key(void **state) {
                                         "# every key\n"
                                         "[Daemon]\n"
                                         "Interval=500ms\n"
-                                        "Mode=dry-run\n"
+                                        "Mode=observe\n"
                                         "StateDirectory=/var/lib/mthpd-test\n"
                                         "PolicyDirectory=/etc/mthpd-test/policy.d\n"
                                         "\n"
@@ -102,6 +102,25 @@ static void test_every_key(void **state) {
         assert_int_equal(c.engine.max_kb[MTHP_ANON], 2048);
 }
 
+/* The mode is called observe everywhere; dry-run, its old name, still works. */
+static void test_mode_names(void **state) {
+        (void) state;
+        static const struct {
+                const char *value;
+                enum mthp_mode mode;
+        } names[] = { { "observe", MTHP_MODE_DRY_RUN }, { "dry-run", MTHP_MODE_DRY_RUN }, { "manage", MTHP_MODE_MANAGE } };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                struct mthp_config c;
+                char text[64], err[512];
+                mthp_config_defaults(&c);
+                c.mode = names[i].mode == MTHP_MODE_MANAGE ? MTHP_MODE_DRY_RUN : MTHP_MODE_MANAGE;
+                snprintf(text, sizeof(text), "[Daemon]\nMode=%s\n", names[i].value);
+                if (mthp_config_load_string("mode.conf", text, &c, err, sizeof(err)) != 0)
+                        fail_msg("Mode=%s: %s", names[i].value, err);
+                assert_int_equal(c.mode, names[i].mode);
+        }
+}
+
 static void test_errors_point_at_lines(void **state) {
         (void) state;
         struct mthp_config c, before;
@@ -149,7 +168,8 @@ static void test_bad_values(void **state) {
                 { "Daemon", "Interval", "61min", "a duration" },
                 { "Daemon", "Interval", "fast", "a duration" },
                 { "Daemon", "Interval", "", "a duration" },
-                { "Daemon", "Mode", "auto", "manage or dry-run" },
+                { "Daemon", "Mode", "auto", "manage or observe" },
+                { "Daemon", "Mode", "dryrun", "manage or observe" },
                 { "Daemon", "StateDirectory", "run/mthpd", "an absolute directory path" },
                 { "Engine", "AnonSizes", "64K-16K", "a size range like 16K-64K" },
                 { "Engine", "ShmemSizes", "huge", "a size range" },
@@ -342,6 +362,7 @@ static void known_bug_duration_out_of_range(void **state) {
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_mode_names),
         cmocka_unit_test(test_errors_point_at_lines),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_lower_not_below_raise),
