@@ -37,6 +37,7 @@ struct region {
         uint64_t start, end;
         uint64_t delta;              /* alignment key = address + delta: file offset for shmem */
         double cum;                  /* running sum of draw weights */
+        bool data;                   /* a subpage read in it held data */
 };
 
 /* A window: the part of one aligned block of the largest size that lies in
@@ -56,6 +57,7 @@ struct window_rec {
         uint32_t full_present[MTHP_SIZES_MAX];    /* present pages in full blocks */
         uint16_t read[MTHP_SIZES_MAX], zero[MTHP_SIZES_MAX];
         uint8_t kind;
+        uint32_t reg;                             /* its region in reg[kind] */
 };
 
 struct read_req {
@@ -610,6 +612,8 @@ static int map_window(struct mthp_density_sampler *s, struct proc_ctx *c, const 
 
 static void tally_read(struct mthp_density_sampler *s, const struct read_req *q, bool zero) {
         struct window_rec *rec = &s->recs[q->rec];
+        if (!zero)
+                s->reg[rec->kind][rec->reg].data = true;
         for (unsigned i = 0; i < s->n_sizes; i++)
                 if (q->size_mask & (1u << i)) {
                         rec->read[i]++;
@@ -671,6 +675,14 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
         memset(full, 0, sizeof(full));
         rec->u = u;
         rec->kind = (uint8_t) kind;
+        /* the region holding the window (regions are in address order) */
+        for (size_t lo = 0, hi = s->n_reg[kind]; lo < hi;) {
+                size_t mid = (lo + hi) / 2;
+                if (s->reg[kind][mid].end <= w->start)
+                        lo = mid + 1;
+                else
+                        hi = mid, rec->reg = (uint32_t) mid;
+        }
         c->windows[kind]++;
         c->examined += w->hi - w->lo;
         s->tick_examined += w->hi - w->lo;
@@ -961,12 +973,19 @@ static int still_alive(int fd) {
 static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp_density_proc *out) {
         for (size_t j = 0; j < s->n_recs; j++) {
                 const struct window_rec *rec = &s->recs[j];
+                /* Content is not use: a mapping whose every subpage read holds
+                 * only zeros may be untouched or written with zeros (calloc,
+                 * memset, will-it-scale's page_fault1), so it says nothing of
+                 * bloat. Zeros count only in mappings that hold some data. */
+                bool data = s->reg[rec->kind][rec->reg].data;
                 for (unsigned i = 0; i < s->n_sizes; i++) {
                         struct acc *a = &s->acc[rec->kind][i];
                         if (!rec->read[i])
                                 continue;
                         a->read += rec->read[i];
                         a->zero += rec->zero[i];
+                        if (!data)
+                                continue;
                         a->zero_num += rec->u * rec->full_present[i] * rec->zero[i] / rec->read[i];
                         a->zero_den += rec->u * rec->full_present[i];
                 }

@@ -30,8 +30,10 @@ static double size_rate(const struct mthp_caps *caps, const struct mthp_snapshot
 }
 
 /* How much of a block of this size a process really uses: the lower of
- * pagemap coverage and the share of non-zero subpages (once large folios
- * make pagemap report every subpage present). NAN: no sample. */
+ * pagemap coverage (what it touched) and the share of non-zero subpages
+ * (once large folios make pagemap report every subpage present). The
+ * sampler counts zeros only beside data, so written zeros do not read as
+ * unused (include/mthp/density.h). NAN: no sample. */
 static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned size) {
         double c = p->coverage[kind][size], z = p->zero[kind][size];
         double u = NAN;

@@ -15,9 +15,15 @@
  *    touched page (HawkEye's "access coverage"). Meaningful while a size is
  *    off: it says how much a folio of that size would hold that is used.
  *  - zero_fraction: of the subpages of blocks whose every page is touched, the
- *    share that is all zeros (read with process_vm_readv). Meaningful once a
- *    size is on: pagemap then shows whole folios present, and the zeros are
- *    the bloat.
+ *    share that is all zeros (read with process_vm_readv), counted only in
+ *    mappings where some subpage read holds data. Meaningful once a size is
+ *    on: pagemap then shows whole folios present, and the zeros beside data
+ *    are the bloat. Content is not use: an all-zero mapping may be untouched
+ *    or written with zeros (calloc, memset, page_fault1), so it is left out
+ *    (a mapping, not a window: too few reads fall in one window to tell), and
+ *    a process that writes only zeros has no zero_fraction (NAN). The limit:
+ *    a sparse program that writes only zeros into folios already large looks
+ *    dense here; its coverage before the raise is what shows it sparse.
  *
  * "Touched" = present in the page table (not the shared zero page) or
  * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
@@ -70,7 +76,7 @@ struct mthp_density_size {
         uint64_t full_blocks;         /* of those, blocks with every page touched */
         uint64_t read_pages;          /* subpages of full blocks read */
         uint64_t zero_pages;          /* of those, all zeros */
-        double zero_fraction;         /* NAN if read_pages == 0 */
+        double zero_fraction;         /* NAN if no subpage read in a mapping with data */
 };
 
 struct mthp_density_kind {

@@ -32,6 +32,7 @@ enum pattern {
         DENSE,          /* every 4K page written nonzero */
         SPARSE,         /* one page per 64K */
         ZERO15,         /* every page written, only 1 in 16 nonzero */
+        ZEROS,          /* every page written with 0 (calloc, memset, page_fault1) */
         SHMEM_DENSE,    /* MAP_SHARED|MAP_ANONYMOUS, every page */
         MEMFD_SPARSE,   /* memfd, one page per 64K */
         RESERVE,        /* 64 GiB NORESERVE: first 64 MiB dense, 4 lone pages far apart */
@@ -97,6 +98,10 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         case MEMFD_SPARSE:
         case THP_SPARSE:
                 touch(m, len, 64 * 1024);
+                break;
+        case ZEROS:
+                for (uint64_t off = 0; off < len; off += P4K)
+                        ((volatile char *) m)[off] = 0;   /* page_fault1's store */
                 break;
         case ZERO15:
                 memset(m, 0, len);             /* every page allocated, all zeros */
@@ -245,6 +250,27 @@ static void test_zero_fraction(void **state) {
                 assert_true(k->size[i].zero_fraction >= 0.85);   /* ...but 15 in 16 hold nothing */
         }
         assert_true(p->pages_read > 0 && rep.pages_read == p->pages_read);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+/* Content is not use: a process that writes zeros to every page touched
+ * them all. Its zeros are no bloat, so no zero_fraction may say "unused"
+ * (it said 1.00, and the engine held will-it-scale page_fault1 at 4K). */
+static void test_zero_writer(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(ZEROS, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("zeros", p, MTHP_ANON);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        for (unsigned i = 0; i < 3; i++) {
+                assert_true(k->size[i].coverage >= 0.95);     /* every page touched */
+                assert_true(k->size[i].read_pages >= 100);    /* and read... */
+                assert_true(isnan(k->size[i].zero_fraction)); /* ...but zeros alone say nothing */
+        }
         mthp_density_free(s);
         reap(&c);
 }
@@ -484,6 +510,7 @@ int main(void) {
                 cmocka_unit_test(test_dense_anon),
                 cmocka_unit_test(test_sparse_anon),
                 cmocka_unit_test(test_zero_fraction),
+                cmocka_unit_test(test_zero_writer),
                 cmocka_unit_test(test_sampled_modes),
                 cmocka_unit_test(test_whole_process),
                 cmocka_unit_test(test_sparse_reservation),
