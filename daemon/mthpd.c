@@ -422,7 +422,9 @@ static int tick(struct daemon *d) {
                         d->cgmon_error_logged = false;
                 }
         }
-        if (d->density) {
+        d->snap.density.valid = false;
+        d->snap.density.n_procs = 0;
+        if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;
                 r = mthp_density_tick(d->density, t, &rep);
                 if (r == 0) {

@@ -926,3 +926,11 @@ void mthp_engine_note_applied(const struct mthp_engine_config *cfg, const struct
                         k->verify_left = 0; /* nothing raised to verify */
         }
 }
+
+bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                               const struct mthp_engine_state *st) {
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (st->kind[k].level > 0)
+                        return true;
+        return snap->dt > 0 && snap->fault_pages_rate >= cfg->raise_fault_rate;
+}

@@ -98,6 +98,16 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
                                 const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
                                 unsigned *n_procs);
 
+/* Pure: does this tick's decision need the density sampler (the /proc
+ * scan, the costly part of an idle tick)? Only while the host faults fast
+ * enough that some kind could be raised (the per-kind demand never exceeds
+ * the host's fault volume) or while a size is raised (the bloat guard
+ * watches the processes that use it). An idle host then costs the same
+ * whatever its number of processes, and a workload that starts faulting is
+ * sampled in the very tick its faults first show. */
+bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                               const struct mthp_engine_state *st);
+
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);

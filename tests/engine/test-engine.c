@@ -571,6 +571,30 @@ static void test_raise_after_confirm(void **state) {
         assert_int_equal(s->last_change[MTHP_ANON], 4);
 }
 
+/* The /proc scan runs only while a raise is possible or a size is raised:
+ * an idle host's tick costs the same whatever its number of processes. */
+static void test_wants_density(void **state) {
+        struct sim *s = *state;
+        static const struct workload idle = { .pages = { [MTHP_ANON] = 900 } };
+        static const struct workload hot = { .pages = { [MTHP_ANON] = 30000 } };
+        sim_step(s, &hot); /* first sample: no rates, nothing to decide */
+        assert_false(mthp_engine_wants_density(&s->cfg, &s->snap, &s->st));
+        sim_step(s, &idle);
+        assert_false(mthp_engine_wants_density(&s->cfg, &s->snap, &s->st));
+        sim_step(s, &hot); /* demand shows: sampled in the same tick */
+        assert_true(mthp_engine_wants_density(&s->cfg, &s->snap, &s->st));
+        sim_run(s, &hot, 3);
+        assert_true(level(s, MTHP_ANON) > 0);
+        sim_step(s, &idle); /* raised: the bloat guard keeps watching */
+        assert_true(mthp_engine_wants_density(&s->cfg, &s->snap, &s->st));
+        for (unsigned i = 0; i < 60 && level(s, MTHP_ANON) > 0; i++)
+                sim_step(s, &idle);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_false(mthp_engine_wants_density(&s->cfg, &s->snap, &s->st));
+        s->cfg.raise_fault_rate = 500; /* the threshold is the configured one */
+        assert_true(mthp_engine_wants_density(&s->cfg, &s->snap, &s->st));
+}
+
 static void test_raise_threshold(void **state) {
         struct sim *s = *state;
         static const struct workload below = { .pages = { [MTHP_ANON] = 24999 } };
@@ -1642,6 +1666,7 @@ int main(void) {
                 T(test_first_sample_holds),
                 T(test_first_sample_fresh),
                 T(test_raise_after_confirm),
+                T(test_wants_density),
                 T(test_raise_threshold),
                 T(test_raise_streak_resets),
                 T(test_dwell),
