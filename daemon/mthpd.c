@@ -48,6 +48,8 @@ static void usage(FILE *f) {
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
                 "configuration (all of it or none of it).\n"
+                "Exit status: 0 stopped cleanly, 1 failure, 2 usage error, 6 the restore\n"
+                "journal of an earlier run cannot be restored (needs the administrator).\n"
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
@@ -746,8 +748,16 @@ static int startup(struct daemon *d) {
                          d->act.journal_file);
                 r = mthp_journal_restore(d->host, d->act.journal_file, &n);
                 if (r != 0) {
-                        mthp_log(LOG_ERR, "could not restore everything from %s (%d left); fix it or run "
-                                 "'mthpctl restore', then start again", d->act.journal_file, r < 0 ? -1 : r);
+                        /* never restart over it: a loop of failing restores helps nobody */
+                        char left[32] = "";
+                        if (r > 0)
+                                snprintf(left, sizeof(left), " (%d knob(s) left)", r);
+                        snprintf(d->start_failure, sizeof(d->start_failure),
+                                 "the restore journal %s of a run that did not stop cleanly cannot be restored%s; "
+                                 "see the errors above, put the knobs back or fix the cause, run 'mthpctl restore', "
+                                 "then start mthpd again", d->act.journal_file, left);
+                        mthp_log(LOG_ERR, "not starting: %s", d->start_failure);
+                        d->exit_code = MTHPD_EXIT_JOURNAL;
                         return r < 0 ? r : -EIO;
                 }
                 mthp_log(LOG_INFO, "restored %u knobs from the previous run", n);
@@ -856,8 +866,9 @@ int main(int argc, char **argv) {
 
         r = startup(&d);
         if (r < 0) {
-                sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d", mthp_errno_words(r), -r);
-                return 1;
+                sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d",
+                           d.start_failure[0] ? d.start_failure : mthp_errno_words(r), -r);
+                return d.exit_code ? d.exit_code : 1;
         }
         if (d.record_file && (r = mthp_record_open_write(d.record_file, &d.caps, &d.recorder)) < 0) {
                 mthp_log(LOG_ERR, "cannot record to %s: %s", d.record_file, mthp_errno_words(r));
