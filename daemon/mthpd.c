@@ -152,7 +152,7 @@ static void apply(struct daemon *d) {
                         continue;
                 }
                 if (strcmp(d->last_error[dec->knob], err) != 0) {
-                        mthp_log(LOG_ERR, "%s", err);
+                        mthp_log_knob(LOG_ERR, d->caps.knobs[dec->knob].id, "%s", err);
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
                 /* explain and the status file show what the knob holds, and
