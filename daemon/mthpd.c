@@ -617,8 +617,10 @@ int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t unt
         pin_reason(&pin, reason, sizeof(reason));
         /* now, so that a value the kernel refuses fails the call */
         int r = knob_write(d, k, value, reason, err, errsz);
-        if (r < 0)
+        if (r < 0) {
+                mthp_log_knob(LOG_ERR, id, "pin by uid %u failed: %s", (unsigned) uid, err);
                 return r;
+        }
         d->pin[k] = pin;
         mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
                  d->act.dry_run ? " (observing: applies once mthpd manages)" : "");
