@@ -37,6 +37,9 @@ static int error_map(int r, const sd_bus_error *err, struct ctl_bus_error *e) {
                 { SD_BUS_ERROR_NAME_HAS_NO_OWNER, ESRCH },
                 { SD_BUS_ERROR_DISCONNECTED, ESRCH },
                 { SD_BUS_ERROR_INVALID_ARGS, EINVAL },
+                /* mthpd's "it did not work" (a knob write failed...): sd-bus
+                 * would make it EACCES, which reads "only root may" */
+                { SD_BUS_ERROR_FAILED, EIO },
                 { "org.mthpd.Error.InvalidConfig", EINVAL },
                 { SD_BUS_ERROR_UNKNOWN_METHOD, EOPNOTSUPP }, /* an mthpd older than this mthpctl */
                 { SD_BUS_ERROR_UNKNOWN_OBJECT, EOPNOTSUPP },
