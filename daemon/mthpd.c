@@ -688,6 +688,9 @@ static int startup(struct daemon *d) {
         char err[4096];
         if (load_config(d, &d->cfg, &d->policies, err, sizeof(err)) < 0) {
                 log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
+                /* STATUS=: the first error, not EINVAL's "the kernel rejected the value" */
+                snprintf(d->start_failure, sizeof(d->start_failure), "invalid configuration: %.*s",
+                         (int) strcspn(err, "\n"), err);
                 return -EINVAL;
         }
         r = mthp_host_open(d->root, &d->host);

@@ -9,7 +9,8 @@
 #   the bus; journal entries name the caller (CODE_*); an unrestorable
 #   journal ends in `failed` (exit 6), no restart loop; kill -9 -> restart
 #   -> the journal restored first; a knob failure carries MESSAGE_ID and
-#   MTHP_KNOB; watchdog (SIGSTOP -> abort -> restart); stop restores, exit 0.
+#   MTHP_KNOB; watchdog (SIGSTOP -> abort -> restart); stop restores, exit 0;
+#   a failure at every start trips the start limit (no endless restarts).
 #
 # /sys is read-only in the container: the checks on the real host root run
 # mthpd with Mode=dry-run (observe); those that need writes (kill -9 and
@@ -383,6 +384,26 @@ check "stop: exit status $(prop ExecMainStatus), result $(prop Result)" \
         [ "$(prop ExecMainStatus)/$(prop Result)" = 0/success ]
 check "...64K/anon restored to never ($(fk read "$FAKE" 64K/anon))" [ "$(fk read "$FAKE" 64K/anon)" = never ]
 check "...no restore journal left" in_ct test ! -e /run/mthpd/restore.journal
+
+# ---- 11. a failure a restart cannot mend ends: the start limit trips ------
+in_ct sh -c "printf '[Daemon]\nNoSuchKey=1\n' > /etc/mthpd/mthpd.conf"
+in_ct systemctl reset-failed mthpd
+T0=$SECONDS
+in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
+# systemd 252 keeps Result=exit-code and says "Start request repeated too quickly"
+limited() { [ "$(prop ActiveState)" = failed ]; }
+wait_for 40 limited
+N1=$(prop NRestarts)
+sleep 3 # RestartSec=2s: still failed, no restart since
+check "a configuration error at every start: Restart=on-failure gives up after $((SECONDS - T0 - 3)) s ($N1 restarts)" \
+        limited && [ "$(prop NRestarts)" = "$N1" ]
+in_ct journalctl -q -u mthpd -o cat --since=-60s >"$W/limit.log"
+check "...systemd says: Start request repeated too quickly" grep -q "Start request repeated too quickly" "$W/limit.log"
+prop StatusText >"$W/status-text"
+check "...and STATUS= names the bad line ($(cut -c1-80 "$W/status-text"))" \
+        grep -q "invalid configuration: /etc/mthpd/mthpd.conf:2: unknown key 'NoSuchKey'" "$W/status-text"
+in_ct sh -c "printf '%s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+in_ct systemctl reset-failed mthpd
 
 say "done"
 if [ $FAILED -gt 0 ]; then
