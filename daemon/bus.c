@@ -13,11 +13,22 @@
 #include "mthp-config.h"
 #include "mthp/log.h"
 
+/* After a disconnect (dbus-daemon restarted or gone) mthpd connects again,
+ * first after 250 ms, then doubling up to every 4 s, for as long as it runs. */
+#define BUS_RETRY_FIRST_USEC 250000ULL
+#define BUS_RETRY_MAX_USEC 4000000ULL
+/* A call to dbus-daemon (Hello, RequestName) blocks the event loop: never
+ * for longer than this, far below WatchdogSec=. */
+#define BUS_CALL_TIMEOUT_USEC 5000000ULL
+
 struct bus {
         sd_bus *bus;
         struct daemon *daemon;
         bool connected;
         bool emit_error_logged;
+        sd_event_source *retry;             /* armed while disconnected */
+        uint64_t retry_usec;                /* the next wait */
+        unsigned failed_retries;            /* since the disconnect; the first is logged */
 };
 
 /* The caller's EUID as the bus daemon vouches for it (dbus-daemon's
@@ -357,11 +368,51 @@ static const sd_bus_vtable manager_vtable[] = {
 };
 #undef OPEN
 
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void schedule_retry(struct bus *b) {
+        b->retry = sd_event_source_unref(b->retry);
+        int r = sd_event_add_time_relative(b->daemon->event, &b->retry, CLOCK_MONOTONIC, b->retry_usec, 10000,
+                                           on_retry, b);
+        if (r < 0)
+                mthp_log(LOG_ERR, "D-Bus: cannot schedule reconnecting: %s; mthpd runs on without its D-Bus interface",
+                         strerror(-r));
+}
+
 static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct bus *b = userdata;
         (void) m, (void) error;
         b->connected = false;
-        mthp_log(LOG_WARNING, "lost the system bus; mthpd carries on without its D-Bus interface");
+        b->failed_retries = 0;
+        b->retry_usec = BUS_RETRY_FIRST_USEC;
+        mthp_log(LOG_WARNING, "D-Bus: lost the system bus; reconnecting (mthpd carries on meanwhile)");
+        /* the connection is closed in on_retry, not inside its own callback */
+        schedule_retry(b);
+        return 0;
+}
+
+static int bus_setup(struct bus *b, const char **step);
+static const char *bus_errno_words(int r);
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct bus *b = userdata;
+        const char *step;
+        (void) s, (void) usec;
+        b->bus = sd_bus_flush_close_unref(b->bus);
+        int r = bus_setup(b, &step);
+        if (r < 0) {
+                b->bus = sd_bus_flush_close_unref(b->bus);
+                if (b->failed_retries++ == 0)
+                        mthp_log(LOG_WARNING, "D-Bus: reconnecting failed: %s: %s; trying again, at most %llu s apart",
+                                 step, bus_errno_words(r), BUS_RETRY_MAX_USEC / 1000000ULL);
+                b->retry_usec = b->retry_usec * 2 > BUS_RETRY_MAX_USEC ? BUS_RETRY_MAX_USEC : b->retry_usec * 2;
+                schedule_retry(b);
+                return 0;
+        }
+        b->retry = sd_event_source_unref(b->retry);
+        b->connected = true;
+        b->emit_error_logged = false;
+        mthp_log(LOG_NOTICE, "D-Bus: back on the system bus, serving %s at %s", MTHPD_BUS_NAME, MTHPD_BUS_PATH);
         return 0;
 }
 
@@ -371,6 +422,9 @@ static int bus_setup(struct bus *b, const char **step) {
         r = sd_bus_open_system(&b->bus);
         if (r < 0)
                 return r;
+        (void) sd_bus_set_method_call_timeout(b->bus, BUS_CALL_TIMEOUT_USEC);
+        /* a lost bus is a Disconnected message (on_disconnected), not an exit */
+        (void) sd_bus_set_exit_on_disconnect(b->bus, false);
         *step = "cannot serve " MTHPD_BUS_PATH;
         r = sd_bus_add_object_vtable(b->bus, NULL, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, manager_vtable, b->daemon);
         if (r < 0)
@@ -427,6 +481,7 @@ int bus_open(struct daemon *d, struct bus **ret) {
 void bus_free(struct bus *b) {
         if (!b)
                 return;
+        sd_event_source_unref(b->retry);
         sd_bus_flush_close_unref(b->bus);
         free(b);
 }

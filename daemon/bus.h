@@ -14,7 +14,8 @@
 
 /* Connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS when set), serve the
  * manager object from d->event and own the name. On failure it logs one
- * warning and returns a negative errno: mthpd then runs without D-Bus. */
+ * warning and returns a negative errno: mthpd then runs without D-Bus.
+ * When the bus goes away later, it reconnects by itself (bounded backoff). */
 int bus_open(struct daemon *d, struct bus **ret);
 /* Flushes what is queued (signals), releases the name, closes. NULL is fine. */
 void bus_free(struct bus *b);

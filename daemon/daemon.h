@@ -36,6 +36,10 @@ struct knob_pin {
         uid_t uid;                          /* who pinned it, for the reason */
 };
 
+/* Exit status when a leftover restore journal cannot be restored: the
+ * administrator must look (RestartPreventExitStatus= in the unit). */
+#define MTHPD_EXIT_JOURNAL 6
+
 struct daemon {
         const char *root;
         const char *config_file;
@@ -86,7 +90,8 @@ struct daemon {
         sd_event *event;
         sd_event_source *timer;
         int lock_fd;
-        int exit_code;
+        int exit_code;                      /* set by startup() when it fails for a reason with its own status */
+        char start_failure[512];            /* STATUS= sentence of that failure */
 };
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */

@@ -579,12 +579,24 @@ static int bus_fail(const struct ctl *c, int r, const struct ctl_bus_error *e) {
                 fprintf(stderr, "mthpctl: %s: permission denied: only root may %s (run as root)\n", name,
                         c->cmd->root_only ? c->cmd->root_only : "do this");
                 return EXIT_DENIED;
-        case ESRCH:
-                if (e->name[0] || !e->message[0])
+        case ESRCH: {
+                /* not on the bus need not mean not running: a restarted
+                 * dbus-daemon, Bus=no, --no-bus. Its status file says. */
+                struct mthp_status *st = calloc(1, sizeof(*st));
+                pid_t pid = st && mthp_status_file_read(c->state_dir, st) == 0 ? st->pid : 0;
+                free(st);
+                if (pid > 0)
+                        fprintf(stderr, "mthpctl: %s: mthpd runs (pid %d) but is not on the system bus%s%s%s, so it "
+                                "cannot be asked; after a restart of dbus it reconnects within seconds: try "
+                                "again, or see journalctl -u mthpd\n", name, (int) pid,
+                                e->message[0] && !e->name[0] ? " (" : "",
+                                e->message[0] && !e->name[0] ? e->message : "", e->message[0] && !e->name[0] ? ")" : "");
+                else if (e->name[0] || !e->message[0])
                         fprintf(stderr, "mthpctl: %s: mthpd is not running\n", name);
                 else
                         fprintf(stderr, "mthpctl: %s: mthpd is not running (%s)\n", name, e->message);
                 return EXIT_NOT_RUNNING;
+        }
         case EOPNOTSUPP:
                 fprintf(stderr, "mthpctl: %s: the running mthpd does not offer this (%s); is it older than mthpctl?\n",
                         name, e->message);
@@ -2725,8 +2737,8 @@ static void usage(FILE *f) {
                 "mthpctl talks to mthpd on the system bus (org.mthpd.mthpd1). Queries fall back\n"
                 "to the host, mthpd's state directory and the journal when it is not running.\n\n"
                 "Exit status: 0 success; 1 failure (for check and simulate: an invalid file);\n"
-                "2 usage error; 3 mthpd is not running (commands that need it); 4 permission\n"
-                "denied (run as root).\n"
+                "2 usage error; 3 mthpd is not running, or runs but is not on the bus (commands\n"
+                "that need it); 4 permission denied (run as root).\n"
                 "See mthpctl(8), mthpd.dbus(5).\n");
 }
 

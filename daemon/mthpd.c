@@ -51,7 +51,8 @@ static void usage(FILE *f) {
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
                 "configuration (all of it or none of it).\n"
                 "Exit status: 0 stopped cleanly, 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
-                "written (read-only /sys, EACCES) and observe mode was not asked for.\n"
+                "written (read-only /sys, EACCES) and observe mode was not asked for, 6 the\n"
+                "restore journal of an earlier run cannot be restored (needs the administrator).\n"
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
@@ -160,7 +161,7 @@ static void apply(struct daemon *d) {
                         continue;
                 }
                 if (strcmp(d->last_error[dec->knob], err) != 0) {
-                        mthp_log(LOG_ERR, "%s", err);
+                        mthp_log_knob(LOG_ERR, d->caps.knobs[dec->knob].id, "%s", err);
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
                 /* the engine's choice, not an administrator's pin */
@@ -662,8 +663,10 @@ int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t unt
         pin_reason(&pin, reason, sizeof(reason));
         /* now, so that a value the kernel refuses fails the call */
         int r = knob_write(d, k, value, reason, err, errsz);
-        if (r < 0)
+        if (r < 0) {
+                mthp_log_knob(LOG_ERR, id, "pin by uid %u failed: %s", (unsigned) uid, err);
                 return r;
+        }
         d->pin[k] = pin;
         mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
                  d->act.dry_run ? " (observing: applies once mthpd manages)" : "");
@@ -731,6 +734,9 @@ static int startup(struct daemon *d) {
         char err[4096];
         if (load_config(d, &d->cfg, &d->policies, err, sizeof(err)) < 0) {
                 log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
+                /* STATUS=: the first error, not EINVAL's "the kernel rejected the value" */
+                snprintf(d->start_failure, sizeof(d->start_failure), "invalid configuration: %.*s",
+                         (int) strcspn(err, "\n"), err);
                 return -EINVAL;
         }
         r = mthp_host_open(d->root, &d->host);
@@ -807,8 +813,16 @@ static int startup(struct daemon *d) {
                          d->act.journal_file);
                 r = mthp_journal_restore(d->host, d->act.journal_file, &n);
                 if (r != 0) {
-                        mthp_log(LOG_ERR, "could not restore everything from %s (%d left); fix it or run "
-                                 "'mthpctl restore', then start again", d->act.journal_file, r < 0 ? -1 : r);
+                        /* never restart over it: a loop of failing restores helps nobody */
+                        char left[32] = "";
+                        if (r > 0)
+                                snprintf(left, sizeof(left), " (%d knob(s) left)", r);
+                        snprintf(d->start_failure, sizeof(d->start_failure),
+                                 "the restore journal %s of a run that did not stop cleanly cannot be restored%s; "
+                                 "see the errors above, put the knobs back or fix the cause, run 'mthpctl restore', "
+                                 "then start mthpd again", d->act.journal_file, left);
+                        mthp_log(LOG_ERR, "not starting: %s", d->start_failure);
+                        d->exit_code = MTHPD_EXIT_JOURNAL;
                         return r < 0 ? r : -EIO;
                 }
                 mthp_log(LOG_INFO, "restored %u knobs from the previous run", n);
@@ -931,7 +945,8 @@ int main(int argc, char **argv) {
                         sd_notifyf(0, "STATUS=not started: cannot write the mTHP knobs (%s); --mode observe only "
                                    "decides and explains\nERRNO=%d", d.not_writable, -r);
                 else
-                        sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d", mthp_errno_words(r), -r);
+                        sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d",
+                                   d.start_failure[0] ? d.start_failure : mthp_errno_words(r), -r);
                 return d.exit_code ? d.exit_code : 1;
         }
         if (d.record_file && (r = mthp_record_open_write(d.record_file, &d.caps, &d.recorder)) < 0) {

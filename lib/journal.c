@@ -291,8 +291,8 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                                 r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
                         if (r < 0) {
                                 if (last_try) {
-                                        mthp_log(LOG_ERR, "restore %s: cannot read %s: %s", e->id, e->path,
-                                                 mthp_errno_words(r));
+                                        mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,
+                                                      e->path, mthp_errno_words(r));
                                         failed++;
                                 }
                                 continue;
@@ -310,9 +310,10 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                         if (!mthp_knob_allows(&k, e->original)) {
                                 /* a damaged journal: never write what the kernel does not offer */
                                 if (last_try) {
-                                        mthp_log(LOG_ERR, "restore %s: the journal %s holds original '%s', which %s "
-                                                 "does not offer ('%s'); not writing it", e->id, file, e->original,
-                                                 e->path, text[0] ? strtok(text, "\n") : "");
+                                        mthp_log_knob(LOG_ERR, e->id,
+                                                      "restore %s: the journal %s holds original '%s', which %s "
+                                                      "does not offer ('%s'); not writing it", e->id, file,
+                                                      e->original, e->path, text[0] ? strtok(text, "\n") : "");
                                         failed++;
                                 }
                                 continue;
@@ -325,8 +326,8 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                                 r = -EIO;
                         if (r < 0) {
                                 if (last_try) {
-                                        mthp_log(LOG_ERR, "restore %s: writing '%s' to %s failed: %s", e->id,
-                                                 e->original, e->path, mthp_errno_words(r));
+                                        mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
+                                                      e->id, e->original, e->path, mthp_errno_words(r));
                                         failed++;
                                 }
                                 continue;

@@ -41,7 +41,8 @@ static const char *prio_word(int prio) {
         }
 }
 
-void mthp_log(int prio, const char *fmt, ...) {
+void mthp_log_at(const char *code_file, const char *code_line, const char *func, const char *knob_id, int prio,
+                 const char *fmt, ...) {
         char msg[4096];
         va_list ap;
         if (prio == LOG_DEBUG && !log_verbose)
@@ -50,39 +51,48 @@ void mthp_log(int prio, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        if (use_journal)
-                sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=%s", log_ident, NULL);
+        if (use_journal && knob_id)
+                sd_journal_send_with_location(code_file, code_line, func, "MESSAGE=%s", msg, "PRIORITY=%d", prio,
+                                              "SYSLOG_IDENTIFIER=%s", log_ident,
+                                              "MESSAGE_ID=" MTHP_MESSAGE_KNOB_FAILED, "MTHP_KNOB=%s", knob_id, NULL);
+        else if (use_journal)
+                sd_journal_send_with_location(code_file, code_line, func, "MESSAGE=%s", msg, "PRIORITY=%d", prio,
+                                              "SYSLOG_IDENTIFIER=%s", log_ident, NULL);
         else
                 fprintf(stderr, "%s: %s: %s\n", log_ident, prio_word(prio), msg);
         errno = e;
 }
 
-void mthp_log_change(const struct mthp_change *c, bool dry_run) {
+void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
+                        bool dry_run) {
         const char *slash = strchr(c->id, '/');
         char size[16] = "";
         if (slash && (size_t) (slash - c->id) < sizeof(size))
                 memcpy(size, c->id, (size_t) (slash - c->id));
         if (use_journal) {
-                sd_journal_send("MESSAGE=%s %s: %s -> %s: %s", dry_run ? "would set" : "set", c->id, c->old, c->new,
-                                c->reason, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, "PRIORITY=%d", LOG_NOTICE,
-                                "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", c->id, "MTHP_SIZE=%s", size,
-                                "MTHP_KIND=%s", slash ? slash + 1 : "", "MTHP_OLD=%s", c->old, "MTHP_NEW=%s", c->new,
-                                "MTHP_REASON=%s", c->reason, "MTHP_DRY_RUN=%d", dry_run, NULL);
+                sd_journal_send_with_location(
+                        code_file, code_line, func, "MESSAGE=%s %s: %s -> %s: %s", dry_run ? "would set" : "set",
+                        c->id, c->old, c->new, c->reason, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, "PRIORITY=%d", LOG_NOTICE,
+                        "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", c->id, "MTHP_SIZE=%s", size,
+                        "MTHP_KIND=%s", slash ? slash + 1 : "", "MTHP_OLD=%s", c->old, "MTHP_NEW=%s", c->new,
+                        "MTHP_REASON=%s", c->reason, "MTHP_DRY_RUN=%d", dry_run, NULL);
                 return;
         }
         fprintf(stderr, "%s: %s %s: %s -> %s: %s\n", log_ident, dry_run ? "would set" : "set", c->id, c->old, c->new,
                 c->reason);
 }
 
-void mthp_log_foreign(const struct mthp_knob *k, const char *ours, const char *theirs) {
+void mthp_log_foreign_at(const char *code_file, const char *code_line, const char *func, const struct mthp_knob *k,
+                         const char *ours, const char *theirs) {
         const char *fmt = "%s was changed by someone else (mthpd wrote '%s', it now reads '%s'): "
                           "mthpd stops managing it and will not restore it";
         if (use_journal) {
                 char msg[512];
                 snprintf(msg, sizeof(msg), fmt, k->id, ours, theirs);
-                sd_journal_send("MESSAGE=%s", msg, "MESSAGE_ID=" MTHP_MESSAGE_FOREIGN, "PRIORITY=%d", LOG_WARNING,
-                                "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", k->id, "MTHP_OURS=%s", ours,
-                                "MTHP_THEIRS=%s", theirs, NULL);
+                sd_journal_send_with_location(code_file, code_line, func, "MESSAGE=%s", msg,
+                                              "MESSAGE_ID=" MTHP_MESSAGE_FOREIGN, "PRIORITY=%d", LOG_WARNING,
+                                              "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", k->id,
+                                              "MTHP_OURS=%s", ours, "MTHP_THEIRS=%s", theirs, NULL);
                 return;
         }
         fprintf(stderr, "%s: warning: ", log_ident);

@@ -38,7 +38,9 @@ as_nobody busctl introspect "${OBJ[@]}" | grep -q '^\.Pin *method' || fail "uid 
 as_nobody busctl call "${OBJ[@]}" ListKnobs | grep -q '"16K/anon" 16 "anon"' || fail "uid $NOBODY cannot ListKnobs"
 as_nobody busctl call "${OBJ[@]}" Explain s "" >/dev/null || fail "uid $NOBODY cannot Explain"
 as_nobody busctl call "${OBJ[@]}" History u 5 >/dev/null || fail "uid $NOBODY cannot read History"
-ok "uid $NOBODY may Get, GetAll, Introspect, ListKnobs, Explain, History"
+# mthpd.dbus(5): everyone may call ListCgroups (mthpctl cgroups, metrics, top)
+out=$(as_nobody busctl call "${OBJ[@]}" ListCgroups 2>&1) || fail "uid $NOBODY cannot ListCgroups: $out"
+ok "uid $NOBODY may Get, GetAll, Introspect, ListKnobs, Explain, History, ListCgroups"
 
 # refused by the bus: the message is dbus-daemon's, not mthpd's
 bus_denies() { # bus_denies METHOD ARGS...

@@ -322,7 +322,7 @@ journal_bad() {
         check "other root: the journal is kept" cmp -s "$T/real.journal" "$J"
         RC=0; LD_PRELOAD="$FAKESYSFS" "$MTHPD" --root "$T/other" --state-dir "$STATE" -c "$FAST" --no-bus --once \
                 2>"$LOG" || RC=$?
-        check "other root: mthpd refuses to start ($RC)" [ "$RC" = 1 ]
+        check "other root: mthpd refuses to start with exit 6 ($RC)" [ "$RC" = 6 ]
         check "other root: nothing written here" same_knobs "$T/written.knobs"
 
         # a value the knob does not accept: refused with the file and knob, no write
@@ -385,7 +385,7 @@ storm() {
                 local bump=$!
                 # a bad config reloaded by SIGHUP, at a random moment once it runs
                 if [ $((RANDOM % 2)) = 0 ] &&
-                   wait_for 2 grep -q "managing mTHP knobs\|could not restore" "$LOG" && alive; then
+                   wait_for 2 grep -q "managing mTHP knobs\|cannot be restored" "$LOG" && alive; then
                         printf '[Engine]\nBogus=%d\n' "$r" > "$T/live.conf"
                         sleep "0.0$((RANDOM % 10))"; kill -HUP "$PID" 2>/dev/null || true
                         sleep 0.05
@@ -399,7 +399,7 @@ storm() {
                 n_kill=$((n_kill + 1))
                 [ -s "$STATE/restore.journal" ] && n_journal=$((n_journal + 1))
                 grep -q "found restore journal" "$LOG" && n_restart=$((n_restart + 1))
-                grep -q "could not restore everything" "$LOG" && n_refused=$((n_refused + 1))
+                grep -q "not starting: the restore journal .* cannot be restored" "$LOG" && n_refused=$((n_refused + 1))
                 grep -q "keeping the running configuration" "$LOG" && n_hup=$((n_hup + 1))
                 cp "$FAST" "$T/live.conf"
                 # invariant after every crash: each knob holds its original, or

@@ -117,4 +117,22 @@ ok "SIGHUP: bad file rejected whole, good file applied"
 "$MTHPD" --root "$T/nopsi" --state-dir "$T/state2" --once --dry-run 2>"$LOG" || fail "no-PSI host failed"
 grep -q "PSI memory: absent" "$LOG" || fail "PSI absence not reported"
 ok "no PSI: degrades, does not die"
+# 7. a leftover journal that cannot be restored: exit 6 (the unit's
+# RestartPreventExitStatus=), one sentence saying so, the journal kept
+start_mthpd -c "$FAST"
+bump_faults 20 &
+BUMP=$!
+wait_for 5 knob_is hugepages-16kB/enabled always || fail "not raised before kill"
+stop_mthpd 9
+wait "$BUMP"
+# written for another host root: mthpd must not apply it here, nor start
+sed -i "s|^root=.*|root=$T|" "$STATE/restore.journal"
+cp "$STATE/restore.journal" "$T/journal.before"
+start_mthpd -c "$FAST"
+RC=0; wait "$PID" || RC=$?; PID=""
+[ "$RC" = 6 ] || fail "unrestorable journal: exit $RC, expected 6"
+grep -q "not starting: the restore journal $STATE/restore.journal of a run that did not stop cleanly cannot be restored" "$LOG" ||
+        fail "unrestorable journal: no sentence saying why it does not start"
+cmp -s "$STATE/restore.journal" "$T/journal.before" || fail "unrestorable journal: the journal changed"
+ok "an unrestorable leftover journal: exit 6, says why, keeps the journal"
 echo "all integration checks passed"

@@ -23,10 +23,44 @@ EXEC=$(sed -n 's/^ExecStart=//p' "$UNIT")
 [ -x "$D$EXEC" ] || fail "ExecStart=$EXEC is not installed"
 ok "ExecStart=$EXEC, installed"
 
+# systemctl reload must wait for mthpd's answer and fail on a rejected
+# configuration: mthpctl reload does, a bare SIGHUP cannot
+RELOAD=$(sed -n 's/^ExecReload=//p' "$UNIT")
+[ "$RELOAD" = "$BINDIR/mthpctl reload" ] || fail "ExecReload=$RELOAD, not the installed '$BINDIR/mthpctl reload'"
+[ -x "$D$BINDIR/mthpctl" ] || fail "ExecReload's $BINDIR/mthpctl is not installed"
+ok "ExecReload=$RELOAD, installed"
+
+# exit 4 (knobs not writable) and 6 (unrestorable journal) are not restarted,
+# and a start limit that can trip at RestartSec= spacing ends a failing loop
+grep -qx 'RestartPreventExitStatus=4 6' "$UNIT" || fail "no RestartPreventExitStatus=4 6"
+RSEC=$(sed -n 's/^RestartSec=\([0-9]*\)s$/\1/p' "$UNIT")
+INT=$(sed -n 's/^StartLimitIntervalSec=\([0-9]*\)s$/\1/p' "$UNIT")
+BURST=$(sed -n 's/^StartLimitBurst=\([0-9]*\)$/\1/p' "$UNIT")
+[ -n "$RSEC" ] && [ -n "$INT" ] && [ -n "$BURST" ] || fail "RestartSec=, StartLimitIntervalSec= or StartLimitBurst= missing"
+[ $((RSEC * BURST)) -lt "$INT" ] ||
+        fail "StartLimitBurst=$BURST in ${INT}s cannot trip with RestartSec=${RSEC}s"
+ok "RestartPreventExitStatus=4 6; $BURST starts ${RSEC}s apart trip StartLimitIntervalSec=${INT}s"
+
+# the watchdog cadence the unit, mthpd(8) and the README state is the code's
+DIV=$(sed -n 's/.*sd_event_source_set_time(s, usec + watchdog_usec \/ \([0-9]*\)).*/\1/p' \
+        "$MESON_SOURCE_ROOT/daemon/mthpd.c")
+case "$DIV" in
+2) WORD=half ;;
+3) WORD=third ;;
+*) fail "cannot find the watchdog period in daemon/mthpd.c (got '$DIV')" ;;
+esac
+grep -q "^# WATCHDOG=1 from the event loop every $WORD of WatchdogSec" "$UNIT" ||
+        fail "the unit's comment does not say WATCHDOG=1 every $WORD of WatchdogSec (the code pings at WatchdogSec/$DIV)"
+grep -q "WATCHDOG=1 every $WORD of \*WatchdogSec=\*" "$MESON_SOURCE_ROOT/man/mthpd.8.scd" ||
+        fail "mthpd(8) does not say WATCHDOG=1 every $WORD of WatchdogSec= (the code pings at WatchdogSec/$DIV)"
+grep -q "mthpd pings every $WORD of it" "$MESON_SOURCE_ROOT/README.md" ||
+        fail "the README does not say mthpd pings every $WORD of WatchdogSec (the code: WatchdogSec/$DIV)"
+ok "unit, mthpd(8) and README: WATCHDOG=1 every $WORD of WatchdogSec, as the code"
+
 # verify checks that ExecStart is executable, so the copy it reads points
 # into the destdir; MANPATH lets it find the installed man pages.
 mkdir "$T/v"
-sed "s|^ExecStart=/|ExecStart=$D/|" "$UNIT" > "$T/v/mthpd.service"
+sed "s|^ExecStart=/|ExecStart=$D/|; s|^ExecReload=/|ExecReload=$D/|" "$UNIT" > "$T/v/mthpd.service"
 verify() { MANPATH=$D$MANDIR systemd-analyze verify "$1" >"$T/verify.out" 2>&1; }
 verify "$T/v/mthpd.service" || { cat "$T/verify.out" >&2; fail "systemd-analyze verify failed"; }
 [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; fail "systemd-analyze verify is not clean"; }

@@ -1,0 +1,414 @@
+#!/bin/bash
+# The unit under a real systemd: boot a Debian 12 root with systemd-nspawn,
+# install mthpd there with the README's service commands and check what a
+# user meets (README "Running it as a service", mthpd(8) SYSTEMD):
+#   start reaches active only by READY=1; reload with a good and a bad
+#   configuration (the bad one fails `systemctl reload` and the running one
+#   stays); mthpctl over the system bus as root and as a user (reads work,
+#   cgroups too; writes exit 4); `systemctl restart dbus` -> mthpd back on
+#   the bus; journal entries name the caller (CODE_*); an unrestorable
+#   journal ends in `failed` (exit 6), no restart loop; kill -9 -> restart
+#   -> the journal restored first; a knob failure carries MESSAGE_ID and
+#   MTHP_KNOB; watchdog (SIGSTOP -> abort -> restart); stop restores, exit 0;
+#   a failure at every start trips the start limit (no endless restarts).
+#
+# /sys is read-only in the container: the checks on the real host root run
+# mthpd with Mode=dry-run (observe); those that need writes (kill -9 and
+# restore, knob failures, stop) run it on a fake host tree (tests/fake,
+# built inside) through a drop-in ExecStart=... --root and LD_PRELOAD. No
+# kernel knob is written, here or on the host.
+#
+# Runs only when asked: MTHP_SYSTEMD_SUITE=1 (.ci/run sets it). It then
+# fails, instead of skipping, when the container cannot boot.
+# Root: MTHP_NSPAWN_ROOT (a root where .ci/fresh installed the build deps),
+# else /var/tmp/mthpd-nspawn-root, made once with .ci/mkroot plus apt-get
+# (about 2 minutes, Debian mirror) and reused. Either is booted through an
+# overlay and never changed. The source is this tree's (git ls-files, with
+# uncommitted changes); MTHP_NSPAWN_SRC=DIR boots another one (e.g. an old
+# commit's, to see these checks fail).
+set -uo pipefail
+SRC=${MTHP_NSPAWN_SRC:-${MESON_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}}
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+START=$SECONDS
+
+skip() { echo "SKIP: $*"; exit 77; }
+cannot() { # cannot REASON: skip, or fail when the suite was asked for
+        if [ "${MTHP_SYSTEMD_SUITE:-}" = 1 ]; then
+                echo "FAIL: MTHP_SYSTEMD_SUITE=1 but $*" >&2
+                exit 1
+        fi
+        skip "$*"
+}
+[ "${MTHP_SYSTEMD_SUITE:-}" = 1 ] ||
+        skip "the real-systemd suite boots a container (under a minute; making its Debian root the first time, about 2 more): run it with MTHP_SYSTEMD_SUITE=1 meson test -C build --suite systemd (as root, systemd-container installed)"
+[ "$(id -u)" = 0 ] || cannot "systemd-nspawn needs root"
+for t in systemd-nspawn nsenter python3 mount; do
+        command -v "$t" >/dev/null || cannot "$t is not installed (apt-get install systemd-container util-linux python3)"
+done
+
+FAILED=0
+ok() { echo "ok - $*"; }
+bad() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
+check() { # check DESCRIPTION CMD...: ok or FAIL, and go on
+        local what=$1
+        shift
+        if "$@"; then ok "$what"; else bad "$what"; fi
+}
+say() { echo "# $* ($((SECONDS - START)) s)"; }
+
+# ---- the root and the overlay ------------------------------------------
+PKGS="systemd dbus meson ninja-build gcc libc6-dev pkg-config libsystemd-dev libnl-3-dev libnl-genl-3-dev
+libinih-dev libcgroup-dev scdoc python3 procps util-linux"
+if [ -n "${MTHP_NSPAWN_ROOT:-}" ]; then
+        BASE=$MTHP_NSPAWN_ROOT
+        [ -x "$BASE/usr/lib/systemd/systemd" ] || [ -d "$BASE/usr/bin" ] ||
+                cannot "MTHP_NSPAWN_ROOT=$BASE is not a root file system"
+else
+        BASE=/var/tmp/mthpd-nspawn-root
+        if [ ! -e "$BASE/.mthpd-nspawn-ready" ]; then
+                say "making $BASE (.ci/mkroot, then apt-get install inside; once)"
+                "$TOP/.ci/mkroot" "$BASE" || cannot ".ci/mkroot $BASE failed"
+                # shellcheck disable=SC2086
+                chroot "$BASE" env DEBIAN_FRONTEND=noninteractive sh -c \
+                        "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${PKGS//$'\n'/ } >/dev/null" ||
+                        cannot "apt-get install in $BASE failed"
+                touch "$BASE/.mthpd-nspawn-ready"
+        fi
+fi
+
+W=$(mktemp -d /var/tmp/mthpd-nspawn.XXXXXX)
+M=$W/merged
+NSPAWN="" CPID=""
+cleanup() {
+        local rc=$?
+        if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
+                kill -TERM "$NSPAWN" 2>/dev/null # nspawn asks the container's systemd to power off
+                for _ in $(seq 150); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 0.1; done
+                if kill -0 "$NSPAWN" 2>/dev/null; then
+                        echo "# the container did not power off in 15 s: SIGKILL to nspawn $NSPAWN" >&2
+                        kill -KILL "$NSPAWN" 2>/dev/null
+                fi
+                wait "$NSPAWN" 2>/dev/null
+        fi
+        local left=""
+        for _ in 1 2 3; do
+                left=$(awk -v w="$W/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r)
+                [ -z "$left" ] && break
+                for m in $left; do umount "$m" 2>/dev/null || true; done
+                sleep 0.5
+        done
+        if [ -n "$left" ]; then
+                echo "FAIL: still mounted, $W left in place: $left" >&2
+                rc=1
+        else
+                rm -rf "$W"
+        fi
+        exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+mkdir "$W/upper" "$W/work" "$M"
+mount -t overlay overlay -o "lowerdir=$BASE,upperdir=$W/upper,workdir=$W/work" "$M" ||
+        cannot "cannot mount an overlay on $BASE"
+
+# packages a given root may lack go into the overlay, not the root
+missing=""
+for p in $PKGS; do
+        # shellcheck disable=SC2016 # dpkg-query's format
+        chroot "$M" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+        say "installing into the overlay:$missing"
+        chroot "$M" env DEBIAN_FRONTEND=noninteractive sh -c \
+                "apt-get update -qq && apt-get install -y -qq --no-install-recommends$missing >/dev/null" ||
+                cannot "apt-get install$missing in the overlay failed"
+fi
+
+# the source under test, as a clone would have it
+mkdir -p "$M/root/mthpd"
+chmod 700 "$M/root"
+if git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1; then
+        (cd "$SRC" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$M/root/mthpd" ||
+                cannot "cannot copy $SRC"
+else
+        (cd "$SRC" && tar --exclude='./build*' -cf - .) | tar -xf - -C "$M/root/mthpd" || cannot "cannot copy $SRC"
+fi
+
+# ---- boot ---------------------------------------------------------------
+say "booting $BASE (overlay $M)"
+systemd-nspawn -b --register=no --keep-unit -D "$M" --console=passive >"$W/nspawn.log" 2>&1 &
+NSPAWN=$!
+# the container's PID 1: nspawn's child once it runs systemd (before, the
+# child is nspawn's own, setting up the container)
+for _ in $(seq 100); do
+        CPID=""
+        for c in $(ps -o pid= --ppid "$NSPAWN" 2>/dev/null); do
+                [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && CPID=$c
+        done
+        [ -n "$CPID" ] && break
+        kill -0 "$NSPAWN" 2>/dev/null || break
+        sleep 0.1
+done
+[ -n "$CPID" ] || { cat "$W/nspawn.log" >&2; cannot "systemd-nspawn -b did not start a container"; }
+
+# in_ct CMD...: run CMD in the container (all its namespaces), clean environment
+in_ct() {
+        nsenter -t "$CPID" -a -- /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+                HOME=/root LANG=C.UTF-8 "$@"
+}
+as_user() { in_ct setpriv --reuid=65534 --regid=65534 --clear-groups --reset-env "$@"; }
+booted=""
+for _ in $(seq 60); do
+        st=$(in_ct timeout 5 systemctl is-system-running 2>/dev/null)
+        case "$st" in running|degraded) booted=$st; break ;; esac
+        sleep 0.5
+done
+[ -n "$booted" ] || { tail -n 30 "$W/nspawn.log" >&2; cannot "the container's systemd did not finish booting in 30 s (state '$st')"; }
+say "systemd $(in_ct systemctl --version | head -n1 | cut -d' ' -f2) is $booted in container pid $CPID"
+
+# ---- install: the README's service commands -------------------------------
+say "building and installing in the container"
+# README: meson setup build-usr -Dprefix=/usr -Dtests=false && ninja -C build-usr install
+if ! in_ct sh -c 'cd /root/mthpd && meson setup build-usr -Dprefix=/usr -Dtests=false && ninja -C build-usr install' \
+        >"$W/build.log" 2>&1; then
+        tail -n 30 "$W/build.log" >&2
+        echo "FAIL: the README's install command failed in the container" >&2
+        exit 1
+fi
+ok "README: meson setup build-usr -Dprefix=/usr -Dtests=false && ninja -C build-usr install"
+# the fake host for the checks that write (not installed by meson: -Dtests=false)
+in_ct sh -c 'cd /root/mthpd/tests/fake && mkdir -p /usr/local/lib/mthpd-test &&
+        gcc -std=gnu11 -D_GNU_SOURCE -O1 -shared -fPIC -I. -o /usr/local/lib/mthpd-test/libfakesysfs.so fakesysfs.c fakehost.c &&
+        gcc -std=gnu11 -D_GNU_SOURCE -O1 -I. -o /usr/local/lib/mthpd-test/fakehost fakehost-cli.c fakehost.c fakesysfs.c' >"$W/fake.log" 2>&1 ||
+        { cat "$W/fake.log" >&2; echo "FAIL: cannot build the fake host in the container" >&2; exit 1; }
+
+# /sys is read-only here: observe (Mode=dry-run, the alias every version takes)
+CONF='[Daemon]
+Mode=dry-run
+Interval=1s'
+in_ct sh -c "printf '%s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+say "README: systemctl daemon-reload && systemctl enable --now mthpd"
+out=$(in_ct timeout 60 sh -c 'systemctl daemon-reload && systemctl enable --now mthpd' 2>&1)
+rc=$?
+[ $rc = 0 ] || echo "$out" >&2
+check "README: systemctl daemon-reload && systemctl enable --now mthpd (exit $rc)" [ $rc = 0 ]
+
+prop() { in_ct systemctl show -p "$1" --value mthpd; }
+busprop() { # busprop NAME: mthpd's D-Bus property, value only
+        in_ct busctl get-property org.mthpd.mthpd1 /org/mthpd/mthpd1 org.mthpd.Manager1 "$1" 2>/dev/null | cut -d' ' -f2-
+}
+on_bus() {
+        in_ct busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus NameHasOwner s \
+                org.mthpd.mthpd1 2>/dev/null | grep -qx "b true"
+}
+wait_for() { # wait_for SECONDS CMD...
+        local until=$((SECONDS + $1))
+        shift
+        while ! "$@"; do
+                [ $SECONDS -lt $until ] || return 1
+                sleep 0.2
+        done
+}
+dump() { # dump: the unit's state and log, for a failure's context
+        in_ct systemctl status --no-pager -n 15 mthpd 2>&1 | sed 's/^/  | /' >&2
+}
+
+# ---- 1. start: active only through READY=1 ---------------------------------
+check "active after start (Type=notify: READY=1)" [ "$(prop ActiveState)/$(prop SubState)" = active/running ]
+check "STATUS= reaches systemd ($(prop StatusText | cut -c1-60))" [ -n "$(prop StatusText)" ]
+wait_for 10 on_bus
+check "mthpd owns org.mthpd.mthpd1 on the system bus (installed policy)" on_bus
+
+# ---- 2. journal fields: the caller, not the wrapper ------------------------
+JPID=$(prop MainPID)
+in_ct journalctl -q -o json _PID="$JPID" >"$W/j.json"
+code_fields() {
+        python3 - "$W/j.json" <<'PY'
+import json, sys
+n = bad = 0
+funcs = set()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("SYSLOG_IDENTIFIER") != "mthpd":
+        continue
+    n += 1
+    f, fn = e.get("CODE_FILE", ""), e.get("CODE_FUNC", "")
+    funcs.add(fn)
+    if f.endswith("lib/log.c") or fn in ("mthp_log", "mthp_log_at") or not e.get("CODE_LINE"):
+        bad += 1
+        if bad <= 3:
+            print(f"  entry '{e.get('MESSAGE', '')[:60]}': CODE_FILE={f} CODE_LINE={e.get('CODE_LINE')} CODE_FUNC={fn}",
+                  file=sys.stderr)
+print(f"# {n} entries of mthpd, {bad} naming the log wrapper; functions: {' '.join(sorted(funcs))}")
+sys.exit(0 if n > 0 and bad == 0 and "startup" in funcs else 1)
+PY
+}
+check "journal: every entry's CODE_FILE/CODE_LINE/CODE_FUNC name the caller (e.g. startup)" code_fields
+
+# ---- 3. mthpctl over the system bus, root and user -------------------------
+check "root: mthpctl status" in_ct sh -c 'mthpctl status >/dev/null'
+check "root: mthpctl cgroups" in_ct sh -c 'mthpctl cgroups >/dev/null'
+check "user: mthpctl status" as_user sh -c 'mthpctl status >/dev/null'
+out=$(as_user mthpctl cgroups 2>&1)
+rc=$?
+[ $rc = 0 ] || echo "  mthpctl cgroups as uid 65534: exit $rc: $out" >&2
+check "user: mthpctl cgroups (ListCgroups, open to everyone)" [ $rc = 0 ]
+check "user: mthpctl explain" as_user sh -c 'mthpctl explain >/dev/null'
+as_user mthpctl pin 64K/anon never >/dev/null 2>&1
+rc=$?
+check "user: mthpctl pin exits 4 (got $rc)" [ $rc = 4 ]
+as_user mthpctl reload >/dev/null 2>&1
+rc=$?
+check "user: mthpctl reload exits 4 (got $rc)" [ $rc = 4 ]
+
+# ---- 4. reload: good, then bad -------------------------------------------
+in_ct sh -c "printf '%s\n' '${CONF/Interval=1s/Interval=2s}' > /etc/mthpd/mthpd.conf"
+in_ct timeout 30 systemctl reload mthpd
+rc=$?
+check "systemctl reload with a good configuration: exit $rc" [ $rc = 0 ]
+check "...and the new Interval=2s runs ($(busprop IntervalUSec))" [ "$(busprop IntervalUSec)" = 2000000 ]
+in_ct sh -c "printf '%s\nNoSuchKey=1\n' '${CONF/Interval=1s/Interval=5s}' > /etc/mthpd/mthpd.conf"
+out=$(in_ct timeout 30 systemctl reload mthpd 2>&1)
+rc=$?
+check "systemctl reload with a bad configuration fails (exit $rc)" [ $rc != 0 ]
+check "...the running configuration stays (IntervalUSec $(busprop IntervalUSec))" [ "$(busprop IntervalUSec)" = 2000000 ]
+check "...and mthpd stays active" [ "$(prop ActiveState)" = active ]
+in_ct journalctl -q -u mthpd -o cat --since=-30s >"$W/reload.log"
+check "...the journal names the bad line" grep -q "mthpd.conf:4:.*NoSuchKey" "$W/reload.log"
+in_ct sh -c "printf '%s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+in_ct timeout 30 systemctl reload mthpd >/dev/null 2>&1
+
+# ---- 5. systemctl restart dbus: back on the bus ------------------------------
+T0=$SECONDS
+in_ct timeout 30 systemctl restart dbus
+wait_for 10 on_bus
+back=$?
+say "mthpd on the bus again $((SECONDS - T0)) s after systemctl restart dbus returned"
+check "systemctl restart dbus: mthpd back on the bus within 10 s" [ $back = 0 ]
+check "...root's mthpctl reload works again" in_ct sh -c 'mthpctl reload >/dev/null'
+in_ct journalctl -q -u mthpd -o cat --since=-20s >"$W/dbus.log"
+check "...and the journal says so" grep -q "D-Bus: back on the system bus" "$W/dbus.log"
+
+# ---- 6. an unrestorable journal: failed, with a clear status, no loop ------
+in_ct timeout 30 systemctl stop mthpd
+K=/sys/kernel/mm/transparent_hugepage/hugepages-16kB/enabled
+ID=16K/anon
+in_ct test -e "$K" || { K=/sys/kernel/mm/transparent_hugepage/enabled; ID=global/enabled; }
+cur=$(in_ct cat "$K" | sed 's/.*\[\(.*\)\].*/\1/')
+other=$(in_ct cat "$K" | tr -d '[]' | tr ' ' '\n' | grep -vx "$cur" | grep -v '^$' | head -n1)
+# a crash's journal: mthpd wrote $cur over $other; /sys is read-only here
+in_ct sh -c "printf '[journal]\nroot=/\n\n[knob $ID]\npath=$K\noriginal=$other\nwritten=$cur\nprevious=$other\nstate=managed\n' \
+        > /run/mthpd/restore.journal"
+in_ct systemctl reset-failed mthpd 2>/dev/null
+R0=$(prop NRestarts)
+in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
+rc=$?
+check "start over an unrestorable journal ($ID, /sys read-only) fails (exit $rc)" [ $rc != 0 ]
+sleep 5 # RestartSec=2s: a loop would have restarted twice by now
+check "...no restart loop: NRestarts $R0 -> $(prop NRestarts)" [ "$(prop NRestarts)" = "$R0" ]
+check "...the unit is failed ($(prop ActiveState)), exit status $(prop ExecMainStatus) (6 expected)" \
+        [ "$(prop ActiveState)/$(prop ExecMainStatus)" = failed/6 ]
+in_ct systemctl status --no-pager -n 5 mthpd >"$W/status.txt" 2>&1
+sed 's/^/  | /' "$W/status.txt"
+check "...systemctl status says which journal and why" grep -q "restore journal /run/mthpd/restore.journal .*cannot be restored" "$W/status.txt"
+in_ct rm -f /run/mthpd/restore.journal
+in_ct systemctl reset-failed mthpd
+
+# ---- the fake host: the checks that write --------------------------------
+FAKE=/var/lib/mthpd-fake
+fk() { in_ct /usr/local/lib/mthpd-test/fakehost "$@"; }
+fk create "$FAKE" >/dev/null
+in_ct mkdir -p /etc/systemd/system/mthpd.service.d
+in_ct sh -c "cat > /etc/systemd/system/mthpd.service.d/fakehost.conf" <<EOF
+# tests/systemd: a fake host tree (the container's /sys is read-only)
+[Service]
+Environment=LD_PRELOAD=/usr/local/lib/mthpd-test/libfakesysfs.so
+ExecStart=
+ExecStart=/usr/sbin/mthpd --root $FAKE
+ReadWritePaths=$FAKE
+WatchdogSec=3s
+EOF
+in_ct sh -c "printf '[Daemon]\nMode=manage\nInterval=1s\n' > /etc/mthpd/mthpd.conf"
+in_ct systemctl daemon-reload
+in_ct timeout 30 systemctl start mthpd
+check "on the fake host: active (WatchdogSec=3s)" [ "$(prop ActiveState)" = active ]
+wait_for 10 on_bus
+
+# ---- 7. kill -9 -> restart -> restore first -------------------------------
+in_ct sh -c 'mthpctl pin 16K/anon always >/dev/null'
+check "pin 16K/anon always writes the fake knob" [ "$(fk read "$FAKE" 16K/anon)" = always ]
+check "...and the restore journal holds it" in_ct grep -q "^\[knob 16K/anon\]" /run/mthpd/restore.journal
+P1=$(prop MainPID)
+R0=$(prop NRestarts)
+in_ct systemctl kill --signal=KILL mthpd
+restarted() { [ "$(prop MainPID)" != "$P1" ] && [ "$(prop MainPID)" != 0 ] && [ "$(prop ActiveState)" = active ]; }
+wait_for 20 restarted
+check "kill -9: systemd restarts mthpd (pid $P1 -> $(prop MainPID), NRestarts $R0 -> $(prop NRestarts))" restarted
+P2=$(prop MainPID)
+in_ct journalctl -q -o cat _PID="$P2" >"$W/restart.log"
+first=$(grep -n -m1 "found restore journal" "$W/restart.log" | cut -d: -f1)
+restored=$(grep -n -m1 "restored .* knobs from the previous run" "$W/restart.log" | cut -d: -f1)
+managing=$(grep -n -m1 "managing mTHP knobs" "$W/restart.log" | cut -d: -f1)
+check "...which restores the journal first (lines $first, $restored, then managing at $managing)" \
+        [ -n "$first" ] && [ -n "$restored" ] && [ -n "$managing" ] && [ "$restored" -lt "$managing" ]
+check "...16K/anon is back to never ($(fk read "$FAKE" 16K/anon))" [ "$(fk read "$FAKE" 16K/anon)" = never ]
+
+# ---- 8. a knob that cannot be written: MESSAGE_ID and MTHP_KNOB ------------
+fk fail "$FAKE" 32K/anon EACCES
+out=$(in_ct mthpctl pin 32K/anon always 2>&1)
+rc=$?
+echo "  $out"
+check "pin of a knob whose write fails (EACCES) exits 1 (got $rc) with mthpd's reason" \
+        [ $rc = 1 ] && grep -q "32K/anon.*permission denied" <<<"$out"
+fk fail "$FAKE" 32K/anon none
+in_ct journalctl -q -o json -u mthpd MESSAGE_ID=3e5b7a91c2d44f6e8a0b1c9d7f2e4a68 MTHP_KNOB=32K/anon >"$W/fail.json"
+check "...the journal entry carries MESSAGE_ID=3e5b7a91... and MTHP_KNOB=32K/anon ($(wc -l <"$W/fail.json") entries)" \
+        [ -s "$W/fail.json" ]
+
+# ---- 9. watchdog: SIGSTOP -> abort -> restart ------------------------------
+P1=$(prop MainPID)
+R0=$(prop NRestarts)
+in_ct kill -STOP "$P1"
+wait_for 20 restarted
+check "watchdog: a stopped mthpd is aborted and restarted (pid $P1 -> $(prop MainPID), NRestarts $R0 -> $(prop NRestarts))" restarted
+in_ct journalctl -q -o cat -u mthpd --since=-25s >"$W/wd.log"
+check "...systemd says Watchdog timeout" grep -q "Watchdog timeout" "$W/wd.log"
+
+# ---- 10. stop restores and exits 0 ---------------------------------------
+wait_for 10 on_bus
+in_ct sh -c 'mthpctl pin 64K/anon always >/dev/null'
+check "pin 64K/anon always writes the fake knob" [ "$(fk read "$FAKE" 64K/anon)" = always ]
+in_ct timeout 30 systemctl stop mthpd
+check "stop: exit status $(prop ExecMainStatus), result $(prop Result)" \
+        [ "$(prop ExecMainStatus)/$(prop Result)" = 0/success ]
+check "...64K/anon restored to never ($(fk read "$FAKE" 64K/anon))" [ "$(fk read "$FAKE" 64K/anon)" = never ]
+check "...no restore journal left" in_ct test ! -e /run/mthpd/restore.journal
+
+# ---- 11. a failure a restart cannot mend ends: the start limit trips ------
+in_ct sh -c "printf '[Daemon]\nNoSuchKey=1\n' > /etc/mthpd/mthpd.conf"
+in_ct systemctl reset-failed mthpd
+T0=$SECONDS
+in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
+# systemd 252 keeps Result=exit-code and says "Start request repeated too quickly"
+limited() { [ "$(prop ActiveState)" = failed ]; }
+wait_for 40 limited
+N1=$(prop NRestarts)
+sleep 3 # RestartSec=2s: still failed, no restart since
+check "a configuration error at every start: Restart=on-failure gives up after $((SECONDS - T0 - 3)) s ($N1 restarts)" \
+        limited && [ "$(prop NRestarts)" = "$N1" ]
+in_ct journalctl -q -u mthpd -o cat --since=-60s >"$W/limit.log"
+check "...systemd says: Start request repeated too quickly" grep -q "Start request repeated too quickly" "$W/limit.log"
+prop StatusText >"$W/status-text"
+check "...and STATUS= names the bad line ($(cut -c1-80 "$W/status-text"))" \
+        grep -q "invalid configuration: /etc/mthpd/mthpd.conf:2: unknown key 'NoSuchKey'" "$W/status-text"
+in_ct sh -c "printf '%s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+in_ct systemctl reset-failed mthpd
+
+say "done"
+if [ $FAILED -gt 0 ]; then
+        dump
+        echo "$FAILED check(s) failed"
+        exit 1
+fi
+echo "all real-systemd checks passed"
