@@ -189,7 +189,9 @@ fail_all EROFS
 bump_faults 15
 # explain and status while the workload faults (mthpd wants sizes)
 bump_faults 30 & BUMP=$!
-sleep 0.5
+# explain once a write has failed: under load the first raise can come late
+wait_for 10 grep -q "16K/anon (.*): writing 'always' failed" "$LOG" || fail "no failed write logged in 10 s"
+sleep 0.3
 ctl explain 16K > "$T/explain.out" 2>&1 || fail "mthpctl explain failed: $(cat "$T/explain.out")"
 ctl --json status > "$T/status.json" 2>&1 || fail "mthpctl status failed: $(cat "$T/status.json")"
 st=$(last_status)
