@@ -241,24 +241,24 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                                 return bad_value(cmd, "--lines", "a count from 1", optarg);
                         break;
                 case OPT_SINCE:
-                        if (parse_timestamp(optarg, &c->since_usec) < 0)
+                        if (mthp_timestamp_parse(optarg, realtime_usec(), &c->since_usec) < 0)
                                 return bad_value(cmd, "--since", "a time like -1h, today or '2025-11-30 10:00'",
                                                  optarg);
                         c->since_set = true;
                         break;
                 case OPT_FOR:
-                        if (parse_timespan(optarg, &c->for_usec) < 0 || c->for_usec == 0)
+                        if (mthp_timespan_parse(optarg, &c->for_usec) < 0 || c->for_usec == 0)
                                 return bad_value(cmd, "--for", "a duration like 30min, 2h or 1d", optarg);
                         c->for_set = true;
                         break;
                 case OPT_UNTIL:
-                        if (parse_timestamp(optarg, &c->until_usec) < 0)
+                        if (mthp_timestamp_parse(optarg, realtime_usec(), &c->until_usec) < 0)
                                 return bad_value(cmd, "--until", "a time like '2025-12-01 08:00', +2h or tomorrow",
                                                  optarg);
                         c->until_set = true;
                         break;
                 case 'i':
-                        if (parse_timespan(optarg, &c->interval_usec) < 0 || c->interval_usec < 100000 ||
+                        if (mthp_timespan_parse(optarg, &c->interval_usec) < 0 || c->interval_usec < 100000 ||
                             c->interval_usec > 3600000000ULL)
                                 return bad_value(cmd, "--interval", "a duration from 100ms to 1h", optarg);
                         break;

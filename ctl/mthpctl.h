@@ -36,6 +36,7 @@
 #include "mthp/record.h"
 #include "mthp/sample.h"
 #include "mthp/status.h"
+#include "mthp/timespan.h"
 #include "ctl-bus.h"
 
 /* Linux 6.18 uapi; older headers lack it */
@@ -114,15 +115,9 @@ void table_init(struct table *t, ...);
 void table_print(const struct table *t, FILE *f);
 void table_free(struct table *t);
 
-/* ---- timefmt.c ---- */
-uint64_t now_usec(void);
-uint64_t realtime_usec(void);
-int parse_timespan(const char *s, uint64_t *usec);
-int parse_timestamp(const char *s, uint64_t *usec);
-void format_time(uint64_t usec, bool rfc3339, char *buf, size_t size);
-void format_span(uint64_t usec, char *buf, size_t size);
-
 /* ---- views.c ---- */
+uint64_t now_usec(void);       /* CLOCK_MONOTONIC */
+uint64_t realtime_usec(void);  /* CLOCK_REALTIME */
 /* The host, what it offers and a first snapshot: where every command that
  * reads the host starts. NULL (said on stderr) if it cannot. */
 struct host_view {

@@ -31,8 +31,8 @@ int cmd_pin(struct ctl *c, int argc, char **argv) {
                 return bus_fail(c, r, &e);
         if (until) {
                 char t[64], span[32];
-                format_time(until, false, t, sizeof(t));
-                format_span(until - now, span, sizeof(span));
+                mthp_timestamp_format(until, false, t, sizeof(t));
+                mthp_timespan_format(until - now, span, sizeof(span));
                 printf("pinned %s to %s until %s (for %s)\n", id, value, t, span);
         } else
                 printf("pinned %s to %s until 'mthpctl unpin %s'\n", id, value, id);

@@ -289,12 +289,12 @@ int cmd_history(struct ctl *c, int argc, char **argv) {
         bool journal = strcmp(h.source, "journal") == 0;
         char since[64] = "";
         if (c->since_set)
-                format_time(c->since_usec, false, since, sizeof(since));
+                mthp_timestamp_format(c->since_usec, false, since, sizeof(since));
         if (c->json) {
                 printf("{\"source\":\"%s\",\"changes\":[", h.source);
                 for (unsigned i = from; i < h.n; i++) {
                         char t[64];
-                        format_time(h.c[i].realtime_usec, true, t, sizeof(t));
+                        mthp_timestamp_format(h.c[i].realtime_usec, true, t, sizeof(t));
                         printf("%s{\"time_usec\":%llu,\"time\":\"%s\",\"id\":", i > from ? "," : "",
                                (unsigned long long) h.c[i].realtime_usec, t);
                         json_str(h.c[i].id);
@@ -323,7 +323,7 @@ int cmd_history(struct ctl *c, int argc, char **argv) {
                 table_init(&t, "TIME", "KNOB", "OLD", "NEW", "REASON", NULL);
                 for (unsigned i = from; i < h.n; i++) {
                         char tm[64];
-                        format_time(h.c[i].realtime_usec, false, tm, sizeof(tm));
+                        mthp_timestamp_format(h.c[i].realtime_usec, false, tm, sizeof(tm));
                         table_cell(&t, "%s", tm);
                         table_cell(&t, "%s", h.c[i].id);
                         table_cell(&t, "%s", h.c[i].old);

@@ -46,7 +46,7 @@ static void top_render(FILE *f, const struct ctl *c, const struct mthp_caps *cap
                        const struct daemon_view *v, const struct knob_owners *o, const struct ctl_bus_cgroup *cg,
                        unsigned n_cg) {
         char now[32], interval[32];
-        format_time(realtime_usec(), false, now, sizeof(now));
+        mthp_timestamp_format(realtime_usec(), false, now, sizeof(now));
         snprintf(interval, sizeof(interval), "%.1fs", (double) c->interval_usec / 1e6);
         fprintf(f, "mthpctl top - %s, every %s - q quits\n", now, interval);
         print_daemon_line(f, v);

@@ -4,6 +4,18 @@
  * journal, and the errors of calls on the bus. */
 #include "mthpctl.h"
 
+uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+uint64_t realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
 const struct mthp_counter *stat_counter(const struct mthp_caps *caps, const struct mthp_snapshot *s,
                                         unsigned i, const char *name) {
         int j = mthp_stat_index(&caps->sizes[i], name);

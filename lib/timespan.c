@@ -1,22 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* mthpctl's clocks, and the timespans and timestamps its options take. */
-#include "mthpctl.h"
+/* Timespans and timestamps: see mthp/timespan.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <time.h>
 
-uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-uint64_t realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
+#include "mthp/timespan.h"
 
 /* "90", "90s", "500ms", "5min", "1h30min", "2d", "1w": systemd's time spans
  * (a bare number is seconds). */
-int parse_timespan(const char *s, uint64_t *usec) {
+int mthp_timespan_parse(const char *s, uint64_t *usec) {
         static const struct {
                 const char *unit;
                 double usec;
@@ -71,15 +66,15 @@ int parse_timespan(const char *s, uint64_t *usec) {
 /* Timestamps as journalctl --since takes them: "now", "today", "yesterday",
  * "-1h" / "+30min" / "1h ago" (relative to now), "@EPOCH", "YYYY-MM-DD
  * [HH:MM[:SS]]" (also with a 'T'), "HH:MM[:SS]" (today); local time. */
-int parse_timestamp(const char *s, uint64_t *usec) {
-        uint64_t now = realtime_usec(), span;
+int mthp_timestamp_parse(const char *s, uint64_t now, uint64_t *usec) {
+        uint64_t span;
         size_t l = strlen(s);
         if (strcmp(s, "now") == 0) {
                 *usec = now;
                 return 0;
         }
         if (s[0] == '-' || s[0] == '+') {
-                if (parse_timespan(s + 1, &span) < 0 || (s[0] == '-' && span > now))
+                if (mthp_timespan_parse(s + 1, &span) < 0 || (s[0] == '-' && span > now))
                         return -EINVAL;
                 *usec = s[0] == '-' ? now - span : now + span;
                 return 0;
@@ -90,7 +85,7 @@ int parse_timestamp(const char *s, uint64_t *usec) {
                         return -EINVAL;
                 memcpy(buf, s, l - 4);
                 buf[l - 4] = 0;
-                if (parse_timespan(buf, &span) < 0 || span > now)
+                if (mthp_timespan_parse(buf, &span) < 0 || span > now)
                         return -EINVAL;
                 *usec = now - span;
                 return 0;
@@ -138,7 +133,7 @@ int parse_timestamp(const char *s, uint64_t *usec) {
 }
 
 /* Local time, "2025-11-30 07:01:02" or, for JSON, RFC 3339 with offset. */
-void format_time(uint64_t usec, bool rfc3339, char *buf, size_t size) {
+void mthp_timestamp_format(uint64_t usec, bool rfc3339, char *buf, size_t size) {
         time_t t = (time_t) (usec / 1000000);
         struct tm tm;
         char zone[8];
@@ -153,7 +148,7 @@ void format_time(uint64_t usec, bool rfc3339, char *buf, size_t size) {
         snprintf(buf, size, "%s%.3s:%.2s", date, zone, zone + 3);
 }
 
-void format_span(uint64_t usec, char *buf, size_t size) {
+void mthp_timespan_format(uint64_t usec, char *buf, size_t size) {
         uint64_t s = usec / 1000000;
         if (s >= 86400)
                 snprintf(buf, size, "%llud %lluh", (unsigned long long) (s / 86400),
