@@ -233,7 +233,7 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                 case 'j': c->json = true; break;
                 case 'h': command_help(cmd); return EXIT_OK;
                 case OPT_SAMPLE:
-                        if (mthp_parse_duration(optarg, &c->sample_usec) < 0 || c->sample_usec > 60000000)
+                        if (mthp_timespan_parse(optarg, &c->sample_usec) < 0 || c->sample_usec > 60000000)
                                 return bad_value(cmd, "--sample", "a duration up to 60s", optarg);
                         break;
                 case 'n':
@@ -308,7 +308,7 @@ int main(int argc, char **argv) {
                 case 'r': c.root = optarg; break;
                 case 's': c.state_dir = optarg; break;
                 case OPT_SAMPLE:
-                        if (mthp_parse_duration(optarg, &c.sample_usec) < 0 || c.sample_usec > 60000000) {
+                        if (mthp_timespan_parse(optarg, &c.sample_usec) < 0 || c.sample_usec > 60000000) {
                                 fprintf(stderr, "mthpctl: --sample: expected a duration up to 60s, got '%s'\n", optarg);
                                 return EXIT_USAGE;
                         }

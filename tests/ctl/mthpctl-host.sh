@@ -48,6 +48,13 @@ assert k["64K/anon"]["set_by"] == "original" and k["64K/anon"]["decision"] is No
 assert k["64K/anon"]["pinned"] is False and k["2M/anon"]["value"] == "inherit"
 assert k["global/enabled"]["kind"] == "global" and "madvise" in k["global/enabled"]["accepts"]' ||
         fail "status --json"
+# one duration grammar (mthp/timespan.h) for every option: --sample too
+for span in 1sec 100ms 0.1s "100 msec"; do
+        expect_rc 0 ctl status --sample "$span"
+        expect_rc 0 ctl --sample "$span" --json status
+done
+expect_rc 2 ctl status --sample 61s
+expect_rc 2 ctl status --sample -1s
 ok "status reads the host without a daemon"
 
 # 3. sizes: kinds, accepted values, settings, counters
