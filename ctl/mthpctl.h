@@ -107,7 +107,9 @@ struct table {
         char **cells;
 };
 
-void json_str(const char *s);
+/* a JSON string: ", \\ and control characters escaped */
+void json_fstr(FILE *f, const char *s);
+void json_str(const char *s);  /* on stdout */
 void json_str_or_null(const char *s);
 void *xrealloc(void *p, size_t n);
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -2,18 +2,22 @@
 /* mthpctl's output: aligned tables and JSON strings. */
 #include "mthpctl.h"
 
-void json_str(const char *s) {
-        putchar('"');
+void json_fstr(FILE *f, const char *s) {
+        fputc('"', f);
         for (; *s; s++) {
                 unsigned char ch = (unsigned char) *s;
                 if (ch == '"' || ch == '\\')
-                        printf("\\%c", ch);
+                        fprintf(f, "\\%c", ch);
                 else if (ch < 0x20)
-                        printf("\\u%04x", ch);
+                        fprintf(f, "\\u%04x", ch);
                 else
-                        putchar(ch);
+                        fputc(ch, f);
         }
-        putchar('"');
+        fputc('"', f);
+}
+
+void json_str(const char *s) {
+        json_fstr(stdout, s);
 }
 
 void json_str_or_null(const char *s) {

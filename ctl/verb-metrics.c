@@ -1,42 +1,47 @@
 /* SPDX-License-Identifier: MIT */
-/* mthpctl metrics: Prometheus text exposition (and JSON). */
+/* mthpctl metrics: the knobs, the per-size counters, page faults, PSI,
+ * mthpd's state and its managed cgroups, collected once into the metric
+ * model (metrics.h) and printed as the Prometheus text exposition format
+ * 0.0.4 (for node_exporter's textfile collector: counters are the kernel's
+ * own since boot, no rates) or as JSON. */
+#include "metrics.h"
 #include "mthpctl.h"
 
-static void metric_family(const char *name, const char *type, const char *help) {
-        printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* A label value in the exposition format: \\, \" and \n escaped. */
-static void label_value(const char *s) {
-        putchar('"');
-        for (; *s; s++) {
-                if (*s == '\\' || *s == '"')
-                        printf("\\%c", *s);
-                else if (*s == '\n')
-                        printf("\\n");
-                else
-                        putchar(*s);
-        }
-        putchar('"');
-}
-
-static void metric_size_counter(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const char *name,
-                                const char *stat, const char *help) {
-        metric_family(name, "counter", help);
+static void size_counter(struct metric_set *set, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                         const char *name, const char *stat, const char *help) {
+        struct metric_family *f = metric_family_add(set, name, "counter", help);
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 const struct mthp_counter *ct = stat_counter(caps, snap, i, stat);
                 char size[16];
                 if (!ct)
                         continue;
                 mthp_format_size(caps->sizes[i].kb, size, sizeof(size));
-                printf("%s{size=\"%s\"} %llu\n", name, size, (unsigned long long) ct->value);
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "size", size);
+                metric_set_uint(s, ct->value);
         }
 }
 
-/* Prometheus text exposition format 0.0.4, for node_exporter's textfile
- * collector: counters are the kernel's own since boot, no rates. */
+/* One gauge without labels. */
+static void gauge(struct metric_set *set, const char *name, const char *type, const char *help, double v,
+                  int decimals) {
+        struct metric_sample *s = metric_sample_add(metric_family_add(set, name, type, help));
+        if (decimals < 0)
+                metric_set_uint(s, (unsigned long long) v);
+        else
+                metric_set_double(s, v, decimals);
+}
+
+static void cgroup_sample(struct metric_family *f, const struct ctl_bus_cgroup *x, const char *kind) {
+        struct metric_sample *s = metric_sample_add(f);
+        metric_label(s, "cgroup", x->path);
+        metric_label(s, "policy", x->policy);
+        if (kind)
+                metric_label(s, "kind", kind);
+}
+
 /* The managed cgroups, from mthpd (ListCgroups). */
-static void metrics_cgroups(void) {
+static void collect_cgroups(struct metric_set *set) {
         struct ctl_bus *bus = bus_open_for_read(true);
         struct ctl_bus_cgroup *cg = NULL;
         unsigned n = 0;
@@ -47,215 +52,131 @@ static void metrics_cgroups(void) {
                 return;
         }
         ctl_bus_free(bus);
-        static const struct {
-                const char *name, *type, *help;
-        } fam[] = {
-                { "mthpd_cgroup_faults_per_second", "gauge",
-                  "Page faults per second of a cgroup a policy file manages (memory.stat pgfault)." },
-                { "mthpd_cgroup_memory_bytes", "gauge", "Memory in use by a managed cgroup." },
-                { "mthpd_cgroup_memory_limit_bytes", "gauge", "Memory limit of a managed cgroup (absent: none)." },
-                { "mthpd_cgroup_psi_memory_some_avg10", "gauge", "Memory pressure of a managed cgroup, percent." },
-                { "mthpd_cgroup_dense_bytes", "gauge",
-                  "Largest folio size every sampled process of a managed cgroup uses densely enough." },
-        };
-        for (unsigned f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
-                metric_family(fam[f].name, fam[f].type, fam[f].help);
-                for (unsigned i = 0; i < n; i++) {
-                        const struct ctl_bus_cgroup *x = &cg[i];
-                        for (int k = 0; k < (f == 4 ? 2 : 1); k++) {
-                                if ((f == 2 && !x->limit_kb) || (f == 3 && x->psi_some < 0) ||
-                                    (f == 4 && x->dense_kb[k] < 0))
-                                        continue;
-                                printf("%s{cgroup=", fam[f].name);
-                                label_value(x->path);
-                                printf(",policy=");
-                                label_value(x->policy);
-                                if (f == 4)
-                                        printf(",kind=\"%s\"", k ? "shmem" : "anon");
-                                printf("} ");
-                                switch (f) {
-                                case 0: printf("%.1f\n", x->fault_rate); break;
-                                case 1: printf("%llu\n", (unsigned long long) x->usage_kb * 1024); break;
-                                case 2: printf("%llu\n", (unsigned long long) x->limit_kb * 1024); break;
-                                case 3: printf("%.2f\n", x->psi_some); break;
-                                default: printf("%llu\n", (unsigned long long) x->dense_kb[k] * 1024); break;
-                                }
-                        }
-                }
+        struct metric_family *f = metric_family_add(set, "mthpd_cgroup_faults_per_second", "gauge",
+                "Page faults per second of a cgroup a policy file manages (memory.stat pgfault).");
+        for (unsigned i = 0; i < n; i++) {
+                cgroup_sample(f, &cg[i], NULL);
+                metric_set_double(&f->s[f->n - 1], cg[i].fault_rate, 1);
         }
+        f = metric_family_add(set, "mthpd_cgroup_memory_bytes", "gauge", "Memory in use by a managed cgroup.");
+        for (unsigned i = 0; i < n; i++) {
+                cgroup_sample(f, &cg[i], NULL);
+                metric_set_uint(&f->s[f->n - 1], (unsigned long long) cg[i].usage_kb * 1024);
+        }
+        f = metric_family_add(set, "mthpd_cgroup_memory_limit_bytes", "gauge",
+                              "Memory limit of a managed cgroup (absent: none).");
+        for (unsigned i = 0; i < n; i++)
+                if (cg[i].limit_kb) {
+                        cgroup_sample(f, &cg[i], NULL);
+                        metric_set_uint(&f->s[f->n - 1], (unsigned long long) cg[i].limit_kb * 1024);
+                }
+        f = metric_family_add(set, "mthpd_cgroup_psi_memory_some_avg10", "gauge",
+                              "Memory pressure of a managed cgroup, percent.");
+        for (unsigned i = 0; i < n; i++)
+                if (cg[i].psi_some >= 0) {
+                        cgroup_sample(f, &cg[i], NULL);
+                        metric_set_double(&f->s[f->n - 1], cg[i].psi_some, 2);
+                }
+        f = metric_family_add(set, "mthpd_cgroup_dense_bytes", "gauge",
+                              "Largest folio size every sampled process of a managed cgroup uses densely enough.");
+        for (unsigned i = 0; i < n; i++)
+                for (int k = 0; k < 2; k++)
+                        if (cg[i].dense_kb[k] >= 0) {
+                                cgroup_sample(f, &cg[i], k ? "shmem" : "anon");
+                                metric_set_uint(&f->s[f->n - 1], (unsigned long long) cg[i].dense_kb[k] * 1024);
+                        }
         free(cg);
 }
 
-/* metrics --json: the exposition text, read back into families of samples
- * ({"name", "type", "help", "samples": [{"labels": {...}, "value": N}]}). */
-static int metrics_to_json(const char *text) {
-        printf("{\"metrics\":[");
-        bool first_family = true, open_family = false, first_sample = true;
-        char name[128] = "", type[32] = "", help[512] = "";
-        for (const char *l = text; *l;) {
-                size_t len = strcspn(l, "\n");
-                char line[2048];
-                snprintf(line, sizeof(line), "%.*s", (int) (len < sizeof(line) - 1 ? len : sizeof(line) - 1), l);
-                l += len + (l[len] == '\n');
-                if (strncmp(line, "# HELP ", 7) == 0) {
-                        if (open_family)
-                                printf("]}");
-                        open_family = false;
-                        char *sp = strchr(line + 7, ' ');
-                        if (!sp)
-                                return -EINVAL;
-                        snprintf(name, sizeof(name), "%.*s", (int) (sp - line - 7), line + 7);
-                        snprintf(help, sizeof(help), "%s", sp + 1);
-                        continue;
-                }
-                if (strncmp(line, "# TYPE ", 7) == 0) {
-                        char *sp = strrchr(line, ' ');
-                        snprintf(type, sizeof(type), "%s", sp ? sp + 1 : "untyped");
-                        printf("%s{\"name\":", first_family ? "" : ",");
-                        json_str(name);
-                        printf(",\"type\":");
-                        json_str(type);
-                        printf(",\"help\":");
-                        json_str(help);
-                        printf(",\"samples\":[");
-                        first_family = false;
-                        open_family = true;
-                        first_sample = true;
-                        continue;
-                }
-                if (!line[0] || line[0] == '#' || !open_family)
-                        continue;
-                /* name{k="v",...} value */
-                char *p = line + strcspn(line, "{ ");
-                printf("%s{\"labels\":{", first_sample ? "" : ",");
-                first_sample = false;
-                if (*p == '{') {
-                        p++;
-                        bool first_label = true;
-                        while (*p && *p != '}') {
-                                char *eq = strchr(p, '=');
-                                if (!eq || eq[1] != '"')
-                                        return -EINVAL;
-                                *eq = 0;
-                                printf("%s", first_label ? "" : ",");
-                                json_str(p);
-                                printf(":");
-                                first_label = false;
-                                char val[1024];
-                                size_t o = 0;
-                                for (p = eq + 2; *p && *p != '"' && o < sizeof(val) - 1; p++) {
-                                        if (*p == '\\' && p[1]) {
-                                                p++;
-                                                val[o++] = *p == 'n' ? '\n' : *p;
-                                        } else
-                                                val[o++] = *p;
-                                }
-                                val[o] = 0;
-                                json_str(val);
-                                if (*p == '"')
-                                        p++;
-                                if (*p == ',')
-                                        p++;
-                        }
-                        if (*p == '}')
-                                p++;
-                }
-                while (*p == ' ')
-                        p++;
-                printf("},\"value\":%s}", *p ? p : "null");
+static void collect_knobs(struct metric_set *set, const struct host_view *hv, const struct knob_owners *o) {
+        struct metric_family *f = metric_family_add(set, "mthp_knob_info", "gauge",
+                                                    "The setting of an mTHP sysfs knob and who set it (always 1).");
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &hv->caps.knobs[i];
+                char size[16] = "";
+                if (k->size_kb)
+                        mthp_format_size(k->size_kb, size, sizeof(size));
+                const char *kind = !k->size_kb ? "global"
+                                 : mthp_kind_name(k->type == MTHP_KNOB_SIZE_ANON ? MTHP_ANON : MTHP_SHMEM);
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "knob", k->id);
+                metric_label(s, "size", size);
+                metric_label(s, "kind", kind);
+                metric_label(s, "value", hv->snap.knob[i]);
+                metric_label(s, "set_by", o->set_by[i]);
+                metric_set_uint(s, 1);
         }
-        if (open_family)
-                printf("]}");
-        printf("]}\n");
-        return 0;
 }
 
-static int metrics_text(struct ctl *c);
-
-int cmd_metrics(struct ctl *c, int argc, char **argv) {
-        (void) argc;
-        (void) argv;
-        if (!c->json)
-                return metrics_text(c);
-        /* write the text exposition to memory, then read it back as JSON:
-         * one source for both, so they cannot disagree */
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text, &len), *out = stdout;
-        if (!mem)
-                return EXIT_FAIL;
-        stdout = mem; /* glibc: stdout is an assignable FILE * */
-        int r = metrics_text(c);
-        stdout = out;
-        fclose(mem);
-        if (r == EXIT_OK && metrics_to_json(text) < 0) {
-                fprintf(stderr, "mthpctl: metrics: cannot convert to JSON\n");
-                r = EXIT_FAIL;
-        }
-        free(text);
-        return r == EXIT_OK && fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_FAIL;
+static void collect_host(struct metric_set *set, const struct host_view *hv) {
+        size_counter(set, &hv->caps, &hv->snap, "mthp_size_anon_fault_alloc_total", "anon_fault_alloc",
+                     "Anonymous page faults that allocated a folio of this size.");
+        size_counter(set, &hv->caps, &hv->snap, "mthp_size_anon_fault_fallback_total", "anon_fault_fallback",
+                     "Anonymous page faults that wanted this size and fell back to a smaller one.");
+        size_counter(set, &hv->caps, &hv->snap, "mthp_size_shmem_alloc_total", "shmem_alloc",
+                     "Shmem and tmpfs folios of this size allocated.");
+        size_counter(set, &hv->caps, &hv->snap, "mthp_size_shmem_fallback_total", "shmem_fallback",
+                     "Shmem and tmpfs allocations that wanted this size and fell back to a smaller one.");
+        struct metric_sample *s = metric_sample_add(metric_family_add(set, "mthp_vmstat_pgfault_total", "counter",
+                "Page faults on the host (/proc/vmstat pgfault)."));
+        metric_set_uint(s, hv->snap.vm[MTHP_VM_PGFAULT].value);
+        if (hv->snap.psi.present)
+                gauge(set, "mthp_psi_memory_some_avg10", "gauge",
+                      "Percent of the last 10s some task stalled on memory (/proc/pressure/memory).",
+                      hv->snap.psi.some_avg10, 2);
 }
 
-static int metrics_text(struct ctl *c) {
+static void collect_daemon(struct metric_set *set, const struct daemon_view *v) {
+        gauge(set, "mthpd_up", "gauge", "1 if mthpd is running.", v->running, -1);
+        if (!v->running)
+                return;
+        struct metric_sample *s = metric_sample_add(metric_family_add(set, "mthpd_ticks_total", "counter",
+                "Sampling intervals mthpd has run since it started."));
+        metric_set_uint(s, v->tick);
+        if (v->changes_known) {
+                s = metric_sample_add(metric_family_add(set, "mthpd_changes_total", "counter",
+                                                        "Knob writes by mthpd since it started."));
+                metric_set_uint(s, v->changes);
+        }
+        gauge(set, "mthpd_fault_pages_per_second", "gauge", "Fault demand in 4K pages per second at mthpd's last tick.",
+              v->fault_pages_rate, 1);
+        struct metric_family *f = metric_family_add(set, "mthpd_mode", "gauge",
+                                                    "mthpd's mode: manage (writes knobs) or observe (1 = current).");
+        static const char *const modes[] = { "manage", "observe" };
+        for (unsigned i = 0; i < 2; i++) {
+                s = metric_sample_add(f);
+                metric_label(s, "mode", modes[i]);
+                metric_set_uint(s, strcmp(v->mode, modes[i]) == 0);
+        }
+        collect_cgroups(set);
+}
+
+/* Everything metrics prints, into set. EXIT_OK or EXIT_FAIL (said). */
+static int metrics_collect(struct ctl *c, struct metric_set *set) {
         struct mthp_journal j;
         static struct knob_owners o;
-
         struct host_view *hv;
         struct daemon_view *v;
         bool journal_ok;
         if (look_at_knobs(c, &hv, &v, &j, &journal_ok) < 0)
                 return EXIT_FAIL;
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
-
-        metric_family("mthp_knob_info", "gauge", "The setting of an mTHP sysfs knob and who set it (always 1).");
-        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &hv->caps.knobs[i];
-                char size[16] = "";
-                if (k->size_kb)
-                        mthp_format_size(k->size_kb, size, sizeof(size));
-                printf("mthp_knob_info{knob=");
-                label_value(k->id);
-                const char *kind = !k->size_kb ? "global"
-                                 : mthp_kind_name(k->type == MTHP_KNOB_SIZE_ANON ? MTHP_ANON : MTHP_SHMEM);
-                printf(",size=\"%s\",kind=\"%s\",value=", size, kind);
-                label_value(hv->snap.knob[i]);
-                printf(",set_by=");
-                label_value(o.set_by[i]);
-                printf("} 1\n");
-        }
-        metric_size_counter(&hv->caps, &hv->snap, "mthp_size_anon_fault_alloc_total", "anon_fault_alloc",
-                            "Anonymous page faults that allocated a folio of this size.");
-        metric_size_counter(&hv->caps, &hv->snap, "mthp_size_anon_fault_fallback_total", "anon_fault_fallback",
-                            "Anonymous page faults that wanted this size and fell back to a smaller one.");
-        metric_size_counter(&hv->caps, &hv->snap, "mthp_size_shmem_alloc_total", "shmem_alloc",
-                            "Shmem and tmpfs folios of this size allocated.");
-        metric_size_counter(&hv->caps, &hv->snap, "mthp_size_shmem_fallback_total", "shmem_fallback",
-                            "Shmem and tmpfs allocations that wanted this size and fell back to a smaller one.");
-        metric_family("mthp_vmstat_pgfault_total", "counter", "Page faults on the host (/proc/vmstat pgfault).");
-        printf("mthp_vmstat_pgfault_total %llu\n", (unsigned long long) hv->snap.vm[MTHP_VM_PGFAULT].value);
-        if (hv->snap.psi.present) {
-                metric_family("mthp_psi_memory_some_avg10", "gauge",
-                              "Percent of the last 10s some task stalled on memory (/proc/pressure/memory).");
-                printf("mthp_psi_memory_some_avg10 %.2f\n", hv->snap.psi.some_avg10);
-        }
-        metric_family("mthpd_up", "gauge", "1 if mthpd is running.");
-        printf("mthpd_up %d\n", v->running);
-        if (v->running) {
-                metric_family("mthpd_ticks_total", "counter", "Sampling intervals mthpd has run since it started.");
-                printf("mthpd_ticks_total %llu\n", v->tick);
-                if (v->changes_known) {
-                        metric_family("mthpd_changes_total", "counter", "Knob writes by mthpd since it started.");
-                        printf("mthpd_changes_total %llu\n", v->changes);
-                }
-                metric_family("mthpd_fault_pages_per_second", "gauge",
-                              "Fault demand in 4K pages per second at mthpd's last tick.");
-                printf("mthpd_fault_pages_per_second %.1f\n", v->fault_pages_rate);
-                metric_family("mthpd_mode", "gauge", "mthpd's mode: manage (writes knobs) or observe (1 = current).");
-                printf("mthpd_mode{mode=\"manage\"} %d\n", strcmp(v->mode, "manage") == 0);
-                printf("mthpd_mode{mode=\"observe\"} %d\n", strcmp(v->mode, "observe") == 0);
-                metrics_cgroups();
-        }
+        collect_knobs(set, hv, &o);
+        collect_host(set, hv);
+        collect_daemon(set, v);
         free(v);
         host_view_close(hv);
-        return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_FAIL;
+        return EXIT_OK;
+}
+
+int cmd_metrics(struct ctl *c, int argc, char **argv) {
+        struct metric_set set = { 0 };
+        (void) argc;
+        (void) argv;
+        int r = metrics_collect(c, &set);
+        if (r == EXIT_OK)
+                r = (c->json ? metrics_print_json(stdout, &set) : metrics_print_text(stdout, &set)) < 0 ? EXIT_FAIL
+                                                                                                         : EXIT_OK;
+        metric_set_free(&set);
+        return r;
 }
