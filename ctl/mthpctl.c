@@ -49,8 +49,8 @@ static const struct command commands[] = {
           "the knob changes mthpd made, oldest first",
           "The knob changes mthpd made, oldest first: time, knob, old and new value, and\n"
           "the reason. Asks mthpd over the bus (it remembers its last 256 changes); when\n"
-          "it is not running, reads its entries from the journal (journalctl -o json\n"
-          "MESSAGE_ID=" MTHP_MESSAGE_CHANGE ").\n\n"
+          "it is not running, reads its entries from the journal (MESSAGE_ID=\n"
+          MTHP_MESSAGE_CHANGE "; with --root DIR, the journal files under DIR).\n\n"
           "  -n, --lines N   only the last N changes\n"
           "  --since TIME    only changes since TIME: -1h, '30min ago', today, yesterday,\n"
           "                  '2025-11-30 10:00', 10:00, @EPOCH\n"

@@ -1,168 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl history: the knob changes mthpd made, from the bus or the journal. */
+#include <systemd/sd-journal.h>
+
 #include "mthpctl.h"
-
-/* Just enough JSON for journalctl -o json: one flat object per line whose
- * values are strings, numbers, null, or arrays (binary or repeated
- * fields). Only string values are kept. */
-static const char *json_ws(const char *p) {
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-                p++;
-        return p;
-}
-
-static void utf8_put(char *out, size_t size, size_t *o, unsigned cp) {
-        char b[4];
-        size_t n;
-        if (cp < 0x80)
-                b[0] = (char) cp, n = 1;
-        else if (cp < 0x800)
-                b[0] = (char) (0xc0 | cp >> 6), b[1] = (char) (0x80 | (cp & 0x3f)), n = 2;
-        else if (cp < 0x10000)
-                b[0] = (char) (0xe0 | cp >> 12), b[1] = (char) (0x80 | (cp >> 6 & 0x3f)),
-                b[2] = (char) (0x80 | (cp & 0x3f)), n = 3;
-        else
-                b[0] = (char) (0xf0 | cp >> 18), b[1] = (char) (0x80 | (cp >> 12 & 0x3f)),
-                b[2] = (char) (0x80 | (cp >> 6 & 0x3f)), b[3] = (char) (0x80 | (cp & 0x3f)), n = 4;
-        if (*o + n < size) {
-                memcpy(out + *o, b, n);
-                *o += n;
-        }
-}
-
-static int hex4(const char *p, unsigned *v) {
-        *v = 0;
-        for (int i = 0; i < 4; i++) {
-                char ch = p[i];
-                unsigned d = ch >= '0' && ch <= '9' ? (unsigned) (ch - '0')
-                           : ch >= 'a' && ch <= 'f' ? (unsigned) (ch - 'a' + 10)
-                           : ch >= 'A' && ch <= 'F' ? (unsigned) (ch - 'A' + 10) : 16;
-                if (d > 15)
-                        return -EINVAL;
-                *v = *v << 4 | d;
-        }
-        return 0;
-}
-
-/* p at the opening quote; out may be NULL (skip). Returns past the closing
- * quote or NULL. Truncates to size. */
-static const char *json_string(const char *p, char *out, size_t size) {
-        size_t o = 0;
-        if (*p++ != '"')
-                return NULL;
-        for (;;) {
-                unsigned char ch = (unsigned char) *p++;
-                unsigned cp;
-                if (!ch)
-                        return NULL;
-                if (ch == '"')
-                        break;
-                if (ch != '\\') {
-                        if (out && o + 1 < size)
-                                out[o++] = (char) ch;
-                        continue;
-                }
-                ch = (unsigned char) *p++;
-                switch (ch) {
-                case 'b': cp = '\b'; break;
-                case 'f': cp = '\f'; break;
-                case 'n': cp = '\n'; break;
-                case 'r': cp = '\r'; break;
-                case 't': cp = '\t'; break;
-                case 'u':
-                        if (hex4(p, &cp) < 0)
-                                return NULL;
-                        p += 4;
-                        if (cp >= 0xd800 && cp < 0xdc00 && p[0] == '\\' && p[1] == 'u') {
-                                unsigned lo;
-                                if (hex4(p + 2, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
-                                        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                                        p += 6;
-                                }
-                        }
-                        break;
-                case '"': case '\\': case '/': cp = ch; break;
-                default: return NULL;
-                }
-                if (out)
-                        utf8_put(out, size, &o, cp);
-        }
-        if (out && size)
-                out[o < size ? o : size - 1] = 0;
-        return p;
-}
-
-static const char *json_skip(const char *p) {
-        p = json_ws(p);
-        if (*p == '"')
-                return json_string(p, NULL, 0);
-        if (*p == '[' || *p == '{') {
-                char close = *p == '[' ? ']' : '}';
-                p = json_ws(p + 1);
-                if (*p == close)
-                        return p + 1;
-                for (;;) {
-                        if (close == '}') {
-                                if (!(p = json_string(json_ws(p), NULL, 0)) || *(p = json_ws(p)) != ':')
-                                        return NULL;
-                                p++;
-                        }
-                        if (!(p = json_skip(p)))
-                                return NULL;
-                        p = json_ws(p);
-                        if (*p == close)
-                                return p + 1;
-                        if (*p++ != ',')
-                                return NULL;
-                }
-        }
-        const char *start = p; /* number, true, false, null */
-        while (*p && strchr("+-.0123456789eEtruefalsn", *p))
-                p++;
-        return p == start ? NULL : p;
-}
-
-/* One journal entry of a knob change; 0, or -EINVAL if it is not one. */
-static int journal_change_parse(const char *line, struct mthp_change *c, bool *dry_run) {
-        char key[64], ts[32] = "", dry[8] = "0";
-        const char *p = json_ws(line);
-        memset(c, 0, sizeof(*c));
-        if (*p++ != '{')
-                return -EINVAL;
-        for (p = json_ws(p); *p != '}';) {
-                if (!(p = json_string(p, key, sizeof(key))) || *(p = json_ws(p)) != ':')
-                        return -EINVAL;
-                p = json_ws(p + 1);
-                struct {
-                        const char *key;
-                        char *buf;
-                        size_t size;
-                } fields[] = {
-                        { "__REALTIME_TIMESTAMP", ts, sizeof(ts) },     { "MTHP_KNOB", c->id, sizeof(c->id) },
-                        { "MTHP_OLD", c->old, sizeof(c->old) },         { "MTHP_NEW", c->new, sizeof(c->new) },
-                        { "MTHP_REASON", c->reason, sizeof(c->reason) }, { "MTHP_DRY_RUN", dry, sizeof(dry) },
-                };
-                char *buf = NULL;
-                size_t size = 0;
-                for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-                        if (strcmp(key, fields[i].key) == 0)
-                                buf = fields[i].buf, size = fields[i].size;
-                p = buf && *p == '"' ? json_string(p, buf, size) : json_skip(p);
-                if (!p)
-                        return -EINVAL;
-                p = json_ws(p);
-                if (*p == ',')
-                        p = json_ws(p + 1);
-                else if (*p != '}')
-                        return -EINVAL;
-        }
-        char *end;
-        c->realtime_usec = strtoull(ts, &end, 10);
-        if (!c->id[0] || !ts[0] || *end)
-                return -EINVAL;
-        *dry_run = strcmp(dry, "1") == 0;
-        return 0;
-}
 
 struct history {
         const char *source;                   /* "bus" | "journal" */
@@ -181,71 +21,63 @@ static void history_add(struct history *h, const struct mthp_change *c, bool dry
         h->dry_run[h->n++] = dry_run;
 }
 
-/* Without the daemon: its change entries in the journal (MESSAGE_ID). */
+/* A field of the current entry, "NAME=value" in the journal, into buf
+ * (truncated; up to an embedded NUL). 0, or -ENOENT if the entry lacks it. */
+static int journal_field(sd_journal *j, const char *name, char *buf, size_t size) {
+        const void *data;
+        size_t len, nl = strlen(name);
+        int r = sd_journal_get_data(j, name, &data, &len);
+        if (r < 0)
+                return r;
+        const char *v = (const char *) data + nl + 1, *end = (const char *) data + len;
+        size_t n = (size_t) (end - v) < size - 1 ? (size_t) (end - v) : size - 1;
+        const char *nul = memchr(v, 0, n);
+        if (nul)
+                n = (size_t) (nul - v);
+        memcpy(buf, v, n);
+        buf[n] = 0;
+        return 0;
+}
+
+/* Without the daemon: its change entries (MESSAGE_ID=MTHP_MESSAGE_CHANGE)
+ * from the journal of the host root, read with sd-journal: the system's
+ * journal for /, else ROOT/var/log/journal and ROOT/run/log/journal (as
+ * journalctl --root). --since seeks; -n keeps the last N (cmd_history). */
 static int history_from_journal(const struct ctl *c, struct history *h) {
-        char since[64] = "", lines[32] = "";
-        char *args[12];
-        int n = 0, pfd[2];
-
-        args[n++] = (char *) "journalctl";
-        args[n++] = (char *) "-o";
-        args[n++] = (char *) "json";
-        args[n++] = (char *) "-q";
-        args[n++] = (char *) "--no-pager";
-        if (c->since_set) {
-                snprintf(since, sizeof(since), "--since=@%llu", (unsigned long long) (c->since_usec / 1000000));
-                args[n++] = since;
+        _cleanup_(sd_journal_closep) sd_journal *j = NULL;
+        bool host = strcmp(c->root, "/") == 0;
+        int r = host ? sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY)
+                     : sd_journal_open_directory(&j, c->root, SD_JOURNAL_OS_ROOT);
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: history: mthpd is not on the bus and the journal%s%s cannot be opened: %s\n",
+                        host ? "" : " under ", host ? "" : c->root, mthp_errno_words(r));
+                return r;
         }
-        if (c->lines) {
-                snprintf(lines, sizeof(lines), "--lines=%lu", c->lines);
-                args[n++] = lines;
+        uint64_t bytes = 0;
+        if (sd_journal_get_usage(j, &bytes) >= 0 && bytes == 0)
+                fprintf(stderr, "mthpctl: warning: history: no journal files%s%s (var/log/journal, run/log/journal)\n",
+                        host ? "" : " under ", host ? "" : c->root);
+        if ((r = sd_journal_add_match(j, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, 0)) < 0 ||
+            (r = c->since_set ? sd_journal_seek_realtime_usec(j, c->since_usec) : sd_journal_seek_head(j)) < 0) {
+                fprintf(stderr, "mthpctl: history: reading the journal: %s\n", mthp_errno_words(r));
+                return r;
         }
-        args[n++] = (char *) "MESSAGE_ID=" MTHP_MESSAGE_CHANGE;
-        args[n] = NULL;
-
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return -errno;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) {
-                close(pfd[0]);
-                close(pfd[1]);
-                return -errno;
+        while ((r = sd_journal_next(j)) > 0) {
+                struct mthp_change ch = { 0 };
+                char dry[8] = "0";
+                if (sd_journal_get_realtime_usec(j, &ch.realtime_usec) < 0 ||
+                    journal_field(j, "MTHP_KNOB", ch.id, sizeof(ch.id)) < 0 || !ch.id[0] ||
+                    ch.realtime_usec < c->since_usec)
+                        continue;
+                journal_field(j, "MTHP_OLD", ch.old, sizeof(ch.old));
+                journal_field(j, "MTHP_NEW", ch.new, sizeof(ch.new));
+                journal_field(j, "MTHP_REASON", ch.reason, sizeof(ch.reason));
+                journal_field(j, "MTHP_DRY_RUN", dry, sizeof(dry));
+                history_add(h, &ch, strcmp(dry, "1") == 0);
         }
-        if (pid == 0) {
-                dup2(pfd[1], STDOUT_FILENO);
-                execvp(args[0], args);
-                _exit(127);
-        }
-        close(pfd[1]);
-        FILE *f = fdopen(pfd[0], "re");
-        if (!f) {
-                close(pfd[0]);
-                waitpid(pid, NULL, 0);
-                return -ENOMEM;
-        }
-        char *line = NULL;
-        size_t cap = 0;
-        while (getline(&line, &cap, f) >= 0) {
-                struct mthp_change ch;
-                bool dry;
-                if (journal_change_parse(line, &ch, &dry) == 0 && ch.realtime_usec >= c->since_usec)
-                        history_add(h, &ch, dry);
-        }
-        free(line);
-        fclose(f);
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-                fprintf(stderr, "mthpctl: history: mthpd is not on the bus and journalctl is not available\n");
-                return -ENOENT;
-        }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                fprintf(stderr, "mthpctl: history: mthpd is not on the bus and journalctl failed (exit status %d)\n",
-                        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-                return -EIO;
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: history: reading the journal: %s\n", mthp_errno_words(r));
+                return r;
         }
         return 0;
 }
