@@ -82,6 +82,60 @@ static int history_from_journal(const struct ctl *c, struct history *h) {
         return 0;
 }
 
+/* The last N of h, oldest first, as a table or JSON. */
+static void history_print(const struct ctl *c, const struct history *h) {
+        /* the last N, oldest first */
+        unsigned from = c->lines && h->n > c->lines ? h->n - (unsigned) c->lines : 0;
+        bool journal = strcmp(h->source, "journal") == 0;
+        char since[64] = "";
+        if (c->since_set)
+                mthp_timestamp_format(c->since_usec, false, since, sizeof(since));
+        if (c->json) {
+                printf("{\"source\":\"%s\",\"changes\":[", h->source);
+                for (unsigned i = from; i < h->n; i++) {
+                        char t[64];
+                        mthp_timestamp_format(h->c[i].realtime_usec, true, t, sizeof(t));
+                        printf("%s{\"time_usec\":%llu,\"time\":\"%s\",\"id\":", i > from ? "," : "",
+                               (unsigned long long) h->c[i].realtime_usec, t);
+                        json_str(h->c[i].id);
+                        printf(",\"old\":");
+                        json_str(h->c[i].old);
+                        printf(",\"new\":");
+                        json_str(h->c[i].new);
+                        printf(",\"reason\":");
+                        json_str(h->c[i].reason);
+                        if (journal)
+                                printf(",\"dry_run\":%s", h->dry_run[i] ? "true" : "false");
+                        printf("}");
+                }
+                printf("]}\n");
+        } else if (from == h->n) {
+                if (journal)
+                        printf("mthpd is not on the bus, and the journal holds no knob changes by mthpd%s%s\n",
+                               since[0] ? " since " : "", since);
+                else
+                        printf("no knob changes%s%s (mthpd remembers its last %u)\n", since[0] ? " since " : "", since,
+                               MTHP_HISTORY_MAX);
+        } else {
+                struct table t;
+                if (journal)
+                        printf("mthpd is not on the bus; its knob changes from the journal:\n");
+                table_init(&t, "TIME", "KNOB", "OLD", "NEW", "REASON", NULL);
+                for (unsigned i = from; i < h->n; i++) {
+                        char tm[64];
+                        mthp_timestamp_format(h->c[i].realtime_usec, false, tm, sizeof(tm));
+                        table_cell(&t, "%s", tm);
+                        table_cell(&t, "%s", h->c[i].id);
+                        table_cell(&t, "%s", h->c[i].old);
+                        table_cell(&t, "%s", h->c[i].new);
+                        table_cell(&t, "%s%s", journal && h->dry_run[i] ? "(dry run, not written) " : "",
+                                   h->c[i].reason);
+                }
+                table_print(&t, stdout);
+                table_free(&t);
+        }
+}
+
 int cmd_history(struct ctl *c, int argc, char **argv) {
         struct history h = { 0 };
         int r;
@@ -116,56 +170,7 @@ int cmd_history(struct ctl *c, int argc, char **argv) {
                         goto out;
                 }
         }
-        /* the last N, oldest first */
-        unsigned from = c->lines && h.n > c->lines ? h.n - (unsigned) c->lines : 0;
-        bool journal = strcmp(h.source, "journal") == 0;
-        char since[64] = "";
-        if (c->since_set)
-                mthp_timestamp_format(c->since_usec, false, since, sizeof(since));
-        if (c->json) {
-                printf("{\"source\":\"%s\",\"changes\":[", h.source);
-                for (unsigned i = from; i < h.n; i++) {
-                        char t[64];
-                        mthp_timestamp_format(h.c[i].realtime_usec, true, t, sizeof(t));
-                        printf("%s{\"time_usec\":%llu,\"time\":\"%s\",\"id\":", i > from ? "," : "",
-                               (unsigned long long) h.c[i].realtime_usec, t);
-                        json_str(h.c[i].id);
-                        printf(",\"old\":");
-                        json_str(h.c[i].old);
-                        printf(",\"new\":");
-                        json_str(h.c[i].new);
-                        printf(",\"reason\":");
-                        json_str(h.c[i].reason);
-                        if (journal)
-                                printf(",\"dry_run\":%s", h.dry_run[i] ? "true" : "false");
-                        printf("}");
-                }
-                printf("]}\n");
-        } else if (from == h.n) {
-                if (journal)
-                        printf("mthpd is not on the bus, and the journal holds no knob changes by mthpd%s%s\n",
-                               since[0] ? " since " : "", since);
-                else
-                        printf("no knob changes%s%s (mthpd remembers its last %u)\n", since[0] ? " since " : "", since,
-                               MTHP_HISTORY_MAX);
-        } else {
-                struct table t;
-                if (journal)
-                        printf("mthpd is not on the bus; its knob changes from the journal:\n");
-                table_init(&t, "TIME", "KNOB", "OLD", "NEW", "REASON", NULL);
-                for (unsigned i = from; i < h.n; i++) {
-                        char tm[64];
-                        mthp_timestamp_format(h.c[i].realtime_usec, false, tm, sizeof(tm));
-                        table_cell(&t, "%s", tm);
-                        table_cell(&t, "%s", h.c[i].id);
-                        table_cell(&t, "%s", h.c[i].old);
-                        table_cell(&t, "%s", h.c[i].new);
-                        table_cell(&t, "%s%s", journal && h.dry_run[i] ? "(dry run, not written) " : "",
-                                   h.c[i].reason);
-                }
-                table_print(&t, stdout);
-                table_free(&t);
-        }
+        history_print(c, &h);
         r = EXIT_OK;
 out:
         free(h.c);
