@@ -6,7 +6,10 @@
  * anonymous shmem), writes one byte per 4K page (dense) or per --stride
  * (sparse), and unmaps it, in the spirit of will-it-scale page_fault1.
  * With --hold the region stays mapped and is re-touched, so a benchmark can
- * read the steady RSS of a long-lived process.  The main thread prints a
+ * read the steady RSS of a long-lived process; with --once it is touched
+ * once and then left alone (a program that allocates and stays alive).
+ * --value picks the byte written (0: pages whose data is all zero, which
+ * the kernel's THP shrinker can split and free; anything else: not).  The main thread prints a
  * line per second and a summary; a sampler thread tracks peak RSS because
  * VmHWM is of little use for a map/unmap loop.
  *
@@ -61,6 +64,8 @@ struct config {
 	unsigned phase_seconds;
 	unsigned fill_seconds;  /* with --hold: spread the first touch over this long */
 	bool hold;
+	bool once;              /* with hold: one pass, then idle until the end */
+	unsigned char value;    /* the byte written per touch */
 	bool quiet;
 	bool json;
 };
@@ -247,6 +252,10 @@ static void usage(FILE *f)
 		"  -F, --fill-seconds S     with --hold: grow into the region at an even pace\n"
 		"                           over S seconds (memory use grows steadily)\n"
 		"                           (no new faults after the first pass)\n"
+		"  -1, --once               touch the region once, then keep it mapped without\n"
+		"                           touching it until the run ends (implies --hold)\n"
+		"  -V, --value BYTE         the byte written per touch, 0..255 (default 1);\n"
+		"                           0 leaves every page's data all zero\n"
 		"  -m, --madvise ADV        hugepage or nohugepage: madvise() the region\n"
 		"                           (default: none, the knobs alone decide)\n"
 		"  -q, --quiet              no per-second lines\n"
@@ -288,6 +297,8 @@ static int parse_args(int argc, char **argv, struct config *c)
 		{ "phase-seconds", required_argument, NULL, 'P' },
 		{ "hold", no_argument, NULL, 'H' },
 		{ "fill-seconds", required_argument, NULL, 'F' },
+		{ "once", no_argument, NULL, '1' },
+		{ "value", required_argument, NULL, 'V' },
 		{ "madvise", required_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'j' },
@@ -296,6 +307,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 	};
 	bool have_kind = false, have_pattern = false;
 	uint64_t v;
+	unsigned u;
 	int o;
 
 	*c = (struct config){
@@ -304,10 +316,11 @@ static int parse_args(int argc, char **argv, struct config *c)
 		.threads = 1,
 		.seconds = 10,
 		.phase_seconds = 20,
+		.value = 1,
 	};
 
 	opterr = 0; /* we print our own, clearer messages */
-	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:m:qjh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:1V:m:qjh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'k':
 			if (!strcmp(optarg, "anon"))
@@ -366,6 +379,15 @@ static int parse_args(int argc, char **argv, struct config *c)
 			break;
 		case 'H':
 			c->hold = true;
+			break;
+		case '1':
+			c->once = true;
+			c->hold = true;
+			break;
+		case 'V':
+			if (parse_uint(optarg, 0, 255, &u))
+				return usage_error("invalid --value '%s' (expected 0..255)", optarg);
+			c->value = (unsigned char)u;
 			break;
 		case 'm':
 			if (!strcmp(optarg, "hugepage"))
@@ -593,7 +615,7 @@ static void touch_pass(struct worker *w, volatile char *base, enum pattern phase
 			/* Per touch: one fault can cost ~100 us with 2M folios. */
 			if (stopped())
 				goto out;
-			base[off] = 1;
+			base[off] = (char)g_cfg.value;
 			(*pages)++;
 		}
 		atomic_store_explicit(&w->pages, *pages, memory_order_relaxed);
@@ -639,6 +661,14 @@ static void *worker_main(void *arg)
 			rc = map_region(&r, &w->err_op);
 			if (rc)
 				goto fail;
+		}
+		if (g_cfg.once && !first) {
+			/* --once: mapped, untouched, until the deadline or a signal */
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+			while (!stopped() && now_ns() < g_deadline_ns)
+				nanosleep(&ts, NULL);
+			break;
 		}
 		touch_pass(w, r.work, phase_at(now_ns() - g_t0_ns), &pages, first && g_cfg.fill_seconds);
 		first = false;
@@ -834,12 +864,13 @@ int main(int argc, char **argv)
 		       ",\"vmhwm_kb\":%" PRIu64 ",\"pages\":%" PRIu64 ","
 		       "\"peak_vmrss_kb\":%" PRIu64 ",\"peak_smaps_rss_kb\":%" PRIu64 ","
 		       "\"size_bytes\":%zu,\"stride_bytes\":%zu,\"phase_seconds\":%u,"
-		       "\"requested_seconds\":%u,\"hold\":%s,\"interrupted\":%s,\"per_second\":[",
+		       "\"requested_seconds\":%u,\"hold\":%s,\"once\":%s,\"value\":%u,"
+		       "\"interrupted\":%s,\"per_second\":[",
 		       kind_name(g_cfg.kind), pattern_name(g_cfg.pattern), g_cfg.threads, elapsed,
 		       avg, peak, vmhwm_kb, pages, atomic_load(&g_peak_vmrss_kb),
 		       atomic_load(&g_peak_rollup_kb), g_cfg.size, g_cfg.stride,
 		       g_cfg.phase_seconds, g_cfg.seconds, g_cfg.hold ? "true" : "false",
-		       interrupted ? "true" : "false");
+		       g_cfg.once ? "true" : "false", (unsigned)g_cfg.value, interrupted ? "true" : "false");
 		for (unsigned i = 0; i < nsecs; i++)
 			printf("%s{\"t\":%u,\"phase\":\"%s\",\"pages_per_s\":%" PRIu64
 			       ",\"rss_kb\":%" PRIu64 ",\"rss_shmem_kb\":%" PRIu64 "}",
