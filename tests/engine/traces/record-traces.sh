@@ -19,7 +19,7 @@ BUILD=$(realpath "${1:?usage: $0 BUILD_DIR [TRACE...]}")
 shift
 OUT=${TRACE_DIR:-$(dirname "$(realpath "$0")")}
 MTHPD=$BUILD/daemon/mthpd
-MTHPCTL=$BUILD/daemon/mthpctl
+MTHPCTL=$BUILD/ctl/mthpctl
 WORKLOAD=$BUILD/tests/bench/mthp-workload
 LOCK=${MTHP_REALKERNEL_LOCK:-/tmp/mthpd-realkernel.lock}
 [[ $(id -u) == 0 ]] || { echo "$0: needs root" >&2; exit 1; }
