@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mthp/deciders.h"
+#include "mthp/escape.h"
 #include "mthp/log.h"
 
 #define TEXT_MAX 65536          /* a tuned.conf or unit file larger than this is cut */
@@ -30,9 +31,11 @@ static struct mthp_decider_setting *add(struct mthp_deciders *d, enum mthp_decid
         struct mthp_decider_setting *s = &d->s[d->n++];
         memset(s, 0, sizeof(*s));
         s->source = src;
-        mthp_strcpy(s->origin, sizeof(s->origin), origin);
-        snprintf(s->text, sizeof(s->text), "%.*s", (int) text_len, text);
-        mthp_strcpy(s->value, sizeof(s->value), value ? value : "");
+        /* unit and profile files, /proc/cmdline hold any byte: everything
+         * here reaches the log, status and JSON (mthp/escape.h) */
+        mthp_escape(s->origin, sizeof(s->origin), origin);
+        mthp_escape_n(s->text, sizeof(s->text), text, text_len);
+        mthp_escape(s->value, sizeof(s->value), value ? value : "");
         s->knobs = knobs;
         return s;
 }
@@ -240,7 +243,7 @@ static void read_tuned(const struct mthp_host *h, const struct mthp_caps *caps, 
         d->tuned_pid = find_tuned(h);
         if (mthp_host_read(h, "/etc/tuned/active_profile", buf, sizeof(buf)) <= 0)
                 return;
-        mthp_strcpy(d->tuned_profile, sizeof(d->tuned_profile), trim(buf));
+        mthp_escape(d->tuned_profile, sizeof(d->tuned_profile), trim(buf));
         /* "a b": tuned merges several profiles, later ones win */
         char list[sizeof(d->tuned_profile)];
         memcpy(list, d->tuned_profile, sizeof(list));

@@ -48,7 +48,11 @@ ExecStartPre=/bin/sh -c "echo always > /sys/kernel/mm/transparent_hugepage/enabl
 ExecStartPre=/bin/sh -c 'echo defer+madvise | tee /sys/kernel/mm/transparent_hugepage/defrag'
 ExecStart=/usr/bin/mongod
 UNIT
+# a unit file holds any byte: what reaches status is escaped, valid UTF-8
+printf '[Service]\nMemoryTHP=disable\033[2J\377\n' > "$ROOT/etc/systemd/system/evil.service"
 ctl status > "$T/st" || fail "status"
+grep -qF 'MemoryTHP=disable\x1b[2J\xff' "$T/st" || { cat "$T/st"; fail "status: a unit's bytes not escaped"; }
+python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$T/st" || fail "status: not UTF-8"
 for want in "thp_anon=16K-64K:always -> 16K/anon 32K/anon 64K/anon" \
             "thp_anon=128K,512K:inherit -> 128K/anon 512K/anon" \
             "thp_shmem=2M:never -> 2M/shmem" \
