@@ -13,7 +13,10 @@ static const struct command commands[] = {
           "administrator pinned it), and the allocation and fallback rates measured over\n"
           "--sample; then the global knobs. While mthpd is on the bus, 'set by' and its\n"
           "decisions come from it; otherwise from the restore journal. Works without the\n"
-          "daemon.\n\n"
+          "daemon. For a knob someone else changed: when mthpd noticed and its likely\n"
+          "writer; in observe mode, what mthpd would set next to what is set; last, the\n"
+          "other deciders of THP: the kernel command line, tuned and its profile, units\n"
+          "with MemoryTHP= or writing THP files.\n\n"
           "  --sample TIME   how long to measure rates (default 500ms; 0: none)\n"
           "  -j, --json      machine-readable output\n",
           O_JSON | O_SAMPLE, NULL, 0, 0, cmd_status },
