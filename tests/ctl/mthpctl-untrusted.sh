@@ -97,6 +97,20 @@ ctl --sample 0 status --json | json_strict 'assert d["daemon"] is False' 2>"$T/p
         fail "item03: status --json: $(cat "$T/py")"
 ok "item03: cgroups (text, JSON) with a cgroup named with 0xff and ESC: escaped, valid UTF-8"
 
+# ---- item 8: without mthpd, cgroups decides as mthpd: Unit= not in delegated subtrees ----
+mkdir -m 0755 "$T/pol8"
+printf '[Match]\nUnit=postgresql@*.service\n[Policy]\nAnon=always\n' > "$T/pol8/db.policy"
+"$FAKEHOST" cgroup "$ROOT" user.slice/user-1000.slice/user@1000.service/app.slice/postgresql@x.service >/dev/null
+"$FAKEHOST" cgroup "$ROOT" system.slice/postgresql@y.service >/dev/null
+# delegated by ownership: a directory owned by a user (mthp_cgroup_owned_by_user)
+chown -R "$NOBODY" "$ROOT$("$FAKEHOST" cgroup "$ROOT" srv.slice/postgresql@z.service)"
+expect_rc 0 ctl --sample 0 cgroups --policy-dir "$T/pol8" --json
+json_strict '
+p = [c["path"] for c in d["cgroups"]]
+assert p == ["/system.slice/postgresql@y.service"], p' <"$T/out" 2>"$T/py" ||
+        fail "item08: cgroups lists a cgroup in a delegated subtree: $(cat "$T/py")"
+ok "item08: cgroups without mthpd leaves Unit= out of user@1000.service and a user's cgroup, as mthpd does"
+
 # ---- item 5: special files never hang ----
 mkdir -p -m 0755 "$STATE"
 mkfifo "$STATE/restore.journal"
