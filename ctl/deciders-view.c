@@ -3,6 +3,7 @@
  * and JSON, and who most likely took each knob mthpd no longer manages. */
 #include "mthpctl.h"
 #include "mthp/deciders.h"
+#include "mthp/escape.h"
 
 static void knob_ids(FILE *f, const struct mthp_caps *caps, uint64_t mask, bool json) {
         bool first = true;
@@ -103,7 +104,7 @@ void likely_writer(const struct mthp_deciders *d, const struct mthp_foreign_note
         if (s)
                 mthp_decider_describe(s, buf, size);
         else if (note && note->writer[0])
-                snprintf(buf, size, "%s", note->writer);
+                mthp_escape(buf, size, note->writer);   /* a file in the state directory */
         else
                 buf[0] = 0;
 }

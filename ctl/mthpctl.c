@@ -343,6 +343,18 @@ int main(int argc, char **argv) {
                 r = parse_command(&c, c.cmd, argc - at, argv + at, &first);
                 if (r >= 0)
                         return r;
+                /* a path that does not fit is refused, never cut: a cut
+                 * --state-dir named another journal ("nothing to restore") */
+                if (strlen(c.state_dir) > MTHP_STATE_DIR_MAX) {
+                        fprintf(stderr, "mthpctl: --state-dir %s: expected a path of at most %d bytes\n", c.state_dir,
+                                MTHP_STATE_DIR_MAX);
+                        return EXIT_USAGE;
+                }
+                if (c.policy_dir && strlen(c.policy_dir) >= MTHP_PATH_MAX) {
+                        fprintf(stderr, "mthpctl: --policy-dir %s: expected a path of less than %d bytes\n",
+                                c.policy_dir, MTHP_PATH_MAX);
+                        return EXIT_USAGE;
+                }
                 return c.cmd->run(&c, argc - at - first, argv + at + first);
         }
         fprintf(stderr, "mthpctl: unknown command '%s'; see 'mthpctl --help'\n", name);

@@ -30,10 +30,12 @@
 #include "mthp/config.h"
 #include "mthp/policy.h"
 #include "mthp/engine.h"
+#include "mthp/escape.h"
 #include "mthp/journal.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/record.h"
+#include "mthp/safe-io.h"
 #include "mthp/sample.h"
 #include "mthp/status.h"
 #include "mthp/timespan.h"
@@ -107,11 +109,13 @@ struct table {
         char **cells;
 };
 
-/* a JSON string: ", \\ and control characters escaped */
+/* a JSON string: the text mthp_escape() gives (valid UTF-8, control
+ * characters as \xNN), with " and \\ escaped for JSON */
 void json_fstr(FILE *f, const char *s);
 void json_str(const char *s);  /* on stdout */
 void json_str_or_null(const char *s);
 void *xrealloc(void *p, size_t n);
+void print_errors(const char *err); /* FILE:LINE: errors on stderr, escaped */
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void table_init(struct table *t, ...);
 void table_print(const struct table *t, FILE *f);

@@ -221,8 +221,10 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("absent");
                 printf("; MemAvailable %llu MiB\n\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
+                char clean[4 * sizeof(v->not_writable)], id[128], value[4 * MTHP_VALUE_MAX];
                 if (v->not_writable[0])
-                        printf("note: mthpd cannot write the knobs (%s): it only observes\n", v->not_writable);
+                        printf("note: mthpd cannot write the knobs (%s): it only observes\n",
+                               mthp_escape(clean, sizeof(clean), v->not_writable));
                 for (unsigned i = 0; i < j.n; i++)
                         if (j.e[i].state == MTHP_ENTRY_FOREIGN) {
                                 int kn = mthp_caps_find_knob(&hv->caps, j.e[i].id);
@@ -235,9 +237,10 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                                         if (localtime_r(&t, &tm))
                                                 strftime(when, sizeof(when), " at %Y-%m-%d %H:%M:%S", &tm);
                                 }
+                                mthp_escape(id, sizeof(id), j.e[i].id);
                                 printf("note: %s was changed by someone else to '%s'%s; mthpd no longer manages it "
                                        "('mthpctl resume %s' hands it back)\n",
-                                       j.e[i].id, j.e[i].foreign_value, when, j.e[i].id);
+                                       id, mthp_escape(value, sizeof(value), j.e[i].foreign_value), when, id);
                                 printf("      likely writer: %s\n", who[0] ? who : "unknown (no tuned profile, "
                                        "unit or command line setting writes this knob)");
                         }
@@ -427,8 +430,13 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         printf(",\"reason\":");
                         json_str(k->reason);
                         printf("}");
-                } else
-                        printf("%s: %s\n    %s\n", k->id, k->decision, k->reason);
+                } else {
+                        /* from the daemon or its status file: comms and cgroup names in them, escaped */
+                        char id[4 * sizeof(k->id)], decision[4 * sizeof(k->decision)], reason[4 * sizeof(k->reason)];
+                        printf("%s: %s\n    %s\n", mthp_escape(id, sizeof(id), k->id),
+                               mthp_escape(decision, sizeof(decision), k->decision),
+                               mthp_escape(reason, sizeof(reason), k->reason));
+                }
                 first = false;
         }
         if (c->json)
