@@ -189,6 +189,15 @@ int look_at_knobs(struct ctl *c, struct host_view **hv, struct daemon_view **v, 
                   bool *journal_ok);
 void json_status_fields(const struct ctl *c, const struct host_view *hv, const struct daemon_view *v,
                         const struct knob_owners *o, const struct mthp_journal *j, bool journal_ok);
+/* deciders-view.c: the other deciders of THP (mthp/deciders.h) */
+struct mthp_deciders;
+struct mthp_foreign_note;
+void print_deciders(FILE *f, const struct mthp_caps *caps, const struct mthp_deciders *d);
+void json_deciders(const struct mthp_caps *caps, const struct mthp_deciders *d);
+const struct mthp_foreign_note *foreign_note_find(const struct mthp_foreign_note *n, int nn, const char *id);
+/* Into buf: who most likely wrote value to knob ("" if nobody is known). */
+void likely_writer(const struct mthp_deciders *d, const struct mthp_foreign_note *note, int knob, const char *value,
+                   char *buf, size_t size);
 int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_sizes(struct ctl *c, int argc, char **argv);
 int cmd_explain(struct ctl *c, int argc, char **argv);

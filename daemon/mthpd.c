@@ -20,6 +20,7 @@
 #include "bus.h"
 #include "daemon.h"
 #include "mthp-config.h"
+#include "mthp/deciders.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/safe-io.h"
@@ -150,6 +151,12 @@ static int knob_write(struct daemon *d, int knob, const char *value, const char 
 
 /* The actuator's hook: KnobChanged for every write (not for the changes an
  * observing mthpd only logs). */
+static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *ours, const char *theirs) {
+        struct daemon *d = user;
+        (void) ours;
+        (void) mthp_deciders_foreign_noticed(d->host, &d->caps, d->cfg.state_dir, k, theirs);
+}
+
 static void on_knob_changed(void *user, const struct mthp_change *c) {
         struct daemon *d = user;
         if (!d->act.dry_run)
@@ -770,6 +777,7 @@ static int startup(struct daemon *d) {
         mthp_caps_describe(&d->caps, buf, sizeof(buf));
         for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
                 mthp_log(LOG_INFO, "probe: %s", line);
+        mthp_deciders_log(d->host, &d->caps);
 
         bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
         char why[MTHP_PATH_MAX + 256];
@@ -812,6 +820,7 @@ static int startup(struct daemon *d) {
                 return r;
         }
         d->act.on_change = on_knob_changed;
+        d->act.on_foreign = on_knob_foreign;
         d->act.user = d;
         /* Managing knobs that cannot be written would log an error per knob
          * and leave a state that claims sizes the kernel never got: say it
