@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl cgroups: the cgroups policy files manage. */
 #include "mthpctl.h"
+#include "mthp/util.h"
 
 static int cmp_cgroup_rate(const void *a, const void *b) {
         const struct ctl_bus_cgroup *x = a, *y = b;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl simulate: replay a recording through the engine. */
 #include "mthpctl.h"
+#include "mthp/util.h"
 
 /* The value a knob ends up with under a decision: "" is its original. */
 static const char *decided_value(const char *decision, const char *original) {

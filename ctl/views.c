@@ -3,6 +3,7 @@
  * daemon view (over the bus, else from the status file), the restore
  * journal, and the errors of calls on the bus. */
 #include "mthpctl.h"
+#include "mthp/util.h"
 
 uint64_t now_usec(void) {
         struct timespec ts;

@@ -13,6 +13,7 @@
 #include "mthp-config.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 /* After a disconnect (dbus-daemon restarted or gone) mthpd connects again,
  * first after 250 ms, then doubling up to every 4 s, for as long as it runs. */

@@ -25,6 +25,7 @@
 #include "mthp/probe.h"
 #include "mthp/safe-io.h"
 #include "mthp/status.h"
+#include "mthp/util.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
 

@@ -14,6 +14,7 @@
 #include "mthp/procinfo.h"
 #include "mthp/density.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25        /* Linux 6.1 */

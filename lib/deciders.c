@@ -14,6 +14,7 @@
 #include "mthp/deciders.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 #define TEXT_MAX 65536          /* a tuned.conf or unit file larger than this is cut */
 #define DIR_ENTRIES_MAX 4096    /* per directory: bounded on any host */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mthp/density.h"
+#include "mthp/util.h"
 
 #include "pagemap-scan.h"
 

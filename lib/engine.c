@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mthp/engine.h"
+#include "mthp/util.h"
 
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */

@@ -10,15 +10,7 @@
 #include <unistd.h>
 
 #include "mthp/host.h"
-
-void mthp_closep(int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-}
-
-void mthp_freep(void *p) {
-        free(*(void **) p);
-}
+#include "mthp/util.h"
 
 int mthp_host_open(const char *root, struct mthp_host **ret) {
         struct mthp_host *h;
@@ -145,17 +137,4 @@ void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
                 }
                 p = *eol ? eol + 1 : eol;
         }
-}
-
-int mthp_strcpy(char *dst, size_t size, const char *src) {
-        size_t len = strlen(src);
-        if (size == 0)
-                return -ENAMETOOLONG;
-        if (len >= size) {
-                memcpy(dst, src, size - 1);
-                dst[size - 1] = 0;
-                return -ENAMETOOLONG;
-        }
-        memcpy(dst, src, len + 1);
-        return 0;
 }

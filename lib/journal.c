@@ -10,6 +10,7 @@
 
 #include "ini-util.h"
 #include "mthp/journal.h"
+#include "mthp/probe.h"
 #include "mthp/log.h"
 #include "mthp/safe-io.h"
 

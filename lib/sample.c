@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/probe.h"
 #include "mthp/sample.h"
 
 static const char *const vmstat_names[_MTHP_VM_MAX] = {

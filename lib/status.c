@@ -13,6 +13,7 @@
 #include "mthp/escape.h"
 #include "mthp/safe-io.h"
 #include "mthp/status.h"
+#include "mthp/util.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
                            const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mthp/taskstats.h"
+#include "mthp/util.h"
 
 /* struct taskstats only ever grows at its end, so a field is present when the
  * payload covers it and the version is at least the one that added it.

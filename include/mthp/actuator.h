@@ -6,17 +6,6 @@
 #include "mthp/journal.h"
 #include "mthp/probe.h"
 
-#define MTHP_REASON_MAX 768
-#define MTHP_HISTORY_MAX 256
-
-struct mthp_change {
-        uint64_t realtime_usec;
-        char id[32];
-        char old[MTHP_VALUE_MAX];
-        char new[MTHP_VALUE_MAX];
-        char reason[MTHP_REASON_MAX];
-};
-
 struct mthp_actuator;
 typedef void (*mthp_change_cb)(void *user, const struct mthp_change *c);
 /* Called once when a knob mthpd manages was changed by someone else. */

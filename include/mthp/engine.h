@@ -2,9 +2,9 @@
 #pragma once
 
 #include "mthp/config.h"
-#include "mthp/sample.h"
-#include "mthp/actuator.h"
 #include "mthp/policy.h"
+#include "mthp/sample.h"
+#include "mthp/types.h"
 
 /* Per kind, the engine keeps a level: level L enables the L smallest sizes of
  * the allowed ladder ("always"); sizes above stay at their original value.

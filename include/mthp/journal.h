@@ -2,7 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
-#include "mthp/probe.h"
+#include "mthp/types.h"
 
 /* The restore journal: for every knob mthpd has changed, the value it had
  * before (original) and the value mthpd last wrote. Written atomically

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "mthp/util.h"
 
 static void link_in_tree(const struct fixture *f, const char *target, const char *linkpath) {
         char p[PATH_MAX];

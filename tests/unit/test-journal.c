@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "mthp/journal.h"
+#include "mthp/util.h"
 #include "unit.h"
 
 static void make_state_dir(const struct fixture *f) {
