@@ -4,7 +4,7 @@
 
 int cmd_pin(struct ctl *c, int argc, char **argv) {
         const char *id = argv[0], *value = argv[1];
-        uint64_t until = 0, now = realtime_usec();
+        uint64_t until = 0, now = mthp_now_usec(CLOCK_REALTIME);
         struct ctl_bus *bus;
         struct ctl_bus_error e;
         (void) argc;

@@ -11,6 +11,7 @@
 #include "mthp/actuator.h"
 #include "mthp/log.h"
 #include "mthp/safe-io.h"
+#include "mthp/util.h"
 
 int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
                        const char *state_dir, bool dry_run) {
@@ -32,10 +33,8 @@ int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const
 static void record(struct mthp_actuator *a, const struct mthp_knob *k, const char *old, const char *new,
                    const char *reason) {
         struct mthp_change *c = &a->history[a->history_head];
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
         memset(c, 0, sizeof(*c));
-        c->realtime_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        c->realtime_usec = mthp_now_usec(CLOCK_REALTIME);
         snprintf(c->id, sizeof(c->id), "%s", k->id);
         snprintf(c->old, sizeof(c->old), "%s", old);
         snprintf(c->new, sizeof(c->new), "%s", new);

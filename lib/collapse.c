@@ -151,15 +151,9 @@ unsigned mthp_collapse_batch_blocks(const struct mthp_collapse_budget *b, uint64
 
 /* ---- kernel calls ---- */
 
-static uint64_t clock_usec(clockid_t id) {
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 static uint64_t mono_usec(void *user) {
         (void) user;
-        return clock_usec(CLOCK_MONOTONIC);
+        return mthp_now_usec(CLOCK_MONOTONIC);
 }
 
 /* Present pages (not the zero page) and PMD mapping of n blocks, one
@@ -230,7 +224,7 @@ static struct stamp stamp_now(const struct mthp_collapser *c) {
                 uint64_t t = c->ops.now_usec(c->ops.user);
                 return (struct stamp) { t, t };
         }
-        return (struct stamp) { clock_usec(CLOCK_MONOTONIC), clock_usec(CLOCK_THREAD_CPUTIME_ID) };
+        return (struct stamp) { mthp_now_usec(CLOCK_MONOTONIC), mthp_now_usec(CLOCK_THREAD_CPUTIME_ID) };
 }
 
 /* What the work since t0 cost: our thread's CPU time (the collapse runs in

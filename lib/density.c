@@ -131,16 +131,6 @@ struct mthp_density_sampler {
 
 /* ---- small helpers ---- */
 
-static uint64_t clock_ns(clockid_t id) {
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static uint64_t now_ns(void) {
-        return clock_ns(CLOCK_MONOTONIC);
-}
-
 static uint64_t rng_next(uint64_t *x) {
         uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);   /* splitmix64 */
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -519,8 +509,8 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
  * before the second process is read. Wall time still caps it at 4x, so a
  * descheduled tick cannot hold the daemon's loop. */
 static uint64_t elapsed_usec(const struct mthp_density_sampler *s) {
-        uint64_t cpu = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns) / 1000;
-        uint64_t wall = (now_ns() - s->t0_ns) / 1000;
+        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns) / 1000;
+        uint64_t wall = (mthp_now_nsec(CLOCK_MONOTONIC) - s->t0_ns) / 1000;
         return cpu > wall / 4 ? cpu : wall / 4;
 }
 
@@ -1017,7 +1007,7 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
 
 static int sample_proc(struct mthp_density_sampler *s, struct proc_entry *e, const struct mthp_density_target *t,
                        struct mthp_density_proc *out) {
-        uint64_t t0 = now_ns(), t0_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t t0 = mthp_now_nsec(CLOCK_MONOTONIC), t0_cpu = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
         struct proc_ctx c = { .pid = e->pid, .fd = -1, .unlisted = e->unlisted };
         char path[32];
         size_t len;
@@ -1088,7 +1078,7 @@ static int sample_proc(struct mthp_density_sampler *s, struct proc_entry *e, con
         fold(s, &c, out);
         /* measured as the tick's cost is (elapsed_usec): CPU time, at least a
          * quarter of the wall time, so a process never costs more than its tick */
-        uint64_t cpu = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0_cpu) / 1000, wall = (now_ns() - t0) / 1000;
+        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - t0_cpu) / 1000, wall = (mthp_now_nsec(CLOCK_MONOTONIC) - t0) / 1000;
         out->usec = cpu > wall / 4 ? cpu : wall / 4;
         return 0;
 }
@@ -1311,8 +1301,8 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         unsigned scanned;
         int r;
 
-        s->t0_ns = now_ns();
-        s->t0_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        s->t0_ns = mthp_now_nsec(CLOCK_MONOTONIC);
+        s->t0_cpu_ns = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
         s->tick_examined = s->tick_queued = s->tick_reads = 0;
         s->exhausted = false;
         memset(out, 0, sizeof(*out));
