@@ -426,14 +426,11 @@ static int tick(struct daemon *d) {
         d->snap.n_cgroups = 0;
         if (d->cgmon && d->policies->n) {
                 r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
-                if (r < 0 && !d->cgmon_error_logged) {
+                if (r < 0 && mthp_once_set(&d->cgmon_error_logged))
                         mthp_log(LOG_WARNING, "cgroup sampling failed: %s; deciding without cgroup figures",
                                  mthp_errno_words(r));
-                        d->cgmon_error_logged = true;
-                } else if (r >= 0 && d->cgmon_error_logged) {
+                else if (r >= 0 && mthp_once_clear(&d->cgmon_error_logged))
                         mthp_log(LOG_INFO, "cgroup sampling works again");
-                        d->cgmon_error_logged = false;
-                }
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
@@ -444,11 +441,9 @@ static int tick(struct daemon *d) {
                         density_view(d, &rep, &d->snap.density);
                         mthp_procinfo_enrich(d->procinfo, &d->snap.density);
                 }
-                else if (!d->density_error_logged) {
+                else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
-                        d->density_error_logged = true;
-                }
         }
         record_tick(d);
         mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);

@@ -829,13 +829,11 @@ out:
                 ent_clear(c, e);
         } else if (r == -EPERM || r == -EACCES) {
                 e->denied = true;
-                if (!c->perm_logged) {
-                        c->perm_logged = true;
+                if (mthp_once_set(&c->perm_logged))
                         mthp_log(LOG_WARNING,
                                  "MADV_COLLAPSE on process %d: %s: collapsing needs CAP_SYS_NICE and ptrace "
                                  "read access to the target; not trying it again for this process (reported once)",
                                  (int) pid, strerror(-r));
-                }
         } else if (r == -EOPNOTSUPP) {
                 c->support = -1;
                 mthp_log(LOG_NOTICE, "MADV_COLLAPSE: process_madvise or PAGEMAP_SCAN is missing on this kernel: "
