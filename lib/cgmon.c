@@ -42,6 +42,7 @@
 #include "mthp/cgmon.h"
 #include "mthp/log.h"
 #include "mthp/util.h"
+#include "mthp/procfs.h"
 
 #define DEFAULT_RESCAN_USEC (30ULL * 1000000ULL)
 #define DEFAULT_FULL_USEC (30ULL * 1000000ULL)

@@ -12,7 +12,7 @@
 
 #include "mthp/collapse.h"
 #include "mthp/procinfo.h"
-#include "mthp/density.h"
+#include "mthp/procfs.h"
 #include "mthp/log.h"
 #include "mthp/util.h"
 
@@ -30,7 +30,6 @@
 #define PAGE 4096u
 #define CHUNK_BLOCKS 64u                /* blocks per PAGEMAP_SCAN walk (128 MiB) */
 #define VEC_LEN 1024u                   /* page_region runs per ioctl; the walk resumes if it fills */
-#define TEXT_MAX (16u << 20)            /* cap on a maps file: a longer one is looked at by its prefix */
 #define REFUSED_MAX 4u                  /* mappings per process left alone after EINVAL */
 
 struct refused {
@@ -97,10 +96,10 @@ struct mthp_collapser {
 
 int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end) {
         struct mthp_mapping m;
-        int r = mthp_density_parse_maps_line(line, len, &m);
+        int r = mthp_proc_parse_maps_line(line, len, &m);
         if (r < 0)
                 return r;
-        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_density_mapping_kind(&m) != MTHP_ANON)
+        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_proc_mapping_kind(&m) != MTHP_ANON)
                 return 0;
         uint64_t a = (m.start + pmd_bytes - 1) & ~(pmd_bytes - 1);
         uint64_t b = m.end & ~(pmd_bytes - 1);
@@ -366,38 +365,9 @@ static struct proc_ent *ent_get(struct mthp_collapser *c, pid_t pid) {
 
 static int read_text(struct mthp_collapser *c, const char *path, size_t *len) {
         _cleanup_close_ int fd = mthp_host_open_file(c->host, path, O_RDONLY | O_CLOEXEC);
-        size_t n = 0;
-
         if (fd < 0)
                 return fd;
-        for (;;) {
-                if (n + 4096 + 1 > c->cap_text) {
-                        if (c->cap_text >= TEXT_MAX)
-                                break;
-                        size_t cap = c->cap_text ? c->cap_text * 2 : 65536;
-                        char *t = realloc(c->text, cap);
-                        if (!t)
-                                return -ENOMEM;
-                        c->text = t;
-                        c->cap_text = cap;
-                }
-                ssize_t k = read(fd, c->text + n, c->cap_text - 1 - n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        if (n + 4096 + 1 > c->cap_text) {      /* cut at the cap: drop the partial last line */
-                while (n > 0 && c->text[n - 1] != '\n')
-                        n--;
-        }
-        c->text[n] = 0;
-        *len = n;
-        return 0;
+        return mthp_proc_read_fd(fd, &c->text, &c->cap_text, len);
 }
 
 /* A /proc file of a process that is gone reads as ENOENT or ESRCH. */
@@ -414,7 +384,7 @@ static int read_identity(struct mthp_collapser *c, pid_t pid, uint64_t *starttim
         int r = mthp_host_read(c->host, path, buf, sizeof(buf));
         if (r < 0)
                 return gone_errno(r);
-        if (mthp_density_parse_stat(buf, &st) < 0)
+        if (mthp_proc_parse_stat(buf, &st) < 0)
                 return -EBADMSG;
         if (st.state == 'Z' || st.state == 'X')
                 return -ESRCH;
@@ -478,7 +448,7 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                 int r = mthp_collapse_maps_line(p, (size_t) (le - p), c->pmd_bytes, &first, &last);
                 if (r < 0)
                         return -EBADMSG;
-                if (r > 0 && mthp_density_parse_maps_line(p, (size_t) (le - p), &m) == 0) {
+                if (r > 0 && mthp_proc_parse_maps_line(p, (size_t) (le - p), &m) == 0) {
                         ms = m.start;
                         me = m.end;
                         if (is_refused(e, ms, me))

@@ -20,7 +20,6 @@
 #define WIN_PAGES_MAX (MTHP_DENSITY_MAX_KB * 1024 / PAGE)
 #define WIN_WORDS (WIN_PAGES_MAX / 64)
 #define READ_BATCH 256               /* subpages per process_vm_readv (<= IOV_MAX) */
-#define TEXT_MAX (16u << 20)         /* cap on a maps file; a longer one is sampled by its prefix */
 #define PF_KTHREAD 0x00200000u
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAPPED (1ULL << 62)
@@ -210,155 +209,6 @@ static unsigned block_count(const struct bit_counts *c, unsigned lbp, unsigned j
 
 static bool entry_touched(uint64_t e) {
         return e & (PM_PRESENT | PM_SWAPPED);
-}
-
-/* ---- pure parsers ---- */
-
-int mthp_density_parse_stat(const char *text, struct mthp_proc_stat *st) {
-        const char *open = strchr(text, '('), *close = strrchr(text, ')');
-        char *end;
-
-        memset(st, 0, sizeof(*st));
-        if (!open || !close || close < open)
-                return -EBADMSG;
-        errno = 0;
-        long pid = strtol(text, &end, 10);
-        if (end == text || errno || pid <= 0 || pid > INT32_MAX)
-                return -EBADMSG;
-        st->pid = (pid_t) pid;
-        size_t len = (size_t) (close - open - 1);
-        if (len >= sizeof(st->comm))
-                len = sizeof(st->comm) - 1;
-        memcpy(st->comm, open + 1, len);
-        st->comm[len] = 0;
-
-        /* Fields after comm, numbered as in proc(5): 3 state, 9 flags,
-         * 10 minflt, 22 starttime. Some are signed (tpgid, nice). */
-        const char *p = close + 1;
-        for (unsigned field = 3; field <= 22; field++) {
-                while (*p == ' ')
-                        p++;
-                if (!*p || *p == '\n')
-                        return -EBADMSG;
-                if (field == 3)
-                        st->state = *p;
-                else if (field == 9 || field == 10 || field == 22) {
-                        errno = 0;
-                        unsigned long long v = strtoull(p, &end, 10);
-                        if (end == p || errno || (*end != ' ' && *end != '\n' && *end))
-                                return -EBADMSG;
-                        if (field == 9)
-                                st->flags = (unsigned) v;
-                        else if (field == 10)
-                                st->minflt = v;
-                        else
-                                st->starttime = v;
-                }
-                p += strcspn(p, " \n");
-        }
-        /* 23 vsize, 24 rss: optional, for ranking only */
-        for (unsigned field = 23; field <= 24; field++) {
-                while (*p == ' ')
-                        p++;
-                if (!*p || *p == '\n')
-                        return 0;
-                if (field == 24)
-                        st->rss_pages = strtoull(p, NULL, 10);
-                p += strcspn(p, " \n");
-        }
-        return 0;
-}
-
-static int parse_hex(const char **p, const char *end, uint64_t *v) {
-        uint64_t x = 0;
-        const char *q = *p;
-        while (q < end) {
-                int d;
-                if (*q >= '0' && *q <= '9')
-                        d = *q - '0';
-                else if (*q >= 'a' && *q <= 'f')
-                        d = *q - 'a' + 10;
-                else if (*q >= 'A' && *q <= 'F')
-                        d = *q - 'A' + 10;
-                else
-                        break;
-                if (x >> 60)
-                        return -EBADMSG;
-                x = x << 4 | (uint64_t) d;
-                q++;
-        }
-        if (q == *p)
-                return -EBADMSG;
-        *p = q;
-        *v = x;
-        return 0;
-}
-
-static int expect(const char **p, const char *end, char c) {
-        if (*p >= end || **p != c)
-                return -EBADMSG;
-        (*p)++;
-        return 0;
-}
-
-int mthp_density_parse_maps_line(const char *line, size_t len, struct mthp_mapping *m) {
-        const char *p = line, *end = line + len;
-        uint64_t major, minor;
-
-        memset(m, 0, sizeof(*m));
-        while (end > p && (end[-1] == '\n' || end[-1] == '\0'))
-                end--;
-        if (parse_hex(&p, end, &m->start) < 0 || expect(&p, end, '-') < 0 ||
-            parse_hex(&p, end, &m->end) < 0 || expect(&p, end, ' ') < 0 || m->end < m->start)
-                return -EBADMSG;
-        if (end - p < 5 || p[4] != ' ')
-                return -EBADMSG;
-        memcpy(m->perms, p, 4);
-        p += 5;
-        if (parse_hex(&p, end, &m->offset) < 0 || expect(&p, end, ' ') < 0 ||
-            parse_hex(&p, end, &major) < 0 || expect(&p, end, ':') < 0 ||
-            parse_hex(&p, end, &minor) < 0 || expect(&p, end, ' ') < 0)
-                return -EBADMSG;
-        m->dev_major = (unsigned) major;
-        m->dev_minor = (unsigned) minor;
-        const char *q = p;
-        while (p < end && *p >= '0' && *p <= '9')
-                m->inode = m->inode * 10 + (uint64_t) (*p++ - '0');
-        if (p == q || (p < end && *p != ' '))
-                return -EBADMSG;
-        while (p < end && *p == ' ')
-                p++;
-        m->name = p;
-        m->name_len = (size_t) (end - p);
-        return 0;
-}
-
-static bool name_is(const struct mthp_mapping *m, const char *s) {
-        return m->name_len == strlen(s) && memcmp(m->name, s, m->name_len) == 0;
-}
-
-static bool name_starts(const struct mthp_mapping *m, const char *s) {
-        size_t n = strlen(s);
-        return m->name_len >= n && memcmp(m->name, s, n) == 0;
-}
-
-int mthp_density_mapping_kind(const struct mthp_mapping *m) {
-        if (m->perms[0] != 'r')
-                return -ENOENT;  /* PROT_NONE reservations and guard pages */
-        if (m->perms[3] == 'p') {
-                if (m->perms[1] != 'w')
-                        return -ENOENT;
-                /* a private /dev/zero mapping is plain anonymous memory */
-                if ((m->name_len == 0 && m->inode == 0) || name_is(m, "[heap]") || name_is(m, "[stack]") ||
-                    name_starts(m, "[anon:") || name_is(m, "/dev/zero"))
-                        return MTHP_ANON;
-                return -ENOENT;
-        }
-        if (m->perms[3] == 's' &&
-            (name_is(m, "/dev/zero (deleted)") || name_starts(m, "/SYSV") || name_starts(m, "/memfd:") ||
-             name_starts(m, "/dev/shm/") || name_starts(m, "[anon_shmem:")))
-                return MTHP_SHMEM;
-        return -ENOENT;
 }
 
 double mthp_density_coverage(const uint64_t *pagemap, size_t n, unsigned block_pages, uint64_t *blocks) {
@@ -876,31 +726,9 @@ static int sample_kind(struct mthp_density_sampler *s, struct proc_ctx *c, int k
 
 static int read_all(struct mthp_density_sampler *s, int dfd, const char *name, size_t *len) {
         _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
-        size_t n = 0;
-
         if (fd < 0)
                 return -errno;
-        for (;;) {
-                if (n + 4096 + 1 > s->cap_text) {
-                        if (s->cap_text >= TEXT_MAX)
-                                break;
-                        int r = grow((void **) &s->text, &s->cap_text, n + 4096 + 1, 1);
-                        if (r < 0)
-                                return r;
-                }
-                ssize_t k = read(fd, s->text + n, s->cap_text - 1 - n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        s->text[n] = 0;
-        *len = n;
-        return 0;
+        return mthp_proc_read_fd(fd, &s->text, &s->cap_text, len);
 }
 
 static void rss_cb(void *user, const char *key, unsigned long long value) {
@@ -921,11 +749,11 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
         while (p < end) {
                 const char *eol = memchr(p, '\n', (size_t) (end - p));
                 if (!eol)
-                        break;   /* a cut-off last line (maps longer than TEXT_MAX) */
+                        break;   /* a cut-off last line (maps longer than MTHP_PROC_TEXT_MAX) */
                 struct mthp_mapping m;
                 int kind;
-                if (mthp_density_parse_maps_line(p, (size_t) (eol - p), &m) == 0 &&
-                    (kind = mthp_density_mapping_kind(&m)) >= 0) {
+                if (mthp_proc_parse_maps_line(p, (size_t) (eol - p), &m) == 0 &&
+                    (kind = mthp_proc_mapping_kind(&m)) >= 0) {
                         uint64_t a = m.start, b = m.end;
                         if (t && t->end) {
                                 a = a > t->start ? a : t->start;
@@ -1163,7 +991,7 @@ static void scan_one(struct mthp_density_sampler *s, pid_t pid, uint64_t t_usec,
 
         out->pid = -1;
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        if (mthp_host_read(s->host, path, buf, sizeof(buf)) <= 0 || mthp_density_parse_stat(buf, &st) < 0 ||
+        if (mthp_host_read(s->host, path, buf, sizeof(buf)) <= 0 || mthp_proc_parse_stat(buf, &st) < 0 ||
             st.state == 'Z' || st.state == 'X')
                 return;
         *out = (struct proc_entry) {

@@ -115,26 +115,3 @@ int mthp_host_write(const struct mthp_host *h, const char *path, const char *val
                 return -EIO;
         return 0;
 }
-
-void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
-        const char *p = text;
-
-        while (*p) {
-                const char *eol = strchrnul(p, '\n');
-                char key[64];
-                size_t klen = strcspn(p, ": \t\n");
-                if (klen > 0 && klen < sizeof(key) && p + klen < eol) {
-                        memcpy(key, p, klen);
-                        key[klen] = 0;
-                        const char *v = p + klen;
-                        while (v < eol && (*v == ':' || *v == ' ' || *v == '\t'))
-                                v++;
-                        char *end;
-                        errno = 0;
-                        unsigned long long val = strtoull(v, &end, 10);
-                        if (end != v && errno == 0)
-                                cb(user, key, val);
-                }
-                p = *eol ? eol + 1 : eol;
-        }
-}

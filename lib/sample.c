@@ -8,6 +8,7 @@
 
 #include "mthp/probe.h"
 #include "mthp/sample.h"
+#include "mthp/procfs.h"
 
 static const char *const vmstat_names[_MTHP_VM_MAX] = {
         [MTHP_VM_PGFAULT] = "pgfault",
