@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -14,24 +13,16 @@
 #include "mthp/density.h"
 #include "mthp/util.h"
 
+#include "proc-scan.h"
+
 #include "pagemap-scan.h"
 
 #define PAGE MTHP_DENSITY_PAGE
 #define WIN_PAGES_MAX (MTHP_DENSITY_MAX_KB * 1024 / PAGE)
 #define WIN_WORDS (WIN_PAGES_MAX / 64)
 #define READ_BATCH 256               /* subpages per process_vm_readv (<= IOV_MAX) */
-#define PF_KTHREAD 0x00200000u
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAPPED (1ULL << 62)
-
-struct proc_entry {
-        pid_t pid;                   /* 0: not scanned yet, -1: gone (scratch table only) */
-        bool kthread, from_lifetime;
-        uint8_t unlisted[_MTHP_KIND_MAX];   /* ticks left to draw without trying to list */
-        char comm[MTHP_DENSITY_COMM_MAX];
-        uint64_t starttime, minflt, t_usec, rss_pages;
-        double rate;
-};
 
 struct region {
         uint64_t start, end;
@@ -94,12 +85,9 @@ struct mthp_density_sampler {
         uint64_t wbytes;
         uint64_t rng;
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
-        long clk_tck;
         pid_t self;
 
-        struct proc_entry *tab, *spare;     /* spare: next tick's table, being built */
-        size_t n_tab, cap_tab, cap_spare;
-        pid_t cursor;                       /* last PID whose stat was read */
+        struct mthp_proc_scan ps;           /* the rotating /proc scan: who faults */
         struct mthp_density_target *targets;
         size_t n_targets;
         struct mthp_density_proc *procs;
@@ -109,8 +97,6 @@ struct mthp_density_sampler {
         bool exhausted;
 
         /* scratch, reused */
-        pid_t *pids;
-        size_t cap_pids;
         char *text;
         size_t cap_text;
         struct region *reg[_MTHP_KIND_MAX];
@@ -139,20 +125,6 @@ static uint64_t rng_next(uint64_t *x) {
 
 static uint64_t rng_below(uint64_t *x, uint64_t n) {
         return (uint64_t) (((unsigned __int128) rng_next(x) * n) >> 64);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-        if (need <= *cap)
-                return 0;
-        size_t n = *cap ? *cap : 16;
-        while (n < need)
-                n *= 2;
-        void *q = realloc(*p, n * elem);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
 }
 
 static uint64_t low_bits(unsigned n) {
@@ -305,7 +277,7 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
         s->wpages = wpages;
         s->wbytes = (uint64_t) wpages * PAGE;
         s->rng = b.seed;
-        s->clk_tck = sysconf(_SC_CLK_TCK);
+        mthp_proc_scan_init(&s->ps, h);
         s->self = getpid();
         s->procs = calloc(b.max_procs, sizeof(*s->procs));
         s->rbuf = aligned_alloc(PAGE, READ_BATCH * PAGE);
@@ -320,11 +292,9 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
 void mthp_density_free(struct mthp_density_sampler *s) {
         if (!s)
                 return;
-        free(s->tab);
-        free(s->spare);
+        mthp_proc_scan_free(&s->ps);
         free(s->targets);
         free(s->procs);
-        free(s->pids);
         free(s->text);
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 free(s->reg[k]);
@@ -362,6 +332,12 @@ static uint64_t elapsed_usec(const struct mthp_density_sampler *s) {
         uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns) / 1000;
         uint64_t wall = (mthp_now_nsec(CLOCK_MONOTONIC) - s->t0_ns) / 1000;
         return cpu > wall / 4 ? cpu : wall / 4;
+}
+
+/* The /proc scan gets at most half of the tick's time. */
+static bool scan_stop(void *user) {
+        const struct mthp_density_sampler *s = user;
+        return elapsed_usec(s) >= s->b.max_usec / 2;
 }
 
 /* May a window costing `pages` start now? Sets the reason it may not. */
@@ -507,7 +483,7 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
                         const struct wmap *m, double u) {
         uint64_t full[MTHP_SIZES_MAX][WIN_WORDS];   /* per size: which blocks are full */
         struct bit_counts tc, pc;
-        int r = grow((void **) &s->recs, &s->cap_recs, s->n_recs + 1, sizeof(*s->recs));
+        int r = mthp_grow((void **) &s->recs, &s->cap_recs, s->n_recs + 1, sizeof(*s->recs));
         if (r < 0)
                 return r;
         uint32_t ri = (uint32_t) s->n_recs++;
@@ -613,7 +589,7 @@ static int enumerate(struct mthp_density_sampler *s, struct proc_ctx *c, int kin
                                 if (r == 0)
                                         break;
                         }
-                        int r = grow((void **) &s->listed, &s->cap_listed, *n + 1, sizeof(*s->listed));
+                        int r = mthp_grow((void **) &s->listed, &s->cap_listed, *n + 1, sizeof(*s->listed));
                         if (r < 0)
                                 return r;
                         window_of(s, g, cur, &w);
@@ -762,7 +738,7 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
                         a = (a + PAGE - 1) & ~(uint64_t) (PAGE - 1);
                         b &= ~(uint64_t) (PAGE - 1);
                         if (a < b) {
-                                int r = grow((void **) &s->reg[kind], &s->cap_reg[kind], s->n_reg[kind] + 1,
+                                int r = mthp_grow((void **) &s->reg[kind], &s->cap_reg[kind], s->n_reg[kind] + 1,
                                              sizeof(struct region));
                                 if (r < 0)
                                         return r;
@@ -833,7 +809,7 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
         out->complete = !c->cut;
 }
 
-static int sample_proc(struct mthp_density_sampler *s, struct proc_entry *e, const struct mthp_density_target *t,
+static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e, const struct mthp_density_target *t,
                        struct mthp_density_proc *out) {
         uint64_t t0 = mthp_now_nsec(CLOCK_MONOTONIC), t0_cpu = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
         struct proc_ctx c = { .pid = e->pid, .fd = -1, .unlisted = e->unlisted };
@@ -911,154 +887,6 @@ static int sample_proc(struct mthp_density_sampler *s, struct proc_entry *e, con
         return 0;
 }
 
-/* ---- the process table ---- */
-
-static int cmp_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static struct proc_entry *find_entry(struct proc_entry *tab, size_t n, pid_t pid) {
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (tab[mid].pid == pid)
-                        return &tab[mid];
-                if (tab[mid].pid < pid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
-static int list_pids(struct mthp_density_sampler *s, size_t *ret) {
-        size_t n = 0;
-        int r;
-
-        if (s->n_targets) {
-                r = grow((void **) &s->pids, &s->cap_pids, s->n_targets, sizeof(pid_t));
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < s->n_targets; i++)
-                        s->pids[n++] = s->targets[i].pid;
-        } else {
-                int fd = mthp_host_open_file(s->host, "/proc", O_RDONLY | O_DIRECTORY);
-                if (fd < 0)
-                        return fd;
-                DIR *d = fdopendir(fd);
-                if (!d) {
-                        r = -errno;
-                        close(fd);
-                        return r;
-                }
-                struct dirent *de;
-                while ((de = readdir(d))) {
-                        char *end;
-                        long pid = strtol(de->d_name, &end, 10);
-                        if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
-                                continue;
-                        r = grow((void **) &s->pids, &s->cap_pids, n + 1, sizeof(pid_t));
-                        if (r < 0) {
-                                closedir(d);
-                                return r;
-                        }
-                        s->pids[n++] = (pid_t) pid;
-                }
-                closedir(d);
-        }
-        if (n > 1) /* s->pids is NULL while no process was ever seen */
-                qsort(s->pids, n, sizeof(pid_t), cmp_pid);
-        size_t u = 0;
-        for (size_t i = 0; i < n; i++)
-                if (u == 0 || s->pids[u - 1] != s->pids[i])
-                        s->pids[u++] = s->pids[i];
-        *ret = u;
-        return 0;
-}
-
-static double read_uptime(const struct mthp_host *h) {
-        char buf[128];
-        if (mthp_host_read(h, "/proc/uptime", buf, sizeof(buf)) <= 0)
-                return -1;
-        return strtod(buf, NULL);
-}
-
-static void scan_one(struct mthp_density_sampler *s, pid_t pid, uint64_t t_usec, double uptime,
-                     struct proc_entry *out) {
-        char path[40], buf[1024];
-        struct mthp_proc_stat st;
-
-        out->pid = -1;
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        if (mthp_host_read(s->host, path, buf, sizeof(buf)) <= 0 || mthp_proc_parse_stat(buf, &st) < 0 ||
-            st.state == 'Z' || st.state == 'X')
-                return;
-        *out = (struct proc_entry) {
-                .pid = pid,
-                .kthread = st.flags & PF_KTHREAD,
-                .starttime = st.starttime,
-                .minflt = st.minflt,
-                .rss_pages = st.rss_pages,
-                .t_usec = t_usec,
-        };
-        memcpy(out->comm, st.comm, sizeof(out->comm));
-        const struct proc_entry *old = find_entry(s->tab, s->n_tab, pid);
-        if (old && old->starttime == st.starttime)
-                memcpy(out->unlisted, old->unlisted, sizeof(out->unlisted));
-        if (old && old->starttime == st.starttime && t_usec > old->t_usec && st.minflt >= old->minflt) {
-                out->rate = (double) (st.minflt - old->minflt) * 1e6 / (double) (t_usec - old->t_usec);
-        } else if (uptime > 0 && s->clk_tck > 0) {
-                /* first sight: its lifetime average, so that a short-lived
-                 * process that faults hard (a compiler) is seen at all */
-                double age = uptime - (double) st.starttime / (double) s->clk_tck;
-                out->rate = (double) st.minflt / (age > 1 ? age : 1);
-                out->from_lifetime = true;
-        }
-}
-
-/* Read up to max_scan stat files, resuming after the last PID read; the
- * others keep their last rate. Rebuilds the table in PID order. */
-static int scan_procs(struct mthp_density_sampler *s, uint64_t t_usec, size_t n, unsigned *scanned) {
-        int r = grow((void **) &s->spare, &s->cap_spare, n ? n : 1, sizeof(struct proc_entry));
-        if (r < 0)
-                return r;
-        struct proc_entry *nt = s->spare;
-        memset(nt, 0, n * sizeof(*nt));
-        double uptime = read_uptime(s->host);
-        size_t i0 = 0;
-        while (i0 < n && s->pids[i0] <= s->cursor)
-                i0++;
-        size_t k = n < s->b.max_scan ? n : s->b.max_scan;
-        *scanned = 0;
-        for (size_t j = 0; j < k; j++) {
-                if (elapsed_usec(s) >= s->b.max_usec / 2)
-                        break;
-                size_t idx = (i0 + j) % n;
-                scan_one(s, s->pids[idx], t_usec, uptime, &nt[idx]);
-                s->cursor = s->pids[idx];
-                (*scanned)++;
-        }
-        size_t u = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (nt[i].pid == 0) {
-                        const struct proc_entry *old = find_entry(s->tab, s->n_tab, s->pids[i]);
-                        if (old)
-                                nt[i] = *old;
-                }
-                if (nt[i].pid > 0)
-                        nt[u++] = nt[i];
-        }
-        struct proc_entry *tmp = s->tab;
-        size_t cap = s->cap_tab;
-        s->tab = s->spare;
-        s->cap_tab = s->cap_spare;
-        s->spare = tmp;
-        s->cap_spare = cap;
-        s->n_tab = u;
-        return 0;
-}
-
 static const struct mthp_density_target *find_target(const struct mthp_density_sampler *s, pid_t pid) {
         for (size_t i = 0; i < s->n_targets; i++)
                 if (s->targets[i].pid == pid)
@@ -1070,13 +898,13 @@ static const struct mthp_density_target *find_target(const struct mthp_density_s
  * would rank a compiler's 300 4K faults/s above a workload faulting 2M
  * folios 60 times a second (30k pages/s): the one whose size decisions
  * matter. */
-static double rank_key(const struct proc_entry *e) {
+static double rank_key(const struct mthp_proc_entry *e) {
         return e->rate * (double) (e->rss_pages ? e->rss_pages : 1);
 }
 
 static int cmp_rate(const void *a, const void *b, void *tab) {
-        const struct proc_entry *x = (const struct proc_entry *) tab + *(const size_t *) a;
-        const struct proc_entry *y = (const struct proc_entry *) tab + *(const size_t *) b;
+        const struct mthp_proc_entry *x = (const struct mthp_proc_entry *) tab + *(const size_t *) a;
+        const struct mthp_proc_entry *y = (const struct mthp_proc_entry *) tab + *(const size_t *) b;
         double kx = rank_key(x), ky = rank_key(y);
         if (kx != ky)
                 return kx > ky ? -1 : 1;
@@ -1138,27 +966,27 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         out->n_sizes = s->n_sizes;
         out->procs = s->procs;
 
-        r = list_pids(s, &n);
+        r = mthp_proc_scan_list(&s->ps, s->targets, s->n_targets, &n);
         if (r < 0)
                 return r;
-        r = scan_procs(s, t_usec, n, &scanned);
+        r = mthp_proc_scan_stat(&s->ps, t_usec, n, s->b.max_scan, scan_stop, s, &scanned);
         if (r < 0)
                 return r;
         out->procs_listed = (unsigned) n;
         out->procs_scanned = scanned;
 
-        size_t *order = malloc((s->n_tab ? s->n_tab : 1) * sizeof(*order));
+        size_t *order = malloc((s->ps.n_tab ? s->ps.n_tab : 1) * sizeof(*order));
         if (!order)
                 return -ENOMEM;
         size_t nc = 0;
-        for (size_t i = 0; i < s->n_tab; i++) {
-                const struct proc_entry *e = &s->tab[i];
+        for (size_t i = 0; i < s->ps.n_tab; i++) {
+                const struct mthp_proc_entry *e = &s->ps.tab[i];
                 if (e->kthread || (s->host->real && e->pid == s->self))
                         continue;
                 if (s->n_targets || e->rate > 0)
                         order[nc++] = i;
         }
-        qsort_r(order, nc, sizeof(*order), cmp_rate, s->tab);
+        qsort_r(order, nc, sizeof(*order), cmp_rate, s->ps.tab);
 
         for (size_t j = 0; j < nc && out->n_procs < s->b.max_procs; j++) {
                 if (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||
@@ -1166,7 +994,7 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
                         s->exhausted = true;
                         break;
                 }
-                struct proc_entry *e = &s->tab[order[j]];
+                struct mthp_proc_entry *e = &s->ps.tab[order[j]];
                 r = sample_proc(s, e, find_target(s, e->pid), &s->procs[out->n_procs]);
                 if (r == -ENOMEM) {
                         free(order);

@@ -37,3 +37,17 @@ int mthp_strcpy(char *dst, size_t size, const char *src) {
         memcpy(dst, src, len + 1);
         return 0;
 }
+
+int mthp_grow(void **p, size_t *cap, size_t need, size_t elem) {
+        if (need <= *cap)
+                return 0;
+        size_t n = *cap ? *cap : 16;
+        while (n < need)
+                n *= 2;
+        void *q = realloc(*p, n * elem);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}

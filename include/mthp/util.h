@@ -56,5 +56,9 @@ static inline bool mthp_once_clear(bool *flag) {
         return true;
 }
 
+/* Make *p hold at least need elements of elem bytes; *cap counts them and
+ * doubles from 16. 0 or -ENOMEM (then *p is untouched). */
+int mthp_grow(void **p, size_t *cap, size_t need, size_t elem);
+
 /* Copy with truncation check: 0, or -ENAMETOOLONG (dst then holds a prefix). */
 int mthp_strcpy(char *dst, size_t size, const char *src);
