@@ -190,7 +190,7 @@ static int restore_from_journal(struct ctl *c) {
                         close(lfd);
                 return EXIT_FAIL;
         }
-        r = mthp_journal_restore(h, path, &n);
+        r = mthp_actuator_restore_file(h, path, &n);
         mthp_host_free(h);
         if (lfd >= 0)
                 close(lfd);

@@ -825,7 +825,7 @@ static int startup(struct daemon *d) {
                 unsigned n = 0;
                 mthp_log(LOG_WARNING, "found restore journal %s from a run that did not stop cleanly; restoring",
                          d->act.journal_file);
-                r = mthp_journal_restore(d->host, d->act.journal_file, &n);
+                r = mthp_actuator_restore_file(d->host, d->act.journal_file, &n);
                 if (r != 0) {
                         /* never restart over it: a loop of failing restores helps nobody */
                         char left[32] = "";

@@ -296,11 +296,117 @@ int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MT
         return found;
 }
 
+static bool is_global(const char *path) {
+        return !strstr(path, "/hugepages-");
+}
+
+int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsigned *n_restored) {
+        struct mthp_journal j;
+        char err[1024];
+        unsigned failed = 0, restored = 0;
+
+        int r = mthp_journal_load(file, &j, err, sizeof(err));
+        if (r == -ENOENT) {
+                if (n_restored)
+                        *n_restored = 0;
+                return 0;
+        }
+        if (r < 0) {
+                mthp_log(LOG_ERR, "%s", err[0] ? err : "cannot read the restore journal");
+                return r;
+        }
+        /* A journal belongs to the host root it was written for: never apply
+         * a fake tree's journal to the real host, or the other way round. */
+        struct stat want, have;
+        if (stat(j.root[0] ? j.root : "/", &want) < 0 || fstat(h->root_fd, &have) < 0 ||
+            want.st_dev != have.st_dev || want.st_ino != have.st_ino) {
+                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it", file,
+                         j.root[0] ? j.root : "/", h->root);
+                return -EXDEV;
+        }
+        /* Per-size knobs, then global ones, then per-size again: a per-size
+         * shmem 'inherit' is refused while global shmem is 'force', and
+         * global 'force' is refused while a non-PMD size inherits, so either
+         * order can be the one that works. Failures count on the last try. */
+        for (int pass = 0; pass < 3; pass++)
+                for (unsigned i = 0; i < j.n; i++) {
+                        struct mthp_journal_entry *e = &j.e[i];
+                        if (is_global(e->path) != (pass == 1) || !e->path[0])
+                                continue;
+                        bool last_try = pass >= 1;
+                        struct mthp_knob k = { 0 };
+                        snprintf(k.path, sizeof(k.path), "%s", e->path);
+                        snprintf(k.id, sizeof(k.id), "%s", e->id);
+                        char cur[MTHP_VALUE_MAX], text[256];
+                        r = mthp_host_read(h, e->path, text, sizeof(text));
+                        if (r >= 0)
+                                r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
+                        if (r < 0) {
+                                if (last_try) {
+                                        mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,
+                                                      e->path, mthp_errno_words(r));
+                                        failed++;
+                                }
+                                continue;
+                        }
+                        bool ours = strcmp(cur, e->written) == 0 || (e->previous[0] && strcmp(cur, e->previous) == 0);
+                        if (e->state == MTHP_ENTRY_FOREIGN || !ours) {
+                                if (strcmp(cur, e->original) != 0)
+                                        mthp_log(LOG_NOTICE,
+                                                 "restore %s: left at '%s': someone else changed it after mthpd "
+                                                 "wrote '%s' (original was '%s')",
+                                                 e->id, cur, e->written, e->original);
+                                e->path[0] = 0; /* not ours any more */
+                                continue;
+                        }
+                        if (!mthp_knob_allows(&k, e->original)) {
+                                /* a damaged journal: never write what the kernel does not offer */
+                                if (last_try) {
+                                        mthp_log_knob(LOG_ERR, e->id,
+                                                      "restore %s: the journal %s holds original '%s', which %s "
+                                                      "does not offer ('%s'); not writing it", e->id, file,
+                                                      e->original, e->path, text[0] ? strtok(text, "\n") : "");
+                                        failed++;
+                                }
+                                continue;
+                        }
+                        r = mthp_host_write(h, e->path, e->original);
+                        char back[MTHP_VALUE_MAX] = "";
+                        if (r == 0)
+                                r = mthp_knob_read(h, &k, back);
+                        if (r == 0 && strcmp(back, e->original) != 0)
+                                r = -EIO;
+                        if (r < 0) {
+                                if (last_try) {
+                                        mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
+                                                      e->id, e->original, e->path, mthp_errno_words(r));
+                                        failed++;
+                                }
+                                continue;
+                        }
+                        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
+                        e->path[0] = 0;
+                        restored++;
+                }
+        /* keep only what could not be restored, so a retry still knows it */
+        struct mthp_journal left = { .n = 0 };
+        memcpy(left.root, j.root, sizeof(left.root));
+        for (unsigned i = 0; i < j.n; i++)
+                if (j.e[i].path[0])
+                        left.e[left.n++] = j.e[i];
+        r = mthp_journal_save(file, &left);
+        if (r < 0)
+                return r;
+        if (n_restored)
+                *n_restored = restored;
+        return (int) failed;
+}
+
 int mthp_actuator_restore(struct mthp_actuator *a) {
         if (a->dry_run)
                 return 0;
         unsigned n = 0;
-        int r = mthp_journal_restore(a->host, a->journal_file, &n);
+        int r = mthp_actuator_restore_file(a->host, a->journal_file, &n);
         /* whatever is left on disk is what could not be restored */
         char err[256];
         if (mthp_journal_load(a->journal_file, &a->journal, err, sizeof(err)) < 0) {

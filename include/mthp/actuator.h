@@ -61,6 +61,13 @@ bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob);
  * -ENOENT if the knob is not foreign, or the journal's save error (the knob
  * then stays foreign). */
 int mthp_actuator_resume(struct mthp_actuator *a, int knob);
+/* Put back every managed knob of the journal file whose current value is still what mthpd wrote.
+ * Knobs changed by someone else are left alone (and reported). Restores
+ * per-size knobs before global ones (the kernel rejects per-size "inherit"
+ * for shmem while the global value is "force"). Removes the journal when
+ * everything is back. Returns the number of knobs that could not be
+ * restored (0 = all good) or a negative errno. */
+int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsigned *n_restored);
 /* Restore all managed knobs (clean stop). Returns failures or -errno. */
 int mthp_actuator_restore(struct mthp_actuator *a);
 
