@@ -99,6 +99,20 @@ static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, c
         return 0;
 }
 
+/* The one place a knob is written: one write(2), then read the knob back
+ * and compare. 0; the write's -errno; or -EIO when the kernel reads back
+ * something else (back then holds it, "" if the read failed). */
+static int knob_put(const struct mthp_host *h, const struct mthp_knob *k, const char *value,
+                    char back[MTHP_VALUE_MAX]) {
+        back[0] = 0;
+        int r = mthp_host_write(h, k->path, value);
+        if (r == 0)
+                r = mthp_knob_read(h, k, back);
+        if (r == 0 && strcmp(back, value) != 0)
+                r = -EIO;
+        return r;
+}
+
 int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
                     size_t errsz) {
         const struct mthp_knob *k = &a->caps->knobs[knob];
@@ -178,18 +192,9 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
                 return r;
         }
 
-        bool mismatch = false;
-        back[0] = 0;
-        r = mthp_host_write(a->host, k->path, target);
-        if (r == 0) {
-                r = mthp_knob_read(a->host, k, back);
-                if (r == 0 && strcmp(back, target) != 0) {
-                        mismatch = true;
-                        r = -EIO;
-                }
-        }
+        r = knob_put(a->host, k, target, back);
         if (r < 0) {
-                if (mismatch)
+                if (r == -EIO && back[0])
                         snprintf(err, errsz, "%s (%s): wrote '%s' but the kernel reads back '%s'", k->id, k->path,
                                  target, back);
                 else
@@ -370,12 +375,8 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
                                 }
                                 continue;
                         }
-                        r = mthp_host_write(h, e->path, e->original);
-                        char back[MTHP_VALUE_MAX] = "";
-                        if (r == 0)
-                                r = mthp_knob_read(h, &k, back);
-                        if (r == 0 && strcmp(back, e->original) != 0)
-                                r = -EIO;
+                        char back[MTHP_VALUE_MAX];
+                        r = knob_put(h, &k, e->original, back);
                         if (r < 0) {
                                 if (last_try) {
                                         mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
