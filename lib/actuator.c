@@ -305,6 +305,62 @@ static bool is_global(const char *path) {
         return !strstr(path, "/hugepages-");
 }
 
+/* Restore one journal entry on this pass; last_try: failures count (and
+ * are logged). 1 restored, 0 left for another pass or not ours any more
+ * (e->path cleared), -1 failed on the last try. */
+static int restore_entry(const struct mthp_host *h, const char *file, struct mthp_journal_entry *e,
+                         bool last_try) {
+        struct mthp_knob k = { 0 };
+        snprintf(k.path, sizeof(k.path), "%s", e->path);
+        snprintf(k.id, sizeof(k.id), "%s", e->id);
+        char cur[MTHP_VALUE_MAX], text[256];
+        int r = mthp_host_read(h, e->path, text, sizeof(text));
+        if (r >= 0)
+                r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
+        if (r < 0) {
+                if (last_try) {
+                        mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,
+                                      e->path, mthp_errno_words(r));
+                        return -1;
+                }
+                return 0;
+        }
+        bool ours = strcmp(cur, e->written) == 0 || (e->previous[0] && strcmp(cur, e->previous) == 0);
+        if (e->state == MTHP_ENTRY_FOREIGN || !ours) {
+                if (strcmp(cur, e->original) != 0)
+                        mthp_log(LOG_NOTICE,
+                                 "restore %s: left at '%s': someone else changed it after mthpd "
+                                 "wrote '%s' (original was '%s')",
+                                 e->id, cur, e->written, e->original);
+                e->path[0] = 0; /* not ours any more */
+                return 0;
+        }
+        if (!mthp_knob_allows(&k, e->original)) {
+                /* a damaged journal: never write what the kernel does not offer */
+                if (last_try) {
+                        mthp_log_knob(LOG_ERR, e->id,
+                                      "restore %s: the journal %s holds original '%s', which %s "
+                                      "does not offer ('%s'); not writing it", e->id, file,
+                                      e->original, e->path, text[0] ? strtok(text, "\n") : "");
+                        return -1;
+                }
+                return 0;
+        }
+        char back[MTHP_VALUE_MAX];
+        r = knob_put(h, &k, e->original, back);
+        if (r < 0) {
+                if (last_try) {
+                        mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
+                                      e->id, e->original, e->path, mthp_errno_words(r));
+                        return -1;
+                }
+                return 0;
+        }
+        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
+        e->path[0] = 0;
+        return 1;
+}
+
 int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsigned *n_restored) {
         struct mthp_journal j;
         char err[1024];
@@ -338,56 +394,11 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
                         struct mthp_journal_entry *e = &j.e[i];
                         if (is_global(e->path) != (pass == 1) || !e->path[0])
                                 continue;
-                        bool last_try = pass >= 1;
-                        struct mthp_knob k = { 0 };
-                        snprintf(k.path, sizeof(k.path), "%s", e->path);
-                        snprintf(k.id, sizeof(k.id), "%s", e->id);
-                        char cur[MTHP_VALUE_MAX], text[256];
-                        r = mthp_host_read(h, e->path, text, sizeof(text));
-                        if (r >= 0)
-                                r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
-                        if (r < 0) {
-                                if (last_try) {
-                                        mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,
-                                                      e->path, mthp_errno_words(r));
-                                        failed++;
-                                }
-                                continue;
-                        }
-                        bool ours = strcmp(cur, e->written) == 0 || (e->previous[0] && strcmp(cur, e->previous) == 0);
-                        if (e->state == MTHP_ENTRY_FOREIGN || !ours) {
-                                if (strcmp(cur, e->original) != 0)
-                                        mthp_log(LOG_NOTICE,
-                                                 "restore %s: left at '%s': someone else changed it after mthpd "
-                                                 "wrote '%s' (original was '%s')",
-                                                 e->id, cur, e->written, e->original);
-                                e->path[0] = 0; /* not ours any more */
-                                continue;
-                        }
-                        if (!mthp_knob_allows(&k, e->original)) {
-                                /* a damaged journal: never write what the kernel does not offer */
-                                if (last_try) {
-                                        mthp_log_knob(LOG_ERR, e->id,
-                                                      "restore %s: the journal %s holds original '%s', which %s "
-                                                      "does not offer ('%s'); not writing it", e->id, file,
-                                                      e->original, e->path, text[0] ? strtok(text, "\n") : "");
-                                        failed++;
-                                }
-                                continue;
-                        }
-                        char back[MTHP_VALUE_MAX];
-                        r = knob_put(h, &k, e->original, back);
-                        if (r < 0) {
-                                if (last_try) {
-                                        mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
-                                                      e->id, e->original, e->path, mthp_errno_words(r));
-                                        failed++;
-                                }
-                                continue;
-                        }
-                        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
-                        e->path[0] = 0;
-                        restored++;
+                        int k = restore_entry(h, file, e, pass >= 1);
+                        if (k > 0)
+                                restored++;
+                        else if (k < 0)
+                                failed++;
                 }
         /* keep only what could not be restored, so a retry still knows it */
         struct mthp_journal left = { .n = 0 };
