@@ -211,7 +211,6 @@ int cmd_resume(struct ctl *c, int argc, char **argv);
 int cmd_reload(struct ctl *c, int argc, char **argv);
 int cmd_mode(struct ctl *c, int argc, char **argv);
 int cmd_restore(struct ctl *c, int argc, char **argv);
-void policy_setp(struct mthp_policy_set **p);
 int cmd_check(struct ctl *c, int argc, char **argv);
 int cmd_simulate(struct ctl *c, int argc, char **argv);
 int cmd_exec(struct ctl *c, int argc, char **argv);

@@ -89,7 +89,7 @@ int cmd_simulate(struct ctl *c, int argc, char **argv) {
                 print_errors(err);
                 return EXIT_FAIL;
         }
-        _cleanup_(policy_setp) struct mthp_policy_set *policies = NULL;
+        _cleanup_(mthp_policy_set_freep) struct mthp_policy_set *policies = NULL;
         if (c->policy_dir) {
                 static char perr[65536];
                 if (mthp_policy_load_dir(c->policy_dir, true, &policies, perr, sizeof(perr)) < 0) {
