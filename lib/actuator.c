@@ -113,6 +113,71 @@ static int knob_put(const struct mthp_host *h, const struct mthp_knob *k, const 
         return r;
 }
 
+static int check_allowed(const struct mthp_knob *k, const char *target, char *err, size_t errsz) {
+        if (mthp_knob_allows(k, target))
+                return 0;
+        char list[MTHP_VALUES_MAX * MTHP_VALUE_MAX] = "";
+        for (unsigned i = 0; i < k->n_allowed; i++) {
+                strcat(list, i ? ", " : "");
+                strcat(list, k->allowed[i]);
+        }
+        snprintf(err, errsz, "%s (%s): '%s' is not one of the values this kernel accepts (%s)", k->id, k->path,
+                 target, list);
+        return -EINVAL;
+}
+
+/* Journal the original before the first write, durably: one save before
+ * the write, holding the original and the value we intend. If we die before
+ * the write lands, the kernel still holds the original, and restore sees
+ * "not what we wrote, but the original": nothing to do. On failure the
+ * journal in memory is as before. *ep: the knob's entry (made if NULL). */
+static int journal_intent(struct mthp_actuator *a, const struct mthp_knob *k, struct mthp_journal_entry **ep,
+                          const char *cur, const char *target, char *err, size_t errsz) {
+        struct mthp_journal_entry *e = *ep, saved = { 0 };
+        bool had = e != NULL;
+        if (had)
+                saved = *e;
+        else {
+                if (a->journal.n >= MTHP_KNOBS_MAX)
+                        return -E2BIG;
+                e = &a->journal.e[a->journal.n++];
+                memset(e, 0, sizeof(*e));
+                snprintf(e->path, sizeof(e->path), "%s", k->path);
+                snprintf(e->id, sizeof(e->id), "%s", k->id);
+                snprintf(e->original, sizeof(e->original), "%s", cur);
+        }
+        snprintf(e->previous, sizeof(e->previous), "%s", cur);
+        snprintf(e->written, sizeof(e->written), "%s", target);
+        int r = mthp_journal_save(a->journal_file, &a->journal);
+        if (r < 0) {
+                if (had)
+                        *e = saved;
+                else
+                        mthp_journal_remove(&a->journal, k->path);
+                /* strerror: mthp_errno_words explains errors of /sys, not of the state directory */
+                snprintf(err, errsz, "%s: not written: cannot save the restore journal %s: %s", k->id,
+                         a->journal_file, strerror(-r));
+                return r;
+        }
+        *ep = e;
+        return 0;
+}
+
+/* A write failed and the kernel kept the old value: make the journal say
+ * so again (cur: the value before the write, if the knob cannot be read). */
+static void journal_resync(struct mthp_actuator *a, const struct mthp_knob *k, struct mthp_journal_entry *e,
+                           const char *cur) {
+        char now[MTHP_VALUE_MAX];
+        if (mthp_knob_read(a->host, k, now) == 0)
+                snprintf(e->written, sizeof(e->written), "%s", now);
+        else
+                snprintf(e->written, sizeof(e->written), "%s", cur);
+        snprintf(e->previous, sizeof(e->previous), "%s", e->written);
+        if (strcmp(e->written, e->original) == 0)
+                mthp_journal_remove(&a->journal, k->path);
+        (void) mthp_journal_save(a->journal_file, &a->journal);
+}
+
 int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
                     size_t errsz) {
         const struct mthp_knob *k = &a->caps->knobs[knob];
@@ -137,16 +202,9 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
          * snapshot with what we wrote, so another writer is still seen). */
         if (e && strcmp(e->written, target) == 0)
                 return 0;
-        if (!mthp_knob_allows(k, target)) {
-                char list[MTHP_VALUES_MAX * MTHP_VALUE_MAX] = "";
-                for (unsigned i = 0; i < k->n_allowed; i++) {
-                        strcat(list, i ? ", " : "");
-                        strcat(list, k->allowed[i]);
-                }
-                snprintf(err, errsz, "%s (%s): '%s' is not one of the values this kernel accepts (%s)", k->id,
-                         k->path, target, list);
-                return -EINVAL;
-        }
+        r = check_allowed(k, target, err, errsz);
+        if (r < 0)
+                return r;
         r = mthp_knob_read(a->host, k, cur);
         if (r < 0) {
                 snprintf(err, errsz, "%s (%s): cannot read current value: %s", k->id, k->path, mthp_errno_words(r));
@@ -160,37 +218,9 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
         if (strcmp(cur, target) == 0)
                 return 0;
 
-        /* journal the original before the first write, durably */
-        struct mthp_journal_entry saved = { 0 };
-        bool had = e != NULL;
-        if (had)
-                saved = *e;
-        else {
-                if (a->journal.n >= MTHP_KNOBS_MAX)
-                        return -E2BIG;
-                e = &a->journal.e[a->journal.n++];
-                memset(e, 0, sizeof(*e));
-                snprintf(e->path, sizeof(e->path), "%s", k->path);
-                snprintf(e->id, sizeof(e->id), "%s", k->id);
-                snprintf(e->original, sizeof(e->original), "%s", cur);
-        }
-        /* One durable save before the write, holding the original and the
-         * value we intend. If we die before the write lands, the kernel still
-         * holds the original, and restore sees "not what we wrote, but the
-         * original": nothing to do. */
-        snprintf(e->previous, sizeof(e->previous), "%s", cur);
-        snprintf(e->written, sizeof(e->written), "%s", target);
-        r = mthp_journal_save(a->journal_file, &a->journal);
-        if (r < 0) {
-                if (had)
-                        *e = saved;
-                else
-                        mthp_journal_remove(&a->journal, k->path);
-                /* strerror: mthp_errno_words explains errors of /sys, not of the state directory */
-                snprintf(err, errsz, "%s: not written: cannot save the restore journal %s: %s", k->id,
-                         a->journal_file, strerror(-r));
+        r = journal_intent(a, k, &e, cur, target, err, errsz);
+        if (r < 0)
                 return r;
-        }
 
         r = knob_put(a->host, k, target, back);
         if (r < 0) {
@@ -200,16 +230,7 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
                 else
                         snprintf(err, errsz, "%s (%s): writing '%s' failed: %s", k->id, k->path, target,
                                  mthp_errno_words(r));
-                /* the kernel kept the old value: make the journal say so again */
-                char now[MTHP_VALUE_MAX];
-                if (mthp_knob_read(a->host, k, now) == 0)
-                        snprintf(e->written, sizeof(e->written), "%s", now);
-                else
-                        snprintf(e->written, sizeof(e->written), "%s", cur);
-                snprintf(e->previous, sizeof(e->previous), "%s", e->written);
-                if (strcmp(e->written, e->original) == 0)
-                        mthp_journal_remove(&a->journal, k->path);
-                (void) mthp_journal_save(a->journal_file, &a->journal);
+                journal_resync(a, k, e, cur);
                 return r;
         }
         if (strcmp(target, e->original) == 0) {
