@@ -81,13 +81,13 @@ static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *er
         int r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sussssb)");
+        r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_KNOB_SIG);
         for (unsigned i = 0; r >= 0 && i < d->caps.n_knobs; i++) {
                 const struct mthp_knob *k = &d->caps.knobs[i];
                 char current[MTHP_VALUE_MAX];
                 if (mthp_knob_read(d->host, k, current) < 0) /* unreadable now: as last sampled */
                         mthp_strcpy(current, sizeof(current), d->snap.knob[i]);
-                r = sd_bus_message_append(reply, "(sussssb)", k->id, k->size_kb, knob_kind(k), current,
+                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, k->id, k->size_kb, knob_kind(k), current,
                                           knob_setter(d, (int) i, current),
                                           d->engine_value[i][0] ? d->engine_value[i] : "original",
                                           (int) d->pin[i].active);
@@ -104,7 +104,7 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         struct daemon *d = userdata;
         const char *size;
         unsigned kb = 0;
-        int r = sd_bus_message_read(m, "s", &size);
+        int r = sd_bus_message_read(m, MTHP_DBUS_EXPLAIN_ARGS, &size);
         if (r < 0)
                 return r;
         if (size[0] && (mthp_parse_size(size, &kb) < 0 || mthp_caps_find_size(&d->caps, kb) < 0))
@@ -115,13 +115,13 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sss)");
+        r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_DECISION_SIG);
         for (int i = 0; r >= 0 && i < d->n_decisions; i++) {
                 const struct mthp_decision *dec = &d->decisions[i];
                 const struct mthp_knob *k = &d->caps.knobs[dec->knob];
                 if (size[0] && k->size_kb != kb)
                         continue;
-                r = sd_bus_message_append(reply, "(sss)", k->id, dec->value[0] ? dec->value : "original",
+                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, k->id, dec->value[0] ? dec->value : "original",
                                           dec->reason);
         }
         if (r >= 0)
@@ -140,14 +140,14 @@ static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *
         int r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(ssssudttttdiib)");
+        r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CGROUP_SIG);
         for (unsigned i = 0; r >= 0 && i < d->snap.n_cgroups; i++) {
                 const struct mthp_cgroup_view *c = &d->snap.cgroup[i];
                 const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, c->path, NULL, 0);
                 int dense[_MTHP_KIND_MAX];
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         dense[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, c->path, k, NULL);
-                r = sd_bus_message_append(reply, "(ssssudttttdiib)", c->path, pol ? pol->name : "",
+                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, c->path, pol ? pol->name : "",
                                           pol ? mthp_policy_mode_name(pol->mode[MTHP_ANON]) : "auto",
                                           pol ? mthp_policy_mode_name(pol->mode[MTHP_SHMEM]) : "auto",
                                           pol ? pol->priority : d->cfg.engine.default_priority,
@@ -167,7 +167,7 @@ static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error
         const struct mthp_actuator *a = &((struct daemon *) userdata)->act;
         uint32_t max;
         (void) error;
-        int r = sd_bus_message_read(m, "u", &max);
+        int r = sd_bus_message_read(m, MTHP_DBUS_HISTORY_ARGS, &max);
         if (r < 0)
                 return r;
         unsigned n = max < a->n_history ? max : a->n_history;
@@ -175,10 +175,10 @@ static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(tssss)");
+        r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CHANGE_SIG);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
                 const struct mthp_change *c = &a->history[(first + i) % MTHP_HISTORY_MAX];
-                r = sd_bus_message_append(reply, "(tssss)", c->realtime_usec, c->id, c->old, c->new, c->reason);
+                r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, c->id, c->old, c->new, c->reason);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -200,7 +200,7 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
                 size_t len = strlen(err);
                 while (len > 0 && err[len - 1] == '\n')
                         err[--len] = 0;
-                return sd_bus_error_set(error, MTHPD_BUS_ERROR_INVALID_CONFIG, err[0] ? err : strerror(-r));
+                return sd_bus_error_set(error, MTHP_DBUS_ERROR_INVALID_CONFIG, err[0] ? err : strerror(-r));
         }
         return sd_bus_reply_method_return(m, NULL);
 }
@@ -213,7 +213,7 @@ static int method_pin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         int r = check_root(m, "pin knobs", &uid, error);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(m, "sst", &id, &value, &until);
+        r = sd_bus_message_read(m, MTHP_DBUS_PIN_ARGS, &id, &value, &until);
         if (r < 0)
                 return r;
         r = daemon_pin(userdata, id, value, until, uid, err, sizeof(err));
@@ -229,7 +229,7 @@ static int method_unpin(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         int r = check_root(m, "unpin knobs", &uid, error);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(m, "s", &id);
+        r = sd_bus_message_read(m, MTHP_DBUS_UNPIN_ARGS, &id);
         if (r < 0)
                 return r;
         r = daemon_unpin(userdata, id, uid, err, sizeof(err));
@@ -246,7 +246,7 @@ static int method_set_mode(sd_bus_message *m, void *userdata, sd_bus_error *erro
         int r = check_root(m, "change the mode", &uid, error);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(m, "s", &name);
+        r = sd_bus_message_read(m, MTHP_DBUS_SET_MODE_ARGS, &name);
         if (r < 0)
                 return r;
         if (daemon_mode_from_name(name, &mode) < 0)
@@ -277,7 +277,7 @@ static int method_resume(sd_bus_message *m, void *userdata, sd_bus_error *error)
         int r = check_root(m, "resume knobs", &uid, error);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(m, "s", &id);
+        r = sd_bus_message_read(m, MTHP_DBUS_RESUME_ARGS, &id);
         if (r < 0)
                 return r;
         r = daemon_resume(userdata, id, uid, err, sizeof(err));
@@ -340,29 +340,29 @@ static int property_get_changes(sd_bus *bus, const char *path, const char *inter
 #define OPEN SD_BUS_VTABLE_UNPRIVILEGED
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("NotWritable", "s", property_get_not_writable, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("IntervalUSec", "t", property_get_interval, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Tick", "t", property_get_tick, 0, 0),
-        SD_BUS_PROPERTY("FaultPagesPerSecond", "d", property_get_fault_rate, 0, 0),
-        SD_BUS_PROPERTY("Changes", "t", property_get_changes, 0, 0),
-        SD_BUS_METHOD_WITH_ARGS("ListKnobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sussssb)", knobs), method_list_knobs,
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_VERSION, "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_MODE, "s", property_get_mode, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_NOT_WRITABLE, "s", property_get_not_writable, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_INTERVAL, "t", property_get_interval, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_TICK, "t", property_get_tick, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_RATE, "d", property_get_fault_rate, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_changes, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_KNOBS, SD_BUS_NO_ARGS, SD_BUS_RESULT("a" MTHP_DBUS_KNOB_SIG, knobs), method_list_knobs,
                                 OPEN),
-        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("s", size), SD_BUS_RESULT("a(sss)", decisions), method_explain,
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size), SD_BUS_RESULT("a" MTHP_DBUS_DECISION_SIG, decisions), method_explain,
                                 OPEN),
-        SD_BUS_METHOD_WITH_ARGS("History", SD_BUS_ARGS("u", max), SD_BUS_RESULT("a(tssss)", changes), method_history,
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_HISTORY, SD_BUS_ARGS(MTHP_DBUS_HISTORY_ARGS, max), SD_BUS_RESULT("a" MTHP_DBUS_CHANGE_SIG, changes), method_history,
                                 OPEN),
-        SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("a(ssssudttttdiib)", cgroups), method_list_cgroups, OPEN),
-        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, OPEN),
-        SD_BUS_METHOD_WITH_ARGS("Pin", SD_BUS_ARGS("s", id, "s", value, "t", until), SD_BUS_NO_RESULT, method_pin,
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_CGROUPS, SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a" MTHP_DBUS_CGROUP_SIG, cgroups), method_list_cgroups, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RELOAD, SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_PIN, SD_BUS_ARGS("s", id, "s", value, "t", until) /* MTHP_DBUS_PIN_ARGS */, SD_BUS_NO_RESULT, method_pin,
                                 OPEN),
-        SD_BUS_METHOD_WITH_ARGS("Unpin", SD_BUS_ARGS("s", id), SD_BUS_NO_RESULT, method_unpin, OPEN),
-        SD_BUS_METHOD_WITH_ARGS("SetMode", SD_BUS_ARGS("s", mode), SD_BUS_NO_RESULT, method_set_mode, OPEN),
-        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_restore, OPEN),
-        SD_BUS_METHOD_WITH_ARGS("Resume", SD_BUS_ARGS("s", id), SD_BUS_NO_RESULT, method_resume, OPEN),
-        SD_BUS_SIGNAL_WITH_ARGS("KnobChanged",
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_UNPIN, SD_BUS_ARGS(MTHP_DBUS_UNPIN_ARGS, id), SD_BUS_NO_RESULT, method_unpin, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_SET_MODE, SD_BUS_ARGS(MTHP_DBUS_SET_MODE_ARGS, mode), SD_BUS_NO_RESULT, method_set_mode, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RESTORE, SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_restore, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RESUME, SD_BUS_ARGS(MTHP_DBUS_RESUME_ARGS, id), SD_BUS_NO_RESULT, method_resume, OPEN),
+        SD_BUS_SIGNAL_WITH_ARGS(MTHP_DBUS_KNOB_CHANGED,
                                 SD_BUS_ARGS("t", time, "s", id, "s", old, "s", new, "s", reason), 0),
         SD_BUS_VTABLE_END,
 };
@@ -412,7 +412,7 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         b->retry = sd_event_source_unref(b->retry);
         b->connected = true;
         b->emit_error_logged = false;
-        mthp_log(LOG_NOTICE, "D-Bus: back on the system bus, serving %s at %s", MTHPD_BUS_NAME, MTHPD_BUS_PATH);
+        mthp_log(LOG_NOTICE, "D-Bus: back on the system bus, serving %s at %s", MTHP_DBUS_NAME, MTHP_DBUS_PATH);
         return 0;
 }
 
@@ -425,8 +425,8 @@ static int bus_setup(struct bus *b, const char **step) {
         (void) sd_bus_set_method_call_timeout(b->bus, BUS_CALL_TIMEOUT_USEC);
         /* a lost bus is a Disconnected message (on_disconnected), not an exit */
         (void) sd_bus_set_exit_on_disconnect(b->bus, false);
-        *step = "cannot serve " MTHPD_BUS_PATH;
-        r = sd_bus_add_object_vtable(b->bus, NULL, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, manager_vtable, b->daemon);
+        *step = "cannot serve " MTHP_DBUS_PATH;
+        r = sd_bus_add_object_vtable(b->bus, NULL, MTHP_DBUS_PATH, MTHP_DBUS_INTERFACE, manager_vtable, b->daemon);
         if (r < 0)
                 return r;
         *step = "cannot watch the connection";
@@ -439,8 +439,8 @@ static int bus_setup(struct bus *b, const char **step) {
         if (r < 0)
                 return r;
         /* last: callers may call as soon as the name appears */
-        *step = "cannot own the name " MTHPD_BUS_NAME;
-        return sd_bus_request_name(b->bus, MTHPD_BUS_NAME, 0);
+        *step = "cannot own the name " MTHP_DBUS_NAME;
+        return sd_bus_request_name(b->bus, MTHP_DBUS_NAME, 0);
 }
 
 static const char *bus_errno_words(int r) {
@@ -472,7 +472,7 @@ int bus_open(struct daemon *d, struct bus **ret) {
                 return r;
         }
         b->connected = true;
-        mthp_log(LOG_INFO, "D-Bus: serving %s at %s on the system bus", MTHPD_BUS_NAME, MTHPD_BUS_PATH);
+        mthp_log(LOG_INFO, "D-Bus: serving %s at %s on the system bus", MTHP_DBUS_NAME, MTHP_DBUS_PATH);
         *ret = b;
         b = NULL;
         return 0;
@@ -496,16 +496,16 @@ static void emit_failed(struct bus *b, const char *what, int r) {
 void bus_emit_knob_changed(struct bus *b, const struct mthp_change *c) {
         if (!b || !b->connected)
                 return;
-        int r = sd_bus_emit_signal(b->bus, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, "KnobChanged", "tssss",
+        int r = sd_bus_emit_signal(b->bus, MTHP_DBUS_PATH, MTHP_DBUS_INTERFACE, MTHP_DBUS_KNOB_CHANGED, MTHP_DBUS_KNOB_CHANGED_SIG,
                                    c->realtime_usec, c->id, c->old, c->new, c->reason);
         if (r < 0)
-                emit_failed(b, "KnobChanged", r);
+                emit_failed(b, MTHP_DBUS_KNOB_CHANGED, r);
 }
 
 void bus_emit_property_changed(struct bus *b, const char *property) {
         if (!b || !b->connected)
                 return;
-        int r = sd_bus_emit_properties_changed(b->bus, MTHPD_BUS_PATH, MTHPD_BUS_INTERFACE, property, NULL);
+        int r = sd_bus_emit_properties_changed(b->bus, MTHP_DBUS_PATH, MTHP_DBUS_INTERFACE, property, NULL);
         if (r < 0)
                 emit_failed(b, "PropertiesChanged", r);
 }

@@ -6,11 +6,8 @@
 
 #include "daemon.h"
 #include "mthp/actuator.h"
+#include "mthp/dbus.h"
 
-#define MTHPD_BUS_NAME "org.mthpd.mthpd1"
-#define MTHPD_BUS_PATH "/org/mthpd/mthpd1"
-#define MTHPD_BUS_INTERFACE "org.mthpd.Manager1"
-#define MTHPD_BUS_ERROR_INVALID_CONFIG "org.mthpd.Error.InvalidConfig"
 
 /* Connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS when set), serve the
  * manager object from d->event and own the name. On failure it logs one

@@ -103,6 +103,7 @@ static pthread_mutex_t g_go_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_go_cond = PTHREAD_COND_INITIALIZER;
 static bool g_go;
 
+static _Atomic unsigned g_passes_done; /* --once: workers whose pass is complete */
 static _Atomic uint64_t g_peak_vmrss_kb;
 static _Atomic uint64_t g_peak_rollup_kb;
 
@@ -253,7 +254,9 @@ static void usage(FILE *f)
 		"                           over S seconds (memory use grows steadily)\n"
 		"                           (no new faults after the first pass)\n"
 		"  -1, --once               touch the region once, then keep it mapped without\n"
-		"                           touching it until the run ends (implies --hold)\n"
+		"                           touching it until the run ends (implies --hold);\n"
+		"                           the run lasts --seconds or until the pass is\n"
+		"                           complete, whichever is later\n"
 		"  -V, --value BYTE         the byte written per touch, 0..255 (default 1);\n"
 		"                           0 leaves every page's data all zero\n"
 		"  -m, --madvise ADV        hugepage or nohugepage: madvise() the region\n"
@@ -627,7 +630,8 @@ static void touch_pass(struct worker *w, volatile char *base, enum pattern phase
 			nanosleep(&ts, NULL);
 			now = now_ns();
 		}
-		if (now >= g_deadline_ns) {
+		/* --once: the pass always completes (main waits for it) */
+		if (now >= g_deadline_ns && !g_cfg.once) {
 			request_stop();
 			break;
 		}
@@ -663,10 +667,11 @@ static void *worker_main(void *arg)
 				goto fail;
 		}
 		if (g_cfg.once && !first) {
-			/* --once: mapped, untouched, until the deadline or a signal */
+			/* --once: mapped, untouched, until main stops the run */
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 
-			while (!stopped() && now_ns() < g_deadline_ns)
+			atomic_fetch_add(&g_passes_done, 1);
+			while (!stopped())
 				nanosleep(&ts, NULL);
 			break;
 		}
@@ -829,6 +834,16 @@ int main(int argc, char **argv)
 		prev_ns = now;
 		if (!g_cfg.quiet)
 			print_second(g_cfg.json ? stderr : stdout, s);
+	}
+	/* --once: the run lasts until every worker's pass is complete too */
+	while (g_cfg.once && !ret && !interrupted && !stopped() &&
+	       atomic_load(&g_passes_done) < g_cfg.threads) {
+		struct timespec ts = { 0, MAIN_WAIT_SLICE_NS };
+
+		if (sigtimedwait(&sigs, NULL, &ts) > 0)
+			interrupted = true;
+		end_ns = now_ns();
+		pages = total_pages(ws, g_cfg.threads);
 	}
 	request_stop();
 

@@ -27,7 +27,8 @@ BUILD=$(realpath "${1:?usage: $0 BUILD_DIR [TRACE...]}")
 shift
 OUT=${TRACE_DIR:-$(dirname "$(realpath "$0")")}
 MTHPD=$BUILD/daemon/mthpd
-MTHPCTL=$BUILD/daemon/mthpctl
+MTHPCTL=$BUILD/ctl/mthpctl
+[[ -x $MTHPCTL ]] || MTHPCTL=$BUILD/daemon/mthpctl  # builds before mthpctl moved to ctl/
 WORKLOAD=${WORKLOAD:-$BUILD/tests/bench/mthp-workload}  # zero-anon-oldsampler: the new one (--value)
 LOCK=${MTHP_REALKERNEL_LOCK:-/tmp/mthpd-realkernel.lock}
 [[ $(id -u) == 0 ]] || { echo "$0: needs root" >&2; exit 1; }

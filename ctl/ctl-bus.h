@@ -19,11 +19,9 @@
 #include <sys/types.h>
 
 #include "mthp/actuator.h"
+#include "mthp/dbus.h"
 #include "mthp/status.h"
 
-#define CTL_BUS_NAME "org.mthpd.mthpd1"
-#define CTL_BUS_PATH "/org/mthpd/mthpd1"
-#define CTL_BUS_INTERFACE "org.mthpd.Manager1"
 
 struct ctl_bus_error {
         char name[128];       /* "" when the failure was not a D-Bus error */

@@ -40,7 +40,7 @@ static int error_map(int r, const sd_bus_error *err, struct ctl_bus_error *e) {
                 /* sd-bus maps Failed to EACCES: mthpd's own failures (a knob
                  * it cannot write) are not the caller's permission */
                 { SD_BUS_ERROR_FAILED, EIO },
-                { "org.mthpd.Error.InvalidConfig", EINVAL },
+                { MTHP_DBUS_ERROR_INVALID_CONFIG, EINVAL },
                 { SD_BUS_ERROR_UNKNOWN_METHOD, EOPNOTSUPP }, /* an mthpd older than this mthpctl */
                 { SD_BUS_ERROR_UNKNOWN_OBJECT, EOPNOTSUPP },
                 { SD_BUS_ERROR_UNKNOWN_INTERFACE, EOPNOTSUPP },
@@ -72,7 +72,7 @@ int ctl_bus_open(struct ctl_bus **ret, struct ctl_bus_error *e) {
                 return -ESRCH;
         }
         r = sd_bus_call_method(b->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "GetNameOwner", &err, &reply, "s", CTL_BUS_NAME);
+                               "GetNameOwner", &err, &reply, "s", MTHP_DBUS_NAME);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "s", &owner);
         if (r < 0) {
@@ -119,7 +119,7 @@ static int call(struct ctl_bus *b, const char *iface, const char *method, sd_bus
         int r;
 
         error_set(e, NULL, NULL);
-        r = sd_bus_message_new_method_call(b->bus, &m, b->owner, CTL_BUS_PATH, iface, method);
+        r = sd_bus_message_new_method_call(b->bus, &m, b->owner, MTHP_DBUS_PATH, iface, method);
         if (r >= 0 && types) {
                 va_start(ap, types);
                 r = sd_bus_message_appendv(m, types, ap);
@@ -145,7 +145,7 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
         int r;
 
         memset(p, 0, sizeof(*p));
-        r = call(b, "org.freedesktop.DBus.Properties", "GetAll", &m, e, "s", CTL_BUS_INTERFACE);
+        r = call(b, "org.freedesktop.DBus.Properties", "GetAll", &m, e, "s", MTHP_DBUS_INTERFACE);
         if (r < 0)
                 return r;
         r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -156,8 +156,8 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                     (r = sd_bus_message_peek_type(m, &type, &contents)) < 0)
                         break;
                 /* a property this mthpctl does not know, or of another type: skip it */
-                if (strcmp(contents, "s") == 0 && (strcmp(name, "Version") == 0 || strcmp(name, "Mode") == 0 ||
-                                                   strcmp(name, "NotWritable") == 0)) {
+                if (strcmp(contents, "s") == 0 && (strcmp(name, MTHP_DBUS_PROP_VERSION) == 0 || strcmp(name, MTHP_DBUS_PROP_MODE) == 0 ||
+                                                   strcmp(name, MTHP_DBUS_PROP_NOT_WRITABLE) == 0)) {
                         if ((r = sd_bus_message_read(m, "v", "s", &s)) < 0)
                                 break;
                         if (name[0] == 'V')
@@ -166,13 +166,13 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                                 mthp_strcpy(p->not_writable, sizeof(p->not_writable), s);
                         else
                                 mthp_strcpy(p->mode, sizeof(p->mode), s);
-                } else if (strcmp(contents, "t") == 0 && strcmp(name, "IntervalUSec") == 0)
+                } else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_INTERVAL) == 0)
                         r = sd_bus_message_read(m, "v", "t", &p->interval_usec);
-                else if (strcmp(contents, "t") == 0 && strcmp(name, "Tick") == 0)
+                else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_TICK) == 0)
                         r = sd_bus_message_read(m, "v", "t", &p->tick);
-                else if (strcmp(contents, "t") == 0 && strcmp(name, "Changes") == 0)
+                else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_CHANGES) == 0)
                         r = sd_bus_message_read(m, "v", "t", &p->changes);
-                else if (strcmp(contents, "d") == 0 && strcmp(name, "FaultPagesPerSecond") == 0)
+                else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_RATE) == 0)
                         r = sd_bus_message_read(m, "v", "d", &p->fault_pages_rate);
                 else
                         r = sd_bus_message_skip(m, "v");
@@ -189,14 +189,14 @@ int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, 
         int r;
 
         *n = 0;
-        if ((r = call(b, CTL_BUS_INTERFACE, "ListKnobs", &m, e, NULL)) < 0)
+        if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_LIST_KNOBS, &m, e, NULL)) < 0)
                 return r;
-        r = sd_bus_message_enter_container(m, 'a', "(sussssb)");
+        r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_KNOB_SIG);
         while (r >= 0) {
                 const char *id, *kind, *value, *set_by, *decision;
                 uint32_t size_kb;
                 int pinned;
-                r = sd_bus_message_read(m, "(sussssb)", &id, &size_kb, &kind, &value, &set_by, &decision, &pinned);
+                r = sd_bus_message_read(m, MTHP_DBUS_KNOB_SIG, &id, &size_kb, &kind, &value, &set_by, &decision, &pinned);
                 if (r <= 0)
                         break;
                 if (*n >= max)
@@ -211,7 +211,7 @@ int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, 
                 o->pinned = pinned;
         }
         sd_bus_message_unref(m);
-        return r < 0 ? bad_reply(r, "ListKnobs", e) : 0;
+        return r < 0 ? bad_reply(r, MTHP_DBUS_LIST_KNOBS, e) : 0;
 }
 
 int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob *k, unsigned max, unsigned *n,
@@ -220,12 +220,12 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
         int r;
 
         *n = 0;
-        if ((r = call(b, CTL_BUS_INTERFACE, "Explain", &m, e, "s", size)) < 0)
+        if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size)) < 0)
                 return r;
-        r = sd_bus_message_enter_container(m, 'a', "(sss)");
+        r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_DECISION_SIG);
         while (r >= 0) {
                 const char *id, *decision, *reason;
-                r = sd_bus_message_read(m, "(sss)", &id, &decision, &reason);
+                r = sd_bus_message_read(m, MTHP_DBUS_DECISION_SIG, &id, &decision, &reason);
                 if (r <= 0)
                         break;
                 if (*n >= max)
@@ -236,7 +236,7 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
                 mthp_strcpy(o->reason, sizeof(o->reason), reason);
         }
         sd_bus_message_unref(m);
-        return r < 0 ? bad_reply(r, "Explain", e) : 0;
+        return r < 0 ? bad_reply(r, MTHP_DBUS_EXPLAIN, e) : 0;
 }
 
 int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigned *n, struct ctl_bus_error *e) {
@@ -247,14 +247,14 @@ int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigne
 
         *n = 0;
         *ret = NULL;
-        if ((r = call(b, CTL_BUS_INTERFACE, "ListCgroups", &m, e, NULL)) < 0)
+        if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_LIST_CGROUPS, &m, e, NULL)) < 0)
                 return r;
-        r = sd_bus_message_enter_container(m, 'a', "(ssssudttttdiib)");
+        r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_CGROUP_SIG);
         while (r >= 0) {
                 const char *path, *policy, *anon, *shmem;
                 struct ctl_bus_cgroup x = { 0 };
                 int collapse = 0;
-                r = sd_bus_message_read(m, "(ssssudttttdiib)", &path, &policy, &anon, &shmem, &x.priority,
+                r = sd_bus_message_read(m, MTHP_DBUS_CGROUP_SIG, &path, &policy, &anon, &shmem, &x.priority,
                                         &x.fault_rate, &x.anon_kb, &x.shmem_kb, &x.usage_kb, &x.limit_kb, &x.psi_some,
                                         &x.dense_kb[0], &x.dense_kb[1], &collapse);
                 if (r <= 0)
@@ -279,7 +279,7 @@ int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigne
         if (r < 0) {
                 free(c);
                 *n = 0;
-                return bad_reply(r, "ListCgroups", e);
+                return bad_reply(r, MTHP_DBUS_LIST_CGROUPS, e);
         }
         *ret = c;
         return 0;
@@ -294,13 +294,13 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, u
 
         *n = 0;
         *ret = NULL;
-        if ((r = call(b, CTL_BUS_INTERFACE, "History", &m, e, "u", max)) < 0)
+        if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_HISTORY, &m, e, MTHP_DBUS_HISTORY_ARGS, max)) < 0)
                 return r;
-        r = sd_bus_message_enter_container(m, 'a', "(tssss)");
+        r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_CHANGE_SIG);
         while (r >= 0) {
                 const char *id, *old, *new, *reason;
                 uint64_t t;
-                r = sd_bus_message_read(m, "(tssss)", &t, &id, &old, &new, &reason);
+                r = sd_bus_message_read(m, MTHP_DBUS_CHANGE_SIG, &t, &id, &old, &new, &reason);
                 if (r <= 0)
                         break;
                 if (*n == cap) {
@@ -323,32 +323,32 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, u
         if (r < 0) {
                 free(c);
                 *n = 0;
-                return bad_reply(r, "History", e);
+                return bad_reply(r, MTHP_DBUS_HISTORY, e);
         }
         *ret = c;
         return 0;
 }
 
 int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e) {
-        return call(b, CTL_BUS_INTERFACE, "Reload", NULL, e, NULL);
+        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RELOAD, NULL, e, NULL);
 }
 
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e) {
-        return call(b, CTL_BUS_INTERFACE, "Pin", NULL, e, "sst", id, value, until_usec);
+        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_PIN, NULL, e, MTHP_DBUS_PIN_ARGS, id, value, until_usec);
 }
 
 int ctl_bus_unpin(struct ctl_bus *b, const char *id, struct ctl_bus_error *e) {
-        return call(b, CTL_BUS_INTERFACE, "Unpin", NULL, e, "s", id);
+        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_UNPIN, NULL, e, MTHP_DBUS_UNPIN_ARGS, id);
 }
 
 int ctl_bus_set_mode(struct ctl_bus *b, const char *mode, struct ctl_bus_error *e) {
-        return call(b, CTL_BUS_INTERFACE, "SetMode", NULL, e, "s", mode);
+        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_SET_MODE, NULL, e, MTHP_DBUS_SET_MODE_ARGS, mode);
 }
 
 int ctl_bus_restore(struct ctl_bus *b, struct ctl_bus_error *e) {
-        return call(b, CTL_BUS_INTERFACE, "Restore", NULL, e, NULL);
+        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RESTORE, NULL, e, NULL);
 }
 
 int ctl_bus_resume(struct ctl_bus *b, const char *id, struct ctl_bus_error *e) {
-        return call(b, CTL_BUS_INTERFACE, "Resume", NULL, e, "s", id);
+        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RESUME, NULL, e, MTHP_DBUS_RESUME_ARGS, id);
 }

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* mthpctl's output: aligned tables and JSON strings. */
+#include "mthpctl.h"
+
+void json_fstr(FILE *f, const char *s) {
+        fputc('"', f);
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char) *s;
+                if (ch == '"' || ch == '\\')
+                        fprintf(f, "\\%c", ch);
+                else if (ch < 0x20)
+                        fprintf(f, "\\u%04x", ch);
+                else
+                        fputc(ch, f);
+        }
+        fputc('"', f);
+}
+
+void json_str(const char *s) {
+        json_fstr(stdout, s);
+}
+
+void json_str_or_null(const char *s) {
+        if (s)
+                json_str(s);
+        else
+                printf("null");
+}
+
+void *xrealloc(void *p, size_t n) {
+        p = realloc(p, n);
+        if (!p) {
+                fprintf(stderr, "mthpctl: out of memory\n");
+                exit(EXIT_FAIL);
+        }
+        return p;
+}
+
+/* An aligned text table: cells are added row by row, widths come from the
+ * widest cell; a header starting with '>' right-aligns its column
+ * (numbers); the last column is not padded. */
+#define TABLE_COLS_MAX 10
+void table_cell(struct table *t, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: out of memory\n");
+                exit(EXIT_FAIL);
+        }
+        t->cells = xrealloc(t->cells, (t->n_cells + 1) * sizeof(*t->cells));
+        t->cells[t->n_cells++] = s;
+}
+
+/* headers..., NULL */
+void table_init(struct table *t, ...) {
+        va_list ap;
+        const char *h;
+        memset(t, 0, sizeof(*t));
+        va_start(ap, t);
+        while ((h = va_arg(ap, const char *)) && t->n_cols < TABLE_COLS_MAX) {
+                t->right[t->n_cols++] = h[0] == '>';
+                table_cell(t, "%s", h + (h[0] == '>'));
+        }
+        va_end(ap);
+}
+
+void table_print(const struct table *t, FILE *f) {
+        size_t w[TABLE_COLS_MAX] = { 0 };
+        for (unsigned i = 0; i < t->n_cells; i++) {
+                size_t l = strlen(t->cells[i]);
+                if (l > w[i % t->n_cols])
+                        w[i % t->n_cols] = l;
+        }
+        for (unsigned i = 0; i < t->n_cells; i++) {
+                unsigned col = i % t->n_cols;
+                bool last = col == t->n_cols - 1;
+                if (col)
+                        fputs("  ", f);
+                if (t->right[col])
+                        fprintf(f, "%*s", (int) w[col], t->cells[i]);
+                else if (last)
+                        fputs(t->cells[i], f);
+                else
+                        fprintf(f, "%-*s", (int) w[col], t->cells[i]);
+                if (last)
+                        fputc('\n', f);
+        }
+}
+
+void table_free(struct table *t) {
+        for (unsigned i = 0; i < t->n_cells; i++)
+                free(t->cells[i]);
+        free(t->cells);
+}

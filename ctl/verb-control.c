@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* mthpctl pin, unpin, resume, reload, mode, restore: changing things. */
+#include "mthpctl.h"
+
+int cmd_pin(struct ctl *c, int argc, char **argv) {
+        const char *id = argv[0], *value = argv[1];
+        uint64_t until = 0, now = realtime_usec();
+        struct ctl_bus *bus;
+        struct ctl_bus_error e;
+        (void) argc;
+
+        if (c->for_set && c->until_set) {
+                fprintf(stderr, "mthpctl: pin: give --for or --until, not both\n");
+                return EXIT_USAGE;
+        }
+        if (c->for_set)
+                until = now + c->for_usec;
+        else if (c->until_set) {
+                if (c->until_usec <= now) {
+                        fprintf(stderr, "mthpctl: pin: --until must lie in the future\n");
+                        return EXIT_USAGE;
+                }
+                until = c->until_usec;
+        }
+        int r = bus_open_for_write(c, &bus);
+        if (r)
+                return r;
+        r = ctl_bus_pin(bus, id, value, until, &e);
+        ctl_bus_free(bus);
+        if (r < 0)
+                return bus_fail(c, r, &e);
+        if (until) {
+                char t[64], span[32];
+                mthp_timestamp_format(until, false, t, sizeof(t));
+                mthp_timespan_format(until - now, span, sizeof(span));
+                printf("pinned %s to %s until %s (for %s)\n", id, value, t, span);
+        } else
+                printf("pinned %s to %s until 'mthpctl unpin %s'\n", id, value, id);
+        return EXIT_OK;
+}
+
+typedef int (*simple_method)(struct ctl_bus *b, const char *arg, struct ctl_bus_error *e);
+
+/* Call a method that takes a knob id (or nothing) and say what it did. */
+static int call_and_say(struct ctl *c, struct ctl_bus *bus, simple_method method, const char *arg, const char *done) {
+        struct ctl_bus_error e;
+        int r = method(bus, arg, &e);
+        ctl_bus_free(bus);
+        if (r < 0)
+                return bus_fail(c, r, &e);
+        printf("%s\n", done);
+        return EXIT_OK;
+}
+
+static int simple_call(struct ctl *c, simple_method method, const char *arg, const char *done) {
+        struct ctl_bus *bus;
+        int r = bus_open_for_write(c, &bus);
+        return r ? r : call_and_say(c, bus, method, arg, done);
+}
+
+int cmd_unpin(struct ctl *c, int argc, char **argv) {
+        char done[128];
+        (void) argc;
+        snprintf(done, sizeof(done), "unpinned %s: mthpd decides it again", argv[0]);
+        return simple_call(c, ctl_bus_unpin, argv[0], done);
+}
+
+int cmd_resume(struct ctl *c, int argc, char **argv) {
+        char done[160];
+        (void) argc;
+        snprintf(done, sizeof(done), "mthpd manages %s again (its current value is now the one to restore)", argv[0]);
+        return simple_call(c, ctl_bus_resume, argv[0], done);
+}
+
+static int reload_method(struct ctl_bus *b, const char *arg, struct ctl_bus_error *e) {
+        (void) arg;
+        return ctl_bus_reload(b, e);
+}
+
+int cmd_reload(struct ctl *c, int argc, char **argv) {
+        struct ctl_bus *bus;
+        struct ctl_bus_error e;
+        (void) argc;
+        (void) argv;
+        int r = bus_open_for_write(c, &bus);
+        if (r)
+                return r;
+        r = reload_method(bus, NULL, &e);
+        ctl_bus_free(bus);
+        if (r == -EINVAL) {
+                /* InvalidConfig carries every FILE:LINE: error, one per line */
+                fprintf(stderr, "mthpctl: reload: the configuration is invalid; mthpd keeps running the old one:\n");
+                for (char *l = strtok(e.message, "\n"); l; l = strtok(NULL, "\n"))
+                        fprintf(stderr, "  %s\n", l);
+                return EXIT_FAIL;
+        }
+        if (r < 0)
+                return bus_fail(c, r, &e);
+        printf("mthpd reloaded its configuration\n");
+        return EXIT_OK;
+}
+
+int cmd_mode(struct ctl *c, int argc, char **argv) {
+        if (argc == 0) {
+                struct ctl_bus *bus = bus_open_for_read(false);
+                struct daemon_view *v = xrealloc(NULL, sizeof(*v));
+                daemon_look(c, bus, 0, v);
+                ctl_bus_free(bus);
+                int r = EXIT_OK;
+                if (!v->running) {
+                        fprintf(stderr, "mthpctl: mode: mthpd is not running\n");
+                        r = EXIT_NOT_RUNNING;
+                } else if (c->json) {
+                        printf("{\"mode\":\"%s\",\"source\":\"%s\"}\n", v->mode, v->on_bus ? "bus" : "status-file");
+                } else
+                        printf("%s\n", v->mode);
+                free(v);
+                return r;
+        }
+        if (c->json) {
+                fprintf(stderr, "mthpctl: mode: --json is for reading the mode\n");
+                return EXIT_USAGE;
+        }
+        const char *mode = argv[0];
+        if (strcmp(mode, "manage") != 0 && strcmp(mode, "observe") != 0) {
+                fprintf(stderr, "mthpctl: mode: expected manage or observe, got '%s'\n", mode);
+                return EXIT_USAGE;
+        }
+        return simple_call(c, ctl_bus_set_mode, mode,
+                           strcmp(mode, "observe") == 0
+                                   ? "mode: observe (every knob mthpd changed is back; it decides and logs only)"
+                                   : "mode: manage (mthpd writes knobs)");
+}
+
+static int restore_method(struct ctl_bus *b, const char *arg, struct ctl_bus_error *e) {
+        (void) arg;
+        return ctl_bus_restore(b, e);
+}
+
+/* Without a daemon: put back what the restore journal holds. */
+static int restore_from_journal(struct ctl *c) {
+        char path[MTHP_PATH_MAX + 32], err[1024];
+        struct mthp_journal j;
+        struct mthp_host *h;
+        unsigned n = 0;
+
+        snprintf(path, sizeof(path), "%s/" MTHP_JOURNAL_FILE, c->state_dir);
+        int r = mthp_journal_load(path, &j, err, sizeof(err));
+        if (r == -ENOENT) {
+                printf("nothing to restore: no journal at %s\n", path);
+                return EXIT_OK;
+        }
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: cannot read %s: %s", path, err[0] ? err : "invalid journal\n");
+                return EXIT_FAIL;
+        }
+        /* a running mthpd holds STATE/lock and would write again: refuse */
+        char lock[MTHP_PATH_MAX + 8];
+        snprintf(lock, sizeof(lock), "%s/lock", c->state_dir);
+        int lfd = open(lock, O_RDWR | O_CLOEXEC);
+        if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+                fprintf(stderr, "mthpctl: mthpd is running (it holds %s) but not on the bus; stop it first: it "
+                        "restores everything itself when stopped\n", lock);
+                close(lfd);
+                return EXIT_FAIL;
+        }
+        /* the journal's paths belong to the root it was written for */
+        const char *root = strcmp(c->root, "/") ? c->root : (j.root[0] ? j.root : "/");
+        if ((r = mthp_host_open(root, &h)) < 0) {
+                fprintf(stderr, "mthpctl: cannot open host root %s: %s\n", root, mthp_errno_words(r));
+                if (lfd >= 0)
+                        close(lfd);
+                return EXIT_FAIL;
+        }
+        r = mthp_journal_restore(h, path, &n);
+        mthp_host_free(h);
+        if (lfd >= 0)
+                close(lfd);
+        if (r != 0) {
+                fprintf(stderr, "mthpctl: restored %u knob(s); %d could not be restored (see above); the journal "
+                        "%s keeps them\n", n, r < 0 ? -1 : r, path);
+                return EXIT_FAIL;
+        }
+        printf("restored %u knob(s)\n", n);
+        return EXIT_OK;
+}
+
+int cmd_restore(struct ctl *c, int argc, char **argv) {
+        struct ctl_bus *bus = NULL;
+        struct ctl_bus_error e;
+        (void) argc;
+        (void) argv;
+        int r = ctl_bus_open(&bus, &e);
+        if (r == -ESRCH)
+                return restore_from_journal(c);
+        if (r < 0)
+                return bus_fail(c, r, &e);
+        return call_and_say(c, bus, restore_method, NULL,
+                           "mthpd restored every knob it changed and now observes ('mthpctl mode manage' to "
+                           "let it manage again)");
+}

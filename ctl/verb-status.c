@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/* mthpctl status, sizes, explain. */
+#include "mthpctl.h"
+
+static void print_rate(struct table *t, const struct mthp_snapshot *snap, double rate) {
+        if (snap->dt > 0)
+                table_cell(t, "%.0f", rate);
+        else
+                table_cell(t, "-");
+}
+
+/* The size x kind table and the global knobs, as status and top show them. */
+void print_knobs(FILE *f, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                 const struct knob_owners *o) {
+        struct table t;
+        table_init(&t, "SIZE", "ANON", "SET BY", "SHMEM", "SET BY", ">ANON/s", ">A-FALLB/s", ">SHMEM/s", ">S-FALLB/s",
+                   NULL);
+        for (unsigned i = 0; i < caps->n_sizes; i++) {
+                char size[16];
+                mthp_format_size(caps->sizes[i].kb, size, sizeof(size));
+                table_cell(&t, "%s", size);
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        int kn = caps->sizes[i].knob[k];
+                        table_cell(&t, "%s", kn >= 0 ? snap->knob[kn] : "-");
+                        table_cell(&t, "%s", kn >= 0 ? o->set_by[kn] : "-");
+                }
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        print_rate(&t, snap, stat_rate(caps, snap, i, kind_alloc_stat[k]));
+                        print_rate(&t, snap, stat_rate(caps, snap, i, kind_fallback_stat[k]));
+                }
+        }
+        table_print(&t, f);
+        table_free(&t);
+        fputc('\n', f);
+        table_init(&t, "GLOBAL", "VALUE", "SET BY", NULL);
+        for (unsigned i = 0; i < caps->n_knobs; i++) {
+                if (caps->knobs[i].size_kb)
+                        continue;
+                table_cell(&t, "%s", caps->knobs[i].id);
+                table_cell(&t, "%s", snap->knob[i]);
+                table_cell(&t, "%s", o->set_by[i]);
+        }
+        table_print(&t, f);
+        table_free(&t);
+}
+
+static void json_accepts(const struct mthp_knob *k) {
+        printf("[");
+        for (unsigned a = 0; a < k->n_allowed; a++) {
+                printf(a ? "," : "");
+                json_str(k->allowed[a]);
+        }
+        printf("]");
+}
+
+static void json_daemon(const struct daemon_view *v) {
+        printf("\"daemon\":%s,\"source\":", v->running ? "true" : "false");
+        json_str_or_null(!v->running ? NULL : v->on_bus ? "bus" : "status-file");
+        printf(",\"pid\":%d,\"mode\":", v->pid);
+        json_str_or_null(v->running ? v->mode : NULL);
+        printf(",\"dry_run\":%s", v->running && strcmp(v->mode, "observe") == 0 ? "true" : "false");
+        printf(",\"not_writable\":");
+        json_str_or_null(v->running && v->not_writable[0] ? v->not_writable : NULL);
+        if (v->running)
+                printf(",\"tick\":%llu", v->tick);
+        if (v->changes_known)
+                printf(",\"changes\":%llu", v->changes);
+        if (v->interval_usec)
+                printf(",\"interval_usec\":%llu", (unsigned long long) v->interval_usec);
+        if (v->version[0]) {
+                printf(",\"version\":");
+                json_str(v->version);
+        }
+}
+
+/* The host, what mthpd says about each knob (if it is on the bus) and the
+ * restore journal: what status and metrics both show. */
+int look_at_knobs(struct ctl *c, struct host_view **hv, struct daemon_view **v, struct mthp_journal *j,
+                  bool *journal_ok) {
+        *hv = host_view_open(c);
+        if (!*hv)
+                return -EIO;
+        struct ctl_bus *bus = bus_open_for_read(false);
+        *v = xrealloc(NULL, sizeof(**v));
+        daemon_look(c, bus, LOOK_KNOBS, *v);
+        ctl_bus_free(bus);
+        /* on the bus, mthpd says who set what: the journal (root's) is extra */
+        *journal_ok = load_journal(c, (*v)->on_bus, j);
+        return 0;
+}
+
+/* The fields of status --json (also top --json's frames), without braces. */
+void json_status_fields(const struct ctl *c, const struct host_view *hv, const struct daemon_view *v,
+                        const struct knob_owners *o, const struct mthp_journal *j, bool journal_ok) {
+        printf("\"root\":");
+        json_str(c->root);
+        printf(",");
+        json_daemon(v);
+        printf(",\"sample_seconds\":%.3f,\"fault_pages_per_s\":%.0f,", hv->snap.dt, hv->snap.fault_pages_rate);
+        printf("\"psi\":");
+        if (hv->snap.psi.present)
+                printf("{\"some_avg10\":%.2f,\"full_avg10\":%.2f}", hv->snap.psi.some_avg10,
+                       hv->snap.psi.full_avg10);
+        else
+                printf("null");
+        printf(",\"mem_available_kb\":%llu,\"cgroup_layout\":\"%s\",\"restore_journal_knobs\":",
+               (unsigned long long) hv->snap.mem.available_kb, mthp_cg_layout_name(hv->caps.cg_layout));
+        if (journal_ok)
+                printf("%u,\"knobs\":[", j->n);
+        else
+                printf("null,\"knobs\":[");
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &hv->caps.knobs[i];
+                int si = k->size_kb ? mthp_caps_find_size(&hv->caps, k->size_kb) : -1;
+                int kind = k->type == MTHP_KNOB_SIZE_ANON ? MTHP_ANON : MTHP_SHMEM;
+                printf("%s{\"id\":", i ? "," : "");
+                json_str(k->id);
+                printf(",\"size_kb\":%u,\"kind\":\"%s\",\"value\":", k->size_kb,
+                       si < 0 ? "global" : mthp_kind_name(kind));
+                json_str(hv->snap.knob[i]);
+                printf(",\"set_by\":\"%s\",\"decision\":", o->set_by[i]);
+                json_str_or_null(o->decision[i]);
+                printf(",\"pinned\":%s", o->pinned[i] ? "true" : "false");
+                if (si >= 0)
+                        printf(",\"alloc_per_s\":%.1f,\"fallback_per_s\":%.1f",
+                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
+                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
+                printf(",\"accepts\":");
+                json_accepts(k);
+                printf("}");
+        }
+        printf("]");
+}
+
+int cmd_status(struct ctl *c, int argc, char **argv) {
+        struct mthp_journal j;
+        (void) argc;
+        (void) argv;
+
+        struct host_view *hv;
+        struct daemon_view *v;
+        bool journal_ok;
+        if (look_at_knobs(c, &hv, &v, &j, &journal_ok) < 0)
+                return EXIT_FAIL;
+
+        if (c->sample_usec) {
+                usleep((useconds_t) c->sample_usec);
+                mthp_sampler_take(hv->s, now_usec(), &hv->snap);
+        }
+        static struct knob_owners o;
+        knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
+
+        if (c->json) {
+                printf("{");
+                json_status_fields(c, hv, v, &o, &j, journal_ok);
+                printf("}\n");
+        } else {
+                print_daemon_line(stdout, v);
+                if (journal_ok)
+                        printf("; %u knob(s) in the restore journal", j.n);
+                else
+                        printf("; restore journal not readable");
+                printf("\nfault demand: %.0f pages/s over %.1fs; PSI memory some: ", hv->snap.fault_pages_rate,
+                       hv->snap.dt);
+                if (hv->snap.psi.present)
+                        printf("%.2f%%", hv->snap.psi.some_avg10);
+                else
+                        printf("absent");
+                printf("; MemAvailable %llu MiB\n\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
+                print_knobs(stdout, &hv->caps, &hv->snap, &o);
+                if (v->not_writable[0])
+                        printf("note: mthpd cannot write the knobs (%s): it only observes\n", v->not_writable);
+                for (unsigned i = 0; i < j.n; i++)
+                        if (j.e[i].state == MTHP_ENTRY_FOREIGN)
+                                printf("note: %s was changed by someone else to '%s'; mthpd no longer manages it "
+                                       "('mthpctl resume %s' hands it back)\n",
+                                       j.e[i].id, j.e[i].foreign_value, j.e[i].id);
+                for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                        if (o.pinned[i])
+                                printf("note: %s is pinned by an administrator ('mthpctl unpin %s' hands it back)\n",
+                                       hv->caps.knobs[i].id, hv->caps.knobs[i].id);
+                        else if (v->running && strcmp(v->mode, "observe") == 0 && o.decision[i] &&
+                                 strcmp(o.decision[i], "original") != 0 && strcmp(o.decision[i], hv->snap.knob[i]) != 0)
+                                printf("note: observe mode: mthpd would set %s to %s\n", hv->caps.knobs[i].id,
+                                       o.decision[i]);
+                }
+        }
+        free(v);
+        host_view_close(hv);
+        return EXIT_OK;
+}
+
+int cmd_sizes(struct ctl *c, int argc, char **argv) {
+        (void) argc;
+        (void) argv;
+
+        struct host_view *hv = host_view_open(c);
+        if (!hv)
+                return EXIT_FAIL;
+        struct table t;
+        if (c->json) {
+                char pmd[16];
+                mthp_format_size(hv->caps.pmd_kb, pmd, sizeof(pmd));
+                printf("{\"pmd_size\":\"%s\",\"pmd_kb\":%u,\"sizes\":[", pmd, hv->caps.pmd_kb);
+        } else
+                table_init(&t, "SIZE", ">ORDER", "KIND", "SETTING", ">ALLOC", ">FALLBACK", "ACCEPTS", NULL);
+        for (unsigned i = 0; i < hv->caps.n_sizes; i++) {
+                const struct mthp_size *sz = &hv->caps.sizes[i];
+                char size[16];
+                mthp_format_size(sz->kb, size, sizeof(size));
+                if (c->json)
+                        printf("%s{\"size\":\"%s\",\"size_kb\":%u,\"order\":%d,\"pmd\":%s,\"knobs\":[", i ? "," : "",
+                               size, sz->kb, sz->order, sz->kb == hv->caps.pmd_kb ? "true" : "false");
+                bool first = true;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        int kn = sz->knob[k];
+                        if (kn < 0)
+                                continue;
+                        const struct mthp_counter *a = stat_counter(&hv->caps, &hv->snap, i, kind_alloc_stat[k]),
+                                                  *f = stat_counter(&hv->caps, &hv->snap, i, kind_fallback_stat[k]);
+                        if (c->json) {
+                                printf("%s{\"id\":", first ? "" : ",");
+                                json_str(hv->caps.knobs[kn].id);
+                                printf(",\"kind\":\"%s\",\"value\":", mthp_kind_name(k));
+                                json_str(hv->snap.knob[kn]);
+                                printf(",\"accepts\":");
+                                json_accepts(&hv->caps.knobs[kn]);
+                                printf(",\"alloc\":");
+                                if (a)
+                                        printf("%llu", (unsigned long long) a->value);
+                                else
+                                        printf("null");
+                                printf(",\"fallback\":");
+                                if (f)
+                                        printf("%llu", (unsigned long long) f->value);
+                                else
+                                        printf("null");
+                                printf("}");
+                        } else {
+                                table_cell(&t, "%s", first ? size : "");
+                                if (first)
+                                        table_cell(&t, "%d", sz->order);
+                                else
+                                        table_cell(&t, "%s", "");
+                                table_cell(&t, "%s", mthp_kind_name(k));
+                                table_cell(&t, "%s", hv->snap.knob[kn]);
+                                if (a)
+                                        table_cell(&t, "%llu", (unsigned long long) a->value);
+                                else
+                                        table_cell(&t, "-");
+                                if (f)
+                                        table_cell(&t, "%llu", (unsigned long long) f->value);
+                                else
+                                        table_cell(&t, "-");
+                                char accepts[MTHP_VALUES_MAX * (MTHP_VALUE_MAX + 1)] = "";
+                                for (unsigned v = 0; v < hv->caps.knobs[kn].n_allowed; v++) {
+                                        if (v)
+                                                strcat(accepts, " ");
+                                        strcat(accepts, hv->caps.knobs[kn].allowed[v]);
+                                }
+                                table_cell(&t, "%s", accepts);
+                        }
+                        first = false;
+                }
+                if (c->json) {
+                        printf("],\"stats\":{");
+                        for (unsigned j = 0; j < sz->n_stats; j++) {
+                                printf("%s", j ? "," : "");
+                                json_str(sz->stats[j]);
+                                if (hv->snap.size[i].stat[j].present)
+                                        printf(":%llu", (unsigned long long) hv->snap.size[i].stat[j].value);
+                                else
+                                        printf(":null");
+                        }
+                        printf("}}");
+                }
+        }
+        if (c->json)
+                printf("]}\n");
+        else {
+                table_print(&t, stdout);
+                table_free(&t);
+                printf("\nALLOC and FALLBACK count faults (anon) or allocations (shmem) since boot: "
+                       "hugepages-<N>kB/stats/{anon_fault,shmem}_{alloc,fallback}.\n");
+        }
+        host_view_close(hv);
+        return EXIT_OK;
+}
+
+int cmd_explain(struct ctl *c, int argc, char **argv) {
+        unsigned kb = 0;
+        char want[16] = "";
+        if (argc > 0) {
+                if (mthp_parse_size(argv[0], &kb) < 0 || kb == 0) {
+                        fprintf(stderr, "mthpctl: explain: expected a size like 64K or 2M, got '%s'\n", argv[0]);
+                        return EXIT_USAGE;
+                }
+                mthp_format_size(kb, want, sizeof(want));
+        }
+        struct ctl_bus *bus = bus_open_for_read(false);
+        struct daemon_view *v = xrealloc(NULL, sizeof(*v));
+        daemon_look(c, bus, 0, v);
+        if (v->on_bus) {
+                /* the daemon filters by size itself */
+                struct ctl_bus_error e;
+                int r = ctl_bus_explain(bus, want, v->reason, MTHP_KNOBS_MAX, &v->n_reasons, &e);
+                if (r < 0) {
+                        ctl_bus_free(bus);
+                        free(v);
+                        return bus_fail(c, r, &e);
+                }
+        }
+        ctl_bus_free(bus);
+        if (!v->running) {
+                fprintf(stderr, "mthpctl: explain: mthpd is not running (not on the bus, no live %s/%s): nothing "
+                        "to explain\n", c->state_dir, MTHP_STATUS_FILE);
+                free(v);
+                return EXIT_NOT_RUNNING;
+        }
+        if (c->json) {
+                printf("{");
+                json_daemon(v);
+                printf(",\"knobs\":[");
+        }
+        bool first = true;
+        for (unsigned i = 0; i < v->n_reasons; i++) {
+                const struct mthp_status_knob *k = &v->reason[i];
+                size_t wl = strlen(want);
+                if (kb && (strncmp(k->id, want, wl) != 0 || k->id[wl] != '/'))
+                        continue;
+                if (c->json) {
+                        printf("%s{\"id\":", first ? "" : ",");
+                        json_str(k->id);
+                        printf(",\"decision\":");
+                        json_str(k->decision);
+                        printf(",\"reason\":");
+                        json_str(k->reason);
+                        printf("}");
+                } else
+                        printf("%s: %s\n    %s\n", k->id, k->decision, k->reason);
+                first = false;
+        }
+        if (c->json)
+                printf("]}\n");
+        else if (first)
+                printf("mthpd manages no knob%s%s under its configuration\n", kb ? " of size " : "", want);
+        free(v);
+        return EXIT_OK;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The names and signatures of mthpd's D-Bus service (man/mthpd.dbus.5.scd),
+ * in one place for both ends: mthpd serves them (daemon/bus.c), mthpctl
+ * calls them (ctl/ctl-bus.c). A method whose signature changes here changes
+ * on both sides at once; the man page says the same in prose.
+ *
+ * Each *_SIG is the signature of one element of a method's reply array
+ * (the reply is "a" + *_SIG) or of a method's arguments. */
+
+#define MTHP_DBUS_NAME "org.mthpd.mthpd1"
+#define MTHP_DBUS_PATH "/org/mthpd/mthpd1"
+#define MTHP_DBUS_INTERFACE "org.mthpd.Manager1"
+
+/* errors of our own (the rest are org.freedesktop.DBus.Error.*) */
+#define MTHP_DBUS_ERROR_INVALID_CONFIG "org.mthpd.Error.InvalidConfig"
+
+/* properties */
+#define MTHP_DBUS_PROP_VERSION "Version"              /* s */
+#define MTHP_DBUS_PROP_MODE "Mode"                    /* s: manage | observe */
+#define MTHP_DBUS_PROP_NOT_WRITABLE "NotWritable"     /* s: why the knobs cannot be written; "": they can */
+#define MTHP_DBUS_PROP_INTERVAL "IntervalUSec"        /* t */
+#define MTHP_DBUS_PROP_TICK "Tick"                    /* t */
+#define MTHP_DBUS_PROP_FAULT_RATE "FaultPagesPerSecond" /* d */
+#define MTHP_DBUS_PROP_CHANGES "Changes"              /* t */
+
+/* methods: name, arguments, reply */
+#define MTHP_DBUS_LIST_KNOBS "ListKnobs"
+/* id, size_kb, kind, value, set_by, decision, pinned */
+#define MTHP_DBUS_KNOB_SIG "(sussssb)"
+#define MTHP_DBUS_EXPLAIN "Explain"
+#define MTHP_DBUS_EXPLAIN_ARGS "s"                    /* size, "" = every knob */
+/* id, decision, reason */
+#define MTHP_DBUS_DECISION_SIG "(sss)"
+#define MTHP_DBUS_HISTORY "History"
+#define MTHP_DBUS_HISTORY_ARGS "u"                    /* max, 0 = all */
+/* realtime_usec, id, old, new, reason */
+#define MTHP_DBUS_CHANGE_SIG "(tssss)"
+#define MTHP_DBUS_LIST_CGROUPS "ListCgroups"
+/* path, policy, anon, shmem, priority, fault rate, anon_kb, shmem_kb, usage_kb,
+ * limit_kb, psi some avg10, dense anon kb, dense shmem kb, collapse */
+#define MTHP_DBUS_CGROUP_SIG "(ssssudttttdiib)"
+#define MTHP_DBUS_RELOAD "Reload"
+#define MTHP_DBUS_PIN "Pin"
+#define MTHP_DBUS_PIN_ARGS "sst"                      /* id, value, until (CLOCK_REALTIME usec, 0 = until unpinned) */
+#define MTHP_DBUS_UNPIN "Unpin"
+#define MTHP_DBUS_UNPIN_ARGS "s"                      /* id */
+#define MTHP_DBUS_SET_MODE "SetMode"
+#define MTHP_DBUS_SET_MODE_ARGS "s"                   /* manage | observe */
+#define MTHP_DBUS_RESTORE "Restore"
+#define MTHP_DBUS_RESUME "Resume"
+#define MTHP_DBUS_RESUME_ARGS "s"                     /* id */
+
+/* signals */
+#define MTHP_DBUS_KNOB_CHANGED "KnobChanged"
+#define MTHP_DBUS_KNOB_CHANGED_SIG "tssss"            /* as MTHP_DBUS_CHANGE_SIG, unboxed */
