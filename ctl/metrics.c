@@ -70,10 +70,12 @@ static void print_value(FILE *f, const struct metric_sample *s) {
                 fprintf(f, "%llu", s->u);
 }
 
-/* A label value in the exposition format: \\, \" and \n escaped. */
-static void label_value(FILE *f, const char *s) {
+/* A label value in the exposition format (UTF-8): mthp_escape()'s text (a
+ * cgroup's name is anyone's), then \\ and \" escaped. */
+static void label_value(FILE *f, const char *v) {
+        char *clean = mthp_escape_dup(v);
         fputc('"', f);
-        for (; *s; s++) {
+        for (const char *s = clean ? clean : ""; *s; s++) {
                 if (*s == '\\' || *s == '"')
                         fprintf(f, "\\%c", *s);
                 else if (*s == '\n')
@@ -82,6 +84,7 @@ static void label_value(FILE *f, const char *s) {
                         fputc(*s, f);
         }
         fputc('"', f);
+        free(clean);
 }
 
 int metrics_print_text(FILE *f, const struct metric_set *set) {

@@ -13,7 +13,10 @@ static const struct command commands[] = {
           "administrator pinned it), and the allocation and fallback rates measured over\n"
           "--sample; then the global knobs. While mthpd is on the bus, 'set by' and its\n"
           "decisions come from it; otherwise from the restore journal. Works without the\n"
-          "daemon.\n\n"
+          "daemon. For a knob someone else changed: when mthpd noticed and its likely\n"
+          "writer; in observe mode, what mthpd would set next to what is set; last, the\n"
+          "other deciders of THP: the kernel command line, tuned and its profile, units\n"
+          "with MemoryTHP= or writing THP files.\n\n"
           "  --sample TIME   how long to measure rates (default 500ms; 0: none)\n"
           "  -j, --json      machine-readable output\n",
           O_JSON | O_SAMPLE, NULL, 0, 0, cmd_status },
@@ -111,15 +114,17 @@ static const struct command commands[] = {
           "knob whose value is still what mthpd wrote; knobs someone else changed are left\n"
           "alone.\n",
           0, "restore knobs", 0, 0, cmd_restore },
-        { "exec", "[--thp=disable|madvise|inherit] -- CMD [ARG]...",
+        { "exec", "[--thp=disable|except-advised|inherit] -- CMD [ARG]...",
           "run CMD with THP disabled (or for madvised memory only)",
           "Run CMD with a THP policy of its own, inherited by its children over fork and\n"
           "exec (prctl PR_SET_THP_DISABLE; what systemd's MemoryTHP= does for services):\n\n"
           "  --thp=disable   no THP for CMD (default)\n"
-          "  --thp=madvise   THP only where CMD asks with madvise(MADV_HUGEPAGE) (Linux\n"
-          "                  6.18, PR_THP_DISABLE_EXCEPT_ADVISED; older kernels: disable,\n"
-          "                  with a warning)\n"
+          "  --thp=except-advised\n"
+          "                  THP only where CMD asks with madvise(MADV_HUGEPAGE)\n"
+          "                  (PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18; also --thp=madvise)\n"
           "  --thp=inherit   clear an inherited setting: the host's policy applies\n\n"
+          "A kernel without the policy asked for refuses it: mthpctl says so and runs\n"
+          "nothing (exit status 1).\n"
           "Exit status: CMD's; 127 if CMD is not found, 126 if it cannot be run.\n",
           O_THP, NULL, 1, -1, cmd_exec },
         { "check", "FILE|DIR... [--json]", "validate mthpd.conf and policy files",
@@ -269,9 +274,9 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                 case 'c': c->config = optarg; break;
                 case 'p': c->policy_dir = optarg; break;
                 case OPT_THP:
-                        if (strcmp(optarg, "disable") != 0 && strcmp(optarg, "madvise") != 0 &&
-                            strcmp(optarg, "inherit") != 0)
-                                return bad_value(cmd, "--thp", "disable, madvise or inherit", optarg);
+                        if (strcmp(optarg, "disable") != 0 && strcmp(optarg, "except-advised") != 0 &&
+                            strcmp(optarg, "madvise") != 0 && strcmp(optarg, "inherit") != 0)
+                                return bad_value(cmd, "--thp", "disable, except-advised or inherit", optarg);
                         c->thp = optarg;
                         break;
                 default:
@@ -338,6 +343,18 @@ int main(int argc, char **argv) {
                 r = parse_command(&c, c.cmd, argc - at, argv + at, &first);
                 if (r >= 0)
                         return r;
+                /* a path that does not fit is refused, never cut: a cut
+                 * --state-dir named another journal ("nothing to restore") */
+                if (strlen(c.state_dir) > MTHP_STATE_DIR_MAX) {
+                        fprintf(stderr, "mthpctl: --state-dir %s: expected a path of at most %d bytes\n", c.state_dir,
+                                MTHP_STATE_DIR_MAX);
+                        return EXIT_USAGE;
+                }
+                if (c.policy_dir && strlen(c.policy_dir) >= MTHP_PATH_MAX) {
+                        fprintf(stderr, "mthpctl: --policy-dir %s: expected a path of less than %d bytes\n",
+                                c.policy_dir, MTHP_PATH_MAX);
+                        return EXIT_USAGE;
+                }
                 return c.cmd->run(&c, argc - at - first, argv + at + first);
         }
         fprintf(stderr, "mthpctl: unknown command '%s'; see 'mthpctl --help'\n", name);

@@ -30,10 +30,12 @@
 #include "mthp/config.h"
 #include "mthp/policy.h"
 #include "mthp/engine.h"
+#include "mthp/escape.h"
 #include "mthp/journal.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/record.h"
+#include "mthp/safe-io.h"
 #include "mthp/sample.h"
 #include "mthp/status.h"
 #include "mthp/timespan.h"
@@ -107,11 +109,13 @@ struct table {
         char **cells;
 };
 
-/* a JSON string: ", \\ and control characters escaped */
+/* a JSON string: the text mthp_escape() gives (valid UTF-8, control
+ * characters as \xNN), with " and \\ escaped for JSON */
 void json_fstr(FILE *f, const char *s);
 void json_str(const char *s);  /* on stdout */
 void json_str_or_null(const char *s);
 void *xrealloc(void *p, size_t n);
+void print_errors(const char *err); /* FILE:LINE: errors on stderr, escaped */
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void table_init(struct table *t, ...);
 void table_print(const struct table *t, FILE *f);
@@ -185,6 +189,15 @@ int look_at_knobs(struct ctl *c, struct host_view **hv, struct daemon_view **v, 
                   bool *journal_ok);
 void json_status_fields(const struct ctl *c, const struct host_view *hv, const struct daemon_view *v,
                         const struct knob_owners *o, const struct mthp_journal *j, bool journal_ok);
+/* deciders-view.c: the other deciders of THP (mthp/deciders.h) */
+struct mthp_deciders;
+struct mthp_foreign_note;
+void print_deciders(FILE *f, const struct mthp_caps *caps, const struct mthp_deciders *d);
+void json_deciders(const struct mthp_caps *caps, const struct mthp_deciders *d);
+const struct mthp_foreign_note *foreign_note_find(const struct mthp_foreign_note *n, int nn, const char *id);
+/* Into buf: who most likely wrote value to knob ("" if nobody is known). */
+void likely_writer(const struct mthp_deciders *d, const struct mthp_foreign_note *note, int knob, const char *value,
+                   char *buf, size_t size);
 int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_sizes(struct ctl *c, int argc, char **argv);
 int cmd_explain(struct ctl *c, int argc, char **argv);

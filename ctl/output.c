@@ -3,17 +3,8 @@
 #include "mthpctl.h"
 
 void json_fstr(FILE *f, const char *s) {
-        fputc('"', f);
-        for (; *s; s++) {
-                unsigned char ch = (unsigned char) *s;
-                if (ch == '"' || ch == '\\')
-                        fprintf(f, "\\%c", ch);
-                else if (ch < 0x20)
-                        fprintf(f, "\\u%04x", ch);
-                else
-                        fputc(ch, f);
-        }
-        fputc('"', f);
+        /* valid UTF-8 without control characters, whatever s holds */
+        mthp_json_string(f, s);
 }
 
 void json_str(const char *s) {
@@ -25,6 +16,15 @@ void json_str_or_null(const char *s) {
                 json_str(s);
         else
                 printf("null");
+}
+
+/* Errors of files ("FILE:LINE: ...", one a line) on stderr: they quote
+ * the files' bytes and name files anyone may have named. */
+void print_errors(const char *err) {
+        size_t n = strlen(err) * 4 + 1; /* a byte becomes at most "\xNN" */
+        char *clean = xrealloc(NULL, n);
+        fputs(mthp_escape_lines(clean, n, err), stderr);
+        free(clean);
 }
 
 void *xrealloc(void *p, size_t n) {
@@ -46,10 +46,16 @@ void table_cell(struct table *t, const char *fmt, ...) {
         va_start(ap, fmt);
         int r = vasprintf(&s, fmt, ap);
         va_end(ap);
-        if (r < 0) {
+        /* cells show cgroup paths, comms in reasons, journal entries: what
+         * anyone can name reaches the terminal escaped */
+        char *clean = r < 0 ? NULL : mthp_escape_dup(s);
+        if (r >= 0)
+                free(s);
+        if (!clean) {
                 fprintf(stderr, "mthpctl: out of memory\n");
                 exit(EXIT_FAIL);
         }
+        s = clean;
         t->cells = xrealloc(t->cells, (t->n_cells + 1) * sizeof(*t->cells));
         t->cells[t->n_cells++] = s;
 }

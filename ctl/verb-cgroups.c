@@ -11,12 +11,24 @@ static const char *policy_dir_of(const struct ctl *c) {
         return c->policy_dir ? c->policy_dir : MTHP_SYSCONFDIR "/policy.d";
 }
 
+/* As mthpd decides it: Unit= stays out of cgroups delegated to users
+ * unless the policy says Delegated=yes. */
 static bool managed_by(const char *path, void *user) {
         const struct mthp_policy_set *set = user;
         for (unsigned i = 0; i < set->n; i++)
-                if (mthp_policy_matches(&set->p[i], path))
+                if (mthp_policy_set_matches(set, i, path))
                         return true;
         return false;
+}
+
+struct owned_ctx {
+        const struct mthp_host *h;
+        const struct mthp_caps *caps;
+};
+
+static bool cgroup_user_owned(void *user, const char *cgroup) {
+        const struct owned_ctx *o = user;
+        return mthp_cgroup_owned_by_user(o->h, o->caps, cgroup);
 }
 
 /* Without mthpd: the policy files and the cgroups they match, measured over
@@ -27,7 +39,7 @@ static int cgroups_from_host(struct ctl *c, struct ctl_bus_cgroup **ret, unsigne
         *ret = NULL;
         *n = 0;
         if (mthp_policy_load_dir(policy_dir_of(c), true, &set, err, sizeof(err)) < 0) {
-                fputs(err, stderr);
+                print_errors(err);
                 fprintf(stderr, "mthpctl: cgroups: the policy files in %s are invalid\n", policy_dir_of(c));
                 return -EINVAL;
         }
@@ -43,6 +55,9 @@ static int cgroups_from_host(struct ctl *c, struct ctl_bus_cgroup **ret, unsigne
                 fprintf(stderr, "mthpctl: cgroups: cannot read the cgroups under %s: %s\n", c->root, strerror(-r));
                 goto out;
         }
+        struct owned_ctx owned = { h, caps };
+        set->user_owned = cgroup_user_owned;
+        set->user_owned_data = &owned;
         mthp_cgmon_set_match(m, managed_by, set);
         struct mthp_cgroup_view *v = xrealloc(NULL, MTHP_SNAP_CGROUPS * sizeof(*v));
         unsigned nv = 0;

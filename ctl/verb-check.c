@@ -13,11 +13,15 @@ static bool is_dir(const char *path) {
 }
 
 /* Errors of a set of policy files come as one text: each file's are the
- * lines that start with its name. */
-static void print_check(struct ctl *c, const char *file, bool valid, const char *err, bool *first_file) {
+ * lines that start with its name; a directory's (is_dir) also those of the
+ * files in it. */
+static void print_check(struct ctl *c, const char *file, bool is_dir, bool valid, const char *err,
+                        bool *first_file) {
         if (!c->json) {
-                if (valid)
-                        printf("%s: ok\n", file);
+                if (valid) {
+                        char clean[MTHP_PATH_MAX * 4];
+                        printf("%s: ok\n", mthp_escape(clean, sizeof(clean), file));
+                }
                 return;
         }
         printf("%s{\"file\":", *first_file ? "" : ",");
@@ -25,10 +29,9 @@ static void print_check(struct ctl *c, const char *file, bool valid, const char 
         json_str(file);
         printf(",\"valid\":%s,\"errors\":[", valid ? "true" : "false");
         bool first = true;
-        size_t fl = strlen(file);
         for (const char *l = err; l && *l;) {
                 size_t len = strcspn(l, "\n");
-                if (len && strncmp(l, file, fl) == 0 && (l[fl] == ':')) {
+                if (len && mthp_error_line_is_about(l, len, file, is_dir)) {
                         char line[2048];
                         snprintf(line, sizeof(line), "%.*s", (int) len, l);
                         printf(first ? "" : ",");
@@ -61,14 +64,14 @@ int cmd_check(struct ctl *c, int argc, char **argv) {
                         bad += r < 0;
                         if (r == 0) {
                                 for (unsigned j = 0; j < set->n; j++)
-                                        print_check(c, set->p[j].file, true, "", &first_file);
+                                        print_check(c, set->p[j].file, false, true, "", &first_file);
                                 if (!set->n && !c->json)
                                         printf("%s: ok (no *.policy files)\n", argv[i]);
                                 mthp_policy_set_free(set);
                         } else if (c->json)
-                                print_check(c, argv[i], false, err, &first_file);
+                                print_check(c, argv[i], true, false, err, &first_file);
                         else
-                                fputs(err, stderr);
+                                print_errors(err);
                         continue;
                 }
                 if (is_policy_file(argv[i])) {
@@ -82,8 +85,8 @@ int cmd_check(struct ctl *c, int argc, char **argv) {
                 bool valid = mthp_config_load(argv[i], &cfg, err, sizeof(err)) == 0;
                 bad += !valid;
                 if (!valid && !c->json)
-                        fputs(err, stderr);
-                print_check(c, argv[i], valid, err, &first_file);
+                        print_errors(err);
+                print_check(c, argv[i], false, valid, err, &first_file);
         }
         if (n_policies) {
                 /* together, so that a pattern in two files is caught */
@@ -92,22 +95,21 @@ int cmd_check(struct ctl *c, int argc, char **argv) {
                 err[0] = 0;
                 int r = mthp_policy_load_files(policies, n_policies, true, &set, err, sizeof(err));
                 if (r < 0 && !c->json)
-                        fputs(err, stderr);
+                        print_errors(err);
                 for (size_t j = 0; j < n_policies; j++) {
                         bool valid = r == 0;
                         if (!valid) {
                                 /* only the files named in the errors are invalid */
-                                size_t fl = strlen(policies[j]);
                                 valid = true;
                                 for (const char *l = err; *l && valid;) {
                                         size_t len = strcspn(l, "\n");
-                                        if (strncmp(l, policies[j], fl) == 0 && l[fl] == ':')
+                                        if (mthp_error_line_is_about(l, len, policies[j], false))
                                                 valid = false;
                                         l += len + (l[len] == '\n');
                                 }
                         }
                         bad += !valid;
-                        print_check(c, policies[j], valid, err, &first_file);
+                        print_check(c, policies[j], false, valid, err, &first_file);
                 }
                 if (r < 0 && bad == 0)
                         bad = 1; /* e.g. too many files */

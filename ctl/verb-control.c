@@ -90,8 +90,10 @@ int cmd_reload(struct ctl *c, int argc, char **argv) {
         if (r == -EINVAL) {
                 /* InvalidConfig carries every FILE:LINE: error, one per line */
                 fprintf(stderr, "mthpctl: reload: the configuration is invalid; mthpd keeps running the old one:\n");
-                for (char *l = strtok(e.message, "\n"); l; l = strtok(NULL, "\n"))
-                        fprintf(stderr, "  %s\n", l);
+                for (char *l = strtok(e.message, "\n"); l; l = strtok(NULL, "\n")) {
+                        char clean[4 * sizeof(e.message)];
+                        fprintf(stderr, "  %s\n", mthp_escape(clean, sizeof(clean), l));
+                }
                 return EXIT_FAIL;
         }
         if (r < 0)
@@ -139,28 +141,44 @@ static int restore_method(struct ctl_bus *b, const char *arg, struct ctl_bus_err
 
 /* Without a daemon: put back what the restore journal holds. */
 static int restore_from_journal(struct ctl *c) {
-        char path[MTHP_PATH_MAX + 32], err[1024];
+        char path[MTHP_PATH_MAX], err[1024], why[2 * MTHP_PATH_MAX + 256];
         struct mthp_journal j;
         struct mthp_host *h;
         unsigned n = 0;
 
-        snprintf(path, sizeof(path), "%s/" MTHP_JOURNAL_FILE, c->state_dir);
-        int r = mthp_journal_load(path, &j, err, sizeof(err));
+        /* a path cut short names another file: "nothing to restore" would be a lie */
+        int r = mthp_path_join(path, sizeof(path), c->state_dir, MTHP_JOURNAL_FILE);
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: restore: %s/%s: longer than %d bytes; not restoring\n", c->state_dir,
+                        MTHP_JOURNAL_FILE, MTHP_PATH_MAX - 1);
+                return EXIT_FAIL;
+        }
+        r = mthp_journal_load(path, &j, err, sizeof(err));
         if (r == -ENOENT) {
                 printf("nothing to restore: no journal at %s\n", path);
                 return EXIT_OK;
         }
         if (r < 0) {
-                fprintf(stderr, "mthpctl: cannot read %s: %s", path, err[0] ? err : "invalid journal\n");
+                fprintf(stderr, "mthpctl: cannot read %s: ", path);
+                print_errors(err[0] ? err : "invalid journal\n");
                 return EXIT_FAIL;
         }
-        /* a running mthpd holds STATE/lock and would write again: refuse */
-        char lock[MTHP_PATH_MAX + 8];
-        snprintf(lock, sizeof(lock), "%s/lock", c->state_dir);
-        int lfd = open(lock, O_RDWR | O_CLOEXEC);
+        /* a running mthpd holds STATE/lock and would write again: refuse.
+         * The lock is opened as the journal was: in the checked state
+         * directory, never through a symlink, regular files only. */
+        int dfd = mthp_safe_open_dir(c->state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why)), lfd = dfd;
+        if (dfd >= 0) {
+                lfd = mthp_safe_open_file(dfd, c->state_dir, "lock", MTHP_SAFE_OWNER | MTHP_SAFE_NOFOLLOW, 0, why,
+                                          sizeof(why));
+                close(dfd);
+        }
+        if (lfd < 0 && lfd != -ENOENT) {
+                fprintf(stderr, "mthpctl: restore: %s\n", why);
+                return EXIT_FAIL;
+        }
         if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
-                fprintf(stderr, "mthpctl: mthpd is running (it holds %s) but not on the bus; stop it first: it "
-                        "restores everything itself when stopped\n", lock);
+                fprintf(stderr, "mthpctl: mthpd is running (it holds %s/lock) but not on the bus; stop it first: it "
+                        "restores everything itself when stopped\n", c->state_dir);
                 close(lfd);
                 return EXIT_FAIL;
         }

@@ -6,6 +6,7 @@
  * own since boot, no rates) or as JSON. */
 #include "metrics.h"
 #include "mthpctl.h"
+#include "mthp/deciders.h"
 
 static void size_counter(struct metric_set *set, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
                          const char *name, const char *stat, const char *help) {
@@ -108,6 +109,24 @@ static void collect_knobs(struct metric_set *set, const struct host_view *hv, co
         }
 }
 
+/* The other deciders (mthp/deciders.h): one info sample per setting. */
+static void collect_deciders(struct metric_set *set, const struct host_view *hv) {
+        static struct mthp_deciders d;
+        (void) mthp_deciders_read(hv->h, &hv->caps, &d);
+        gauge(set, "mthp_tuned_running", "gauge", "1 if a tuned process is running.", d.tuned_pid != 0, -1);
+        struct metric_family *f = metric_family_add(set, "mthp_decider_setting_info", "gauge",
+                "A THP setting of another decider: the kernel command line, tuned's active profile, a unit "
+                "(always 1).");
+        for (unsigned i = 0; i < d.n; i++) {
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "source", mthp_decider_source_name(d.s[i].source));
+                metric_label(s, "origin", d.s[i].origin);
+                metric_label(s, "setting", d.s[i].text);
+                metric_label(s, "value", d.s[i].value);
+                metric_set_uint(s, 1);
+        }
+}
+
 static void collect_host(struct metric_set *set, const struct host_view *hv) {
         size_counter(set, &hv->caps, &hv->snap, "mthp_size_anon_fault_alloc_total", "anon_fault_alloc",
                      "Anonymous page faults that allocated a folio of this size.");
@@ -163,6 +182,7 @@ static int metrics_collect(struct ctl *c, struct metric_set *set) {
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
         collect_knobs(set, hv, &o);
         collect_host(set, hv);
+        collect_deciders(set, hv);
         collect_daemon(set, v);
         free(v);
         host_view_close(hv);

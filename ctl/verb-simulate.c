@@ -82,24 +82,24 @@ int cmd_simulate(struct ctl *c, int argc, char **argv) {
         (void) argc;
 
         struct mthp_config cfg;
-        char err[8192];
+        char err[8192], clean[4 * sizeof(err)];
         mthp_config_defaults(&cfg);
         if (conf && mthp_config_load(conf, &cfg, err, sizeof(err)) < 0) {
-                fputs(err, stderr);
+                print_errors(err);
                 return EXIT_FAIL;
         }
         _cleanup_(policy_setp) struct mthp_policy_set *policies = NULL;
         if (c->policy_dir) {
                 static char perr[65536];
                 if (mthp_policy_load_dir(c->policy_dir, true, &policies, perr, sizeof(perr)) < 0) {
-                        fputs(perr, stderr);
+                        print_errors(perr);
                         return EXIT_FAIL;
                 }
                 cfg.engine.policies = policies;
         }
         struct mthp_caps caps;
         if ((r = mthp_record_open_read(file, &caps, &rec, err, sizeof(err))) < 0) {
-                fprintf(stderr, "mthpctl: %s\n", err);
+                fprintf(stderr, "mthpctl: %s\n", mthp_escape_lines(clean, sizeof(clean), err));
                 return EXIT_FAIL;
         }
 
@@ -142,14 +142,18 @@ int cmd_simulate(struct ctl *c, int argc, char **argv) {
                                 printf(",\"reason\":");
                                 json_str(dec[i].reason);
                                 printf("}\n");
-                        } else
+                        } else {
+                                /* the recording's bytes and the names in reasons, escaped */
+                                char id[128], o[4 * MTHP_VALUE_MAX], n[4 * MTHP_VALUE_MAX];
                                 printf("tick %llu: %s: %s -> %s: %s\n", (unsigned long long) snap.tick,
-                                       caps.knobs[k].id, old, new, dec[i].reason);
+                                       mthp_escape(id, sizeof(id), caps.knobs[k].id), mthp_escape(o, sizeof(o), old),
+                                       mthp_escape(n, sizeof(n), new), mthp_escape(clean, sizeof(clean), dec[i].reason));
+                        }
                 }
         }
         if (r < 0) {
                 fflush(stdout);
-                fprintf(stderr, "mthpctl: %s\n", err);
+                fprintf(stderr, "mthpctl: %s\n", mthp_escape_lines(clean, sizeof(clean), err));
                 return EXIT_FAIL;
         }
         print_simulate_summary(json, file, &cfg.engine, &caps, &st, &span, changes);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl status, sizes, explain. */
 #include "mthpctl.h"
+#include "mthp/deciders.h"
 
 static void print_rate(struct table *t, const struct mthp_snapshot *snap, double rate) {
         if (snap->dt > 0)
@@ -150,9 +151,61 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
         static struct knob_owners o;
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
 
+        static struct mthp_deciders dec;
+        static struct mthp_foreign_note notes[MTHP_KNOBS_MAX];
+        (void) mthp_deciders_read(hv->h, &hv->caps, &dec);
+        int n_notes = mthp_foreign_notes_load(c->state_dir, notes, MTHP_KNOBS_MAX);
+        if (n_notes < 0)
+                n_notes = 0;
+        bool observe = v->running && strcmp(v->mode, "observe") == 0;
+
         if (c->json) {
                 printf("{");
                 json_status_fields(c, hv, v, &o, &j, journal_ok);
+                printf(",");
+                json_deciders(&hv->caps, &dec);
+                /* knobs another writer took: whom, and since when (mthpd's note) */
+                printf(",\"other_writers\":[");
+                bool first = true;
+                for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                        if (strcmp(o.set_by[i], "other") != 0)
+                                continue;
+                        const struct mthp_foreign_note *nt = foreign_note_find(notes, n_notes, hv->caps.knobs[i].id);
+                        char who[512];
+                        likely_writer(&dec, nt, (int) i, hv->snap.knob[i], who, sizeof(who));
+                        printf("%s{\"id\":", first ? "" : ",");
+                        json_str(hv->caps.knobs[i].id);
+                        printf(",\"value\":");
+                        json_str(hv->snap.knob[i]);
+                        printf(",\"likely_writer\":");
+                        json_str_or_null(who[0] ? who : NULL);
+                        printf(",\"noticed_usec\":");
+                        if (nt)
+                                printf("%llu", (unsigned long long) nt->usec);
+                        else
+                                printf("null");
+                        printf("}");
+                        first = false;
+                }
+                printf("]");
+                if (observe) {
+                        /* what mthpd would set next to what is set */
+                        printf(",\"observe\":[");
+                        first = true;
+                        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                                if (!o.decision[i])
+                                        continue;
+                                printf("%s{\"id\":", first ? "" : ",");
+                                json_str(hv->caps.knobs[i].id);
+                                printf(",\"value\":");
+                                json_str(hv->snap.knob[i]);
+                                printf(",\"would_set\":");
+                                json_str(o.decision[i]);
+                                printf("}");
+                                first = false;
+                        }
+                        printf("]");
+                }
                 printf("}\n");
         } else {
                 print_daemon_line(stdout, v);
@@ -168,22 +221,63 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("absent");
                 printf("; MemAvailable %llu MiB\n\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
+                char clean[4 * sizeof(v->not_writable)], id[128], value[4 * MTHP_VALUE_MAX];
                 if (v->not_writable[0])
-                        printf("note: mthpd cannot write the knobs (%s): it only observes\n", v->not_writable);
+                        printf("note: mthpd cannot write the knobs (%s): it only observes\n",
+                               mthp_escape(clean, sizeof(clean), v->not_writable));
                 for (unsigned i = 0; i < j.n; i++)
-                        if (j.e[i].state == MTHP_ENTRY_FOREIGN)
-                                printf("note: %s was changed by someone else to '%s'; mthpd no longer manages it "
+                        if (j.e[i].state == MTHP_ENTRY_FOREIGN) {
+                                int kn = mthp_caps_find_knob(&hv->caps, j.e[i].id);
+                                const struct mthp_foreign_note *nt = foreign_note_find(notes, n_notes, j.e[i].id);
+                                char who[512], when[64] = "";
+                                likely_writer(&dec, nt, kn, j.e[i].foreign_value, who, sizeof(who));
+                                if (nt) {
+                                        time_t t = (time_t) (nt->usec / 1000000);
+                                        struct tm tm;
+                                        if (localtime_r(&t, &tm))
+                                                strftime(when, sizeof(when), " at %Y-%m-%d %H:%M:%S", &tm);
+                                }
+                                mthp_escape(id, sizeof(id), j.e[i].id);
+                                printf("note: %s was changed by someone else to '%s'%s; mthpd no longer manages it "
                                        "('mthpctl resume %s' hands it back)\n",
-                                       j.e[i].id, j.e[i].foreign_value, j.e[i].id);
-                for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                                       id, mthp_escape(value, sizeof(value), j.e[i].foreign_value), when, id);
+                                printf("      likely writer: %s\n", who[0] ? who : "unknown (no tuned profile, "
+                                       "unit or command line setting writes this knob)");
+                        }
+                for (unsigned i = 0; i < hv->caps.n_knobs; i++)
                         if (o.pinned[i])
                                 printf("note: %s is pinned by an administrator ('mthpctl unpin %s' hands it back)\n",
                                        hv->caps.knobs[i].id, hv->caps.knobs[i].id);
-                        else if (v->running && strcmp(v->mode, "observe") == 0 && o.decision[i] &&
-                                 strcmp(o.decision[i], "original") != 0 && strcmp(o.decision[i], hv->snap.knob[i]) != 0)
-                                printf("note: observe mode: mthpd would set %s to %s\n", hv->caps.knobs[i].id,
-                                       o.decision[i]);
+                if (observe) {
+                        /* the documented way to run beside another tuner:
+                         * mthpd decides and explains, the other one writes */
+                        struct table t;
+                        table_init(&t, "KNOB", "IS", "MTHPD WOULD SET", NULL);
+                        unsigned shown = 0;
+                        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                                if (!o.decision[i])
+                                        continue;
+                                bool same = strcmp(o.decision[i], "original") == 0 ||
+                                            strcmp(o.decision[i], hv->snap.knob[i]) == 0;
+                                table_cell(&t, "%s", hv->caps.knobs[i].id);
+                                table_cell(&t, "%s", hv->snap.knob[i]);
+                                table_cell(&t, "%s", same ? "(same)" : o.decision[i]);
+                                shown++;
+                        }
+                        printf("\nobserve mode: mthpd writes nothing; what it would set:\n");
+                        if (shown)
+                                table_print(&t, stdout);
+                        else
+                                printf("  no decision yet\n");
+                        table_free(&t);
+                        for (unsigned i = 0; i < hv->caps.n_knobs; i++)
+                                if (o.decision[i] && strcmp(o.decision[i], "original") != 0 &&
+                                    strcmp(o.decision[i], hv->snap.knob[i]) != 0)
+                                        printf("note: observe mode: mthpd would set %s to %s\n",
+                                               hv->caps.knobs[i].id, o.decision[i]);
                 }
+                printf("\n");
+                print_deciders(stdout, &hv->caps, &dec);
         }
         free(v);
         host_view_close(hv);
@@ -336,8 +430,13 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         printf(",\"reason\":");
                         json_str(k->reason);
                         printf("}");
-                } else
-                        printf("%s: %s\n    %s\n", k->id, k->decision, k->reason);
+                } else {
+                        /* from the daemon or its status file: comms and cgroup names in them, escaped */
+                        char id[4 * sizeof(k->id)], decision[4 * sizeof(k->decision)], reason[4 * sizeof(k->reason)];
+                        printf("%s: %s\n    %s\n", mthp_escape(id, sizeof(id), k->id),
+                               mthp_escape(decision, sizeof(decision), k->decision),
+                               mthp_escape(reason, sizeof(reason), k->reason));
+                }
                 first = false;
         }
         if (c->json)

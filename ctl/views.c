@@ -69,12 +69,18 @@ fail:
  * the bus, that is all there is to go by). Returns false if it exists but
  * cannot be read. */
 bool load_journal(const struct ctl *c, bool quiet, struct mthp_journal *j) {
-        char path[MTHP_PATH_MAX + 32], err[512] = "";
-        snprintf(path, sizeof(path), "%s/" MTHP_JOURNAL_FILE, c->state_dir);
-        int r = mthp_journal_load(path, j, err, sizeof(err));
+        char path[MTHP_PATH_MAX], err[512] = "";
+        int r = mthp_path_join(path, sizeof(path), c->state_dir, MTHP_JOURNAL_FILE);
+        if (r < 0)
+                snprintf(err, sizeof(err), "%s/%s: longer than %d bytes\n", c->state_dir, MTHP_JOURNAL_FILE,
+                         MTHP_PATH_MAX - 1);
+        else
+                r = mthp_journal_load(path, j, err, sizeof(err));
         if (r < 0) {
-                if (r != -ENOENT && !quiet)
-                        fprintf(stderr, "mthpctl: warning: %s", err[0] ? err : "cannot read the restore journal\n");
+                if (r != -ENOENT && !quiet) {
+                        fprintf(stderr, "mthpctl: warning: ");
+                        print_errors(err[0] ? err : "cannot read the restore journal\n");
+                }
                 memset(j, 0, sizeof(*j));
         }
         return r >= 0 || r == -ENOENT;
@@ -181,8 +187,13 @@ void print_daemon_line(FILE *f, const struct daemon_view *v) {
 /* ---- errors from the bus --------------------------------------------- */
 
 /* Print what went wrong with a call for command cmd; returns the exit code. */
-int bus_fail(const struct ctl *c, int r, const struct ctl_bus_error *e) {
+int bus_fail(const struct ctl *c, int r, const struct ctl_bus_error *err) {
         const char *name = c->cmd->name;
+        /* the daemon's words may quote names anyone chose: escaped */
+        static struct ctl_bus_error clean;
+        mthp_strcpy(clean.name, sizeof(clean.name), err->name);
+        mthp_escape(clean.message, sizeof(clean.message), err->message);
+        const struct ctl_bus_error *e = &clean;
         switch (-r) {
         case EACCES:
                 fprintf(stderr, "mthpctl: %s: permission denied: only root may %s (run as root)\n", name,

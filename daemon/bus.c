@@ -11,6 +11,7 @@
 
 #include "bus.h"
 #include "mthp-config.h"
+#include "mthp/escape.h"
 #include "mthp/log.h"
 
 /* After a disconnect (dbus-daemon restarted or gone) mthpd connects again,
@@ -51,10 +52,27 @@ static int check_root(sd_bus_message *m, const char *action, uid_t *ret_uid, sd_
         return 0;
 }
 
+/* Every string a reply or signal carries: sd-bus refuses invalid UTF-8
+ * (a Reload whose error quoted byte 0xff never replied; a comm with 0xff in
+ * a reason broke Explain, History and KnobChanged for everyone), and names
+ * in them are anyone's. One ring of buffers: a call formats a few at once. */
+static const char *clean(const char *s) {
+        static char ring[8][4 * MTHP_REASON_MAX];
+        static unsigned next;
+        char *b = ring[next++ % 8];
+        return mthp_escape(b, sizeof(ring[0]), s ? s : "");
+}
+
+/* An error text of several lines: each escaped, the newlines kept. */
+static const char *clean_lines(const char *s) {
+        static char buf[4 * 4096];
+        return mthp_escape_lines(buf, sizeof(buf), s);
+}
+
 /* A daemon_*() failure as a D-Bus error: -EINVAL means the caller's arguments. */
 static int set_daemon_error(sd_bus_error *error, int r, const char *err) {
         return sd_bus_error_set(error, r == -EINVAL ? SD_BUS_ERROR_INVALID_ARGS : SD_BUS_ERROR_FAILED,
-                                err[0] ? err : strerror(-r));
+                                clean_lines(err[0] ? err : strerror(-r)));
 }
 
 static const char *knob_kind(const struct mthp_knob *k) {
@@ -87,9 +105,9 @@ static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *er
                 char current[MTHP_VALUE_MAX];
                 if (mthp_knob_read(d->host, k, current) < 0) /* unreadable now: as last sampled */
                         mthp_strcpy(current, sizeof(current), d->snap.knob[i]);
-                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, k->id, k->size_kb, knob_kind(k), current,
-                                          knob_setter(d, (int) i, current),
-                                          d->engine_value[i][0] ? d->engine_value[i] : "original",
+                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, clean(k->id), k->size_kb, knob_kind(k), clean(current),
+                                          clean(knob_setter(d, (int) i, current)),
+                                          clean(d->engine_value[i][0] ? d->engine_value[i] : "original"),
                                           (int) d->pin[i].active);
         }
         if (r >= 0)
@@ -111,7 +129,7 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "no mTHP size '%s' on this host: expected a size like 64K or 2M, "
                                          "or \"\" for every knob",
-                                         size);
+                                         clean(size));
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
@@ -121,8 +139,8 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
                 const struct mthp_knob *k = &d->caps.knobs[dec->knob];
                 if (size[0] && k->size_kb != kb)
                         continue;
-                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, k->id, dec->value[0] ? dec->value : "original",
-                                          dec->reason);
+                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(k->id), clean(dec->value[0] ? dec->value : "original"),
+                                          clean(dec->reason));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -147,7 +165,7 @@ static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *
                 int dense[_MTHP_KIND_MAX];
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         dense[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, c->path, k, NULL);
-                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, c->path, pol ? pol->name : "",
+                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, clean(c->path), clean(pol ? pol->name : ""),
                                           pol ? mthp_policy_mode_name(pol->mode[MTHP_ANON]) : "auto",
                                           pol ? mthp_policy_mode_name(pol->mode[MTHP_SHMEM]) : "auto",
                                           pol ? pol->priority : d->cfg.engine.default_priority,
@@ -178,7 +196,8 @@ static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CHANGE_SIG);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
                 const struct mthp_change *c = &a->history[(first + i) % MTHP_HISTORY_MAX];
-                r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, c->id, c->old, c->new, c->reason);
+                r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, clean(c->id), clean(c->old),
+                                          clean(c->new), clean(c->reason));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -200,7 +219,7 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
                 size_t len = strlen(err);
                 while (len > 0 && err[len - 1] == '\n')
                         err[--len] = 0;
-                return sd_bus_error_set(error, MTHP_DBUS_ERROR_INVALID_CONFIG, err[0] ? err : strerror(-r));
+                return sd_bus_error_set(error, MTHP_DBUS_ERROR_INVALID_CONFIG, clean_lines(err[0] ? err : strerror(-r)));
         }
         return sd_bus_reply_method_return(m, NULL);
 }
@@ -310,7 +329,7 @@ static int property_get_not_writable(sd_bus *bus, const char *path, const char *
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const struct daemon *d = userdata;
         (void) bus, (void) path, (void) interface, (void) property, (void) error;
-        return sd_bus_message_append(reply, "s", d->not_writable);
+        return sd_bus_message_append(reply, "s", clean(d->not_writable));
 }
 
 static int property_get_tick(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -497,7 +516,7 @@ void bus_emit_knob_changed(struct bus *b, const struct mthp_change *c) {
         if (!b || !b->connected)
                 return;
         int r = sd_bus_emit_signal(b->bus, MTHP_DBUS_PATH, MTHP_DBUS_INTERFACE, MTHP_DBUS_KNOB_CHANGED, MTHP_DBUS_KNOB_CHANGED_SIG,
-                                   c->realtime_usec, c->id, c->old, c->new, c->reason);
+                                   c->realtime_usec, clean(c->id), clean(c->old), clean(c->new), clean(c->reason));
         if (r < 0)
                 emit_failed(b, MTHP_DBUS_KNOB_CHANGED, r);
 }

@@ -20,8 +20,10 @@
 #include "bus.h"
 #include "daemon.h"
 #include "mthp-config.h"
+#include "mthp/deciders.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
+#include "mthp/safe-io.h"
 #include "mthp/status.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
@@ -80,6 +82,11 @@ static void log_lines(int prio, const char *text) {
         }
 }
 
+static bool cgroup_user_owned(void *user, const char *cgroup) {
+        const struct daemon *d = user;
+        return d->host && mthp_cgroup_owned_by_user(d->host, &d->caps, cgroup);
+}
+
 /* The configuration file with the command line's and D-Bus's overrides.
  * err gets every "FILE:LINE: ..." error, one per line. */
 static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_policy_set **policies, char *err,
@@ -95,10 +102,16 @@ static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_po
                 c.interval_usec = d->interval_cli;
         if (d->mode_override >= 0)
                 c.mode = (enum mthp_mode) d->mode_override;
-        if (d->state_dir_cli)
-                snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->state_dir_cli);
-        if (d->policy_dir_cli)
-                snprintf(c.policy_dir, sizeof(c.policy_dir), "%s", d->policy_dir_cli);
+        if (d->state_dir_cli && mthp_config_set_state_dir(&c, d->state_dir_cli) < 0) {
+                snprintf(err, errsz, "--state-dir %s: expected an absolute path of at most %d bytes\n",
+                         d->state_dir_cli, MTHP_STATE_DIR_MAX);
+                return -EINVAL;
+        }
+        if (d->policy_dir_cli && mthp_config_set_policy_dir(&c, d->policy_dir_cli) < 0) {
+                snprintf(err, errsz, "--policy-dir %s: expected an absolute path of less than %d bytes\n",
+                         d->policy_dir_cli, MTHP_PATH_MAX);
+                return -EINVAL;
+        }
         if (d->no_bus_cli || d->once)
                 c.bus = false;
         /* the policy files with it: all of them or, on any error, none */
@@ -106,6 +119,9 @@ static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_po
         int r = mthp_policy_load_dir(c.policy_dir, true, &set, err, errsz);
         if (r < 0)
                 return r;
+        /* Unit= stays out of cgroups owned by users unless Delegated=yes */
+        set->user_owned = cgroup_user_owned;
+        set->user_owned_data = d;
         c.engine.policies = set;
         *out = c;
         *policies = set;
@@ -135,6 +151,12 @@ static int knob_write(struct daemon *d, int knob, const char *value, const char 
 
 /* The actuator's hook: KnobChanged for every write (not for the changes an
  * observing mthpd only logs). */
+static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *ours, const char *theirs) {
+        struct daemon *d = user;
+        (void) ours;
+        (void) mthp_deciders_foreign_noticed(d->host, &d->caps, d->cfg.state_dir, k, theirs);
+}
+
 static void on_knob_changed(void *user, const struct mthp_change *c) {
         struct daemon *d = user;
         if (!d->act.dry_run)
@@ -307,7 +329,7 @@ static void record_tick(struct daemon *d) {
 static bool cgroup_managed(const char *path, void *user) {
         const struct daemon *d = user;
         for (unsigned i = 0; d->policies && i < d->policies->n; i++)
-                if (mthp_policy_matches(&d->policies->p[i], path))
+                if (mthp_policy_set_matches(d->policies, i, path))
                         return true;
         return false;
 }
@@ -365,7 +387,8 @@ static void collapse(struct daemon *d, uint64_t t) {
                 unsigned n = cgroup_pids(d, d->snap.cgroup[c].path, pids, COLLAPSE_PIDS_MAX);
                 for (unsigned i = 0; i < n; i++) {
                         struct mthp_collapse_result res;
-                        int r = mthp_collapser_run(d->collapser, pids[i], t, &res);
+                        int r = mthp_collapser_run_in(d->collapser, pids[i], d->snap.cgroup[c].path,
+                                                      d->caps.cg_layout, t, &res);
                         if (r == -ESRCH)
                                 continue;
                         if (r < 0) {
@@ -716,12 +739,13 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
-static int take_lock(struct daemon *d) {
-        char path[MTHP_PATH_MAX + 8];
-        snprintf(path, sizeof(path), "%s/lock", d->cfg.state_dir);
-        d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (d->lock_fd < 0)
-                return -errno;
+static int take_lock(struct daemon *d, int dfd) {
+        char why[MTHP_PATH_MAX + 256];
+        d->lock_fd = mthp_safe_open_lock(dfd, d->cfg.state_dir, "lock", why, sizeof(why));
+        if (d->lock_fd < 0) {
+                mthp_log(d->cfg.mode == MTHP_MODE_DRY_RUN ? LOG_WARNING : LOG_ERR, "%s", why);
+                return d->lock_fd;
+        }
         if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
                 return -errno;
         return 0;
@@ -753,18 +777,23 @@ static int startup(struct daemon *d) {
         mthp_caps_describe(&d->caps, buf, sizeof(buf));
         for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
                 mthp_log(LOG_INFO, "probe: %s", line);
+        mthp_deciders_log(d->host, &d->caps);
 
         bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
-        if (mkdir(d->cfg.state_dir, 0755) < 0 && errno != EEXIST) {
-                r = -errno;
-                if (!dry) {
+        char why[MTHP_PATH_MAX + 256];
+        /* made if missing, and refused when not root's or writable by others */
+        int dfd = mthp_safe_open_dir(d->cfg.state_dir, MTHP_SAFE_OWNER, true, why, sizeof(why));
+        if (dfd < 0) {
+                r = dfd;
+                if (!dry || r == -EPERM) {
                         /* without a journal we could not undo our writes: refuse */
-                        mthp_log(LOG_ERR, "cannot create state directory %s: %s; refusing to change knobs "
-                                 "without a restore journal", d->cfg.state_dir, mthp_errno_words(r));
+                        mthp_log(LOG_ERR, "state directory: %s; refusing to %s", why,
+                                 dry ? "use it" : "change knobs without a restore journal");
                         return r;
                 }
         } else {
-                r = take_lock(d);
+                r = take_lock(d, dfd);
+                close(dfd);
                 if (r == -EWOULDBLOCK) {
                         mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
                         return r;
@@ -791,6 +820,7 @@ static int startup(struct daemon *d) {
                 return r;
         }
         d->act.on_change = on_knob_changed;
+        d->act.on_foreign = on_knob_foreign;
         d->act.user = d;
         /* Managing knobs that cannot be written would log an error per knob
          * and leave a state that claims sizes the kernel never got: say it

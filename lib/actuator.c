@@ -10,6 +10,7 @@
 
 #include "mthp/actuator.h"
 #include "mthp/log.h"
+#include "mthp/safe-io.h"
 
 int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
                        const char *state_dir, bool dry_run) {
@@ -17,7 +18,9 @@ int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const
         a->host = h;
         a->caps = caps;
         a->dry_run = dry_run;
-        snprintf(a->journal_file, sizeof(a->journal_file), "%s/" MTHP_JOURNAL_FILE, state_dir);
+        /* never a cut path: a cut one saved "restore.jo", which restore never found */
+        if (mthp_path_join(a->journal_file, sizeof(a->journal_file), state_dir, MTHP_JOURNAL_FILE) < 0)
+                return -ENAMETOOLONG;
         snprintf(a->journal.root, sizeof(a->journal.root), "%s", h->root);
         if (dry_run)
                 return 0;

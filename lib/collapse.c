@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "mthp/collapse.h"
+#include "mthp/procinfo.h"
 #include "mthp/density.h"
 #include "mthp/log.h"
 
@@ -738,7 +739,48 @@ static int pass(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, uint64_
         return 0;
 }
 
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* Is pid (whose pidfd, if any, is open) in cgroup or below it? Read
+ * /proc/PID/cgroup, then ask the pidfd whether its process still lives: if
+ * it does, the PID was not reused between pidfd_open and the read, and the
+ * cgroup read was that process's. -ESRCH: gone or elsewhere. */
+static int check_member(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout) {
+        char path[64], text[4096], memcg[MTHP_PATH_MAX];
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        int r = mthp_host_read(c->host, path, text, sizeof(text));
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        if (mthp_procinfo_parse_cgroup(text, layout, memcg, sizeof(memcg)) < 0)
+                return -ESRCH;
+        if (c->pidfd >= 0 && syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0u) < 0)
+                return errno == ESRCH ? -ESRCH : 0; /* EPERM: alive, just not ours to signal */
+        size_t n = strlen(cgroup);
+        while (n > 1 && cgroup[n - 1] == '/')
+                n--;
+        if (strcmp(cgroup, "/") == 0 || (strncmp(memcg, cgroup, n) == 0 && (memcg[n] == 0 || memcg[n] == '/')))
+                return 0;
+        return -ESRCH;
+}
+
+static int run(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout, uint64_t t_usec,
+               struct mthp_collapse_result *res);
+
 int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, struct mthp_collapse_result *res) {
+        return run(c, pid, NULL, MTHP_CG_NONE, t_usec, res);
+}
+
+int mthp_collapser_run_in(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout,
+                          uint64_t t_usec, struct mthp_collapse_result *res) {
+        return run(c, pid, cgroup, layout, t_usec, res);
+}
+
+static int run(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout, uint64_t t_usec,
+               struct mthp_collapse_result *res) {
         struct stamp t0 = stamp_now(c);
         int r;
 
@@ -776,6 +818,9 @@ int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, str
                         goto out;
                 }
         }
+        /* a reused PID must not be collapsed on another cgroup's budget */
+        if (cgroup && (r = check_member(c, pid, cgroup, layout)) < 0)
+                goto out;
         r = pass(c, e, pid, t_usec, res);
 out:
         if (c->pm_fd >= 0)

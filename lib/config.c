@@ -8,6 +8,7 @@
 
 #include "ini-util.h"
 #include "mthp/config.h"
+#include "mthp/safe-io.h"
 #include "mthp-config.h"
 
 void mthp_config_defaults(struct mthp_config *c) {
@@ -48,11 +49,63 @@ void mthp_config_defaults(struct mthp_config *c) {
         e->default_priority = 50;
 }
 
-int mthp_parse_duration(const char *s, uint64_t *usec) {
-        char *end;
+int mthp_parse_decimal(const char *s, double *v, const char **end) {
+        /* digits, an optional '.' and digits: what a person writes. strtod
+         * also takes " +0x10", "0x1p3", "inf", "1e9" and leading spaces;
+         * none of that is a value in these files. */
+        const char *p = s;
+        size_t ip = strspn(p, "0123456789");
+        p += ip;
+        size_t fp = 0;
+        if (*p == '.') {
+                fp = strspn(p + 1, "0123456789");
+                if (fp == 0)
+                        return -EINVAL;
+                p += 1 + fp;
+        }
+        if (ip == 0 && fp == 0)
+                return -EINVAL;
+        char buf[64];
+        if ((size_t) (p - s) >= sizeof(buf))
+                return -ERANGE;
+        memcpy(buf, s, (size_t) (p - s));
+        buf[p - s] = 0;
         errno = 0;
-        double v = strtod(s, &end);
-        if (end == s || errno || v < 0 || !isfinite(v))
+        double d = strtod(buf, NULL);
+        if (errno || !isfinite(d))
+                return -ERANGE;
+        *v = d;
+        *end = p;
+        return 0;
+}
+
+int mthp_parse_whole(const char *s, unsigned lo, unsigned hi, unsigned *out) {
+        size_t n = strspn(s, "0123456789");
+        if (n == 0 || s[n] || n > 9)
+                return -EINVAL;
+        unsigned long v = strtoul(s, NULL, 10);
+        if (v < lo || v > hi)
+                return -ERANGE;
+        *out = (unsigned) v;
+        return 0;
+}
+
+int mthp_parse_ladder_size(const char *s, unsigned *kb) {
+        unsigned v;
+        int r = mthp_parse_size(s, &v);
+        if (r < 0)
+                return r;
+        /* mTHP sizes are powers of two from 8K (order 1) up */
+        if (v < 8 || (v & (v - 1)))
+                return -EINVAL;
+        *kb = v;
+        return 0;
+}
+
+int mthp_parse_duration(const char *s, uint64_t *usec) {
+        const char *end;
+        double v;
+        if (mthp_parse_decimal(s, &v, &end) < 0)
                 return -EINVAL;
         double mult = 1e6;
         if (strcmp(end, "ms") == 0)
@@ -70,10 +123,9 @@ int mthp_parse_duration(const char *s, uint64_t *usec) {
 }
 
 int mthp_parse_percent(const char *s, double *pct) {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (end == s || errno || !isfinite(v))
+        const char *end;
+        double v;
+        if (mthp_parse_decimal(s, &v, &end) < 0)
                 return -EINVAL;
         if (*end == '%')
                 end++;
@@ -95,10 +147,10 @@ int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb) {
         dash = strchr(a, '-');
         if (dash)
                 *dash = 0;
-        int r = mthp_parse_size(a, min_kb);
+        int r = mthp_parse_ladder_size(a, min_kb);
         if (r < 0)
                 return r;
-        r = dash ? mthp_parse_size(dash + 1, max_kb) : (*max_kb = *min_kb, 0);
+        r = dash ? mthp_parse_ladder_size(dash + 1, max_kb) : (*max_kb = *min_kb, 0);
         if (r < 0)
                 return r;
         return *min_kb <= *max_kb ? 0 : -ERANGE;
@@ -116,20 +168,22 @@ int mthp_parse_boolean(const char *s, bool *b) {
 }
 
 static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (end == s || *end || errno || *s == '-' || v < lo || v > hi)
+        return mthp_parse_whole(s, lo, hi, out);
+}
+
+int mthp_parse_max_bloat(const char *s, double *out) {
+        const char *end;
+        double v;
+        if (mthp_parse_decimal(s, &v, &end) < 0 || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= 10000))
                 return -EINVAL;
-        *out = (unsigned) v;
+        *out = v;
         return 0;
 }
 
 static int parse_rate(const char *s, double *out) {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (end == s || errno || !isfinite(v) || v < 0)
+        const char *end;
+        double v;
+        if (mthp_parse_decimal(s, &v, &end) < 0)
                 return -EINVAL;
         if (*end == 'k' || *end == 'K')
                 v *= 1000, end++;
@@ -141,6 +195,43 @@ static int parse_rate(const char *s, double *out) {
 
 #define BAD(what) \
         (mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value), -EINVAL)
+
+/* Parser state: the config and where each key was set, so that a repeated
+ * key is an error naming both lines, as in policy files (it silently
+ * overrode). */
+#define SEEN_MAX 64
+struct parse {
+        struct mthp_config *c;
+        unsigned n_seen;
+        struct {
+                char section[8], key[32];
+                unsigned line;
+        } seen[SEEN_MAX];
+};
+
+static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value);
+
+static int handler_once(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
+        struct parse *ps = ini->user;
+        if (key && (strcmp(section, "Daemon") == 0 || strcmp(section, "Engine") == 0)) {
+                for (unsigned i = 0; i < ps->n_seen; i++)
+                        if (strcmp(ps->seen[i].section, section) == 0 && strcmp(ps->seen[i].key, key) == 0) {
+                                mthp_ini_error(ini, "key '%s' in [%s]: already set at line %u", key, section,
+                                               ps->seen[i].line);
+                                return -EINVAL;
+                        }
+        }
+        ini->user = ps->c;
+        int r = handler(ini, section, key, value);
+        ini->user = ps;
+        /* known keys only (unknown ones were errors already) */
+        if (r == 0 && key && ps->n_seen < SEEN_MAX && strlen(key) < sizeof(ps->seen[0].key)) {
+                mthp_strcpy(ps->seen[ps->n_seen].section, sizeof(ps->seen[0].section), section);
+                mthp_strcpy(ps->seen[ps->n_seen].key, sizeof(ps->seen[0].key), key);
+                ps->seen[ps->n_seen++].line = ini->line;
+        }
+        return r;
+}
 
 static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
         struct mthp_config *c = ini->user;
@@ -174,23 +265,19 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 }
                 if (strcmp(key, "Bus") == 0)
                         return mthp_parse_boolean(value, &c->bus) < 0 ? BAD("yes or no") : 0;
-                if (strcmp(key, "PolicyDirectory") == 0) {
-                        if (value[0] != '/' || strlen(value) >= sizeof(c->policy_dir))
-                                return BAD("an absolute directory path");
-                        snprintf(c->policy_dir, sizeof(c->policy_dir), "%s", value);
-                        return 0;
-                }
-                if (strcmp(key, "StateDirectory") == 0) {
-                        if (value[0] != '/' || strlen(value) >= sizeof(c->state_dir) - 32)
-                                return BAD("an absolute directory path");
-                        snprintf(c->state_dir, sizeof(c->state_dir), "%s", value);
-                        return 0;
-                }
+                if (strcmp(key, "PolicyDirectory") == 0)
+                        return mthp_config_set_policy_dir(c, value) < 0
+                                       ? BAD("an absolute directory path of less than 256 bytes")
+                                       : 0;
+                if (strcmp(key, "StateDirectory") == 0)
+                        return mthp_config_set_state_dir(c, value) < 0
+                                       ? BAD("an absolute directory path of at most 223 bytes")
+                                       : 0;
         } else if (strcmp(section, "Engine") == 0) {
                 if (strcmp(key, "AnonSizes") == 0 || strcmp(key, "ShmemSizes") == 0) {
                         int k = key[0] == 'A' ? MTHP_ANON : MTHP_SHMEM;
                         if (mthp_parse_size_range(value, &e->min_kb[k], &e->max_kb[k]) < 0)
-                                return BAD("a size range like 16K-64K, one size like 64K, or none");
+                                return BAD("a size range like 16K-64K, one size like 64K (mTHP sizes: powers of two, 8K or more), or none");
                         return 0;
                 }
                 if (strcmp(key, "RaiseFaultRate") == 0)
@@ -209,14 +296,10 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         return mthp_parse_percent(value, &e->psi_some_max) < 0 ? BAD("a percentage (PSI some avg10)") : 0;
                 if (strcmp(key, "MinAvailable") == 0)
                         return mthp_parse_percent(value, &e->min_available) < 0 ? BAD("a percentage of MemTotal") : 0;
-                if (strcmp(key, "MaxBloat") == 0) {
-                        char *end;
-                        double v = strtod(value, &end);
-                        if (end == value || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= 10000))
-                                return BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)");
-                        e->max_bloat = v;
-                        return 0;
-                }
+                if (strcmp(key, "MaxBloat") == 0)
+                        return mthp_parse_max_bloat(value, &e->max_bloat) < 0
+                                       ? BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)")
+                                       : 0;
                 if (strcmp(key, "MinProcessFaultRate") == 0)
                         return parse_rate(value, &e->min_proc_fault_rate) < 0 ? BAD("faults per second (e.g. 100)") : 0;
                 if (strcmp(key, "MinProcessShare") == 0)
@@ -225,8 +308,8 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         unsigned kb;
                         if (strcasecmp(value, "none") == 0)
                                 kb = 0;
-                        else if (mthp_parse_size(value, &kb) < 0)
-                                return BAD("a size like 64K, or none");
+                        else if (mthp_parse_ladder_size(value, &kb) < 0)
+                                return BAD("an mTHP size like 64K (a power of two, 8K or more), or none");
                         e->unmeasured_max_kb = kb;
                         return 0;
                 }
@@ -245,7 +328,7 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                         unsigned kb;
                         if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
                                 kb = 0;
-                        else if (mthp_parse_size(value, &kb) < 0)
+                        else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
                                 return BAD("a size per tick like 64M, or none");
                         c->collapse_budget_kb = kb;
                         return 0;
@@ -276,14 +359,29 @@ static int finish(struct mthp_config *tmp, struct mthp_config *c, const char *na
         return r;
 }
 
+int mthp_config_set_state_dir(struct mthp_config *c, const char *path) {
+        /* room for "/restore.journal.tmp" and the like below it */
+        if (path[0] != '/' || strlen(path) > MTHP_STATE_DIR_MAX)
+                return -ENAMETOOLONG;
+        return mthp_strcpy(c->state_dir, sizeof(c->state_dir), path);
+}
+
+int mthp_config_set_policy_dir(struct mthp_config *c, const char *path) {
+        if (path[0] != '/' || strlen(path) >= sizeof(c->policy_dir))
+                return -ENAMETOOLONG;
+        return mthp_strcpy(c->policy_dir, sizeof(c->policy_dir), path);
+}
+
 int mthp_config_load(const char *file, struct mthp_config *c, char *err, size_t errsz) {
         struct mthp_config tmp = *c;
-        int r = mthp_ini_parse_file(file, handler, &tmp, err, errsz);
+        struct parse ps = { .c = &tmp };
+        int r = mthp_ini_parse_file(file, MTHP_SAFE_OWNER, handler_once, &ps, err, errsz);
         return finish(&tmp, c, file, r, err, errsz);
 }
 
 int mthp_config_load_string(const char *name, const char *text, struct mthp_config *c, char *err, size_t errsz) {
         struct mthp_config tmp = *c;
-        int r = mthp_ini_parse_string(name, text, handler, &tmp, err, errsz);
+        struct parse ps = { .c = &tmp };
+        int r = mthp_ini_parse_string(name, text, handler_once, &ps, err, errsz);
         return finish(&tmp, c, name, r, err, errsz);
 }

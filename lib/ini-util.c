@@ -1,52 +1,67 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ini-util.h"
+#include "mthp/probe.h"
+#include "mthp/safe-io.h"
 
 struct reader {
         struct mthp_ini *ini;
-        FILE *f;                /* file, or */
-        const char *p;          /* string */
+        const char *p;          /* the rest of the text */
         mthp_ini_handler h;
 };
 
+/* inih's own line buffer is INI_MAX_LINE (200 in Debian's r55, no realloc):
+ * a longer line came in pieces, and the tail of a comment was parsed as a
+ * key at a line number one off. So every line is read here whole, and inih
+ * (still the parser) gets it only when it fits: a longer comment becomes an
+ * empty comment, any other long line an error at its true line. */
 static char *read_line(char *buf, int size, void *stream) {
         struct reader *r = stream;
-        char *ret;
-
-        if (r->f)
-                ret = fgets(buf, size, r->f);
-        else {
-                if (!*r->p)
-                        return NULL;
-                size_t len = strcspn(r->p, "\n");
-                if (r->p[len] == '\n')
-                        len++;
-                if (len > (size_t) size - 1)
-                        len = (size_t) size - 1;
-                memcpy(buf, r->p, len);
-                buf[len] = 0;
-                r->p += len;
-                ret = buf;
+        if (!*r->p)
+                return NULL;
+        const char *line = r->p;
+        size_t len = strcspn(line, "\n");
+        r->p += len + (line[len] == '\n');
+        r->ini->line++;
+        while (len > 0 && line[len - 1] == '\r')
+                len--;
+        const char *p = line + strspn(line, " \t");
+        size_t skip = (size_t) (p - line);
+        if ((size_t) size < 2)
+                return NULL;
+        if (len >= (size_t) size) {
+                if (skip < len && (*p == '#' || *p == ';')) {
+                        buf[0] = '#';
+                        buf[1] = 0;
+                        return buf;
+                }
+                mthp_ini_error(r->ini, "line of %zu bytes, expected at most %d: not parsed", len, size - 1);
+                buf[0] = 0; /* an empty line: the next one keeps its number */
+                return buf;
         }
-        if (ret) {
-                r->ini->line++;
-                /* inih only reports keys: announce each section header, so an
-                 * unknown section without keys is an error too */
-                const char *p = ret + strspn(ret, " \t");
-                const char *end = *p == '[' ? strchr(p, ']') : NULL;
-                if (end && (size_t) (end - p - 1) < 64) {
-                        char name[64];
-                        memcpy(name, p + 1, (size_t) (end - p - 1));
-                        name[end - p - 1] = 0;
+        memcpy(buf, line, len);
+        buf[len] = 0;
+        /* inih only reports keys: announce each section header (its whole
+         * name: inih keeps 49 characters of it), so that an unknown section
+         * without keys, or with a long name, is an error too */
+        if (skip < len && *p == '[') {
+                const char *end = memchr(p, ']', len - skip);
+                if (end) {
+                        char name[256];
+                        size_t n = (size_t) (end - p - 1);
+                        memcpy(name, p + 1, n); /* n < size <= 256: the line fitted */
+                        name[n] = 0;
                         (void) r->h(r->ini, name, NULL, NULL);
                 }
         }
-        return ret;
+        return buf;
 }
 
 void mthp_ini_error(struct mthp_ini *ini, const char *fmt, ...) {
@@ -87,21 +102,20 @@ static int parse(struct reader *r) {
         return r->ini->n_errors ? -EINVAL : 0;
 }
 
-int mthp_ini_parse_file(const char *file, mthp_ini_handler h, void *user, char *err, size_t errsz) {
-        struct mthp_ini ini = { .name = file, .err = err, .errsz = errsz, .user = user };
+int mthp_ini_parse_file(const char *file, unsigned flags, mthp_ini_handler h, void *user, char *err, size_t errsz) {
+        char *text = NULL;
         if (err && errsz)
                 err[0] = 0;
-        FILE *f = fopen(file, "re");
-        if (!f) {
-                int e = errno;
-                if (err)
-                        snprintf(err, errsz, "%s: cannot open: %s\n", file, strerror(e));
-                return -e;
+        char why[MTHP_PATH_MAX + 256];
+        int r = mthp_safe_read_text(AT_FDCWD, NULL, file, flags, MTHP_SAFE_CONFIG_MAX, &text, NULL, why, sizeof(why));
+        if (r < 0) {
+                if (err && errsz)
+                        snprintf(err, errsz, "%s\n", why);
+                return r;
         }
-        struct reader r = { .ini = &ini, .f = f, .h = h };
-        int ret = parse(&r);
-        fclose(f);
-        return ret;
+        r = mthp_ini_parse_string(file, text, h, user, err, errsz);
+        free(text);
+        return r;
 }
 
 int mthp_ini_parse_string(const char *name, const char *text, mthp_ini_handler h, void *user, char *err,

@@ -21,7 +21,9 @@ struct mthp_ini {
  * error of a file is reported at once. */
 typedef int (*mthp_ini_handler)(struct mthp_ini *ini, const char *section, const char *key, const char *value);
 
-int mthp_ini_parse_file(const char *file, mthp_ini_handler h, void *user, char *err, size_t errsz);
+/* file is read with mthp_safe_read_text(flags): a regular file of at most
+ * MTHP_SAFE_CONFIG_MAX bytes, never a FIFO or device. */
+int mthp_ini_parse_file(const char *file, unsigned flags, mthp_ini_handler h, void *user, char *err, size_t errsz);
 int mthp_ini_parse_string(const char *name, const char *text, mthp_ini_handler h, void *user, char *err,
                           size_t errsz);
 void mthp_ini_error(struct mthp_ini *ini, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -11,6 +11,7 @@
 #include "ini-util.h"
 #include "mthp/journal.h"
 #include "mthp/log.h"
+#include "mthp/safe-io.h"
 
 #define KNOB_PREFIX "knob "
 
@@ -97,32 +98,11 @@ static int load_handler(struct mthp_ini *ini, const char *section, const char *k
  * of every entry: a journal that does not is cut short (a crash of the file
  * system, a copy that ran out of space), and its last value may be a prefix
  * of the real one ("defer" of "defer+madvise"). Returns the line count. */
-static int check_complete(const char *file, char *err, size_t errsz) {
-        int fd = open(file, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        struct stat st = { 0 };
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                int r = S_ISDIR(st.st_mode) ? -EISDIR : -EBADMSG;
-                close(fd);
-                if (err)
-                        snprintf(err, errsz, "%s: not a regular file; not a restore journal\n", file);
-                return r;
-        }
-        char buf[4096];
-        ssize_t n;
+static int check_complete(const char *file, const char *text, size_t len, char *err, size_t errsz) {
         int lines = 0;
-        char last = '\n';
-        while ((n = read(fd, buf, sizeof(buf))) > 0) {
-                for (ssize_t i = 0; i < n; i++)
-                        lines += buf[i] == '\n';
-                last = buf[n - 1];
-        }
-        int r = n < 0 ? -errno : 0;
-        close(fd);
-        if (r < 0)
-                return r;
-        if (last != '\n') {
+        for (size_t i = 0; i < len; i++)
+                lines += text[i] == '\n';
+        if (len && text[len - 1] != '\n') {
                 if (err)
                         snprintf(err, errsz, "%s:%d: the journal ends in the middle of a line: it was cut short; "
                                  "not applying any of it\n", file, lines + 1);
@@ -131,15 +111,53 @@ static int check_complete(const char *file, char *err, size_t errsz) {
         return lines;
 }
 
+/* The journal's directory, checked (mthp_safe_open_dir: owned by root, not
+ * writable by others), and its name in it. */
+static int open_dir_of(const char *file, char *dir, size_t dirsz, const char **base, char *why, size_t whysz) {
+        int fd = mthp_safe_open_parent(file, MTHP_SAFE_OWNER, base, why, whysz);
+        if (fd < 0)
+                return fd;
+        size_t dl = (size_t) (*base - file);
+        if (dl > 1)
+                dl--; /* without the slash */
+        if (dl == 0)
+                snprintf(dir, dirsz, ".");
+        else
+                snprintf(dir, dirsz, "%.*s", (int) dl, file);
+        return fd;
+}
+
 int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_t errsz) {
         struct load_ctx c = { .j = j };
+        char why[2 * MTHP_PATH_MAX + 256], dir[MTHP_PATH_MAX];
+        const char *base;
         memset(j, 0, sizeof(*j));
         if (err && errsz)
                 err[0] = 0;
-        int lines = check_complete(file, err, errsz);
-        if (lines < 0)
+        int dfd = open_dir_of(file, dir, sizeof(dir), &base, why, sizeof(why));
+        char *text = NULL;
+        size_t len = 0;
+        int r = dfd;
+        if (dfd >= 0) {
+                /* a FIFO hung mthpd's start and 'mthpctl restore'; a journal
+                 * anyone can write is anyone's say over the knobs */
+                r = mthp_safe_read_text(dfd, dir, base, MTHP_SAFE_OWNER | MTHP_SAFE_NOFOLLOW, MTHP_SAFE_TEXT_MAX,
+                                        &text, &len, why, sizeof(why));
+                close(dfd);
+        }
+        if (r < 0) {
+                if (err && errsz)
+                        snprintf(err, errsz, "cannot read the restore journal: %s\n", why);
+                /* not a regular file, or not text (a NUL byte): malformed */
+                return r == -EINVAL ? -EBADMSG : r;
+        }
+        int lines = check_complete(file, text, len, err, errsz);
+        if (lines < 0) {
+                free(text);
                 return lines;
-        int r = mthp_ini_parse_file(file, load_handler, &c, err, errsz);
+        }
+        r = mthp_ini_parse_string(file, text, load_handler, &c, err, errsz);
+        free(text);
         if (r == -EINVAL)
                 return -EBADMSG;
         if (r < 0)
@@ -168,34 +186,28 @@ int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_
         return 0;
 }
 
-static int fsync_dir_of(const char *file) {
-        char tmp[MTHP_PATH_MAX];
-        snprintf(tmp, sizeof(tmp), "%s", file);
-        int fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        int r = fsync(fd) < 0 ? -errno : 0;
-        close(fd);
-        return r;
-}
-
 int mthp_journal_save(const char *file, const struct mthp_journal *j) {
-        char tmp[MTHP_PATH_MAX + 8];
-        if (j->n == 0) {
-                if (unlink(file) < 0 && errno != ENOENT)
-                        return -errno;
-                return fsync_dir_of(file);
+        char why[2 * MTHP_PATH_MAX + 256], dir[MTHP_PATH_MAX];
+        const char *base;
+        int dfd = open_dir_of(file, dir, sizeof(dir), &base, why, sizeof(why));
+        if (dfd < 0) {
+                mthp_log(LOG_ERR, "%s", why);
+                return dfd;
         }
-        snprintf(tmp, sizeof(tmp), "%s.tmp", file);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        FILE *f = fdopen(fd, "w");
-        if (!f) {
-                int r = -errno;
-                close(fd);
-                unlink(tmp);
+        int r;
+        if (j->n == 0) {
+                r = unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? -errno : 0;
+                if (r == 0 && fsync(dfd) < 0)
+                        r = -errno;
+                close(dfd);
                 return r;
+        }
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+                close(dfd);
+                return -ENOMEM;
         }
         fprintf(f, "# mthpd restore journal: the values THP knobs had before mthpd changed them.\n"
                    "# 'mthpctl restore' puts them back. Written by mthpd; do not edit.\n"
@@ -209,23 +221,15 @@ int mthp_journal_save(const char *file, const struct mthp_journal *j) {
                 if (e->state == MTHP_ENTRY_FOREIGN && e->foreign_value[0])
                         fprintf(f, "foreign_value=%s\n", e->foreign_value);
         }
-        if (fflush(f) != 0 || fsync(fd) < 0) {
-                int r = -errno;
-                fclose(f);
-                unlink(tmp);
-                return r;
-        }
         if (fclose(f) != 0) {
-                int r = -errno;
-                unlink(tmp);
-                return r;
+                free(text);
+                close(dfd);
+                return -ENOMEM;
         }
-        if (rename(tmp, file) < 0) {
-                int r = -errno;
-                unlink(tmp);
-                return r;
-        }
-        return fsync_dir_of(file);
+        r = mthp_safe_write_atomic(dfd, dir, base, 0600, text, len, true, why, sizeof(why));
+        free(text);
+        close(dfd);
+        return r;
 }
 
 struct mthp_journal_entry *mthp_journal_find(struct mthp_journal *j, const char *path) {
@@ -260,7 +264,7 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                 return 0;
         }
         if (r < 0) {
-                mthp_log(LOG_ERR, "%s", err[0] ? err : "cannot read restore journal");
+                mthp_log(LOG_ERR, "%s", err[0] ? err : "cannot read the restore journal");
                 return r;
         }
         /* A journal belongs to the host root it was written for: never apply

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mthp/escape.h"
 #include "mthp/log.h"
 
 static bool use_journal;
@@ -43,14 +44,20 @@ static const char *prio_word(int prio) {
 
 void mthp_log_at(const char *code_file, const char *code_line, const char *func, const char *knob_id, int prio,
                  const char *fmt, ...) {
-        char msg[4096];
+        char raw[4096], msg[4096];
         va_list ap;
         if (prio == LOG_DEBUG && !log_verbose)
                 return;
         int e = errno;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vsnprintf(raw, sizeof(raw), fmt, ap);
         va_end(ap);
+        /* names in messages (comm, cgroups, file contents) are anyone's:
+         * one line of valid UTF-8, whatever they hold */
+        size_t len = strlen(raw);
+        while (len > 0 && raw[len - 1] == '\n')
+                raw[--len] = 0;
+        mthp_escape(msg, sizeof(msg), raw);
         if (use_journal && knob_id)
                 sd_journal_send_with_location(code_file, code_line, func, "MESSAGE=%s", msg, "PRIORITY=%d", prio,
                                               "SYSLOG_IDENTIFIER=%s", log_ident,
@@ -65,6 +72,12 @@ void mthp_log_at(const char *code_file, const char *code_line, const char *func,
 
 void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
                         bool dry_run) {
+        struct mthp_change clean = *c;
+        mthp_escape(clean.id, sizeof(clean.id), c->id);
+        mthp_escape(clean.old, sizeof(clean.old), c->old);
+        mthp_escape(clean.new, sizeof(clean.new), c->new);
+        mthp_escape(clean.reason, sizeof(clean.reason), c->reason);
+        c = &clean;
         const char *slash = strchr(c->id, '/');
         char size[16] = "";
         if (slash && (size_t) (slash - c->id) < sizeof(size))

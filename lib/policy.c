@@ -15,7 +15,9 @@
 
 #include "ini-util.h"
 #include "mthp/config.h"
+#include "mthp/host.h"
 #include "mthp/policy.h"
+#include "mthp/safe-io.h"
 
 static const char *const mode_names[] = {
         [MTHP_POLICY_AUTO] = "auto",
@@ -31,12 +33,13 @@ const char *mthp_policy_mode_name(enum mthp_policy_mode m) {
 /* Parser state for one file: what was set, and where, so that repeated keys
  * and contradictions can name their lines. */
 enum { K_ANON, K_SHMEM, K_SIZES, K_PRIORITY, K_MAXBLOAT, K_MAXPRESSURE, K_COLLAPSE, _K_MAX };
+#define K_DELEGATED _K_MAX /* in [Match] */
 static const char *const policy_keys[_K_MAX] = { "Anon", "Shmem", "Sizes", "Priority", "MaxBloat", "MaxPressure",
                                                   "Collapse" };
 
 struct parse {
         struct mthp_policy *p;
-        unsigned line[_K_MAX];          /* 0: not set */
+        unsigned line[_K_MAX + 1];      /* 0: not set */
         unsigned match_line;            /* line of [Match], 0: none */
         unsigned policy_line;
         unsigned last_line;
@@ -54,8 +57,10 @@ static void policy_defaults(struct mthp_policy *p, const char *name) {
         (mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value), -EINVAL)
 
 static int valid_pattern(const char *v, bool path) {
-        if (!*v || strlen(v) >= MTHP_POLICY_PATTERN_MAX)
+        if (!*v)
                 return -EINVAL;
+        if (strlen(v) >= MTHP_POLICY_PATTERN_MAX)
+                return -ENAMETOOLONG;
         if (path && v[0] != '/')
                 return -EINVAL;
         if (!path && strchr(v, '/'))
@@ -90,14 +95,30 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
 
         if (strcmp(section, "Match") == 0) {
                 bool cg = strcmp(key, "Cgroup") == 0;
+                if (strcmp(key, "Delegated") == 0) {
+                        if (ps->line[K_DELEGATED]) {
+                                mthp_ini_error(ini, "key '%s' in [Match]: already set at line %u", key,
+                                               ps->line[K_DELEGATED]);
+                                return -EINVAL;
+                        }
+                        ps->line[K_DELEGATED] = ini->line;
+                        return mthp_parse_boolean(value, &p->delegated) < 0 ? BAD("yes or no") : 0;
+                }
                 if (!cg && strcmp(key, "Unit") != 0) {
-                        mthp_ini_error(ini, "unknown key '%s' in [Match]: expected Cgroup= or Unit=", key);
+                        mthp_ini_error(ini, "unknown key '%s' in [Match]: expected Cgroup=, Unit= or Delegated=",
+                                       key);
                         return -EINVAL;
                 }
                 unsigned *n = cg ? &p->n_cgroup : &p->n_unit;
                 char(*pat)[MTHP_POLICY_PATTERN_MAX] = cg ? p->cgroup : p->unit;
                 unsigned *lines = cg ? p->cgroup_line : p->unit_line;
-                if (valid_pattern(value, cg) < 0)
+                int vr = valid_pattern(value, cg);
+                if (vr == -ENAMETOOLONG) {
+                        mthp_ini_error(ini, "key '%s' in [Match]: pattern of %zu bytes is too long, expected at most %d",
+                                       key, strlen(value), MTHP_POLICY_PATTERN_MAX - 1);
+                        return -EINVAL;
+                }
+                if (vr < 0)
                         return BAD(cg ? "a cgroup path or glob starting with '/' (e.g. /system.slice/*.service)"
                                       : "a unit name or glob without '/' (e.g. redis.service)");
                 for (unsigned i = 0; i < *n; i++)
@@ -154,23 +175,12 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 p->max_kb = hi;
                 return 0;
         }
-        case K_PRIORITY: {
-                char *end;
-                errno = 0;
-                long v = strtol(value, &end, 10);
-                if (end == value || *end || errno || v < 0 || v > 100)
-                        return BAD("a whole number from 0 to 100");
-                p->priority = (unsigned) v;
-                return 0;
-        }
-        case K_MAXBLOAT: {
-                char *end;
-                double v = strtod(value, &end);
-                if (end == value || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= 10000))
-                        return BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)");
-                p->max_bloat = v;
-                return 0;
-        }
+        case K_PRIORITY:
+                return mthp_parse_whole(value, 0, 100, &p->priority) < 0 ? BAD("a whole number from 0 to 100") : 0;
+        case K_MAXBLOAT:
+                return mthp_parse_max_bloat(value, &p->max_bloat) < 0
+                               ? BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)")
+                               : 0;
         case K_MAXPRESSURE:
                 return mthp_parse_percent(value, &p->max_pressure) < 0 ? BAD("a percentage (PSI some avg10, e.g. 10%)")
                                                                         : 0;
@@ -264,57 +274,46 @@ int mthp_policy_load_string(const char *name, const char *text, struct mthp_poli
         return load_text(name, name, text, out, err, errsz);
 }
 
-#define POLICY_FILE_MAX (64 * 1024)
-
-/* Open a policy file the way a root daemon must: a regular file, owned by
- * root (or by whoever runs us: a test or a fake host), not writable by group
- * or others; a symlink only if it stays inside dir. */
-static int open_checked(const char *dir, const char *path, bool check_owner, char *why, size_t whysz) {
+/* Read one policy file the way a root daemon must (mthp_safe_read_text):
+ * a regular file, owned by root (or by whoever runs us: a test or a fake
+ * host), not writable by group or others, at most 64 KiB. In a directory
+ * (dirfd >= 0) it is opened relative to the directory's fd with
+ * O_NOFOLLOW: a symlink is read only when it names a file of the directory
+ * itself ("a.policy", opened with O_NOFOLLOW again), so nothing resolved
+ * once can be swapped for something outside between check and open. */
+static int read_policy(int dirfd, const char *dir, const char *name, bool check_owner, char **text, char *why,
+                       size_t whysz) {
+        unsigned flags = check_owner ? MTHP_SAFE_OWNER : 0;
+        if (dirfd < 0)
+                return mthp_safe_read_text(AT_FDCWD, NULL, name, flags, MTHP_SAFE_CONFIG_MAX, text, NULL, why,
+                                           whysz);
+        if (!check_owner)
+                return mthp_safe_read_text(dirfd, dir, name, 0, MTHP_SAFE_CONFIG_MAX, text, NULL, why, whysz);
         struct stat st;
-        if (lstat(path, &st) < 0) {
-                snprintf(why, whysz, "%s", strerror(errno));
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                snprintf(why, whysz, "%s/%s: %s", dir, name, strerror(errno));
                 return -errno;
         }
-        if (S_ISLNK(st.st_mode) && dir && check_owner) {
-                char rdir[PATH_MAX], rpath[PATH_MAX];
-                if (!realpath(dir, rdir) || !realpath(path, rpath)) {
-                        snprintf(why, whysz, "symbolic link that does not resolve: %s", strerror(errno));
-                        return -ENOENT;
+        const char *target = name;
+        char link[NAME_MAX + 1];
+        if (S_ISLNK(st.st_mode)) {
+                ssize_t n = readlinkat(dirfd, name, link, sizeof(link) - 1);
+                if (n < 0) {
+                        snprintf(why, whysz, "%s/%s: %s", dir, name, strerror(errno));
+                        return -errno;
                 }
-                size_t n = strlen(rdir);
-                if (strncmp(rpath, rdir, n) != 0 || rpath[n] != '/') {
-                        snprintf(why, whysz, "symbolic link to %s, outside %s: refused", rpath, dir);
+                link[n] = 0;
+                if (strchr(link, '/') || strcmp(link, "..") == 0 || strcmp(link, ".") == 0) {
+                        snprintf(why, whysz,
+                                 "%s/%s: symbolic link to %s, outside %s (a link may name a file of the directory "
+                                 "itself): refused",
+                                 dir, name, link, dir);
                         return -EPERM;
                 }
+                target = link;
         }
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                snprintf(why, whysz, "%s", strerror(errno));
-                return -errno;
-        }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                snprintf(why, whysz, "not a regular file");
-                close(fd);
-                return -EINVAL;
-        }
-        if (check_owner && st.st_uid != 0 && st.st_uid != geteuid()) {
-                snprintf(why, whysz, "owned by uid %u, expected root: whoever can write it can steer mthpd; refused",
-                         (unsigned) st.st_uid);
-                close(fd);
-                return -EPERM;
-        }
-        if (check_owner && (st.st_mode & (S_IWGRP | S_IWOTH))) {
-                snprintf(why, whysz, "writable by %s (mode %04o): whoever can write it can steer mthpd; refused",
-                         (st.st_mode & S_IWOTH) ? "everyone" : "its group", (unsigned) (st.st_mode & 07777));
-                close(fd);
-                return -EPERM;
-        }
-        if (st.st_size > POLICY_FILE_MAX) {
-                snprintf(why, whysz, "%lld bytes, expected at most %d", (long long) st.st_size, POLICY_FILE_MAX);
-                close(fd);
-                return -EFBIG;
-        }
-        return fd;
+        return mthp_safe_read_text(dirfd, dir, target, flags | MTHP_SAFE_NOFOLLOW, MTHP_SAFE_CONFIG_MAX, text, NULL,
+                                   why, whysz);
 }
 
 static void name_of(const char *path, char *name, size_t size) {
@@ -326,34 +325,19 @@ static void name_of(const char *path, char *name, size_t size) {
                 *dot = 0;
 }
 
-static int load_one(const char *dir, const char *path, bool check_owner, struct mthp_policy *out, char *err,
-                    size_t errsz) {
-        char why[PATH_MAX + 128];
-        int fd = open_checked(dir, path, check_owner, why, sizeof(why));
-        if (fd < 0) {
-                add_error(err, errsz, "%s: %s", path, why);
-                return fd;
+/* path: for messages and names; dirfd >= 0: name is the file in dir. */
+static int load_one(int dirfd, const char *dir, const char *path, const char *name, bool check_owner,
+                    struct mthp_policy *out, char *err, size_t errsz) {
+        char why[2 * PATH_MAX + 128];
+        char *text = NULL;
+        int r = read_policy(dirfd, dir, dirfd >= 0 ? name : path, check_owner, &text, why, sizeof(why));
+        if (r < 0) {
+                add_error(err, errsz, "%s", why);
+                return r == -ENOMEM ? r : -EINVAL;
         }
-        char *text = malloc(POLICY_FILE_MAX + 1);
-        if (!text) {
-                close(fd);
-                return -ENOMEM;
-        }
-        int n = mthp_read_fd(fd, text, POLICY_FILE_MAX + 1);
-        close(fd);
-        if (n < 0) {
-                add_error(err, errsz, "%s: %s", path, strerror(-n));
-                free(text);
-                return n;
-        }
-        if (memchr(text, 0, (size_t) n)) {
-                add_error(err, errsz, "%s: contains a NUL byte: expected a text file", path);
-                free(text);
-                return -EINVAL;
-        }
-        char name[MTHP_POLICY_NAME_MAX];
-        name_of(path, name, sizeof(name));
-        int r = load_text(path, name, text, out, err, errsz);
+        char pname[MTHP_POLICY_NAME_MAX];
+        name_of(path, pname, sizeof(pname));
+        r = load_text(path, pname, text, out, err, errsz);
         free(text);
         return r;
 }
@@ -393,8 +377,8 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-static int load_paths(const char *dir, char **paths, size_t n, bool check_owner, struct mthp_policy_set **ret,
-                      char *err, size_t errsz) {
+static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool check_owner,
+                      struct mthp_policy_set **ret, char *err, size_t errsz) {
         if (err && errsz)
                 err[0] = 0;
         if (n > MTHP_POLICIES_MAX) {
@@ -412,7 +396,9 @@ static int load_paths(const char *dir, char **paths, size_t n, bool check_owner,
         }
         int r = 0;
         for (size_t i = 0; i < n; i++) {
-                int q = load_one(dir, paths[i], check_owner, &s->p[s->n], err, errsz);
+                const char *base = strrchr(paths[i], '/');
+                int q = load_one(dirfd, dir, paths[i], base ? base + 1 : paths[i], check_owner, &s->p[s->n], err,
+                                 errsz);
                 if (q == -ENOMEM) {
                         r = q;
                         break;
@@ -434,14 +420,26 @@ static int load_paths(const char *dir, char **paths, size_t n, bool check_owner,
 }
 
 int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz) {
-        DIR *d = opendir(dir);
+        char why[PATH_MAX + 256];
+        if (err && errsz)
+                err[0] = 0;
+        /* the directory itself: whoever can write it can add files or block
+         * every reload (a 0777 policy.d) */
+        int dirfd = mthp_safe_open_dir(dir, check_owner ? MTHP_SAFE_OWNER : 0, false, why, sizeof(why));
+        if (dirfd == -ENOENT)
+                return load_paths(-1, dir, NULL, 0, check_owner, ret, err, errsz);
+        if (dirfd < 0) {
+                if (err && errsz)
+                        snprintf(err, errsz, "%s\n", why);
+                return dirfd;
+        }
+        int dfd = dup(dirfd);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
         if (!d) {
-                if (errno == ENOENT) {
-                        if (err && errsz)
-                                err[0] = 0;
-                        return load_paths(dir, NULL, 0, check_owner, ret, err, errsz);
-                }
                 int e = errno;
+                if (dfd >= 0)
+                        close(dfd);
+                close(dirfd);
                 if (err && errsz)
                         snprintf(err, errsz, "%s: %s\n", dir, strerror(e));
                 return -e;
@@ -471,9 +469,11 @@ int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_s
         }
         closedir(d);
         if (r == 0) {
-                qsort(paths, n, sizeof(*paths), cmp_str);
-                r = load_paths(dir, paths, n, check_owner, ret, err, errsz);
+                if (n > 1) /* qsort(NULL, 0, ...) is undefined */
+                        qsort(paths, n, sizeof(*paths), cmp_str);
+                r = load_paths(dirfd, dir, paths, n, check_owner, ret, err, errsz);
         }
+        close(dirfd);
         for (size_t i = 0; i < n; i++)
                 free(paths[i]);
         free(paths);
@@ -482,7 +482,7 @@ int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_s
 
 int mthp_policy_load_files(const char *const *files, size_t n, bool check_owner, struct mthp_policy_set **ret,
                            char *err, size_t errsz) {
-        return load_paths(NULL, (char **) files, n, check_owner, ret, err, errsz);
+        return load_paths(-1, NULL, (char **) files, n, check_owner, ret, err, errsz);
 }
 
 void mthp_policy_set_free(struct mthp_policy_set *s) {
@@ -492,18 +492,85 @@ void mthp_policy_set_free(struct mthp_policy_set *s) {
         free(s);
 }
 
+static bool matches_unit(const struct mthp_policy *p, const char *path) {
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        for (unsigned i = 0; i < p->n_unit; i++)
+                if (*base && fnmatch(p->unit[i], base, 0) == 0)
+                        return true;
+        return false;
+}
+
+bool mthp_policy_cgroup_delegated(const struct mthp_policy_set *s, const char *cgroup) {
+        /* an ancestor named user@*.service (the cgroup itself is the
+         * manager's, still root's) */
+        const char *p = cgroup;
+        while ((p = strchr(p, '/'))) {
+                const char *c = p + 1, *end = strchrnul(c, '/');
+                if (!*end)
+                        break; /* the last component */
+                size_t n = (size_t) (end - c);
+                if (n > 13 && strncmp(c, "user@", 5) == 0 && strncmp(end - 8, ".service", 8) == 0)
+                        return true;
+                p = end;
+        }
+        if (!s || !s->user_owned)
+                return false;
+        char buf[MTHP_PATH_MAX];
+        if (mthp_strcpy(buf, sizeof(buf), cgroup) < 0)
+                return true; /* cannot tell: do not attach */
+        for (;;) {
+                if (s->user_owned(s->user_owned_data, buf))
+                        return true;
+                char *slash = strrchr(buf, '/');
+                if (!slash || slash == buf)
+                        return false;
+                *slash = 0;
+        }
+}
+
 bool mthp_policy_matches(const struct mthp_policy *p, const char *path) {
         for (unsigned i = 0; i < p->n_cgroup; i++)
                 if (fnmatch(p->cgroup[i], path, FNM_PATHNAME) == 0)
                         return true;
-        if (p->n_unit) {
-                const char *base = strrchr(path, '/');
-                base = base ? base + 1 : path;
-                for (unsigned i = 0; i < p->n_unit; i++)
-                        if (*base && fnmatch(p->unit[i], base, 0) == 0)
-                                return true;
+        return p->n_unit && matches_unit(p, path);
+}
+
+/* The same, and a Unit= match counts in a delegated subtree only with
+ * Delegated=yes. */
+static bool set_matches(const struct mthp_policy_set *s, const struct mthp_policy *p, const char *path) {
+        for (unsigned i = 0; i < p->n_cgroup; i++)
+                if (fnmatch(p->cgroup[i], path, FNM_PATHNAME) == 0)
+                        return true;
+        if (!p->n_unit || !matches_unit(p, path))
+                return false;
+        return p->delegated || !mthp_policy_cgroup_delegated(s, path);
+}
+
+bool mthp_policy_set_matches(const struct mthp_policy_set *s, unsigned i, const char *path) {
+        return s && i < s->n && set_matches(s, &s->p[i], path);
+}
+
+bool mthp_cgroup_owned_by_user(const struct mthp_host *h, const struct mthp_caps *caps, const char *cgroup) {
+        const char *mount = caps->cg_memory[0] ? caps->cg_memory : caps->cg_unified;
+        char path[2 * MTHP_PATH_MAX];
+        if (!mount[0] || snprintf(path, sizeof(path), "%s%s", mount, cgroup) >= (int) sizeof(path))
+                return false;
+        struct stat top, st;
+        int fd = mthp_host_open_file(h, mount, O_PATH);
+        if (fd < 0)
+                return false;
+        int r = fstat(fd, &top);
+        close(fd);
+        fd = mthp_host_open_file(h, path, O_PATH);
+        if (fd < 0 || r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return false;
         }
-        return false;
+        r = fstat(fd, &st);
+        close(fd);
+        return r == 0 && st.st_uid != top.st_uid && st.st_uid != 0;
 }
 
 int mthp_policy_match(const struct mthp_policy_set *s, const char *path, char *managed, size_t size) {
@@ -518,7 +585,7 @@ int mthp_policy_match(const struct mthp_policy_set *s, const char *path, char *m
                 while (len > 1 && buf[len - 1] == '/')
                         buf[--len] = 0;
                 for (unsigned i = 0; i < s->n; i++)
-                        if (mthp_policy_matches(&s->p[i], buf)) {
+                        if (set_matches(s, &s->p[i], buf)) {
                                 if (managed)
                                         mthp_strcpy(managed, size, buf);
                                 return (int) i;

@@ -110,6 +110,25 @@ bool mthp_knob_allows(const struct mthp_knob *k, const char *value) {
         return false;
 }
 
+unsigned mthp_caps_page_kb(const struct mthp_caps *caps) {
+        return caps->page_kb ? caps->page_kb : 4;
+}
+
+bool mthp_caps_max_ptes_none_ok(const struct mthp_caps *caps, unsigned value) {
+        unsigned ptes = caps->pmd_kb && caps->page_kb ? caps->pmd_kb / caps->page_kb : 512;
+        if (value >= ptes)
+                return false;
+        return !caps->mthp_collapse || value == 0 || value == ptes - 1;
+}
+
+/* page^2/8 = PMD: page = sqrt(8 * PMD), a power of two from 4K to 64K. */
+static unsigned page_kb_from_pmd(unsigned pmd_kb) {
+        for (unsigned kb = 4; kb <= 64; kb *= 2)
+                if (kb * kb * 128 == pmd_kb)  /* (kb * 1024)^2 / 8 bytes */
+                        return kb;
+        return 0;
+}
+
 int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id) {
         for (unsigned i = 0; i < caps->n_knobs; i++)
                 if (strcmp(caps->knobs[i].id, id) == 0)
@@ -248,6 +267,9 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
                 return -ENOENT;
         if (mthp_host_read(h, MTHP_THP_DIR "/hpage_pmd_size", buf, sizeof(buf)) >= 0)
                 caps->pmd_kb = (unsigned) (strtoull(buf, NULL, 10) / 1024);
+        caps->page_kb = page_kb_from_pmd(caps->pmd_kb);
+        if (!caps->page_kb)
+                caps->page_kb = h->real ? (unsigned) sysconf(_SC_PAGESIZE) / 1024 : 4;
 
         /* sizes */
         int fd = mthp_host_open_file(h, MTHP_THP_DIR, O_RDONLY | O_DIRECTORY);
@@ -262,13 +284,15 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
         while ((de = readdir(d))) {
                 unsigned kb;
                 char tail[8];
-                if (sscanf(de->d_name, "hugepages-%ukB%7s", &kb, tail) != 1 || kb < 8)
+                /* a folio is a power-of-two number of base pages, order >= 1 */
+                if (sscanf(de->d_name, "hugepages-%ukB%7s", &kb, tail) != 1 || kb < 2 * caps->page_kb ||
+                    kb % caps->page_kb || (kb / caps->page_kb & (kb / caps->page_kb - 1)))
                         continue;
                 if (caps->n_sizes >= MTHP_SIZES_MAX)
                         break;
                 struct mthp_size *sz = &caps->sizes[caps->n_sizes++];
                 sz->kb = kb;
-                sz->order = __builtin_ctz(kb / 4);
+                sz->order = __builtin_ctz(kb / caps->page_kb);
         }
         closedir(d);
         qsort(caps->sizes, caps->n_sizes, sizeof(caps->sizes[0]), cmp_size);
@@ -299,6 +323,9 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
                 r = probe_stats(h, sz);
                 if (r < 0)
                         return r;
+                for (unsigned j = 0; j < sz->n_stats; j++)
+                        if (strncmp(sz->stats[j], "collapse_", 9) == 0)
+                                caps->mthp_collapse = true;
         }
         for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
                 char path[MTHP_PATH_MAX];
@@ -325,6 +352,8 @@ int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size) {
         } while (0)
         char s[16];
         mthp_format_size(caps->pmd_kb, s, sizeof(s));
+        char pg[16];
+        mthp_format_size(mthp_caps_page_kb(caps), pg, sizeof(pg));
         OUT("PMD size %s; %u mTHP sizes:", s, caps->n_sizes);
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 const struct mthp_size *sz = &caps->sizes[i];
@@ -346,6 +375,12 @@ int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size) {
         if (caps->n_sizes)
                 OUT("per-size stats: %u counters (e.g. %s)\n", caps->sizes[0].n_stats,
                     caps->sizes[0].n_stats ? caps->sizes[0].stats[0] : "none");
+        unsigned ptes = caps->pmd_kb / mthp_caps_page_kb(caps);
+        if (caps->mthp_collapse)
+                OUT("base page %s; khugepaged mTHP collapse: yes (max_ptes_none 0 or %u only)\n", pg,
+                    ptes ? ptes - 1 : 0);
+        else
+                OUT("base page %s; khugepaged mTHP collapse: no (PMD only)\n", pg);
         OUT("PSI memory: %s; task delay accounting: %s\n", caps->psi ? "yes" : "absent",
             caps->task_delayacct ? "on" : "off");
         OUT("cgroups: %s (memory at %s, cgroup2 at %s)", mthp_cg_layout_name(caps->cg_layout),

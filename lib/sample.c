@@ -199,7 +199,7 @@ void mthp_snapshot_derive(const struct mthp_caps *caps, struct mthp_snapshot *sn
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 snap->kind_pages_rate[k] = snap->kind_alloc_rate[k] = snap->kind_fallback_rate[k] = 0;
         for (unsigned i = 0; i < caps->n_sizes; i++) {
-                double npages = caps->sizes[i].kb / 4.0;
+                double npages = (double) caps->sizes[i].kb / mthp_caps_page_kb(caps);
                 double anon = stat_rate(caps, snap, i, "anon_fault_alloc");
                 double shmem = stat_rate(caps, snap, i, "shmem_alloc");
                 snap->kind_pages_rate[MTHP_ANON] += anon * npages;

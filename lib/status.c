@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,46 +10,60 @@
 
 #include <sys/stat.h>
 
+#include "mthp/escape.h"
+#include "mthp/safe-io.h"
 #include "mthp/status.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
                            const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
                            uint64_t tick_usec) {
-        char path[MTHP_PATH_MAX + 16], tmp[MTHP_PATH_MAX + 24];
+        char why[MTHP_PATH_MAX + 256];
         struct timespec ts;
-        snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        FILE *f = fopen(tmp, "we");
-        if (!f)
-                return -errno;
-        /* for every user's mthpctl, whatever the service's UMask= */
-        (void) fchmod(fileno(f), 0644);
+        int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
+        if (dfd < 0)
+                return dfd;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+                close(dfd);
+                return -ENOMEM;
+        }
         clock_gettime(CLOCK_REALTIME, &ts);
         fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\ntick_usec=%llu\n",
                 getpid(), dry_run, (unsigned long long) snap->tick,
                 (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000,
                 snap->fault_pages_rate, (unsigned long long) tick_usec);
+        /* every value on one line and valid UTF-8: a reason quotes process
+         * (comm) and cgroup names, which anyone chooses; a newline in one
+         * forged a decision line that 'mthpctl explain' believed */
+        char clean[4 * MTHP_REASON_MAX];
         if (not_writable && not_writable[0])
-                fprintf(f, "not_writable=%s\n", not_writable); /* one line: no newline in the phrase */
+                fprintf(f, "not_writable=%s\n", mthp_escape(clean, sizeof(clean), not_writable));
         for (int i = 0; i < n; i++) {
-                /* reasons are one line: they come from snprintf formats without newlines */
-                fprintf(f, "\n[knob %s]\ndecision=%s\nreason=%s\n", caps->knobs[d[i].knob].id,
-                        d[i].value[0] ? d[i].value : "original", d[i].reason);
+                char id[4 * 32], value[4 * MTHP_VALUE_MAX];
+                fprintf(f, "\n[knob %s]\ndecision=%s\n", mthp_escape(id, sizeof(id), caps->knobs[d[i].knob].id),
+                        mthp_escape(value, sizeof(value), d[i].value[0] ? d[i].value : "original"));
+                fprintf(f, "reason=%s\n", mthp_escape(clean, sizeof(clean), d[i].reason));
         }
-        int r = ferror(f) ? -EIO : 0;
-        if (fclose(f) != 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(tmp, path) < 0)
-                r = -errno;
-        if (r < 0)
-                unlink(tmp);
+        if (fclose(f) != 0) {
+                free(text);
+                close(dfd);
+                return -ENOMEM;
+        }
+        int r = mthp_safe_write_atomic(dfd, state_dir, MTHP_STATUS_FILE, 0644, text, len, false, why, sizeof(why));
+        free(text);
+        close(dfd);
         return r;
 }
 
 void mthp_status_file_remove(const char *state_dir) {
-        char path[MTHP_PATH_MAX + 16];
-        snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
-        unlink(path);
+        char why[MTHP_PATH_MAX + 256];
+        int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
+        if (dfd < 0)
+                return;
+        (void) unlinkat(dfd, MTHP_STATUS_FILE, 0);
+        close(dfd);
 }
 
 /* The status file is mthpd's own output, not a configuration file: reasons
@@ -67,13 +82,15 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                         st->fault_pages_rate = strtod(value, NULL);
                 else if (strcmp(key, "tick_usec") == 0)
                         st->tick_usec = strtoull(value, NULL, 10);
-                else if (strcmp(key, "not_writable") == 0)
-                        mthp_strcpy(st->not_writable, sizeof(st->not_writable), value);
+                else if (strcmp(key, "not_writable") == 0) {
+                        mthp_escape(st->not_writable, sizeof(st->not_writable), value);
+                }
                 return;
         }
         if (strncmp(section, "knob ", 5) != 0)
                 return; /* newer daemon, older mthpctl: ignore what we do not know */
-        const char *id = section + 5;
+        char id[sizeof(st->k[0].id)];
+        mthp_escape(id, sizeof(id), section + 5);
         struct mthp_status_knob *k = st->n ? &st->k[st->n - 1] : NULL;
         if (!k || strcmp(k->id, id) != 0) {
                 if (st->n >= MTHP_KNOBS_MAX)
@@ -81,10 +98,12 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 k = &st->k[st->n++];
                 mthp_strcpy(k->id, sizeof(k->id), id);
         }
+        /* what mthpctl prints: the same escaping as the writer's, whoever
+         * wrote it (idempotent on what mthpd wrote) */
         if (strcmp(key, "decision") == 0)
-                mthp_strcpy(k->decision, sizeof(k->decision), value);
+                mthp_escape(k->decision, sizeof(k->decision), value);
         else if (strcmp(key, "reason") == 0)
-                mthp_strcpy(k->reason, sizeof(k->reason), value);
+                mthp_escape(k->reason, sizeof(k->reason), value);
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {
@@ -92,6 +111,8 @@ static int status_parse(FILE *f, struct mthp_status *st) {
         size_t cap = 0;
         ssize_t len;
         while ((len = getline(&line, &cap, f)) >= 0) {
+                if (memchr(line, 0, (size_t) len))
+                        continue; /* not a line of text: ignore */
                 if (len > 0 && line[len - 1] == '\n')
                         line[--len] = 0;
                 if (line[0] == '[' && len > 1 && line[len - 1] == ']') {
@@ -110,12 +131,22 @@ static int status_parse(FILE *f, struct mthp_status *st) {
 }
 
 int mthp_status_file_read(const char *state_dir, struct mthp_status *st) {
-        char path[MTHP_PATH_MAX + 16];
+        char why[MTHP_PATH_MAX + 256];
         memset(st, 0, sizeof(*st));
-        snprintf(path, sizeof(path), "%s/" MTHP_STATUS_FILE, state_dir);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return -errno;
+        int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
+        if (dfd < 0)
+                return dfd;
+        int fd = mthp_safe_open_file(dfd, state_dir, MTHP_STATUS_FILE, MTHP_SAFE_OWNER | MTHP_SAFE_NOFOLLOW,
+                                     MTHP_SAFE_TEXT_MAX, why, sizeof(why));
+        close(dfd);
+        if (fd < 0)
+                return fd;
+        FILE *f = fdopen(fd, "re");
+        if (!f) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
         int r = status_parse(f, st);
         fclose(f);
         if (r < 0)

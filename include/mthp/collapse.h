@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "mthp/probe.h"
 #include <sys/types.h>
 #include <sys/uio.h>
 #include "mthp/host.h"
@@ -53,6 +54,12 @@ void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec);
  * process_madvise or MADV_COLLAPSE; 0 otherwise (res filled). Only on the
  * real root ("/"): under a fake root returns -EOPNOTSUPP. */
 int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, struct mthp_collapse_result *res);
+/* The same for a process found in cgroup (its cgroup.procs or a child's):
+ * after pidfd_open, /proc/PID/cgroup is read and the pidfd asked whether
+ * the process still lives, so a PID reused by a process of another cgroup
+ * is never collapsed on this cgroup's budget: -ESRCH then. */
+int mthp_collapser_run_in(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout,
+                          uint64_t t_usec, struct mthp_collapse_result *res);
 /* Totals since start. */
 void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_result *tot);
 

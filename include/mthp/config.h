@@ -47,6 +47,13 @@ struct mthp_config {
 };
 
 void mthp_config_defaults(struct mthp_config *c);
+/* Longest state directory: its files' names must fit after it. */
+#define MTHP_STATE_DIR_MAX (MTHP_PATH_MAX - 33)
+/* Set StateDirectory=/--state-dir, PolicyDirectory=/--policy-dir: an
+ * absolute path that fits, or -ENAMETOOLONG (never a cut path: a cut
+ * --state-dir saved the journal as "restore.jo", which restore never found). */
+int mthp_config_set_state_dir(struct mthp_config *c, const char *path);
+int mthp_config_set_policy_dir(struct mthp_config *c, const char *path);
 /* Parse an mthpd.conf over the current values. Every unknown section or key
  * and every bad value is reported as "FILE:LINE: ..." (one per line of err);
  * on any error c is left untouched and -EINVAL returned. */
@@ -58,3 +65,13 @@ int mthp_parse_duration(const char *s, uint64_t *usec);   /* "1s", "500ms", "2" 
 int mthp_parse_percent(const char *s, double *pct);       /* "10", "10%" */
 int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb); /* "16K-64K", "64K", "none" */
 int mthp_parse_boolean(const char *s, bool *b);           /* yes/no, true/false, on/off, 1/0 */
+/* Strict numbers, for config and policy alike: decimal digits with an
+ * optional fraction; no sign, space, hex ("0x10"), hex float ("0x1p3"),
+ * exponent, inf or nan. *end is after the number (units follow). */
+int mthp_parse_decimal(const char *s, double *v, const char **end);
+/* A whole number lo..hi of decimal digits only: -EINVAL or -ERANGE. */
+int mthp_parse_whole(const char *s, unsigned lo, unsigned hi, unsigned *out);
+/* A size an mTHP can have: a power of two, 8K or more ("3K" is not one). */
+int mthp_parse_ladder_size(const char *s, unsigned *kb);
+/* MaxBloat=: "20%", "20", 0..10000. */
+int mthp_parse_max_bloat(const char *s, double *out);

@@ -11,7 +11,14 @@
  *   Cgroup=/system.slice/db-*.service   glob on the memory cgroup path (fnmatch,
  *                                        '*' does not cross '/'); repeatable
  *   Unit=redis.service                  a cgroup whose last component is this
- *                                        name, at any depth; repeatable
+ *                                        name, at any depth; repeatable. Not
+ *                                        inside a delegated subtree (below a
+ *                                        user@*.service, or a cgroup owned by
+ *                                        a uid other than root) unless
+ *   Delegated=yes                       says so: a user names their own
+ *                                        cgroups, and would otherwise pick
+ *                                        up a system policy (priority,
+ *                                        Collapse=yes) by naming one alike
  *   [Policy]
  *   Anon=auto|always|madvise|never      default auto
  *   Shmem=auto|always|madvise|never     default auto
@@ -50,12 +57,22 @@ struct mthp_policy {
         double max_bloat;                       /* percent; NAN: mthpd.conf MaxBloat */
         double max_pressure;                    /* percent; NAN: mthpd.conf PressureMax */
         bool collapse;
+        bool delegated;                         /* [Match] Delegated=yes */
 };
 
 struct mthp_policy_set {
         unsigned n;
         struct mthp_policy *p;                  /* n, in file-name order */
+        /* Optional: is this cgroup (a path as matched) owned by a uid other
+         * than root? Set by whoever can look (mthpd: the memory cgroup
+         * directory's owner); without it only user@*.service is known. */
+        bool (*user_owned)(void *user, const char *cgroup);
+        void *user_owned_data;
 };
+
+/* Is cgroup delegated to a user: below a user@*.service, or (user_owned)
+ * owned by a uid other than root, it or an ancestor? */
+bool mthp_policy_cgroup_delegated(const struct mthp_policy_set *s, const char *cgroup);
 
 /* Load every *.policy of dir (other names are ignored). All or nothing: on
  * any error *ret is untouched and every "FILE:LINE: ..." error is in err, one
@@ -74,5 +91,17 @@ void mthp_policy_set_free(struct mthp_policy_set *s);
  * (it or its nearest matching ancestor), or -1. managed (may be NULL) gets
  * the cgroup that matched. */
 int mthp_policy_match(const struct mthp_policy_set *s, const char *path, char *managed, size_t size);
-/* Does policy i match exactly this cgroup (not an ancestor)? */
+/* Does policy p match exactly this cgroup (not an ancestor)? The patterns
+ * only: no delegation rule (see mthp_policy_set_matches). */
 bool mthp_policy_matches(const struct mthp_policy *p, const char *path);
+/* Does policy i of s match exactly this cgroup, with the delegation rule
+ * (Unit= not in a delegated subtree unless Delegated=yes)? What cgmon's
+ * "is this cgroup managed" predicates must use. */
+bool mthp_policy_set_matches(const struct mthp_policy_set *s, unsigned i, const char *path);
+
+/* A user_owned callback for hosts: the memory cgroup directory of cgroup
+ * (below caps->cg_memory, else caps->cg_unified) is owned by another uid
+ * than the hierarchy's root directory. */
+struct mthp_host;
+struct mthp_caps;
+bool mthp_cgroup_owned_by_user(const struct mthp_host *h, const struct mthp_caps *caps, const char *cgroup);

@@ -47,6 +47,17 @@ const char *mthp_cg_layout_name(enum mthp_cg_layout l);
 
 struct mthp_caps {
         unsigned pmd_kb;
+        /* Base page size, from the tree, never assumed: a PMD maps one page
+         * table of page/8 entries (x86-64 and arm64), so PMD = page^2/8:
+         * 4K -> 2M, 16K -> 32M, 64K -> 512M. The real host's own page size
+         * when hpage_pmd_size is missing. 0 only in records made before it
+         * existed: read it with mthp_caps_page_kb(). */
+        unsigned page_kb;
+        /* khugepaged collapses anon memory to mTHP sizes (7.2+: per-size
+         * stats/collapse_*); it then takes khugepaged/max_ptes_none 0 or
+         * 511 only (any other value warns and collapses as if 0): write it
+         * only within mthp_caps_max_ptes_none_ok() */
+        bool mthp_collapse;
         unsigned n_sizes;                       /* ascending by kb */
         struct mthp_size sizes[MTHP_SIZES_MAX];
         unsigned n_knobs;
@@ -63,6 +74,8 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps);
 /* One human line per fact, for the startup log. */
 int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size);
 
+unsigned mthp_caps_page_kb(const struct mthp_caps *caps);
+bool mthp_caps_max_ptes_none_ok(const struct mthp_caps *caps, unsigned value);
 int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id);
 int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb);
 bool mthp_knob_allows(const struct mthp_knob *k, const char *value);

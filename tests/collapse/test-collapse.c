@@ -550,6 +550,44 @@ static void test_einval_refuses_mapping(void **state) {
         fake_free(f);
 }
 
+/* Issue 13 item 13: the PID of a process found in a Collapse=yes cgroup
+ * may be reused by a process of another cgroup before the pass: membership
+ * is checked after pidfd_open (/proc/PID/cgroup, then the pidfd asked
+ * whether its process lives), and nothing is collapsed on this budget. */
+static void item13_pid_reused_in_other_cgroup(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 0);
+        struct fake *f = fake_new(2, &b);
+        struct mthp_collapse_result res;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", PID);
+        assert_int_equal(fakehost_write_file(f->dir, path, "0::/system.slice/db.service\n"), 0);
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_in(f->c, PID, "/system.slice/db.service", MTHP_CG_V2, f->clock, &res), 0);
+        assert_true(res.candidates > 0);
+        unsigned calls = f->advise_calls;
+        /* a child of the cgroup counts with it */
+        assert_int_equal(fakehost_write_file(f->dir, path, "0::/system.slice/db.service/worker\n"), 0);
+        f->clock += 10000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_in(f->c, PID, "/system.slice/db.service", MTHP_CG_V2, f->clock, &res), 0);
+        /* now the PID belongs to a process of a user's cgroup */
+        write_proc(f, 999, 1);
+        assert_int_equal(fakehost_write_file(f->dir, path, "0::/user.slice/user-1000.slice/x.scope\n"), 0);
+        f->clock += 10000000;
+        calls = f->advise_calls;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_in(f->c, PID, "/system.slice/db.service", MTHP_CG_V2, f->clock, &res),
+                         -ESRCH);
+        assert_int_equal(res.attempted, 0);
+        assert_int_equal(f->advise_calls, calls);
+        /* "/system.slice/db.servicex" is not below "/system.slice/db.service" */
+        assert_int_equal(fakehost_write_file(f->dir, path, "0::/system.slice/db.servicex\n"), 0);
+        assert_int_equal(mthp_collapser_run_in(f->c, PID, "/system.slice/db.service", MTHP_CG_V2, f->clock, &res),
+                         -ESRCH);
+        fake_free(f);
+}
+
 static void test_process_errors(void **state) {
         (void) state;
         struct mthp_collapse_budget b = budget(1 << 20, 0);
@@ -642,6 +680,7 @@ int main(void) {
                 cmocka_unit_test(test_eagain_enomem),
                 cmocka_unit_test(test_einval_refuses_mapping),
                 cmocka_unit_test(test_process_errors),
+                cmocka_unit_test(item13_pid_reused_in_other_cgroup),
                 cmocka_unit_test(test_exits_mid_pass_and_unsupported),
                 cmocka_unit_test(test_bounded),
         };

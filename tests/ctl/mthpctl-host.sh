@@ -133,8 +133,9 @@ expect_rc 0 "$MTHPCTL" exec -- grep THP_enabled /proc/self/status
 grep -Eq "THP_enabled:\s+0" <<<"$OUT" || fail "exec default: $OUT"
 expect_rc 0 "$MTHPCTL" exec --thp=disable -- "$MTHPCTL" exec --thp=inherit -- grep THP_enabled /proc/self/status
 grep -Eq "THP_enabled:\s+1" <<<"$OUT" || fail "exec --thp=inherit: $OUT"
-# madvise: PR_GET_THP_DISABLE (42) says 1|PR_THP_DISABLE_EXCEPT_ADVISED = 3 on Linux 6.18;
-# older kernels refuse the flag and mthpctl disables THP completely, with a warning
+# madvise (alias of except-advised): PR_GET_THP_DISABLE (42) says
+# 1|PR_THP_DISABLE_EXCEPT_ADVISED = 3 on Linux 6.18; older kernels refuse the
+# flag and mthpctl says so and runs nothing (tests/ctl/exec-thp.sh)
 GET='import ctypes; print(ctypes.CDLL(None).prctl(42, 0, 0, 0, 0))'
 if python3 -c 'import ctypes,sys; sys.exit(ctypes.CDLL(None, use_errno=True).prctl(41, 1, 2, 0, 0) != 0)'; then
         expect_rc 0 "$MTHPCTL" exec --thp=madvise -- python3 -c "$GET"
@@ -142,8 +143,8 @@ if python3 -c 'import ctypes,sys; sys.exit(ctypes.CDLL(None, use_errno=True).prc
         expect_rc 0 "$MTHPCTL" exec --thp=madvise -- grep THP_enabled /proc/self/status
         grep -Eq "THP_enabled:\s+1" <<<"$OUT" || fail "exec --thp=madvise status: $OUT"
 else
-        expect_rc 0 "$MTHPCTL" exec --thp=madvise -- python3 -c "$GET"
-        [ "$OUT" = 1 ] && grep -q "warning" <<<"$ERR" || fail "exec --thp=madvise fallback: $OUT $ERR"
+        expect_rc 1 "$MTHPCTL" exec --thp=madvise -- python3 -c "$GET"
+        grep -q "does not offer" <<<"$ERR" || fail "exec --thp=madvise refusal: $OUT $ERR"
 fi
 expect_rc 127 "$MTHPCTL" exec -- /nonexistent/cmd
 expect_rc 3 "$MTHPCTL" exec -- sh -c 'exit 3'

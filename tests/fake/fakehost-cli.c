@@ -11,6 +11,7 @@
 static void usage(FILE *f) {
         fputs("usage:\n"
               "  fakehost create DIR [--layout v2|hybrid|v1|none] [--no-psi] [--task-delayacct]\n"
+              "                      [--kernel 6.18|6.8|6.11|7.2|arm64-16k|arm64-64k]\n"
               "  fakehost bump DIR [TARGET (--add N | --set N)]... [--pgfault N] [--psi-some PCT]\n"
               "                    [--psi-total USEC] [--mem-available-kb N]\n"
               "      TARGET: --vmstat KEY | --meminfo KEY | --size KB --stat NAME | --file PATH --key KEY\n"
@@ -66,6 +67,11 @@ static int cmd_create(int argc, char **argv) {
                 if (strcmp(argv[i], "--layout") == 0 && i + 1 < argc) {
                         if (fakehost_parse_layout(argv[++i], &o.cg_layout) < 0) {
                                 fprintf(stderr, "fakehost: unknown layout '%s'\n", argv[i]);
+                                return 2;
+                        }
+                } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
+                        if (fakehost_parse_kernel(argv[++i], &o.kernel) < 0) {
+                                fprintf(stderr, "fakehost: unknown kernel profile '%s'\n", argv[i]);
                                 return 2;
                         }
                 } else if (strcmp(argv[i], "--no-psi") == 0)

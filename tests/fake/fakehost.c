@@ -291,62 +291,120 @@ static char *zero_values(const char *text) {
         return out;
 }
 
-static const unsigned sizes_kb[] = { 8, 16, 32, 64, 128, 256, 512, 1024, 2048 };
+struct kernel_profile {
+        const char *name, *release;
+        unsigned page_kb, pmd_kb;
+        bool order1;            /* an order-1 directory (shmem only) */
+        bool shmem_sizes;       /* per-size shmem_enabled (6.11+) */
+        bool shrink_underused;  /* 6.12+ */
+        const char *const *stats;
+};
 
-/* hugepages-<N>kB/stats of 6.18: order 1 (8kB) has no anon folios, so no
- * anon_* counters, nr_anon* or split_deferred. */
-static const char *const size_stats[] = {
+/* hugepages-<N>kB/stats of 6.18: order 1 has no anon folios, so no anon_*
+ * counters, nr_anon* or split_deferred there. */
+static const char *const stats_6_18[] = {
         "anon_fault_alloc", "anon_fault_declined", "anon_fault_fallback", "anon_fault_fallback_charge",
         "nr_anon", "nr_anon_partially_mapped", "shmem_alloc", "shmem_fallback", "shmem_fallback_charge",
         "split", "split_deferred", "split_failed", "swpin", "swpin_fallback", "swpin_fallback_charge",
-        "swpout", "swpout_fallback", "zswpout",
+        "swpout", "swpout_fallback", "zswpout", NULL,
 };
+static const char *const stats_6_8[] = {
+        "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge", "anon_swpout",
+        "anon_swpout_fallback", NULL,
+};
+static const char *const stats_6_11[] = {
+        "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge", "split", "split_deferred",
+        "split_failed", "swpout", "swpout_fallback", NULL,
+};
+static const char *const stats_7_2[] = {
+        "anon_fault_alloc", "anon_fault_declined", "anon_fault_fallback", "anon_fault_fallback_charge",
+        "collapse_alloc", "collapse_alloc_failed", "collapse_exceed_none_pte", "collapse_exceed_shared_pte",
+        "collapse_exceed_swap_pte", "nr_anon", "nr_anon_partially_mapped", "shmem_alloc", "shmem_fallback",
+        "shmem_fallback_charge", "split", "split_deferred", "split_failed", "swpin", "swpin_fallback",
+        "swpin_fallback_charge", "swpout", "swpout_fallback", "zswpout", NULL,
+};
+
+static const struct kernel_profile profiles[_FAKEHOST_K_MAX] = {
+        [FAKEHOST_K_6_18] = { "6.18", "6.18.0", 4, 2048, true, true, true, stats_6_18 },
+        [FAKEHOST_K_6_8] = { "6.8", "6.8.0", 4, 2048, false, false, false, stats_6_8 },
+        [FAKEHOST_K_6_11] = { "6.11", "6.11.0", 4, 2048, false, true, false, stats_6_11 },
+        [FAKEHOST_K_7_2] = { "7.2", "7.2.0", 4, 2048, true, true, true, stats_7_2 },
+        [FAKEHOST_K_ARM64_16K] = { "arm64-16k", "6.18.0", 16, 32768, true, true, true, stats_6_18 },
+        [FAKEHOST_K_ARM64_64K] = { "arm64-64k", "6.18.0", 64, 524288, true, true, true, stats_6_18 },
+};
+
+const char *fakehost_kernel_name(enum fakehost_kernel k) {
+        return (unsigned) k < _FAKEHOST_K_MAX ? profiles[k].name : "?";
+}
+
+int fakehost_parse_kernel(const char *s, enum fakehost_kernel *k) {
+        for (int i = 0; i < _FAKEHOST_K_MAX; i++)
+                if (strcmp(s, profiles[i].name) == 0) {
+                        *k = (enum fakehost_kernel) i;
+                        return 0;
+                }
+        return -EINVAL;
+}
 
 static bool stat_is_anon_only(const char *name) {
         return strncmp(name, "anon_", 5) == 0 || strncmp(name, "nr_anon", 7) == 0 ||
-               strcmp(name, "split_deferred") == 0;
+               strcmp(name, "split_deferred") == 0 || strncmp(name, "collapse_", 9) == 0;
 }
 
 static const char psi_zero[] = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
                                "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
 
-static int create_thp(const char *dir) {
-        char p[PATH_MAX];
+static int create_thp(const char *dir, const struct kernel_profile *kp) {
+        char p[PATH_MAX], v[64];
         int r;
 #define PUT(path, text, mode) \
         do { if ((r = put(dir, path, text, mode)) < 0) return r; } while (0)
         PUT(FAKEHOST_THP "/enabled", "always [madvise] never\n", 0644);
         PUT(FAKEHOST_THP "/defrag", "always defer defer+madvise [madvise] never\n", 0644);
         PUT(FAKEHOST_THP "/shmem_enabled", "always within_size advise [never] deny force\n", 0644);
-        PUT(FAKEHOST_THP "/hpage_pmd_size", "2097152\n", 0444);
+        snprintf(v, sizeof(v), "%llu\n", (unsigned long long) kp->pmd_kb * 1024);
+        PUT(FAKEHOST_THP "/hpage_pmd_size", v, 0444);
         PUT(FAKEHOST_THP "/use_zero_page", "1\n", 0644);
-        PUT(FAKEHOST_THP "/shrink_underused", "1\n", 0644);
-        static const char *const khugepaged[][2] = {
+        if (kp->shrink_underused)
+                PUT(FAKEHOST_THP "/shrink_underused", "1\n", 0644);
+        unsigned ptes = kp->pmd_kb / kp->page_kb;
+        char none[16], shared[16], swap[16], scan[16];
+        snprintf(none, sizeof(none), "%u\n", ptes - 1);
+        snprintf(shared, sizeof(shared), "%u\n", ptes / 2);
+        snprintf(swap, sizeof(swap), "%u\n", ptes / 8);
+        snprintf(scan, sizeof(scan), "%u\n", ptes * 8);
+        const char *const khugepaged[][2] = {
                 { "alloc_sleep_millisecs", "60000\n" }, { "defrag", "1\n" }, { "full_scans", "0\n" },
-                { "max_ptes_none", "511\n" }, { "max_ptes_shared", "256\n" }, { "max_ptes_swap", "64\n" },
-                { "pages_collapsed", "0\n" }, { "pages_to_scan", "4096\n" }, { "scan_sleep_millisecs", "10000\n" },
+                { "max_ptes_none", none }, { "max_ptes_shared", shared }, { "max_ptes_swap", swap },
+                { "pages_collapsed", "0\n" }, { "pages_to_scan", scan }, { "scan_sleep_millisecs", "10000\n" },
         };
         for (size_t i = 0; i < sizeof(khugepaged) / sizeof(khugepaged[0]); i++) {
                 snprintf(p, sizeof(p), FAKEHOST_THP "/khugepaged/%s", khugepaged[i][0]);
                 PUT(p, khugepaged[i][1], 0644);
         }
-        for (size_t i = 0; i < sizeof(sizes_kb) / sizeof(sizes_kb[0]); i++) {
-                unsigned kb = sizes_kb[i];
-                bool pmd = kb == FAKEHOST_PMD_KB;
-                if (kb > 8) {   /* anon folios start at order 2 */
+        for (unsigned kb = 2 * kp->page_kb; kb <= kp->pmd_kb; kb *= 2) {
+                bool pmd = kb == kp->pmd_kb, order1 = kb == 2 * kp->page_kb;
+                if (order1 && !kp->order1)
+                        continue;
+                if (!order1) {  /* anon folios start at order 2 */
                         snprintf(p, sizeof(p), FAKEHOST_THP "/hugepages-%ukB/enabled", kb);
                         PUT(p, pmd ? "always [inherit] madvise never\n" : "always inherit madvise [never]\n", 0644);
                 }
-                snprintf(p, sizeof(p), FAKEHOST_THP "/hugepages-%ukB/shmem_enabled", kb);
-                PUT(p, pmd ? "always [inherit] within_size advise never\n"
-                           : "always inherit within_size advise [never]\n", 0644);
-                for (size_t j = 0; j < sizeof(size_stats) / sizeof(size_stats[0]); j++) {
-                        if (kb == 8 && stat_is_anon_only(size_stats[j]))
+                if (kp->shmem_sizes) {
+                        snprintf(p, sizeof(p), FAKEHOST_THP "/hugepages-%ukB/shmem_enabled", kb);
+                        PUT(p, pmd ? "always [inherit] within_size advise never\n"
+                                   : "always inherit within_size advise [never]\n", 0644);
+                }
+                for (size_t j = 0; kp->stats[j]; j++) {
+                        if (order1 && stat_is_anon_only(kp->stats[j]))
                                 continue;
-                        snprintf(p, sizeof(p), FAKEHOST_THP "/hugepages-%ukB/stats/%s", kb, size_stats[j]);
+                        snprintf(p, sizeof(p), FAKEHOST_THP "/hugepages-%ukB/stats/%s", kb, kp->stats[j]);
                         PUT(p, "0\n", 0444);
                 }
         }
+        snprintf(p, sizeof(p), "%s\n", kp->release);
+        PUT("/proc/sys/kernel/osrelease", p, 0444);
+        PUT("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda1 ro quiet\n", 0444);
         return 0;
 }
 
@@ -395,15 +453,15 @@ int fakehost_create(const char *dir, const struct fakehost_opts *opts) {
         char marker[PATH_MAX + 128];
         int r;
 
-        if ((unsigned) o->cg_layout > FAKEHOST_CG_NONE)
+        if ((unsigned) o->cg_layout > FAKEHOST_CG_NONE || (unsigned) o->kernel >= _FAKEHOST_K_MAX)
                 return -EINVAL;
         r = mkdir_p(dir, 0755);
         if (r < 0)
                 return r;
-        snprintf(marker, sizeof(marker), "mthp fake host tree (tests/fake)\nlayout=%s\npsi=%d\n",
-                 fakehost_layout_name(o->cg_layout), !o->no_psi);
+        snprintf(marker, sizeof(marker), "mthp fake host tree (tests/fake)\nlayout=%s\npsi=%d\nkernel=%s\n",
+                 fakehost_layout_name(o->cg_layout), !o->no_psi, fakehost_kernel_name(o->kernel));
         PUT("/" FAKEHOST_MARKER, marker, 0644);
-        r = create_thp(dir);
+        r = create_thp(dir, &profiles[o->kernel]);
         if (r < 0)
                 return r;
         PUT("/proc/vmstat", vmstat_text, 0444);

@@ -45,8 +45,32 @@ enum fakehost_cg_layout {
         FAKEHOST_CG_NONE,    /* no cgroup mounts */
 };
 
+/* Kernel profiles: what the THP sysfs tree of each looks like (sizes, which
+ * per-size knobs and stats exist, base page and PMD size). Modelled on the
+ * kernels' Documentation/admin-guide/mm/transhuge.rst and the commits that
+ * added each file; mthpd must probe all of it, never infer it from a version.
+ *   6.8        per-size anon knobs only (orders 2..PMD), stats anon_fault_*,
+ *              anon_swpout*; no shrink_underused
+ *   6.11       per-size shmem_enabled too; stats without shmem_* counters
+ *   6.18       this machine (default)
+ *   7.2        6.18 + khugepaged mTHP collapse: per-size stats/collapse_*
+ *   arm64-16k  6.18 with 16K base pages: PMD 32M, sizes 32K (shmem) .. 32M
+ *   arm64-64k  6.18 with 64K base pages: PMD 512M, sizes 128K (shmem) .. 512M */
+enum fakehost_kernel {
+        FAKEHOST_K_6_18,
+        FAKEHOST_K_6_8,
+        FAKEHOST_K_6_11,
+        FAKEHOST_K_7_2,
+        FAKEHOST_K_ARM64_16K,
+        FAKEHOST_K_ARM64_64K,
+        _FAKEHOST_K_MAX,
+};
+const char *fakehost_kernel_name(enum fakehost_kernel k);
+int fakehost_parse_kernel(const char *s, enum fakehost_kernel *k);
+
 struct fakehost_opts {
         enum fakehost_cg_layout cg_layout;   /* 0 = v2 */
+        enum fakehost_kernel kernel;         /* 0 = 6.18 */
         bool no_psi;                         /* no /proc/pressure (CONFIG_PSI=n) */
         bool task_delayacct;                 /* kernel.task_delayacct = 1 (default 0, as here) */
 };

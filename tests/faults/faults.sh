@@ -240,9 +240,15 @@ state_dir() {
                 --once --dry-run 2>"$LOG" || RC=$?
         check "uncreatable state dir: --dry-run still observes (exit $RC)" [ "$RC" = 0 ]
 
-        if ! unshare -m true 2>/dev/null; then
-                echo "SKIP: read-only state dir checks need root and mount namespaces"
-                return 0
+        # the read-only directory is a read-only bind mount in a mount
+        # namespace of its own; a test that cannot make it skips, saying why
+        # (in a chroot whose / is not a mount point unshare cannot make the
+        # mounts private: "cannot change root filesystem propagation")
+        local why
+        if ! why=$(unshare -m true 2>&1); then
+                echo "SKIP: state-dir: the read-only state dir checks need a mount namespace;" \
+                        "'unshare -m' as uid $(id -u): ${why:-failed}"
+                exit 77
         fi
         # the state directory exists but is read-only (a read-only /run)
         mkdir -p "$T/ro"

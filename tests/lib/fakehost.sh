@@ -12,13 +12,14 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 fakehost_setup() { # fakehost_setup NAME: $T (/tmp/NAME.XXXXXX, removed on exit), $ROOT, $STATE, $LOG
         T=$(mktemp -d "/tmp/$1.XXXXXX")
         ROOT=$T/root STATE=$T/state LOG=$T/mthpd.log
-        PID="" BUS_PID=""
+        PID="" BUS_PID="" NOBODY_DIR=""
         trap fakehost_cleanup EXIT
 }
 fakehost_cleanup() {
         [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null || true
         if declare -F fakehost_cleanup_hook >/dev/null; then fakehost_cleanup_hook; fi
         [ -n "$BUS_PID" ] && kill "$BUS_PID" 2>/dev/null || true
+        [ -z "$NOBODY_DIR" ] || rm -rf "$NOBODY_DIR"
         rm -rf "$T"
 }
 
@@ -37,6 +38,18 @@ knob() { "$FAKEHOST" read "$ROOT" "/sys/kernel/mm/transparent_hugepage/$1"; }
 knob_is() { [ "$(knob "$1")" = "$2" ]; }
 
 as_nobody() { setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$@"; }
+# nobody_copy VAR FILE: set VAR to the path of a copy of FILE that uid 65534
+# can reach. The build tree may sit where it cannot (a clone under /root,
+# mode 0700 on Debian): what it runs or preloads is copied to a 0755
+# directory, removed on exit.
+nobody_copy() {
+        if [ -z "$NOBODY_DIR" ]; then
+                NOBODY_DIR=$(mktemp -d /tmp/mthpd-nobody.XXXXXX)
+                chmod 755 "$NOBODY_DIR"
+        fi
+        { cp "$2" "$NOBODY_DIR/" && chmod a+rx "$NOBODY_DIR/${2##*/}"; } || fail "cannot copy $2 for uid $NOBODY"
+        printf -v "$1" '%s' "$NOBODY_DIR/${2##*/}"
+}
 
 fast_conf() { # fast_conf FILE LOWER_TICKS: ticks of 100ms, quick to raise and confirm
         cat > "$1" <<CONF

@@ -24,11 +24,12 @@ remove_leftovers() {
 }
 trap 'rc=$?; remove_leftovers; (exit $rc); rk_cleanup' EXIT
 
-"$PROG" "$WORKLOAD" &
+"$PROG" "$WORKLOAD" >"$RK_TMP/prog.out" 2>&1 &
 CPID=$!
 rk_track $CPID
 wait $CPID
 rc=$?
-((rc == 77)) && rk_skip "test program skipped"
+cat "$RK_TMP/prog.out"
+((rc == 77)) && rk_skip "test-cgmon-real: $(sed -n 's/^.*SKIP: //p' "$RK_TMP/prog.out" | tail -n 1)"
 ((rc == 0)) || rk_fail "test-cgmon-real exited with $rc"
 exit 0

@@ -10,6 +10,7 @@ set -uo pipefail
 MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3
 . "$(dirname "$0")/lib.sh"
 rk_init foreign-writer
+command -v jq >/dev/null || rk_skip "jq is not installed (.ci/setup installs it)"
 
 STATE=$(rk_state_dir)
 CONF=$RK_TMP/fast.conf

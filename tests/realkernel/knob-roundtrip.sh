@@ -10,6 +10,7 @@ set -uo pipefail
 MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3
 . "$(dirname "$0")/lib.sh"
 rk_init knob-roundtrip
+command -v jq >/dev/null || rk_skip "jq is not installed (.ci/setup installs it)"
 
 PMD_KB=$(rk_pmd_kb)
 GSHMEM=$THP/shmem_enabled

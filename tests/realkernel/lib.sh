@@ -296,7 +296,13 @@ rk_init() {
         done
         [[ $(id -u) == 0 ]] || rk_skip "needs root"
         [[ -r $THP/enabled ]] || rk_skip "no $THP"
-        [[ -w $THP/enabled ]] || rk_skip "$THP/enabled is not writable"
+        if [[ ! -w $THP/enabled ]]; then
+                # say which: a read-only mount (a container, .ci/fresh) or permissions
+                local mnt
+                mnt=$(findmnt -no OPTIONS -T "$THP" 2>/dev/null || true)
+                [[ ,$mnt, == *,ro,* ]] && rk_skip "$THP/enabled is not writable: sysfs is mounted read-only here"
+                rk_skip "$THP/enabled is not writable"
+        fi
 
         # Serialize with other real-kernel runs (other build trees too).
         exec 9>>"$RK_LOCK" || rk_skip "cannot open lock $RK_LOCK"

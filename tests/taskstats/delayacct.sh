@@ -8,10 +8,13 @@ knob=/proc/sys/kernel/task_delayacct
 lockdir=/run/lock
 [ -d "$lockdir" ] || lockdir=/tmp
 
-[ "$(id -u)" = 0 ] && [ -w "$knob" ] || exit 77
-exec 9>"$lockdir/mthpd-test-task-delayacct.lock" || exit 77
-flock -w 60 9 || exit 77
-old=$(cat "$knob") || exit 77
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root to set $knob"
+[ -e "$knob" ] || skip "no $knob on this kernel"
+[ -w "$knob" ] || skip "$knob is not writable (read-only /proc/sys?)"
+exec 9>"$lockdir/mthpd-test-task-delayacct.lock" || skip "cannot open $lockdir/mthpd-test-task-delayacct.lock"
+flock -w 60 9 || skip "another run held $lockdir/mthpd-test-task-delayacct.lock for 60 s"
+old=$(cat "$knob") || skip "cannot read $knob"
 
 child=
 restore() {
@@ -21,7 +24,7 @@ restore() {
 trap restore EXIT
 trap 'exit 130' HUP INT TERM
 
-echo 1 > "$knob" || exit 77
+echo 1 > "$knob" || skip "writing 1 to $knob failed"
 # In the background, so a signal to this shell is handled at once.
 "$@" &
 child=$!
