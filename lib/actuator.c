@@ -246,10 +246,13 @@ int mthp_actuator_check_writable(const struct mthp_actuator *a, char *why, size_
                 r = fstat(fd, &st) < 0 ? -errno : !(st.st_mode & 0222) ? -EACCES : 0;
                 close(fd);
         }
-        if (r == 0 && (r = fd = mthp_host_open_file(a->host, knob->path, O_WRONLY)) >= 0) {
+        /* Observing opens nothing for writing (the unit's sandbox and
+         * sandbox-realhost hold it to that): the mount and the mode bits
+         * are what it can tell. */
+        if (r == 0 && !a->dry_run && (r = fd = mthp_host_open_file(a->host, knob->path, O_WRONLY)) >= 0) {
                 close(fd);
                 char cur[MTHP_VALUE_MAX];
-                r = a->dry_run || mthp_knob_read(a->host, knob, cur) < 0 ? 0 : mthp_host_write(a->host, knob->path, cur);
+                r = mthp_knob_read(a->host, knob, cur) < 0 ? 0 : mthp_host_write(a->host, knob->path, cur);
         }
         if (!cannot_write(r))
                 return 0;

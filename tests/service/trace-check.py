@@ -12,6 +12,7 @@ Only the processes from the execve of MTHPD on are looked at. Fails when
     on it never returned data, or opening its /proc files failed.
 Prints what it counted."""
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -131,7 +132,9 @@ def target(arg_dirfd, arg_path):
     if path.startswith("/"):
         return path
     base = fdpath(arg_dirfd)
-    return (base or "<cwd>") + "/" + path
+    # a dirfd on "/" (mthpd's host root) joined naively gave "//sys/...",
+    # which no ReadWritePaths= prefix matched
+    return os.path.join(base or "<cwd>", path)
 
 
 writes = []
