@@ -34,7 +34,26 @@ struct mthp_sampler {
         int stat_fd[MTHP_SIZES_MAX][MTHP_STATS_MAX];
         bool have_prev;
         struct mthp_snapshot prev;
+        /* The per-size counters the engine does not use are read every
+         * COLD_TICKS ticks: each stats file is a pread, and reading all of
+         * them (~170 on a 6.18 host) was most of an idle tick. cold_t_usec
+         * and cold hold the last full read, for their rates. */
+        bool have_cold;
+        uint64_t cold_t_usec;
+        struct mthp_size_stats cold[MTHP_SIZES_MAX];
 };
+
+#define COLD_TICKS 10
+
+/* The counters that decisions are made of (engine, derived rates). */
+static bool stat_is_hot(const char *name) {
+        static const char *const hot[] = { "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge",
+                                           "shmem_alloc", "shmem_fallback", "shmem_fallback_charge" };
+        for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+                if (strcmp(name, hot[i]) == 0)
+                        return true;
+        return false;
+}
 
 static int reopen(struct mthp_sampler *s, int *fd, const char *path) {
         if (*fd >= 0)
@@ -254,17 +273,35 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
         } else
                 snap->psi.present = false;
 
+        bool cold = !prev || snap->tick % COLD_TICKS == 0;
+        double cold_dt = s->have_cold && t_usec > s->cold_t_usec ? (double) (t_usec - s->cold_t_usec) / 1e6 : 0;
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 const struct mthp_size *sz = &caps->sizes[i];
                 for (unsigned j = 0; j < sz->n_stats; j++) {
                         char path[MTHP_PATH_MAX + MTHP_STAT_NAME_MAX];
                         char v[64];
+                        bool hot = stat_is_hot(sz->stats[j]);
+                        if (!hot && !cold) {
+                                snap->size[i].stat[j] = prev->size[i].stat[j]; /* as last read */
+                                snap->size[i].stat[j].reset = false;
+                                continue;
+                        }
                         snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/stats/%s", sz->kb, sz->stats[j]);
                         if (read_hot(s, &s->stat_fd[i][j], path, v, sizeof(v)) <= 0)
                                 continue;   /* stays !present: no rate this tick */
-                        mthp_counter_update(&snap->size[i].stat[j], prev ? &prev->size[i].stat[j] : NULL,
-                                            strtoull(v, NULL, 10), snap->dt);
+                        if (hot)
+                                mthp_counter_update(&snap->size[i].stat[j], prev ? &prev->size[i].stat[j] : NULL,
+                                                    strtoull(v, NULL, 10), snap->dt);
+                        else
+                                mthp_counter_update(&snap->size[i].stat[j], s->have_cold ? &s->cold[i].stat[j] : NULL,
+                                                    strtoull(v, NULL, 10), cold_dt);
                 }
+                if (cold)
+                        s->cold[i] = snap->size[i];
+        }
+        if (cold) {
+                s->cold_t_usec = t_usec;
+                s->have_cold = true;
         }
 
         for (unsigned i = 0; i < caps->n_knobs; i++) {

@@ -310,6 +310,81 @@ static void known_tiny_process_steps_down(void **state) {
         }
 }
 
+/* Regression (issue 12): a dense loop that writes 0 to every page it faults
+ * (will-it-scale page_fault1's shape; the trace zero-anon) was held at 4K:
+ * the sampler read its all-zero subpages as unused ("uses 0.00 of each 16K
+ * block") although every page was touched. On the sampler's input since
+ * "density: zeros count as bloat only in mappings that hold data" anon
+ * reaches 2M within 3 ticks like the non-zero writer (dense-anon). What this
+ * can catch: an engine that no longer raises on that input. What it cannot:
+ * the sampler going back to counting zeros, because the trace holds what the
+ * sampler said when it was recorded (test-density-proc's test_zero_writer
+ * guards the sampler; re-recording with record-traces.sh re-checks both). The
+ * trace the old sampler gave (zero-anon-oldsampler) fails this same check:
+ * known_zero_content_before_raise. */
+static void known_zero_writer_held_at_4k(void **state) {
+        (void) state;
+        dense_raises_to_2m("zero-anon", MTHP_ANON);
+}
+
+/* Known issue (issue 12 item 1, the engine's half): before any large size is
+ * on, density is what was touched, never what it contains; the engine still
+ * takes the lower of coverage and the non-zero share then. On the input of
+ * the sampler from before the zeros-beside-data fix (zero-anon-oldsampler:
+ * coverage 1.00, zero share 1.00 for page_fault1's shape) it holds anon at
+ * 4K. The sampler fix hides this for mappings holding only zeros; a dense
+ * writer whose touched memory is mostly zeros beside some data (calloc'd
+ * arenas) still meets it. Passes once usage() ignores content below a raise. */
+static void known_zero_content_before_raise(void **state) {
+        (void) state;
+        dense_raises_to_2m("zero-anon-oldsampler", MTHP_ANON);
+}
+
+static int size_index(const struct replay *rp, unsigned kb) {
+        for (unsigned j = 0; j < rp->caps.n_sizes; j++)
+                if (rp->caps.sizes[j].kb == kb)
+                        return (int) j;
+        return -1;
+}
+
+/* The latest sample of pid at or before tick index i (the engine remembers
+ * a process for a few ticks after its last sample), or NULL. */
+static const struct mthp_proc_density *recent_proc(const struct replay *rp, unsigned i, int pid) {
+        for (unsigned back = 0; back <= 5 && back <= i; back++) {
+                const struct mthp_proc_density *p = proc_by_pid(&rp->t[i - back], pid);
+                if (p)
+                        return p;
+        }
+        return NULL;
+}
+
+/* Known issue (issue 12 item 1, after a raise): content is not use there
+ * either. pgbench -S on PostgreSQL 15 (shared_buffers 1GB, scale 50; the
+ * trace pgbench-select, recorded by mthp-bench --record-dir on the build
+ * with the zeros-beside-data sampler): the engine raised shmem to 64K, then
+ * a postgres process that had touched 0.997 of each 16K block of its shared
+ * memory read as using 0.38 of it, because 62% of the subpages it sampled
+ * were all zeros (free space in heap pages, zeroed shared structures: a
+ * mapping that holds data, so the zeros count), and shmem stepped down to 4K
+ * for bloat that a large folio would not have added. A step down for bloat
+ * must blame a process that is sparse by what it touched. */
+static void known_pgbench_zeros_step_shmem_down(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("pgbench-select");
+        int j = size_index(rp, 16);
+        assert_true(j >= 0);
+        for (unsigned i = 1; i < rp->n; i++) {
+                if (rp->t[i].level[MTHP_SHMEM] >= rp->t[i - 1].level[MTHP_SHMEM])
+                        continue;
+                const char *why = rp->t[i].reason[MTHP_SHMEM];
+                const struct mthp_proc_density *p = recent_proc(rp, i, blamed_pid(why));
+                if (p && !isnan(p->coverage[MTHP_SHMEM][j]) && p->coverage[MTHP_SHMEM][j] >= 0.9)
+                        fail_msg("pgbench-select tick %llu: %s; that process touched %.2f of each 16K block "
+                                 "(zero share %.2f)", (unsigned long long) rp->t[i].tick, why,
+                                 p->coverage[MTHP_SHMEM][j], p->zero[MTHP_SHMEM][j]);
+        }
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dense_anon_raises_to_2m),
@@ -321,6 +396,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(known_mixed_raises_while_sparse_runs),
                 cmocka_unit_test(known_dense_reads_as_sparse),
                 cmocka_unit_test(known_tiny_process_steps_down),
+                cmocka_unit_test(known_zero_writer_held_at_4k),
+                cmocka_unit_test(known_zero_content_before_raise),
+                cmocka_unit_test(known_pgbench_zeros_step_shmem_down),
         };
 
         if (argc > 1) {

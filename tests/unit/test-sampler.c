@@ -113,6 +113,30 @@ static void test_rates(void **state) {
         assert_double_equal(x->snap.vm[MTHP_VM_PGFAULT].rate, 0);
 }
 
+/* The counters decisions are made of are read every tick; the others
+ * (split, swap, nr_anon...) every 10th, their rate over the time between
+ * two of their reads: an idle tick is then mostly the hot few preads. */
+static void test_cold_stats_every_tenth_tick(void **state) {
+        struct sfix *x = *state;
+        take(x, 0);
+        assert_ok(fakehost_add_size_stat(x->f->dir, 64, "split", 50));
+        assert_ok(fakehost_add_size_stat(x->f->dir, 64, "anon_fault_alloc", 30));
+        take(x, 1 * SEC);
+        assert_double_equal(size_stat(x, 64, "anon_fault_alloc")->rate, 30); /* hot: at once */
+        assert_int_equal(size_stat(x, 64, "split")->value, 0);                /* cold: as last read */
+        assert_true(size_stat(x, 64, "split")->present);
+        for (uint64_t t = 2; t < 10; t++) {
+                take(x, t * SEC);
+                assert_int_equal(size_stat(x, 64, "split")->value, 0);
+        }
+        take(x, 10 * SEC); /* tick 10: the cold ones are read */
+        assert_int_equal(size_stat(x, 64, "split")->value, 50);
+        assert_double_equal(size_stat(x, 64, "split")->rate, 5); /* 50 over 10 s */
+        take(x, 11 * SEC);
+        assert_int_equal(size_stat(x, 64, "split")->value, 50);
+        assert_double_equal(size_stat(x, 64, "split")->rate, 5);
+}
+
 static void test_fault_pages_rate(void **state) {
         struct sfix *x = *state;
         take(x, 1 * SEC);
@@ -355,6 +379,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_first_snapshot),
                 T(test_rates),
+                T(test_cold_stats_every_tenth_tick),
                 T(test_fault_pages_rate),
                 T(test_counter_backwards),
                 cmocka_unit_test(test_counter_update_pure),

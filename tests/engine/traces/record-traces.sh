@@ -4,7 +4,15 @@
 #
 #   sudo tests/engine/traces/record-traces.sh BUILD_DIR [TRACE...]
 #
-# TRACE: dense-anon, sparse-anon, dense-shmem, mixed-anon (default: all).
+# TRACE: dense-anon, sparse-anon, dense-shmem, mixed-anon, zero-anon (default:
+# all those), zero-anon-oldsampler (the same as zero-anon; record it with
+# BUILD_DIR = a build of 648cb41^ and WORKLOAD = a newer mthp-workload with
+# --value; 648cb41^ is the density sampler from before "zeros
+# count as bloat only in mappings that hold data": it is the input that
+# sampler gave the engine). zero-anon: will-it-scale page_fault1's shape, a
+# dense anon fault loop writing 0 to every page (mthp-workload --value 0).
+# pgbench-select is not recorded here: tests/bench/mthp-bench records it
+# (--record-dir, see README "Benchmarks").
 # Needs root (density sampling reads other processes' pagemap) and a kernel
 # with mTHP sysfs. mthpd runs with --dry-run: it writes no knob; the knobs
 # keep whatever values the host has. Each trace: ~2 s idle, the workload for
@@ -20,7 +28,8 @@ shift
 OUT=${TRACE_DIR:-$(dirname "$(realpath "$0")")}
 MTHPD=$BUILD/daemon/mthpd
 MTHPCTL=$BUILD/ctl/mthpctl
-WORKLOAD=$BUILD/tests/bench/mthp-workload
+[[ -x $MTHPCTL ]] || MTHPCTL=$BUILD/daemon/mthpctl  # builds before mthpctl moved to ctl/
+WORKLOAD=${WORKLOAD:-$BUILD/tests/bench/mthp-workload}  # zero-anon-oldsampler: the new one (--value)
 LOCK=${MTHP_REALKERNEL_LOCK:-/tmp/mthpd-realkernel.lock}
 [[ $(id -u) == 0 ]] || { echo "$0: needs root" >&2; exit 1; }
 [[ -x $MTHPD && -x $WORKLOAD ]] || { echo "$0: build $BUILD first" >&2; exit 1; }
@@ -77,12 +86,13 @@ record() {
 }
 
 TRACES=("$@")
-((${#TRACES[@]})) || TRACES=(dense-anon sparse-anon dense-shmem mixed-anon)
+((${#TRACES[@]})) || TRACES=(dense-anon sparse-anon dense-shmem mixed-anon zero-anon)
 for t in "${TRACES[@]}"; do
         case $t in
         dense-anon) record "$t" "$T/mthp-dense" --kind anon --pattern dense ;;
         sparse-anon) record "$t" "$T/mthp-sparse" --kind anon --pattern sparse --stride 64K ;;
         dense-shmem) record "$t" "$T/mthp-dense" --kind shmem --pattern dense ;;
+        zero-anon|zero-anon-oldsampler) record "$t" "$T/mthp-dense" --kind anon --pattern dense --value 0 ;;
         mixed-anon)
                 record "$t" "$T/mthp-dense" --kind anon --pattern dense ';' \
                         "$T/mthp-sparse" --kind anon --pattern sparse --stride 64K ;;
