@@ -1114,8 +1114,18 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                 int blocker;
                 if (st->level > n_ladder)
                         st->level = n_ladder;
-                unsigned afford = limited_afford(cfg, caps, next, kind, ladder, n_ladder, &blocker, lim_why,
-                                                 sizeof(lim_why));
+                /* The tripped cgroup has just shown that it faults faster than
+                 * one tick's worth: every kind goes back to 4K (the boot
+                 * default, what it was sized for) at once; the next ticks'
+                 * invariant decides how far back up, with it counted sparse. */
+                (void) limited_afford(cfg, caps, next, kind, ladder, n_ladder, &blocker, lim_why, sizeof(lim_why));
+                unsigned afford = 0;
+                if (blocker < 0 || strcmp(next->limited[blocker].path, c->path) != 0) {
+                        char sz[16];
+                        mthp_format_size(caps->sizes[ladder[0]].kb, sz, sizeof(sz));
+                        snprintf(lim_why, sizeof(lim_why), "it faulted %.0f MiB since the last tick",
+                                 (double) c->growth_kb / 1024);
+                }
                 if (st->level <= afford)
                         continue;
                 unsigned old = st->level;
@@ -1136,7 +1146,8 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                 st->last_dir = -1;
                 st->last_change_tick = tick ? tick : 1;
                 st->raise_streak = st->lower_streak = st->sparse_streak = 0;
-                for (unsigned r = afford; r < old && n < n_out; r++) {
+                /* largest first: it bloats most */
+                for (unsigned r = old; r-- > afford && n < n_out;) {
                         struct mthp_decision *d = &out[n++];
                         char sname[16];
                         mthp_format_size(caps->sizes[ladder[r]].kb, sname, sizeof(sname));
