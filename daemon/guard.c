@@ -218,6 +218,12 @@ static struct armed *arm(struct guard *g, const char *path, uint64_t usage_kb, u
                 r = 0;
                 if (a->efd >= 0)
                         r = sd_event_add_io(g->d->event, &a->src, a->efd, EPOLLPRI, on_event, a);
+                if (r == -EPERM) {
+                        /* not pollable (a fake host's plain file): the poll below does it */
+                        close(a->efd);
+                        a->efd = -1;
+                        r = 0;
+                }
                 if (g->poll_src) {
                         (void) sd_event_source_set_time(g->poll_src, mono_usec() + GUARD_POLL_MS * 1000);
                         (void) sd_event_source_set_enabled(g->poll_src, SD_EVENT_ON);
@@ -352,5 +358,5 @@ void guard_describe(const struct guard *g, char *buf, size_t size) {
         memcpy(v, g->lat_us, n * sizeof(double));
         qsort(v, n, sizeof(double), cmp_double);
         snprintf(buf, size, "%llu trips, largest size stepped down %.0f us median, %.0f us max after the wake-up",
-                 (unsigned long long) g->trips, v[n / 2], v[n - 1]);
+                 (unsigned long long) g->trips, v[(n - 1) / 2], v[n - 1]);
 }

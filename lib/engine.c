@@ -253,6 +253,8 @@ static unsigned limited_afford(const struct mthp_engine_config *cfg, const struc
                 double budget = headroom * (1 - cfg->guard_headroom / 100.0);
                 double floor = (double) c->limit_kb * cfg->guard_floor / 100.0;
                 double r = (double) c->growth_kb > floor ? (double) c->growth_kb : floor;
+                if (c->trip_until > st->tick && (double) c->trip_growth_kb > r)
+                        r = (double) c->trip_growth_kb; /* it showed it can fault that much between ticks */
                 for (unsigned rung = 0; rung < afford; rung++) {
                         char how[96];
                         double b = limited_bloat(caps, st, c, kind, ladder[rung], how, sizeof(how));
@@ -1106,6 +1108,7 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                 c->trip_backoff = GUARD_BACKOFF_TICKS;
         c->trip_tick = tick;
         c->trip_until = tick + c->trip_backoff;
+        c->trip_growth_kb = c->growth_kb;
 
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct mthp_engine_kind *st = &next->kind[kind];

@@ -70,7 +70,8 @@ struct mthp_engine_cgroup {
  *     bloat_C(S) x R_C <= (1 - GuardHeadroom) x headroom_C,
  * bloat_C(S) from the measured density of its sampled processes, S/4K
  * (assumed sparse) when none was sampled or while it is tripped; R_C the
- * memory it faulted last tick, at least GuardFloor of its limit. */
+ * memory it faulted last tick, at least GuardFloor of its limit, and while
+ * tripped at least what it grew between the guard's arming and the trip. */
 struct mthp_engine_limited {
         char path[MTHP_CGROUP_PATH_MAX];   /* "": free */
         uint64_t usage_kb, limit_kb;
@@ -82,6 +83,7 @@ struct mthp_engine_limited {
          * within the backoff doubles it */
         uint64_t trip_tick, trip_until;
         unsigned trip_backoff;
+        uint64_t trip_growth_kb;           /* what it grew between arming and the trip: its R_C until trip_until */
 };
 
 struct mthp_engine_state {
