@@ -177,10 +177,19 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
 static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         struct guard *g = userdata;
         uint64_t t = mono_usec();
-        for (unsigned i = 0; i < GUARD_ARMED; i++)
-                if (g->armed[i].path[0] && check(g, &g->armed[i], t, "usage threshold"))
+        bool any = false;
+        for (unsigned i = 0; i < GUARD_ARMED; i++) {
+                struct armed *a = &g->armed[i];
+                if (!a->path[0] || (g->v1 && a->efd >= 0))
+                        continue; /* its eventfd wakes us */
+                if (check(g, a, t, "usage threshold"))
                         return 0; /* the tick re-armed (and re-timed) everything */
-        (void) sd_event_source_set_time(s, usec + GUARD_POLL_MS * 1000);
+                any = any || a->path[0];
+        }
+        if (any) {
+                (void) sd_event_source_set_time(s, usec + GUARD_POLL_MS * 1000);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        }
         return 0;
 }
 
@@ -196,20 +205,20 @@ static struct armed *arm(struct guard *g, const char *path, uint64_t usage_kb, u
         a->armed_kb = usage_kb;
         a->threshold_kb = threshold_kb;
         a->g = g;
-        int r;
+        int r = 0;
         if (g->v1) {
                 a->efd = mthp_limits_arm_v1(g->d->host, &g->d->caps, path, threshold_kb * 1024);
-                if (a->efd < 0) {
-                        r = a->efd;
-                        a->efd = -1;
-                        a->path[0] = 0;
+                if (a->efd >= 0)
+                        r = sd_event_add_io(g->d->event, &a->src, a->efd, EPOLLIN, on_event, a);
+                else {
+                        /* e.g. EROFS under the unit's ProtectControlGroups=yes:
+                         * read its usage every GUARD_POLL_MS instead */
                         if (!g->arm_error_logged)
-                                mthp_log(LOG_WARNING, "guard: cannot arm a usage threshold on cgroup %s: %s; it is "
-                                         "guarded by the tick alone", path, mthp_errno_words(r));
+                                mthp_log(LOG_INFO, "guard: no usage threshold on cgroup %s (%s): reading its usage "
+                                         "every %d ms instead", path, mthp_errno_words(a->efd), GUARD_POLL_MS);
                         g->arm_error_logged = true;
-                        return NULL;
+                        a->efd = -1;
                 }
-                r = sd_event_add_io(g->d->event, &a->src, a->efd, EPOLLIN, on_event, a);
         } else {
                 char f[MTHP_PATH_MAX + MTHP_CGROUP_PATH_MAX + 32];
                 snprintf(f, sizeof(f), "%s%s/memory.events", g->base, path);
@@ -224,10 +233,11 @@ static struct armed *arm(struct guard *g, const char *path, uint64_t usage_kb, u
                         a->efd = -1;
                         r = 0;
                 }
-                if (g->poll_src) {
-                        (void) sd_event_source_set_time(g->poll_src, mono_usec() + GUARD_POLL_MS * 1000);
-                        (void) sd_event_source_set_enabled(g->poll_src, SD_EVENT_ON);
-                }
+        }
+        /* v2 always (memory.events only says high/max), v1 without a threshold */
+        if ((!g->v1 || a->efd < 0) && g->poll_src) {
+                (void) sd_event_source_set_time(g->poll_src, mono_usec() + GUARD_POLL_MS * 1000);
+                (void) sd_event_source_set_enabled(g->poll_src, SD_EVENT_ON);
         }
         if (r < 0)
                 mthp_log(LOG_WARNING, "guard: cannot watch cgroup %s: %s", path, mthp_errno_words(r));
@@ -267,7 +277,8 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
         for (char *p = buf; len > 0 && p < buf + len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) p;
                 p += sizeof(*ev) + ev->len;
-                if (!(ev->mask & IN_ISDIR) || !(ev->mask & IN_CREATE) || !ev->len || !raised(g->d))
+                if (!(ev->mask & IN_ISDIR) || !(ev->mask & IN_CREATE) || !ev->len || !raised(g->d) ||
+                    g->d->act.dry_run)
                         continue;
                 for (unsigned i = 0; i < g->n_watches; i++) {
                         if (g->watches[i].wd != ev->wd)
@@ -300,7 +311,7 @@ int guard_new(struct daemon *d, struct guard **ret) {
                 close(g->ino_fd);
                 g->ino_fd = -1;
         }
-        if (!g->v1 && sd_event_add_time(d->event, &g->poll_src, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_poll, g) >= 0)
+        if (sd_event_add_time(d->event, &g->poll_src, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_poll, g) >= 0)
                 (void) sd_event_source_set_enabled(g->poll_src, SD_EVENT_OFF);
         *ret = g;
         return 0;
@@ -330,8 +341,8 @@ void guard_arm(struct guard *g) {
                 return;
         struct daemon *d = g->d;
         disarm_all(g);
-        if (!raised(d))
-                return;
+        if (!raised(d) || d->act.dry_run)
+                return; /* observing writes nothing, not even cgroup.event_control */
         const struct mthp_engine_state *st = &d->engine;
         for (unsigned i = 0; i < MTHP_SNAP_LIMITED; i++) {
                 const struct mthp_engine_limited *c = &st->limited[i];

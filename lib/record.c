@@ -59,7 +59,7 @@ struct field {
 static const char *const knob_type_names[] = {
         [MTHP_KNOB_ENABLED] = "enabled",     [MTHP_KNOB_DEFRAG] = "defrag",
         [MTHP_KNOB_SHMEM_ENABLED] = "shmem_enabled", [MTHP_KNOB_SIZE_ANON] = "size_anon",
-        [MTHP_KNOB_SIZE_SHMEM] = "size_shmem",
+        [MTHP_KNOB_SIZE_SHMEM] = "size_shmem", [MTHP_KNOB_NUMBER] = "number",
 };
 static const char *const cg_layout_names[] = {
         [MTHP_CG_NONE] = "none", [MTHP_CG_V1] = "v1", [MTHP_CG_HYBRID] = "hybrid", [MTHP_CG_V2] = "v2",

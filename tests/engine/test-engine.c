@@ -391,6 +391,11 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
         assert_true(n <= s->n_dec);
         assert_int_equal(s->caps.knobs[d->knob].type, MTHP_KNOB_DEFRAG);
         assert_true(d->reason[0] != 0);
+        /* then the THP shrinker's numbers, where the host has them */
+        while (n < s->n_dec && s->caps.knobs[s->dec[n].knob].type == MTHP_KNOB_NUMBER) {
+                assert_true(s->dec[n].reason[0] != 0);
+                n++;
+        }
         assert_int_equal(s->n_dec, n);
 }
 
@@ -1791,6 +1796,84 @@ static void test_guard_unaffected_sizes(void **state) {
         assert_string_equal(next.limited[0].path, "/lim");
 }
 
+/* ---- the safety net under 2M: the THP shrinker's knobs (issue 16) ---- */
+
+static const char *const no_values[] = { NULL };
+
+static void add_shrinker_knobs(struct sim *s) {
+        int i = add_knob(&s->caps, MTHP_KNOB_NUMBER, 0, "khugepaged/max_ptes_none",
+                         MTHP_THP_DIR "/khugepaged/max_ptes_none", no_values);
+        snprintf(s->orig[i], MTHP_VALUE_MAX, "511");
+        snprintf(s->knob[i], MTHP_VALUE_MAX, "511");
+        i = add_knob(&s->caps, MTHP_KNOB_NUMBER, 0, "global/shrink_underused", MTHP_THP_DIR "/shrink_underused",
+                     no_values);
+        snprintf(s->orig[i], MTHP_VALUE_MAX, "0");
+        snprintf(s->knob[i], MTHP_VALUE_MAX, "0");
+}
+
+static const struct mthp_decision *decision_of(const struct sim *s, const char *id) {
+        int k = mthp_caps_find_knob(&s->caps, id);
+        assert_true(k >= 0);
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->dec[i].knob == k)
+                        return &s->dec[i];
+        fail_msg("no decision for %s", id);
+        return NULL;
+}
+
+static void test_net_under_2m(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        add_shrinker_knobs(s);
+        dens_proc(&v.proc[0], 100, 1, 0);
+        w.dens = &v;
+        sim_run(s, &w, 1);
+        /* below 2M: the administrator's values */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "");
+        assert_string_equal(decision_of(s, "global/shrink_underused")->value, "");
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* 2M always, a fully dense process: the MaxBloat 20% boundary, 86 of 512 */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "more than 86 of 512 subpages zero");
+        assert_string_equal(decision_of(s, "global/shrink_underused")->value, "1");
+        assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "86");
+
+        /* a process that holds 2M with 10% zero subpages: its folios stay whole */
+        dens_proc(&v.proc[0], 100, 1, 0.10);
+        sim_run(s, &w, 6);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* 52 + 32 kept whole stay under the boundary */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
+}
+
+static void test_net_follows_measured_zero_share(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        add_shrinker_knobs(s);
+        s->cfg.max_bloat = 100; /* a process using half of each block may hold 2M */
+        dens_proc(&v.proc[0], 100, 1, 0.20);
+        w.dens = &v;
+        sim_run(s, &w, 6);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* 20% zero: 103 zero subpages + 32 stay under the MaxBloat 100% boundary, 256 */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "256");
+        dens_proc(&v.proc[0], 100, 1, 0.48);
+        sim_run(s, &w, 20); /* remembered usage is a decayed average: let it settle */
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "278"); /* 246 + 32 */
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "pid 100 (proc100) uses 0.52");
+        /* back below 2M: the original value */
+        sim_run(s, &idle, 40);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "");
+        assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "511");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_ladder_default),
@@ -1818,6 +1901,8 @@ int main(void) {
                 T(test_no_flap_steady),
                 T(test_no_flap_folio_pages),
                 T(test_purity),
+                T(test_net_under_2m),
+                T(test_net_follows_measured_zero_share),
                 T(test_limited_unknown_blocks_2m),
                 T(test_limited_measured_dense_does_not_block),
                 T(test_limited_new_cgroup_steps_down_at_once),
