@@ -105,6 +105,7 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
         d->engine = next;
         unsigned written = 0;
         double first = 0;
+        (void) mthp_actuator_batch(&d->act, true);
         for (int i = 0; i < n; i++) {
                 char err[512];
                 if (d->pin[dec[i].knob].active)
@@ -115,6 +116,9 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
                         first = (double) (mono_usec() - t_wake);
         }
         double lat = (double) (mono_usec() - t_wake);
+        int r = mthp_actuator_batch(&d->act, false);
+        if (r < 0)
+                mthp_log(LOG_ERR, "guard: saving the restore journal %s failed: %s", d->act.journal_file, strerror(-r));
         if (n > 0) {
                 g->trips++;
                 record_latency(g, first);

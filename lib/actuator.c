@@ -94,6 +94,14 @@ static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, c
         return 0;
 }
 
+int mthp_actuator_batch(struct mthp_actuator *a, bool on) {
+        a->batch = on;
+        if (on || !a->batch_dirty || a->dry_run)
+                return 0;
+        a->batch_dirty = false;
+        return mthp_journal_save(a->journal_file, &a->journal);
+}
+
 int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
                     size_t errsz) {
         const struct mthp_knob *k = &a->caps->knobs[knob];
@@ -209,7 +217,10 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
         if (strcmp(target, e->original) == 0) {
                 /* back where the admin had it: forget it */
                 mthp_journal_remove(&a->journal, k->path);
-                (void) mthp_journal_save(a->journal_file, &a->journal);
+                if (a->batch)
+                        a->batch_dirty = true;
+                else
+                        (void) mthp_journal_save(a->journal_file, &a->journal);
         }
         record(a, k, cur, target, reason);
         return 1;

@@ -7,7 +7,9 @@
 # OOM-killed (exit 137, failcnt > 0); with it, it must exit 0 with no limit
 # hit. PRE=1: the cgroup exists (with a sleeping process) before the dense
 # workload starts, so the engine's invariant holds 2M back first.
-# Prints the guard's step-down latency from mthpd's log.
+# While anon 2M is always, mthpd must set the THP shrinker's safety net
+# (khugepaged/max_ptes_none below 511, shrink_underused 1) and put both back
+# when it stops. Prints the guard's step-down latency from mthpd's log.
 #
 # Usage: limited-cgroup.sh MTHPD MTHPCTL WORKLOAD
 set -uo pipefail
@@ -18,7 +20,12 @@ rk_init limited-cgroup
 [[ -d /sys/fs/cgroup/memory ]] || rk_skip "no v1 memory hierarchy at /sys/fs/cgroup/memory (the v2 path is tested on a fake host)"
 [[ -e $THP/hugepages-2048kB/enabled ]] || rk_skip "no hugepages-2048kB"
 CG=/sys/fs/cgroup/memory/mthpd-test-limited-$$
+MPN=$THP/khugepaged/max_ptes_none SU=$THP/shrink_underused
+MPN0=$(cat "$MPN" 2>/dev/null) SU0=$(cat "$SU" 2>/dev/null)
 cg_remove() {
+        # lib.sh saves the selection knobs only: the shrinker's numbers here
+        [[ -n $MPN0 && $(cat "$MPN") != "$MPN0" ]] && echo "$MPN0" >"$MPN"
+        [[ -n $SU0 && $(cat "$SU") != "$SU0" ]] && echo "$SU0" >"$SU"
         [[ -d $CG ]] || return 0
         local p
         for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
@@ -52,6 +59,11 @@ if [[ -n ${PRE:-} ]]; then
 else
         rk_wait_value "$THP/hugepages-2048kB/enabled" always 20 || rk_die "mthpd did not raise anon to 2M"
         sleep 2
+        if [[ -n $MPN0 ]]; then
+                mpn=$(cat "$MPN")
+                ((mpn < 511)) || rk_fail "anon 2M always but max_ptes_none is $mpn: no shrinker safety net"
+                rk_log "safety net under 2M: max_ptes_none $MPN0 -> $mpn, shrink_underused $SU0 -> $(cat "$SU" 2>/dev/null)"
+        fi
 fi
 rk_log "raised: $(for s in 64kB 256kB 2048kB; do printf '%s=%s ' $s "$(rk_get "$THP/hugepages-$s/enabled")"; done)"
 
@@ -75,4 +87,9 @@ rk_stop $DPID TERM 10
 rk_log "dense: $(sed -n 's/^summary .*pages_per_s=\([0-9]*\).*/\1 pages\/s/p' "$RK_TMP/dense.out")"
 rk_stop $MPID TERM 10
 grep -h 'guard: .*trips' "$LOG" | sed 's/^/  /'
+if [[ -n $MPN0 ]]; then
+        [[ $(cat "$MPN") == "$MPN0" ]] || rk_fail "max_ptes_none is $(cat "$MPN") after mthpd stopped, was $MPN0"
+        [[ $(cat "$SU") == "$SU0" ]] || rk_fail "shrink_underused is $(cat "$SU") after mthpd stopped, was $SU0"
+        rk_log "after mthpd: max_ptes_none $(cat "$MPN"), shrink_underused $(cat "$SU")"
+fi
 exit 0
