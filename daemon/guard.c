@@ -20,6 +20,8 @@
 #define GUARD_NEW_KB (16 * 1024)   /* a new cgroup's probe threshold */
 #define GUARD_POLL_MS 10           /* v2: reading memory.current of the armed cgroups */
 #define GUARD_LAT_KEEP 256
+#define GUARD_YOUNG 16
+#define GUARD_YOUNG_USEC (60 * 1000000ULL) /* a new cgroup keeps a probe this long */
 
 struct armed {
         char path[MTHP_CGROUP_PATH_MAX];   /* "": free */
@@ -45,6 +47,12 @@ struct guard {
         unsigned n_watches;
         struct watch watches[GUARD_WATCHES];
         struct armed armed[GUARD_ARMED];
+        /* cgroups created lately (inotify): their limit and processes may
+         * come after the next tick's scan, so each tick re-arms a probe */
+        struct {
+                char path[MTHP_CGROUP_PATH_MAX];
+                uint64_t created_usec;
+        } young[GUARD_YOUNG];
         uint64_t trips;
         unsigned n_lat;
         double lat_us[GUARD_LAT_KEEP];
@@ -96,7 +104,8 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
                  const char *what) {
         struct daemon *d = g->d;
         struct mthp_guard_trip tr = { .usage_kb = usage_kb, .limit_kb = limit_kb, .armed_usage_kb = a->armed_kb,
-                                      .threshold_kb = a->threshold_kb, .what = what };
+                                      .threshold_kb = a->threshold_kb, .what = what,
+                                      .hit_limit = strncmp(what, "memory.events", 13) == 0 };
         mthp_strcpy(tr.path, sizeof(tr.path), a->path);
         tr.latency_us = (double) (mono_usec() - t_wake);
         struct mthp_engine_state next;
@@ -290,8 +299,15 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                         char rel[MTHP_CGROUP_PATH_MAX];
                         int w = snprintf(rel, sizeof(rel), "%s/%s", strcmp(g->watches[i].rel, "/") == 0 ? "" :
                                          g->watches[i].rel, ev->name);
-                        if (w > 0 && w < (int) sizeof(rel))
-                                (void) arm(g, rel, 0, GUARD_NEW_KB, true);
+                        if (w <= 0 || w >= (int) sizeof(rel))
+                                break;
+                        (void) arm(g, rel, 0, GUARD_NEW_KB, true);
+                        unsigned y = 0;
+                        for (unsigned k = 1; k < GUARD_YOUNG; k++)
+                                if (g->young[k].created_usec < g->young[y].created_usec)
+                                        y = k; /* the oldest (or a free) slot */
+                        mthp_strcpy(g->young[y].path, sizeof(g->young[y].path), rel);
+                        g->young[y].created_usec = mono_usec();
                         break;
                 }
         }
@@ -355,6 +371,21 @@ void guard_arm(struct guard *g) {
                 uint64_t headroom = c->limit_kb > c->usage_kb ? c->limit_kb - c->usage_kb : 0;
                 uint64_t thr = c->usage_kb + (uint64_t) ((double) headroom * d->cfg.engine.guard_headroom / 100.0);
                 (void) arm(g, c->path, c->usage_kb, thr, false);
+        }
+        /* young cgroups not armed above: a probe 16 MiB above their usage */
+        uint64_t now = mono_usec();
+        for (unsigned y = 0; y < GUARD_YOUNG; y++) {
+                if (!g->young[y].path[0] || now > g->young[y].created_usec + GUARD_YOUNG_USEC) {
+                        g->young[y].path[0] = 0;
+                        continue;
+                }
+                bool armed = false;
+                for (unsigned i = 0; i < GUARD_ARMED && !armed; i++)
+                        armed = g->armed[i].path[0] && strcmp(g->armed[i].path, g->young[y].path) == 0;
+                uint64_t usage_kb, limit_kb;
+                if (armed || mthp_limits_read(d->host, &d->caps, g->young[y].path, &usage_kb, &limit_kb) < 0)
+                        continue;
+                (void) arm(g, g->young[y].path, usage_kb, usage_kb + GUARD_NEW_KB, true);
         }
 }
 

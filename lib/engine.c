@@ -1184,7 +1184,7 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                 c->trip_backoff = GUARD_BACKOFF_TICKS;
         c->trip_tick = tick;
         c->trip_until = tick + c->trip_backoff;
-        c->trip_growth_kb = c->growth_kb;
+        c->trip_growth_kb = trip->hit_limit ? c->limit_kb : c->growth_kb;
 
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct mthp_engine_kind *st = &next->kind[kind];

@@ -130,6 +130,8 @@ struct mthp_guard_trip {
         uint64_t threshold_kb;
         const char *what;                  /* "usage threshold", "memory.events high", ... */
         double latency_us;                 /* from the wake-up to this call, for the reason */
+        bool hit_limit;                    /* memory.events high/max moved: it reached a limit; no
+                                            * size above 4K for it during the backoff */
 };
 
 /* Pure: the guard's step-down. Marks the tripped cgroup sparse for a

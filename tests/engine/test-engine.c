@@ -1786,6 +1786,34 @@ static void test_guard_steps_down_and_remembers(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "tripped the guard at tick 9: assumed sparse");
 }
 
+static void test_guard_limit_hit_holds_4k_for_the_backoff(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        limited_setup(s, &v, &w, "/work");
+        s->cfg.dwell_ticks = 0; /* nothing but the trip may hold the raise back */
+        struct mthp_limited_cgroup c = lim_600;
+        c.populated = false;
+        w.limited = &c;
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* memory.events max moved: it reached its limit, whatever it grew */
+        struct mthp_guard_trip t = { .path = "/lim", .usage_kb = 2048, .limit_kb = 600 * 1024,
+                                     .armed_usage_kb = 2048, .threshold_kb = 151 * 1024,
+                                     .what = "memory.events max", .hit_limit = true };
+        struct mthp_engine_state next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        assert_int_equal(mthp_engine_guard(&s->cfg, &s->caps, &t, &s->st, &next, dec, MTHP_KNOBS_MAX), 8);
+        for (int i = 0; i < 8; i++)
+                memcpy(s->knob[dec[i].knob], s->orig[dec[i].knob], MTHP_VALUE_MAX);
+        s->st = next;
+        c.populated = true;
+        sim_run(s, &w, 29); /* the backoff: 30 ticks */
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        sim_run(s, &w, 5);  /* after it, what the cgroup affords */
+        assert_int_equal(level(s, MTHP_ANON), 5);
+}
+
 static void test_guard_unaffected_sizes(void **state) {
         struct sim *s = *state;
         /* nothing raised: a trip has nothing to step down */
@@ -1908,6 +1936,7 @@ int main(void) {
                 T(test_limited_new_cgroup_steps_down_at_once),
                 T(test_limited_policy_priority_cannot_override),
                 T(test_guard_steps_down_and_remembers),
+                T(test_guard_limit_hit_holds_4k_for_the_backoff),
                 T(test_guard_unaffected_sizes),
                 T(test_density_dense_jumps),
                 T(test_density_sparse_holds),
