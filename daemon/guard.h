@@ -6,7 +6,8 @@
  * Each tick guard_scan() puts every memory-limited cgroup into the snapshot
  * (lib/limits.c) for the engine's invariant; after the decisions are
  * applied, guard_arm() arms, while any size above 4K is "always", a usage
- * threshold per populated limited cgroup the engine counts at risk, at
+ * threshold per limited cgroup the engine counts at risk (empty ones too: a
+ * program may start in one between ticks), at
  * usage + GuardHeadroom of its headroom:
  *   v1 (and hybrid): cgroup.event_control with an eventfd on
  *       memory.usage_in_bytes (the kernel checks every 128 charged pages);

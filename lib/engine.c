@@ -282,8 +282,10 @@ static unsigned limited_afford(const struct mthp_engine_config *cfg, const struc
 bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                  const struct mthp_engine_state *st, unsigned i) {
         const struct mthp_engine_limited *c = i < MTHP_SNAP_LIMITED ? &st->limited[i] : NULL;
-        if (!c || !c->path[0] || !c->present || !c->populated || !c->limit_kb)
+        if (!c || !c->path[0] || !c->present || !c->limit_kb)
                 return false;
+        if (!c->populated)
+                return true; /* a program may start in it any moment: nothing known of it */
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
                 unsigned lvl = st->kind[kind].level;

@@ -145,8 +145,9 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                       struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);
 
 /* Should the guard watch this limited cgroup (index into st->limited) while
- * the levels are as in st: populated and not measured dense enough to take
- * the current top size within MaxBloat. */
+ * the levels are as in st: empty (a program may start in it), or populated
+ * and not measured dense enough to take the current top size within
+ * MaxBloat. */
 bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                  const struct mthp_engine_state *st, unsigned i);
 

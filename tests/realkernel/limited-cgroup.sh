@@ -6,7 +6,8 @@
 # limited to 600 MB, created after the raise. Without the guard it is
 # OOM-killed (exit 137, failcnt > 0); with it, it must exit 0 with no limit
 # hit. PRE=1: the cgroup exists (with a sleeping process) before the dense
-# workload starts, so the engine's invariant holds 2M back first.
+# workload starts, so the engine's invariant holds 2M back first. PRE=empty:
+# it exists, empty, before the raise (2M is raised; the guard watches it).
 # While anon 2M is always, mthpd must set the THP shrinker's safety net
 # (khugepaged/max_ptes_none below 511, shrink_underused 1) and put both back
 # when it stops. Prints the guard's step-down latency from mthpd's log.
@@ -45,13 +46,15 @@ rk_wait_for "$LOG" 'managing mTHP knobs every' 10 $MPID || rk_die "mthpd did not
 
 if [[ -n ${PRE:-} ]]; then
         mkdir "$CG" && echo $((600 << 20)) >"$CG/memory.limit_in_bytes" || rk_die "cannot create $CG"
-        sh -c 'echo $$ > "$1/cgroup.procs" && exec sleep 60' sh "$CG" &
-        rk_track $!
+        if [[ $PRE != empty ]]; then
+                sh -c 'echo $$ > "$1/cgroup.procs" && exec sleep 60' sh "$CG" &
+                rk_track $!
+        fi
 fi
 "$WORKLOAD" --kind anon --pattern dense --size 64M --seconds 40 --quiet >"$RK_TMP/dense.out" 2>&1 &
 DPID=$!
 rk_track $DPID
-if [[ -n ${PRE:-} ]]; then
+if [[ ${PRE:-} == 1 ]]; then
         rk_wait_value "$THP/hugepages-64kB/enabled" always 20 || rk_die "mthpd raised nothing"
         sleep 3
         [[ $(rk_get "$THP/hugepages-2048kB/enabled") != always ]] ||
