@@ -293,6 +293,10 @@ int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *
                         r = mthp_host_read(h, e->path, text, sizeof(text));
                         if (r >= 0)
                                 r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
+                        if (r == -EBADMSG && mthp_number_parse(text, cur) == 0) {
+                                k.type = MTHP_KNOB_NUMBER; /* khugepaged/max_ptes_none, shrink_underused */
+                                r = 0;
+                        }
                         if (r < 0) {
                                 if (last_try) {
                                         mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,

@@ -19,12 +19,15 @@ enum mthp_knob_type {
         MTHP_KNOB_SHMEM_ENABLED,  /* global shmem_enabled */
         MTHP_KNOB_SIZE_ANON,      /* hugepages-NkB/enabled */
         MTHP_KNOB_SIZE_SHMEM,     /* hugepages-NkB/shmem_enabled */
+        MTHP_KNOB_NUMBER,         /* a plain unsigned number: khugepaged/max_ptes_none, shrink_underused */
 };
 
 enum mthp_kind { MTHP_ANON, MTHP_SHMEM, _MTHP_KIND_MAX };
 const char *mthp_kind_name(enum mthp_kind k);
 
-/* One writable selection file. The accepted values come from the file itself. */
+/* One writable selection file. The accepted values come from the file itself
+ * (MTHP_KNOB_NUMBER: none listed; any unsigned number, the kernel checks the
+ * range). */
 struct mthp_knob {
         enum mthp_knob_type type;
         unsigned size_kb;                       /* 0 for global knobs */
@@ -88,5 +91,10 @@ int mthp_parse_size(const char *s, unsigned *kb);
  * (if allowed != NULL) and the selected one. -EBADMSG if none is selected. */
 int mthp_knob_parse(const char *text, char selected[MTHP_VALUE_MAX],
                     char allowed[][MTHP_VALUE_MAX], unsigned *n_allowed);
+/* A knob's value from the text of its file, by its type: the selected word,
+ * or the number. -EBADMSG if the text is not of that form. */
+int mthp_knob_value(const struct mthp_knob *k, const char *text, char value[MTHP_VALUE_MAX]);
+/* A plain unsigned number file ("409\n"): its value. -EBADMSG otherwise. */
+int mthp_number_parse(const char *text, char value[MTHP_VALUE_MAX]);
 /* Read the selected value of a knob now. */
 int mthp_knob_read(const struct mthp_host *h, const struct mthp_knob *k, char value[MTHP_VALUE_MAX]);
