@@ -87,12 +87,18 @@ struct daemon {
         const char *record_file;            /* --record */
         struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
         struct bus *bus;                    /* NULL: no D-Bus service */
+        struct guard *guard;                /* NULL: no memory cgroup hierarchy (guard.h) */
         sd_event *event;
         sd_event_source *timer;
         int lock_fd;
         int exit_code;                      /* set by startup() when it fails for a reason with its own status */
         char start_failure[512];            /* STATUS= sentence of that failure */
 };
+
+/* guard.c's way in: the one knob writer (counts Changes), and a normal
+ * tick run at once after a step-down. */
+int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz);
+void daemon_run_tick(struct daemon *d);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "guard.h"
 #include "daemon.h"
 #include "mthp-config.h"
 #include "mthp/deciders.h"
@@ -445,6 +446,7 @@ static int tick(struct daemon *d) {
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
         }
+        guard_scan(d->guard);
         record_tick(d);
         mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
         expire_pins(d);
@@ -456,12 +458,22 @@ static int tick(struct daemon *d) {
                 mthp_log(LOG_DEBUG, "tick %llu %s: %s", (unsigned long long) d->snap.tick,
                          d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
         apply(d);
+        guard_arm(d->guard);
         collapse(d, t);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
                                       d->cfg.mode == MTHP_MODE_DRY_RUN, d->not_writable, d->last_tick_usec);
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
         notify_status(d);
         return 0;
+}
+
+/* For the guard (guard.c): the one knob writer, and a tick between ticks. */
+int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
+        return knob_write(d, knob, value, reason, err, errsz);
+}
+
+void daemon_run_tick(struct daemon *d) {
+        (void) tick(d);
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -876,6 +888,7 @@ static int startup(struct daemon *d) {
 /* Releases whatever startup() and main() set up, on every way out of main(). */
 static void daemon_free(struct daemon *d) {
         bus_free(d->bus);
+        guard_free(d->guard);
         sd_event_source_unref(d->timer);
         sd_event_unref(d->event);
         if (mthp_record_close_write(d->recorder) < 0)
@@ -983,6 +996,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
         sd_event_source_set_time_accuracy(d.timer, 1000);
+        if (guard_new(&d, &d.guard) < 0)
+                mthp_log(LOG_WARNING, "no memory cgroup hierarchy: the limited-cgroup guard is off");
         if (d.cfg.bus)
                 (void) bus_open(&d, &d.bus); /* it says why not; mthpd works without it */
         sd_notify(0, "READY=1");
@@ -992,6 +1007,11 @@ int main(int argc, char **argv) {
                 mthp_log(LOG_ERR, "event loop failed: %s", strerror(-r));
 
         d.exit_code = r < 0 ? 1 : 0;
+        if (d.guard) {
+                char g[160];
+                guard_describe(d.guard, g, sizeof(g));
+                mthp_log(LOG_INFO, "guard: %s", g);
+        }
         if (!d.once) {
                 sd_notify(0, "STOPPING=1");
                 /* say what was really put back: the knobs mthpd changed and

@@ -36,6 +36,8 @@ void mthp_config_defaults(struct mthp_config *c) {
         e->unmeasured_max_kb = 64;
         e->verify_ticks = 3;
         e->cgroup_headroom = 10;
+        e->guard_headroom = 25;
+        e->guard_floor = 1;
         e->max_compact_ms = 50;      /* 5% of its time */
         e->raise_fault_rate = 25000;   /* ~100 MB/s of fresh memory */
         e->lower_fault_rate = 2500;
@@ -316,6 +318,20 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 }
                 if (strcmp(key, "CgroupHeadroom") == 0)
                         return mthp_parse_percent(value, &e->cgroup_headroom) < 0 ? BAD("a percentage of the cgroup's limit") : 0;
+                if (strcmp(key, "GuardHeadroom") == 0) {
+                        double v;
+                        if (mthp_parse_percent(value, &v) < 0 || v <= 0 || v >= 100)
+                                return BAD("a percentage of a limited cgroup's headroom, above 0 and below 100");
+                        e->guard_headroom = v;
+                        return 0;
+                }
+                if (strcmp(key, "GuardFloor") == 0) {
+                        double v;
+                        if (mthp_parse_percent(value, &v) < 0 || v > 100)
+                                return BAD("a percentage of a limited cgroup's limit, 0-100");
+                        e->guard_floor = v;
+                        return 0;
+                }
                 if (strcmp(key, "MaxCompactionStall") == 0) {
                         uint64_t us;
                         if (mthp_parse_duration(value, &us) < 0 || us > 1000000)

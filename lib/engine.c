@@ -152,6 +152,155 @@ static double remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, 
         return m->w[kind][size] > 0 ? m->u[kind][size] / m->w[kind][size] : NAN;
 }
 
+/* ---- memory-limited cgroups: the invariant (engine.h, mthp_engine_limited) ---- */
+
+#define GUARD_BACKOFF_TICKS 30     /* a tripped cgroup counts as sparse this long ... */
+#define GUARD_BACKOFF_MAX 3600     /* ... doubling on each repeat, up to this */
+
+static void remember_limited(const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
+        if (!snap->limited_valid)
+                return; /* not scanned (an old recording): nothing is known, nothing changes */
+        for (unsigned j = 0; j < MTHP_SNAP_LIMITED; j++)
+                st->limited[j].present = false;
+        for (unsigned i = 0; i < snap->n_limited && i < MTHP_SNAP_LIMITED; i++) {
+                const struct mthp_limited_cgroup *c = &snap->limited[i];
+                struct mthp_engine_limited *m = NULL, *free_slot = NULL;
+                for (unsigned j = 0; j < MTHP_SNAP_LIMITED && !m; j++) {
+                        struct mthp_engine_limited *e = &st->limited[j];
+                        if (e->path[0] && strcmp(e->path, c->path) == 0)
+                                m = e;
+                        else if (!free_slot && (!e->path[0] || (e->trip_until <= snap->tick &&
+                                                                  e->seen_tick + PROC_FORGET_TICKS < snap->tick)))
+                                free_slot = e;
+                }
+                bool known = m != NULL;
+                if (!m) {
+                        if (!free_slot)
+                                continue;
+                        m = free_slot;
+                        memset(m, 0, sizeof(*m));
+                        mthp_strcpy(m->path, sizeof(m->path), c->path);
+                }
+                m->growth_kb = known && c->usage_kb > m->usage_kb ? c->usage_kb - m->usage_kb : 0;
+                m->usage_kb = c->usage_kb;
+                m->limit_kb = c->limit_kb;
+                m->populated = c->populated;
+                m->present = true;
+                m->seen_tick = snap->tick;
+        }
+        for (unsigned j = 0; j < MTHP_SNAP_LIMITED; j++) {
+                struct mthp_engine_limited *e = &st->limited[j];
+                if (e->path[0] && !e->present && e->trip_until <= snap->tick &&
+                    e->seen_tick + PROC_FORGET_TICKS < snap->tick)
+                        memset(e, 0, sizeof(*e));
+        }
+}
+
+static bool path_inside(const char *path, const char *parent) {
+        size_t len = strlen(parent);
+        if (strcmp(parent, "/") == 0)
+                return path[0] == '/';
+        return strncmp(path, parent, len) == 0 && (path[len] == 0 || path[len] == '/');
+}
+
+/* bloat_C(S): how many times its 4K memory a limited cgroup could take with
+ * folios of caps size `size`. From the remembered density of its sampled
+ * processes (the worst one), else S/4K: a cgroup nobody sampled is not
+ * known to be dense, and neither is one that tripped the guard. */
+static double limited_bloat(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                            const struct mthp_engine_limited *c, enum mthp_kind kind, unsigned size, char *how,
+                            size_t n) {
+        double assumed = caps->sizes[size].kb / 4.0;
+        if (c->trip_until > st->tick) {
+                snprintf(how, n, "tripped the guard at tick %llu: assumed sparse", (unsigned long long) c->trip_tick);
+                return assumed;
+        }
+        double worst = 0;
+        unsigned procs = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || !m->cgroup[0] ||
+                    !path_inside(m->cgroup, c->path))
+                        continue;
+                double u = remembered(m, kind, size);
+                if (isnan(u))
+                        continue;
+                procs++;
+                double b = u > 1.0 / assumed ? 1.0 / u : assumed;
+                if (b > worst)
+                        worst = b;
+        }
+        if (!procs) {
+                snprintf(how, n, "no sampled process: assumed sparse");
+                return assumed;
+        }
+        snprintf(how, n, "measured on %u process(es)", procs);
+        return worst < 1 ? 1 : worst;
+}
+
+/* The highest level of the kind's ladder that every present, populated
+ * limited cgroup affords; *blocker: the slot of the one that stops it
+ * (-1: none), why: its numbers. */
+static unsigned limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                               const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                               unsigned n_ladder, int *blocker, char *why, size_t n) {
+        unsigned afford = n_ladder;
+        *blocker = -1;
+        if (why && n)
+                why[0] = 0;
+        for (unsigned i = 0; i < MTHP_SNAP_LIMITED; i++) {
+                const struct mthp_engine_limited *c = &st->limited[i];
+                if (!c->path[0] || !c->present || !c->populated || !c->limit_kb)
+                        continue;
+                double headroom = c->limit_kb > c->usage_kb ? (double) (c->limit_kb - c->usage_kb) : 0;
+                double budget = headroom * (1 - cfg->guard_headroom / 100.0);
+                double floor = (double) c->limit_kb * cfg->guard_floor / 100.0;
+                double r = (double) c->growth_kb > floor ? (double) c->growth_kb : floor;
+                if (c->trip_until > st->tick && (double) c->trip_growth_kb > r)
+                        r = (double) c->trip_growth_kb; /* it showed it can fault that much between ticks */
+                for (unsigned rung = 0; rung < afford; rung++) {
+                        char how[96];
+                        double b = limited_bloat(caps, st, c, kind, ladder[rung], how, sizeof(how));
+                        if (b * r <= budget)
+                                continue;
+                        afford = rung;
+                        *blocker = (int) i;
+                        if (why && n) {
+                                char sz[16];
+                                mthp_format_size(caps->sizes[ladder[rung]].kb, sz, sizeof(sz));
+                                snprintf(why, n,
+                                         "limited cgroup %s (usage %.0f MiB, limit %.0f MiB, headroom %.0f MiB; %s: "
+                                         "x%.1f at %s) cannot afford %s: x%.1f of %.1f MiB/tick = %.0f MiB > %.0f MiB "
+                                         "(%.0f%% of its headroom)",
+                                         c->path, (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
+                                         headroom / 1024, how, b, sz, sz, b, r / 1024, b * r / 1024, budget / 1024,
+                                         100 - cfg->guard_headroom);
+                        }
+                        break;
+                }
+        }
+        return afford;
+}
+
+bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                 const struct mthp_engine_state *st, unsigned i) {
+        const struct mthp_engine_limited *c = i < MTHP_SNAP_LIMITED ? &st->limited[i] : NULL;
+        if (!c || !c->path[0] || !c->present || !c->limit_kb)
+                return false;
+        if (!c->populated)
+                return true; /* a program may start in it any moment: nothing known of it */
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+                unsigned lvl = st->kind[kind].level;
+                if (!lvl || lvl > n_ladder)
+                        continue;
+                char how[96];
+                if (limited_bloat(caps, st, c, kind, ladder[lvl - 1], how, sizeof(how)) > 1 + cfg->max_bloat / 100.0)
+                        return true;
+        }
+        return false;
+}
+
 /* The parties of an arbitration (mthpd.policy(5), ARBITRATION): each
  * process that counts (auto) and each managed cgroup with an explicit
  * always/madvise/never that faults. Ceiling: the rungs of the ladder it
@@ -632,6 +781,81 @@ static void describe_proc(const struct mthp_engine_proc *p, char *buf, size_t n)
         snprintf(buf, n, "pid %d (%s, %.0f faults/s)", p->pid, p->comm, p->fault_rate);
 }
 
+/* The safety net under 2M (issue 16): while mthpd holds the PMD size at
+ * always for anon, the THP shrinker may split, under reclaim, PMD folios
+ * whose zero subpages exceed khugepaged/max_ptes_none, and maps those
+ * subpages to the zero page (content kept, memory freed). Sizes below PMD
+ * have no such shrinker. The kernel counts a subpage as zero by its content
+ * (thp_underused(): memchr_inv, pages_identical with ZERO_PAGE), as the
+ * density sampler's zero share does, and 511 turns the shrinker off.
+ * The value: the MaxBloat boundary (a folio with more zero subpages costs
+ * more than MaxBloat), raised to keep whole the folios of every process
+ * measured dense enough to hold 2M (its zero subpages + NET_MARGIN), at most
+ * 510. Also khugepaged then collapses only regions at least that full. */
+#define NET_MARGIN 32
+static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         const struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
+        int mk = mthp_caps_find_knob(caps, "khugepaged/max_ptes_none");
+        int sk = mthp_caps_find_knob(caps, "global/shrink_underused");
+        int pmd = mthp_caps_find_size(caps, caps->pmd_kb);
+        if ((mk < 0 && sk < 0) || pmd < 0)
+                return;
+        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, MTHP_ANON, ladder);
+        bool held = false;
+        for (unsigned r = 0; r < st->kind[MTHP_ANON].level && r < n_ladder; r++)
+                held = held || ladder[r] == (unsigned) pmd;
+        unsigned subpages = caps->pmd_kb / 4;
+        double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
+        unsigned val = (unsigned) ceil((double) subpages * (1 - keep_default));
+        char why[300], pmd_name[16];
+        mthp_format_size(caps->pmd_kb, pmd_name, sizeof(pmd_name));
+        int w = snprintf(why, sizeof(why), "the MaxBloat %.0f%% boundary: %u of %u subpages zero", cfg->max_bloat, val,
+                         subpages);
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
+                        continue;
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double u = remembered(m, MTHP_ANON, (unsigned) pmd);
+                if (isnan(u) || u < 1.0 / (1.0 + bloat / 100.0))
+                        continue; /* not one 2M is held for */
+                unsigned z = (unsigned) ceil((1 - u) * subpages) + NET_MARGIN;
+                if (z > val) {
+                        val = z;
+                        w = snprintf(why, sizeof(why),
+                                     "pid %d (%s) uses %.2f of each %s block: its %u zero subpages + %u kept whole",
+                                     m->pid, m->comm, u, pmd_name, z - NET_MARGIN, NET_MARGIN);
+                }
+        }
+        (void) w;
+        if (val > subpages - 2)
+                val = subpages - 2;
+        if (mk >= 0 && *n < n_out) {
+                struct mthp_decision *d = &out[(*n)++];
+                d->knob = mk;
+                if (held) {
+                        snprintf(d->value, sizeof(d->value), "%u", val);
+                        snprintf(d->reason, sizeof(d->reason),
+                                 "anon %s is always: the THP shrinker may split, under reclaim, %s folios with more "
+                                 "than %u of %u subpages zero (%s)",
+                                 pmd_name, pmd_name, val, subpages, why);
+                } else {
+                        d->value[0] = 0;
+                        snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
+                                 pmd_name);
+                }
+        }
+        if (sk >= 0 && *n < n_out) {
+                struct mthp_decision *d = &out[(*n)++];
+                d->knob = sk;
+                snprintf(d->value, sizeof(d->value), "%s", held ? "1" : "");
+                snprintf(d->reason, sizeof(d->reason), "%s",
+                         held ? "anon 2M is always: the shrinker of underused 2M folios stays on"
+                              : "mthpd does not hold anon 2M always: original value");
+        }
+}
+
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
@@ -643,6 +867,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
         next->tick = snap->tick;
         remember(caps, snap, next);
         remember_cgroups(cfg, snap, next);
+        remember_limited(snap, next);
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct mthp_engine_kind *st = &next->kind[kind];
                 unsigned ladder[MTHP_SIZES_MAX];
@@ -688,6 +913,15 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                                                   : st->level;
                 if (target > n_ladder)
                         target = n_ladder;
+                /* the limited-cgroup invariant: no policy priority outranks it
+                 * (arbitration trades memory within a limit, never a process) */
+                char lim_why[400];
+                int lim_blocker;
+                unsigned afford = limited_afford(cfg, caps, next, kind, ladder, n_ladder, &lim_blocker, lim_why,
+                                                 sizeof(lim_why));
+                bool lim_capped = target > afford;
+                if (lim_capped)
+                        target = afford;
                 bool barred = false;
                 if (st->ceiling && snap->tick < st->ceiling_until && target >= st->ceiling) {
                         target = st->ceiling - 1;
@@ -727,7 +961,13 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                 probe_failed = true;
                 }
 
-                if (!sig.measured) {
+                if (st->level > afford) {
+                        /* no dwell, no confirmation: the cgroup pays at once */
+                        level_name(caps, ladder, afford, to, sizeof(to));
+                        snprintf(why, sizeof(why), "%s: step %s down from %s to %s", lim_why, kname, top, to);
+                        st->level = afford;
+                        st->verify_left = 0;
+                } else if (!sig.measured) {
                         snprintf(why, sizeof(why), "first sample: no rates yet, holding %s at %s", kname, top);
                 } else if (st->level > 0 && st->pressure_streak >= 2) {
                         /* pressure acts without waiting for dwell: memory is the emergency */
@@ -798,6 +1038,10 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                                          kname, sig.demand, cfg->raise_fault_rate, st->raise_streak,
                                          snap->psi.present ? snap->psi.some_avg10 : 0.0, sig.avail_pct,
                                          sig.fallback_pct);
+                        if (lim_capped) {
+                                size_t l = strlen(why);
+                                snprintf(why + l, sizeof(why) - l, "; stops there: %s", lim_why);
+                        }
                         st->verify_from = st->level;
                         st->verify_left = cfg->verify_ticks;
                         st->level = target;
@@ -806,9 +1050,11 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         snprintf(why, sizeof(why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down", kname,
                                  sig.demand, cfg->lower_fault_rate, st->lower_streak);
                 } else {
-                        char extra[360] = "";
+                        char extra[480] = "";
                         if (sig.pressure)
                                 snprintf(extra, sizeof(extra), "; pressure: %s", sig.pressure_why);
+                        else if (lim_blocker >= 0 && afford <= st->level)
+                                snprintf(extra, sizeof(extra), "; held back by %s", lim_why);
                         else if (dens.measured && dens.holder >= 0 && dens.keep <= st->level) {
                                 char hd[320];
                                 describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
@@ -905,6 +1151,96 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                         snprintf(d->reason, sizeof(d->reason),
                                  "no large size falls back >= %.0f%%: the administrator's defrag setting",
                                  DEFRAG_FALLBACK_PCT);
+        }
+        shrinker_net(cfg, caps, next, out, &n, n_out);
+        return (int) n;
+}
+
+int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                      const struct mthp_guard_trip *trip, const struct mthp_engine_state *prev,
+                      struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
+        size_t n = 0;
+        *next = *prev;
+        uint64_t tick = next->tick;
+        struct mthp_engine_limited *c = NULL, *free_slot = NULL, *oldest = NULL;
+        for (unsigned j = 0; j < MTHP_SNAP_LIMITED && !c; j++) {
+                struct mthp_engine_limited *e = &next->limited[j];
+                if (e->path[0] && strcmp(e->path, trip->path) == 0)
+                        c = e;
+                else if (!free_slot && !e->path[0])
+                        free_slot = e;
+                else if (e->path[0] && e->trip_until <= tick && (!oldest || e->seen_tick < oldest->seen_tick))
+                        oldest = e;
+        }
+        if (!c) {
+                c = free_slot ? free_slot : oldest ? oldest : &next->limited[MTHP_SNAP_LIMITED - 1];
+                memset(c, 0, sizeof(*c));
+                mthp_strcpy(c->path, sizeof(c->path), trip->path);
+        }
+        c->usage_kb = trip->usage_kb;
+        c->limit_kb = trip->limit_kb;
+        c->growth_kb = trip->usage_kb > trip->armed_usage_kb ? trip->usage_kb - trip->armed_usage_kb : 0;
+        c->present = c->populated = true;
+        c->seen_tick = tick;
+        /* a repeat while the last backoff (or as long again after it) runs doubles it */
+        if (c->trip_backoff && tick < c->trip_until + c->trip_backoff)
+                c->trip_backoff = c->trip_backoff * 2 > GUARD_BACKOFF_MAX ? GUARD_BACKOFF_MAX : c->trip_backoff * 2;
+        else
+                c->trip_backoff = GUARD_BACKOFF_TICKS;
+        c->trip_tick = tick;
+        c->trip_until = tick + c->trip_backoff;
+        c->trip_growth_kb = trip->hit_limit ? c->limit_kb : c->growth_kb;
+
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                struct mthp_engine_kind *st = &next->kind[kind];
+                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+                char lim_why[400], top[16], to[16], why[MTHP_REASON_MAX - 64];
+                int blocker;
+                if (st->level > n_ladder)
+                        st->level = n_ladder;
+                /* The tripped cgroup has just shown that it faults faster than
+                 * one tick's worth: every kind goes back to 4K (the boot
+                 * default, what it was sized for) at once; the next ticks'
+                 * invariant decides how far back up, with it counted sparse. */
+                (void) limited_afford(cfg, caps, next, kind, ladder, n_ladder, &blocker, lim_why, sizeof(lim_why));
+                unsigned afford = 0;
+                if (blocker < 0 || strcmp(next->limited[blocker].path, c->path) != 0) {
+                        char sz[16];
+                        mthp_format_size(caps->sizes[ladder[0]].kb, sz, sizeof(sz));
+                        snprintf(lim_why, sizeof(lim_why), "it faulted %.0f MiB since the last tick",
+                                 (double) c->growth_kb / 1024);
+                }
+                if (st->level <= afford)
+                        continue;
+                unsigned old = st->level;
+                level_name(caps, ladder, old, top, sizeof(top));
+                level_name(caps, ladder, afford, to, sizeof(to));
+                int w = snprintf(why, sizeof(why),
+                         "guard: cgroup %s crossed its %s (%.0f MiB = %.0f MiB + %.0f%% of its headroom, limit "
+                         "%.0f MiB), now %.0f MiB; reacted %.0f us after the wake-up; %s: step %s down from %s to "
+                         "%s at once, the cgroup counts as sparse for %u ticks",
+                         trip->path, trip->what ? trip->what : "usage threshold", (double) trip->threshold_kb / 1024,
+                         (double) trip->armed_usage_kb / 1024, cfg->guard_headroom, (double) trip->limit_kb / 1024,
+                         (double) trip->usage_kb / 1024, trip->latency_us, lim_why, mthp_kind_name(kind), top, to,
+                         c->trip_backoff);
+                if (w >= (int) sizeof(why))
+                        why[sizeof(why) - 2] = '~';
+                st->level = afford;
+                st->verify_left = 0;
+                st->last_dir = -1;
+                st->last_change_tick = tick ? tick : 1;
+                st->raise_streak = st->lower_streak = st->sparse_streak = 0;
+                /* largest first: it bloats most */
+                for (unsigned r = old; r-- > afford && n < n_out;) {
+                        struct mthp_decision *d = &out[n++];
+                        char sname[16];
+                        mthp_format_size(caps->sizes[ladder[r]].kb, sname, sizeof(sname));
+                        d->knob = caps->sizes[ladder[r]].knob[kind];
+                        d->value[0] = 0;
+                        if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s not affordable: original value)",
+                                     why, afford, n_ladder, sname) >= (int) sizeof(d->reason))
+                                d->reason[sizeof(d->reason) - 2] = '~';
+                }
         }
         return (int) n;
 }

@@ -52,12 +52,33 @@ int mthp_knob_parse(const char *text, char selected[MTHP_VALUE_MAX], char allowe
         return found ? 0 : -EBADMSG;
 }
 
+int mthp_number_parse(const char *text, char value[MTHP_VALUE_MAX]) {
+        const char *p = text;
+        while (isspace((unsigned char) *p))
+                p++;
+        size_t len = strspn(p, "0123456789");
+        if (len == 0 || len > 9)
+                return -EBADMSG;
+        for (const char *q = p + len; *q; q++)
+                if (!isspace((unsigned char) *q))
+                        return -EBADMSG;
+        memcpy(value, p, len);
+        value[len] = 0;
+        return 0;
+}
+
+int mthp_knob_value(const struct mthp_knob *k, const char *text, char value[MTHP_VALUE_MAX]) {
+        if (k->type == MTHP_KNOB_NUMBER)
+                return mthp_number_parse(text, value);
+        return mthp_knob_parse(text, value, NULL, NULL);
+}
+
 int mthp_knob_read(const struct mthp_host *h, const struct mthp_knob *k, char value[MTHP_VALUE_MAX]) {
         char buf[256];
         int r = mthp_host_read(h, k->path, buf, sizeof(buf));
         if (r < 0)
                 return r;
-        return mthp_knob_parse(buf, value, NULL, NULL);
+        return mthp_knob_value(k, buf, value);
 }
 
 /* page^2/8 = PMD: page = sqrt(8 * PMD), a power of two from 4K to 64K. */
@@ -80,7 +101,7 @@ static int add_knob(const struct mthp_host *h, struct mthp_caps *caps, enum mthp
                 return r;
         k = &caps->knobs[caps->n_knobs];
         memset(k, 0, sizeof(*k));
-        r = mthp_knob_parse(buf, sel, k->allowed, &k->n_allowed);
+        r = type == MTHP_KNOB_NUMBER ? mthp_number_parse(buf, sel) : mthp_knob_parse(buf, sel, k->allowed, &k->n_allowed);
         if (r < 0)
                 return r;
         k->type = type;
@@ -259,6 +280,24 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
                 if (r < 0 && r != -ENOENT)
                         return r;
         }
+        /* The THP shrinker's knobs, for the safety net under 2M (engine.c):
+         * it splits, under reclaim, PMD folios with more zero subpages than
+         * max_ptes_none. Kernels whose khugepaged collapses to mTHP sizes
+         * (collapse_* stats below the PMD size, 7.2+) accept only 0 or 511
+         * there for that collapse: mthpd leaves max_ptes_none alone on them. */
+        bool mthp_collapse = false;
+        for (unsigned i = 0; i < caps->n_sizes; i++)
+                for (unsigned j = 0; caps->sizes[i].kb < caps->pmd_kb && j < caps->sizes[i].n_stats; j++)
+                        mthp_collapse = mthp_collapse || strncmp(caps->sizes[i].stats[j], "collapse_", 9) == 0;
+        if (!mthp_collapse) {
+                r = add_knob(h, caps, MTHP_KNOB_NUMBER, 0, MTHP_THP_DIR "/khugepaged/max_ptes_none",
+                             "khugepaged/max_ptes_none");
+                if (r < 0 && r != -ENOENT && r != -EBADMSG)
+                        return r;
+        }
+        r = add_knob(h, caps, MTHP_KNOB_NUMBER, 0, MTHP_THP_DIR "/shrink_underused", "global/shrink_underused");
+        if (r < 0 && r != -ENOENT && r != -EBADMSG)
+                return r;
 
         caps->psi = mthp_host_read(h, "/proc/pressure/memory", buf, sizeof(buf)) > 0;
         caps->task_delayacct = mthp_host_read(h, "/proc/sys/kernel/task_delayacct", buf, sizeof(buf)) > 0 &&

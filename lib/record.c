@@ -60,7 +60,7 @@ struct field {
 static const char *const knob_type_names[] = {
         [MTHP_KNOB_ENABLED] = "enabled",     [MTHP_KNOB_DEFRAG] = "defrag",
         [MTHP_KNOB_SHMEM_ENABLED] = "shmem_enabled", [MTHP_KNOB_SIZE_ANON] = "size_anon",
-        [MTHP_KNOB_SIZE_SHMEM] = "size_shmem",
+        [MTHP_KNOB_SIZE_SHMEM] = "size_shmem", [MTHP_KNOB_NUMBER] = "number",
 };
 static const char *const cg_layout_names[] = {
         [MTHP_CG_NONE] = "none", [MTHP_CG_V1] = "v1", [MTHP_CG_HYBRID] = "hybrid", [MTHP_CG_V2] = "v2",
@@ -184,6 +184,23 @@ static unsigned proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
                 f[n++] = DOUBLES(zero_keys[k], p->zero[k], n_sizes);
                 f[n++] = DOUBLES(blocks_keys[k], p->blocks[k], n_sizes);
         }
+        return n;
+}
+
+/* every memory-limited cgroup (issue 16): 'limits scanned=1' once, then a
+ * 'limited' line each; recordings without them decide as before */
+static unsigned limits_fields(struct mthp_snapshot *s, struct field *f) {
+        unsigned n = 0;
+        f[n++] = SCALAR("scanned", FIELD_BOOL, &s->limited_valid);
+        return n;
+}
+
+static unsigned limited_fields(struct mthp_limited_cgroup *c, struct field *f) {
+        unsigned n = 0;
+        f[n++] = STRING("path", c->path);
+        f[n++] = SCALAR("usage", FIELD_U64, &c->usage_kb);
+        f[n++] = SCALAR("limit", FIELD_U64, &c->limit_kb);
+        f[n++] = SCALAR("populated", FIELD_BOOL, &c->populated);
         return n;
 }
 
@@ -399,6 +416,14 @@ static void put_tick(FILE *f, const struct mthp_caps *caps, const struct mthp_sn
         for (unsigned i = 0; i < s->n_cgroups && i < MTHP_SNAP_CGROUPS; i++) {
                 fputs("cgroup", f);
                 put_fields(f, fl, cgroup_fields(&s->cgroup[i], fl));
+        }
+        if (s->limited_valid) {
+                fputs("limits", f);
+                put_fields(f, fl, limits_fields((struct mthp_snapshot *) s, fl));
+                for (unsigned i = 0; i < s->n_limited && i < MTHP_SNAP_LIMITED; i++) {
+                        fputs("limited", f);
+                        put_fields(f, fl, limited_fields((struct mthp_limited_cgroup *) &s->limited[i], fl));
+                }
         }
         fputs("end\n", f);
 }
@@ -984,9 +1009,18 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                                            (unsigned long long) snap->tick);
                         e = parse_fields(r, "cgroup", tok + 1, n_tok - 1, fl,
                                          cgroup_fields(&snap->cgroup[snap->n_cgroups++], fl));
+                } else if (strcmp(tok[0], "limits") == 0) {
+                        e = parse_fields(r, "limits", tok + 1, n_tok - 1, fl, limits_fields(snap, fl));
+                } else if (strcmp(tok[0], "limited") == 0) {
+                        if (snap->n_limited == MTHP_SNAP_LIMITED)
+                                return bad(r, "more than %d 'limited' lines in tick %llu", MTHP_SNAP_LIMITED,
+                                           (unsigned long long) snap->tick);
+                        e = parse_fields(r, "limited", tok + 1, n_tok - 1, fl,
+                                         limited_fields(&snap->limited[snap->n_limited++], fl));
                 } else
                         return bad(r, "unknown line '%s' in tick %llu: expected vm, mem, psi, stat, knobs, rates, "
-                                   "density, proc, cgroup or end", tok[0], (unsigned long long) snap->tick);
+                                   "density, proc, cgroup, limits, limited or end", tok[0],
+                                   (unsigned long long) snap->tick);
                 if (e < 0)
                         return e;
         }

@@ -306,7 +306,7 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
 
         for (unsigned i = 0; i < caps->n_knobs; i++) {
                 if (read_hot(s, &s->knob_fd[i], caps->knobs[i].path, buf, 256) <= 0 ||
-                    mthp_knob_parse(buf, snap->knob[i], NULL, NULL) < 0)
+                    mthp_knob_value(&caps->knobs[i], buf, snap->knob[i]) < 0)
                         snap->knob[i][0] = 0;
         }
 

@@ -51,6 +51,10 @@ int mthp_parse_size(const char *s, unsigned *kb) {
 }
 
 bool mthp_knob_allows(const struct mthp_knob *k, const char *value) {
+        if (k->type == MTHP_KNOB_NUMBER) {
+                size_t len = strspn(value, "0123456789");
+                return len > 0 && len <= 9 && !value[len];
+        }
         for (unsigned i = 0; i < k->n_allowed; i++)
                 if (strcmp(k->allowed[i], value) == 0)
                         return true;

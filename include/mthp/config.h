@@ -30,6 +30,14 @@ struct mthp_engine_config {
         unsigned verify_ticks;        /* ticks a raise has to show allocations at the new size */
         double cgroup_headroom;       /* percent of a faulting process's memcg limit kept free */
         double max_compact_ms;        /* ms/s a faulting process may stall in compaction */
+        /* The limited-cgroup invariant and guard (mthpd.conf(5), GuardHeadroom=):
+         * the guard fires when a limited cgroup has grown by guard_headroom
+         * percent of its headroom while sizes are raised; a size is raised
+         * only if every populated limited cgroup's worst case fits in the
+         * rest. guard_floor: percent of a cgroup's limit it is assumed to
+         * fault per tick however quiet it was. */
+        double guard_headroom;
+        double guard_floor;
         unsigned default_priority;    /* of processes no policy file manages (0..100) */
         /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
          * Owned by whoever loaded them; the engine only reads. */

@@ -63,8 +63,32 @@ struct mthp_engine_cgroup {
         double fault_rate;                 /* smoothed */
 };
 
+/* What the engine remembers of a memory-limited cgroup (every one on the
+ * host, not only managed ones): the invariant of mthp_engine_decide() and
+ * mthp_engine_guard() is that a size is "always" only while each populated
+ * limited cgroup could take its worst case under it,
+ *     bloat_C(S) x R_C <= (1 - GuardHeadroom) x headroom_C,
+ * bloat_C(S) from the measured density of its sampled processes, S/4K
+ * (assumed sparse) when none was sampled or while it is tripped; R_C the
+ * memory it faulted last tick, at least GuardFloor of its limit, and while
+ * tripped at least what it grew between the guard's arming and the trip. */
+struct mthp_engine_limited {
+        char path[MTHP_CGROUP_PATH_MAX];   /* "": free */
+        uint64_t usage_kb, limit_kb;
+        uint64_t growth_kb;                /* usage growth over the last tick */
+        bool present;                      /* in the last scan */
+        bool populated;
+        uint64_t seen_tick;
+        /* the guard fired for it: assumed sparse until trip_until; a repeat
+         * within the backoff doubles it */
+        uint64_t trip_tick, trip_until;
+        unsigned trip_backoff;
+        uint64_t trip_growth_kb;           /* what it grew between arming and the trip: its R_C until trip_until */
+};
+
 struct mthp_engine_state {
         uint64_t tick;
+        struct mthp_engine_limited limited[MTHP_SNAP_LIMITED];
         struct mthp_engine_proc proc[MTHP_ENGINE_PROCS];
         struct mthp_engine_cgroup cgroup[MTHP_SNAP_CGROUPS];
         struct mthp_engine_kind kind[_MTHP_KIND_MAX];
@@ -107,6 +131,35 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
  * sampled in the very tick its faults first show. */
 bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                                const struct mthp_engine_state *st);
+
+/* A limited cgroup crossed the guard's threshold between two ticks. */
+struct mthp_guard_trip {
+        char path[MTHP_CGROUP_PATH_MAX];
+        uint64_t usage_kb, limit_kb;
+        uint64_t armed_usage_kb;           /* its usage when the threshold was set */
+        uint64_t threshold_kb;
+        const char *what;                  /* "usage threshold", "memory.events high", ... */
+        double latency_us;                 /* from the wake-up to this call, for the reason */
+        bool hit_limit;                    /* memory.events high/max moved: it reached a limit; no
+                                            * size above 4K for it during the backoff */
+};
+
+/* Pure: the guard's step-down. Marks the tripped cgroup sparse for a
+ * backoff (doubling on repeats), lowers each kind's level to what every
+ * limited cgroup then affords (the tripped one's R_C being what it grew
+ * since the threshold was set), and emits a decision for every size knob it
+ * lowered, with a reason naming the cgroup and its numbers. Returns the
+ * number of decisions (0: the current sizes are affordable, nothing to do). */
+int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                      const struct mthp_guard_trip *trip, const struct mthp_engine_state *prev,
+                      struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);
+
+/* Should the guard watch this limited cgroup (index into st->limited) while
+ * the levels are as in st: empty (a program may start in it), or populated
+ * and not measured dense enough to take the current top size within
+ * MaxBloat. */
+bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                 const struct mthp_engine_state *st, unsigned i);
 
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,

@@ -15,5 +15,10 @@ int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size);
  * (if allowed != NULL) and the selected one. -EBADMSG if none is selected. */
 int mthp_knob_parse(const char *text, char selected[MTHP_VALUE_MAX],
                     char allowed[][MTHP_VALUE_MAX], unsigned *n_allowed);
+/* A knob's value from the text of its file, by its type: the selected word,
+ * or the number. -EBADMSG if the text is not of that form. */
+int mthp_knob_value(const struct mthp_knob *k, const char *text, char value[MTHP_VALUE_MAX]);
+/* A plain unsigned number file ("409\n"): its value. -EBADMSG otherwise. */
+int mthp_number_parse(const char *text, char value[MTHP_VALUE_MAX]);
 /* Read the selected value of a knob now. */
 int mthp_knob_read(const struct mthp_host *h, const struct mthp_knob *k, char value[MTHP_VALUE_MAX]);

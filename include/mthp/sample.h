@@ -94,6 +94,17 @@ struct mthp_cgroup_view {
         double psi_some_avg10;             /* percent */
 };
 
+/* Every memory-limited cgroup on the host, policy-managed or not (the
+ * guard's scan, lib/limits.c): what a raise could cost it. A limited cgroup
+ * is one with its own limit (v1 memory.limit_in_bytes; v2 the lower of
+ * memory.max and memory.high). */
+#define MTHP_SNAP_LIMITED 32
+struct mthp_limited_cgroup {
+        char path[MTHP_CGROUP_PATH_MAX];   /* relative to the hierarchy root */
+        uint64_t usage_kb, limit_kb;
+        bool populated;                    /* it or a child has a process */
+};
+
 struct mthp_snapshot {
         uint64_t tick;
         uint64_t t_usec;           /* CLOCK_MONOTONIC */
@@ -116,6 +127,11 @@ struct mthp_snapshot {
         /* managed cgroups, highest fault rate first (at most MTHP_SNAP_CGROUPS) */
         unsigned n_cgroups;
         struct mthp_cgroup_view cgroup[MTHP_SNAP_CGROUPS];
+        /* every memory-limited cgroup (at most MTHP_SNAP_LIMITED, the least
+         * headroom first); n_limited 0 and limited_valid false: not scanned */
+        bool limited_valid;
+        unsigned n_limited;
+        struct mthp_limited_cgroup limited[MTHP_SNAP_LIMITED];
 };
 
 /* Keeps persistent fds for the hot files; pread each tick. */

@@ -29,12 +29,15 @@ enum mthp_knob_type {
         MTHP_KNOB_SHMEM_ENABLED,  /* global shmem_enabled */
         MTHP_KNOB_SIZE_ANON,      /* hugepages-NkB/enabled */
         MTHP_KNOB_SIZE_SHMEM,     /* hugepages-NkB/shmem_enabled */
+        MTHP_KNOB_NUMBER,         /* a plain unsigned number: khugepaged/max_ptes_none, shrink_underused */
 };
 
 enum mthp_kind { MTHP_ANON, MTHP_SHMEM, _MTHP_KIND_MAX };
 const char *mthp_kind_name(enum mthp_kind k);
 
-/* One writable selection file. The accepted values come from the file itself. */
+/* One writable selection file. The accepted values come from the file itself
+ * (MTHP_KNOB_NUMBER: none listed; any unsigned number, the kernel checks the
+ * range). */
 struct mthp_knob {
         enum mthp_knob_type type;
         unsigned size_kb;                       /* 0 for global knobs */

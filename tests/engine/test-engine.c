@@ -113,6 +113,8 @@ struct workload {
         const struct mthp_density_view *dens; /* what the density sampler sees, or NULL */
         const struct mthp_cgroup_view *cgroups; /* managed cgroups, or NULL */
         unsigned n_cgroups;
+        const struct mthp_limited_cgroup *limited; /* every memory-limited cgroup, or NULL: not scanned */
+        unsigned n_limited;
 };
 
 /* What the reason of a kind should quote this tick. */
@@ -258,6 +260,12 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
         memcpy(snap->knob, s->knob, sizeof(snap->knob));
         if (w->dens)
                 snap->density = *w->dens;
+        if (w->limited) {
+                snap->limited_valid = true;
+                snap->n_limited = w->n_limited;
+                for (unsigned i = 0; i < w->n_limited; i++)
+                        snap->limited[i] = w->limited[i];
+        }
         snap->n_cgroups = w->n_cgroups;
         for (unsigned i = 0; i < w->n_cgroups; i++)
                 snap->cgroup[i] = w->cgroups[i];
@@ -364,6 +372,11 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                                 /* a density step down names the process and its numbers */
                                 assert_contains(d->reason, "pid ");
                                 assert_contains(d->reason, " block");
+                        } else if (strstr(d->reason, "limited cgroup /")) {
+                                /* the invariant names the cgroup and its numbers */
+                                assert_contains(d->reason, "MiB, limit ");
+                                assert_contains(d->reason, "MiB, headroom ");
+                                assert_contains(d->reason, "cannot afford ");
                         } else if (strstr(d->reason, "fall back")) {
                                 assert_containsf(d->reason, "%.0f%% of %s", s->expect[kind].fallback_pct,
                                                  mthp_kind_name(kind));
@@ -378,6 +391,11 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
         assert_true(n <= s->n_dec);
         assert_int_equal(s->caps.knobs[d->knob].type, MTHP_KNOB_DEFRAG);
         assert_true(d->reason[0] != 0);
+        /* then the THP shrinker's numbers, where the host has them */
+        while (n < s->n_dec && s->caps.knobs[s->dec[n].knob].type == MTHP_KNOB_NUMBER) {
+                assert_true(s->dec[n].reason[0] != 0);
+                n++;
+        }
         assert_int_equal(s->n_dec, n);
 }
 
@@ -1658,6 +1676,256 @@ static void test_policy_cgroup_headroom(void **state) {
 
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
+/* ---- memory-limited cgroups (issue 16): the invariant and the guard ---- */
+
+static struct mthp_limited_cgroup lim_600 = { .path = "/lim", .usage_kb = 2048, .limit_kb = 600 * 1024,
+                                              .populated = true };
+
+/* A dense process faulting hard; a populated 600 MiB cgroup nobody sampled. */
+static void limited_setup(struct sim *s, struct mthp_density_view *v, struct workload *w, const char *dense_cg) {
+        wide(s);
+        memset(v, 0, sizeof(*v));
+        v->valid = true;
+        v->n_procs = 1;
+        dens_proc(&v->proc[0], 700, 1, 0);
+        snprintf(v->proc[0].cgroup, sizeof(v->proc[0].cgroup), "%s", dense_cg);
+        *w = anon_hot;
+        w->dens = v;
+        w->limited = &lim_600;
+        w->n_limited = 1;
+}
+
+static void test_limited_unknown_blocks_2m(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        limited_setup(s, &v, &w, "/work");
+        sim_run(s, &w, 20);
+        /* x512 of 6 MiB/tick (1% of 600 MiB) is far beyond 75% of its
+         * headroom; x64 at 256K is 384 MiB, within; x128 at 512K is not */
+        assert_int_equal(level(s, MTHP_ANON), 5);
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), "inherit");
+        assert_contains(kind_reason(s, MTHP_ANON), "limited cgroup /lim (usage 2 MiB, limit 600 MiB, headroom 598 MiB; "
+                                                   "no sampled process: assumed sparse: x128.0 at 512K) cannot afford 512K");
+        /* an unlimited host (or one whose limited cgroups are all empty) gets 2M as before */
+        struct mthp_limited_cgroup empty = lim_600;
+        empty.populated = false;
+        w.limited = &empty;
+        sim_run(s, &w, 20);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+}
+
+static void test_limited_measured_dense_does_not_block(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        limited_setup(s, &v, &w, "/lim"); /* the dense process runs in the limited cgroup */
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), "always");
+}
+
+static void test_limited_new_cgroup_steps_down_at_once(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        limited_setup(s, &v, &w, "/work");
+        w.limited = NULL;
+        w.n_limited = 0;
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* a limited cgroup appears and fills: no dwell, no confirmation */
+        struct mthp_limited_cgroup c = lim_600;
+        c.usage_kb = 100 * 1024;
+        w.limited = &c;
+        w.n_limited = 1;
+        sim_step(s, &w);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "limited cgroup /lim (usage 100 MiB");
+        assert_contains(kind_reason(s, MTHP_ANON), "step anon down from 2M to");
+}
+
+static void test_limited_policy_priority_cannot_override(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nAnon=always\nPriority=80\n");
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nAnon=never\nPriority=20\n");
+        /* the outranked cgroup has a limit: its memory may be traded, its process not */
+        struct mthp_limited_cgroup c = { .path = "/sparse", .usage_kb = 64 * 1024, .limit_kb = 600 * 1024,
+                                         .populated = true };
+        w.limited = &c;
+        w.n_limited = 1;
+        sim_run(s, &w, 10);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), "inherit");
+        assert_contains(kind_reason(s, MTHP_ANON), "limited cgroup /sparse (usage 64 MiB, limit 600 MiB");
+        assert_contains(kind_reason(s, MTHP_ANON), "cannot afford");
+}
+
+static void test_guard_steps_down_and_remembers(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        limited_setup(s, &v, &w, "/work");
+        struct mthp_limited_cgroup empty = lim_600;
+        empty.populated = false;
+        w.limited = &empty;
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+
+        /* between two ticks the cgroup crosses its threshold */
+        struct mthp_guard_trip t = { .path = "/lim", .usage_kb = 160 * 1024, .limit_kb = 600 * 1024,
+                                     .armed_usage_kb = 2048, .threshold_kb = 151 * 1024, .what = "usage threshold",
+                                     .latency_us = 40 };
+        struct mthp_engine_state next, prev = s->st;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        int n = mthp_engine_guard(&s->cfg, &s->caps, &t, &s->st, &next, dec, MTHP_KNOBS_MAX);
+        assert_memory_equal(&prev, &s->st, sizeof(prev)); /* pure */
+        assert_int_equal(n, 8);                           /* every anon size, nothing of shmem */
+        assert_int_equal(next.kind[MTHP_ANON].level, 0);
+        assert_int_equal(dec[0].knob, s->caps.sizes[size_index(&s->caps, 2048)].knob[MTHP_ANON]); /* largest first */
+        for (int i = 0; i < n; i++) {
+                assert_string_equal(dec[i].value, "");
+                assert_contains(dec[i].reason, "guard: cgroup /lim crossed its usage threshold (151 MiB");
+                assert_contains(dec[i].reason, "limit 600 MiB), now 160 MiB");
+                assert_contains(dec[i].reason, "step anon down from 2M to 4K at once");
+        }
+        /* nothing left to step down: a second trip at once writes nothing new */
+        struct mthp_engine_state again;
+        assert_int_equal(mthp_engine_guard(&s->cfg, &s->caps, &t, &next, &again, dec, MTHP_KNOBS_MAX), 0);
+        assert_true(again.limited[0].trip_until > next.limited[0].trip_until); /* the backoff doubled */
+
+        /* the ticks after it: the cgroup counts as sparse, 2M stays down */
+        for (int i = 0; i < n; i++)
+                memcpy(s->knob[dec[i].knob], s->orig[dec[i].knob], MTHP_VALUE_MAX);
+        s->st = next;
+        struct mthp_limited_cgroup now = { .path = "/lim", .usage_kb = 200 * 1024, .limit_kb = 600 * 1024,
+                                           .populated = true };
+        w.limited = &now;
+        sim_run(s, &w, 20);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "tripped the guard at tick 9: assumed sparse");
+}
+
+static void test_guard_limit_hit_holds_4k_for_the_backoff(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        limited_setup(s, &v, &w, "/work");
+        s->cfg.dwell_ticks = 0; /* nothing but the trip may hold the raise back */
+        struct mthp_limited_cgroup c = lim_600;
+        c.populated = false;
+        w.limited = &c;
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* memory.events max moved: it reached its limit, whatever it grew */
+        struct mthp_guard_trip t = { .path = "/lim", .usage_kb = 2048, .limit_kb = 600 * 1024,
+                                     .armed_usage_kb = 2048, .threshold_kb = 151 * 1024,
+                                     .what = "memory.events max", .hit_limit = true };
+        struct mthp_engine_state next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        assert_int_equal(mthp_engine_guard(&s->cfg, &s->caps, &t, &s->st, &next, dec, MTHP_KNOBS_MAX), 8);
+        for (int i = 0; i < 8; i++)
+                memcpy(s->knob[dec[i].knob], s->orig[dec[i].knob], MTHP_VALUE_MAX);
+        s->st = next;
+        c.populated = true;
+        sim_run(s, &w, 29); /* the backoff: 30 ticks */
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        sim_run(s, &w, 5);  /* after it, what the cgroup affords */
+        assert_int_equal(level(s, MTHP_ANON), 5);
+}
+
+static void test_guard_unaffected_sizes(void **state) {
+        struct sim *s = *state;
+        /* nothing raised: a trip has nothing to step down */
+        struct mthp_guard_trip t = { .path = "/lim", .usage_kb = 160 * 1024, .limit_kb = 600 * 1024 };
+        struct mthp_engine_state next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        assert_int_equal(mthp_engine_guard(&s->cfg, &s->caps, &t, &s->st, &next, dec, MTHP_KNOBS_MAX), 0);
+        assert_string_equal(next.limited[0].path, "/lim");
+}
+
+/* ---- the safety net under 2M: the THP shrinker's knobs (issue 16) ---- */
+
+static const char *const no_values[] = { NULL };
+
+static void add_shrinker_knobs(struct sim *s) {
+        int i = add_knob(&s->caps, MTHP_KNOB_NUMBER, 0, "khugepaged/max_ptes_none",
+                         MTHP_THP_DIR "/khugepaged/max_ptes_none", no_values);
+        snprintf(s->orig[i], MTHP_VALUE_MAX, "511");
+        snprintf(s->knob[i], MTHP_VALUE_MAX, "511");
+        i = add_knob(&s->caps, MTHP_KNOB_NUMBER, 0, "global/shrink_underused", MTHP_THP_DIR "/shrink_underused",
+                     no_values);
+        snprintf(s->orig[i], MTHP_VALUE_MAX, "0");
+        snprintf(s->knob[i], MTHP_VALUE_MAX, "0");
+}
+
+static const struct mthp_decision *decision_of(const struct sim *s, const char *id) {
+        int k = mthp_caps_find_knob(&s->caps, id);
+        assert_true(k >= 0);
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->dec[i].knob == k)
+                        return &s->dec[i];
+        fail_msg("no decision for %s", id);
+        return NULL;
+}
+
+static void test_net_under_2m(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        add_shrinker_knobs(s);
+        dens_proc(&v.proc[0], 100, 1, 0);
+        w.dens = &v;
+        sim_run(s, &w, 1);
+        /* below 2M: the administrator's values */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "");
+        assert_string_equal(decision_of(s, "global/shrink_underused")->value, "");
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* 2M always, a fully dense process: the MaxBloat 20% boundary, 86 of 512 */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "more than 86 of 512 subpages zero");
+        assert_string_equal(decision_of(s, "global/shrink_underused")->value, "1");
+        assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "86");
+
+        /* a process that holds 2M with 10% zero subpages: its folios stay whole */
+        dens_proc(&v.proc[0], 100, 1, 0.10);
+        sim_run(s, &w, 6);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* 52 + 32 kept whole stay under the boundary */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
+}
+
+static void test_net_follows_measured_zero_share(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        add_shrinker_knobs(s);
+        s->cfg.max_bloat = 100; /* a process using half of each block may hold 2M */
+        dens_proc(&v.proc[0], 100, 1, 0.20);
+        w.dens = &v;
+        sim_run(s, &w, 6);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* 20% zero: 103 zero subpages + 32 stay under the MaxBloat 100% boundary, 256 */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "256");
+        dens_proc(&v.proc[0], 100, 1, 0.48);
+        sim_run(s, &w, 20); /* remembered usage is a decayed average: let it settle */
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "278"); /* 246 + 32 */
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "pid 100 (proc100) uses 0.52");
+        /* back below 2M: the original value */
+        sim_run(s, &idle, 40);
+        assert_true(level(s, MTHP_ANON) < 8);
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "");
+        assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "511");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_ladder_default),
@@ -1686,6 +1954,15 @@ int main(void) {
                 T(test_no_flap_steady),
                 T(test_no_flap_folio_pages),
                 T(test_purity),
+                T(test_net_under_2m),
+                T(test_net_follows_measured_zero_share),
+                T(test_limited_unknown_blocks_2m),
+                T(test_limited_measured_dense_does_not_block),
+                T(test_limited_new_cgroup_steps_down_at_once),
+                T(test_limited_policy_priority_cannot_override),
+                T(test_guard_steps_down_and_remembers),
+                T(test_guard_limit_hit_holds_4k_for_the_backoff),
+                T(test_guard_unaffected_sizes),
                 T(test_density_dense_jumps),
                 T(test_density_sparse_holds),
                 T(test_density_pid_exec_reuses_slot),

@@ -76,8 +76,21 @@ echo "== 1. layout"
 JSON=$RK_TMP/status.json
 if "$MTHPCTL" --state-dir "$(rk_state_dir)" --json --sample 0 status >"$JSON"; then
         n_files=$(rk_knob_files | wc -l)
+        # plus the THP shrinker's numbers where present (the safety net under 2M)
+        n_num=0
+        for f in khugepaged/max_ptes_none shrink_underused; do
+                [[ -e $THP/$f ]] && n_num=$((n_num + 1))
+                [[ $f == khugepaged/max_ptes_none ]] && ls "$THP"/hugepages-*kB/stats/collapse_* >/dev/null 2>&1 &&
+                        n_num=$((n_num - 1)) # left alone on kernels with mTHP collapse
+        done
+        n_files=$((n_files + n_num))
         n_json=$(jq '.knobs | length' "$JSON")
         [[ $n_files == "$n_json" ]] || rk_fail "mthpctl status lists $n_json knobs, sysfs has $n_files"
+        for id in khugepaged/max_ptes_none global/shrink_underused; do
+                f=$THP/${id#global/}
+                jv=$(jq -r --arg id "$id" '.knobs[] | select(.id==$id) | .value' "$JSON")
+                [[ -z $jv || $jv == "$(cat "$f")" ]] || rk_fail "mthpctl status $id: value '$jv'; file: $(cat "$f")"
+        done
         bad=0
         while read -r f; do
                 id=$(rk_id "$f")

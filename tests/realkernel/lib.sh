@@ -43,8 +43,23 @@ rk_knob_files() {
         done
 }
 
-# The selected value: the bracketed word.
-rk_get() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$1"; }
+# The numeric knobs mthpd also writes (the shrinker safety net under 2M):
+# saved, restored and checked with the selection knobs, but not in
+# rk_knob_files, whose callers walk selection values.
+rk_numeric_knob_files() {
+        local f
+        for f in khugepaged/max_ptes_none shrink_underused; do
+                [[ -e $THP/$f ]] && echo "$THP/$f"
+        done
+}
+
+# The selected value: the bracketed word (a numeric knob: its number).
+rk_get() {
+        case $1 in
+        */khugepaged/max_ptes_none | */shrink_underused) tr -d ' \n' <"$1" ;;
+        *) sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$1" ;;
+        esac
+}
 # The accepted values, one per line.
 rk_values() { tr -d '[]' <"$1" | tr ' ' '\n' | sed '/^$/d'; }
 
@@ -64,6 +79,7 @@ rk_set() {
 rk_id() {
         local f=$1 kb name
         case $f in
+        */khugepaged/max_ptes_none) echo "khugepaged/max_ptes_none" ;;
         */hugepages-*kB/*)
                 kb=${f##*/hugepages-}; kb=${kb%%kB/*}; name=${f##*/}
                 if ((kb >= 1048576 && kb % 1048576 == 0)); then kb="$((kb / 1048576))G"
@@ -77,7 +93,7 @@ rk_id() {
 # Snapshot of every knob: "PATH VALUE" lines.
 rk_snapshot() {
         local f
-        while read -r f; do echo "$f $(rk_get "$f")"; done < <(rk_knob_files)
+        while read -r f; do echo "$f $(rk_get "$f")"; done < <(rk_knob_files; rk_numeric_knob_files)
 }
 
 # Put every knob back to the values in snapshot file $1. Up to 4 passes:
@@ -110,7 +126,7 @@ rk_diff() {
                 fi
         done <"$snap"
         # a knob that appeared or vanished is a difference too
-        if [[ ${2:-} != partial && $(rk_knob_files | sort) != $(cut -d' ' -f1 "$snap" | sort) ]]; then
+        if [[ ${2:-} != partial && $( (rk_knob_files; rk_numeric_knob_files) | sort) != $(cut -d' ' -f1 "$snap" | sort) ]]; then
                 echo "  the set of knob files changed"
                 rc=1
         fi

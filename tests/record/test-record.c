@@ -183,6 +183,15 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                 g->psi_present = c != 1;
                 g->psi_some_avg10 = c == 1 ? 0 : 3.14;
         }
+        s->limited_valid = t % 2 == 0;
+        s->n_limited = !s->limited_valid ? 0 : t == 4 ? MTHP_SNAP_LIMITED : t % 3;
+        for (unsigned c = 0; c < s->n_limited; c++) {
+                struct mthp_limited_cgroup *l = &s->limited[c];
+                snprintf(l->path, sizeof(l->path), "/mthpd-test-%u/a b", c);
+                l->usage_kb = 1ULL << (20 + c % 20);
+                l->limit_kb = 600 * 1024 + c;
+                l->populated = c % 2 == 0;
+        }
 }
 
 /* ---- exact comparison ---- */
@@ -292,6 +301,14 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                 assert_same_double(g->growth_kb_s, h->growth_kb_s, "growth");
                 assert_int_equal(g->psi_present, h->psi_present);
                 assert_same_double(g->psi_some_avg10, h->psi_some_avg10, "cgroup psi");
+        }
+        assert_int_equal(a->limited_valid, b->limited_valid);
+        assert_int_equal(a->n_limited, b->n_limited);
+        for (unsigned c = 0; c < a->n_limited; c++) {
+                assert_string_equal(a->limited[c].path, b->limited[c].path);
+                assert_int_equal(a->limited[c].usage_kb, b->limited[c].usage_kb);
+                assert_int_equal(a->limited[c].limit_kb, b->limited[c].limit_kb);
+                assert_int_equal(a->limited[c].populated, b->limited[c].populated);
         }
 }
 

@@ -44,6 +44,7 @@ struct tick_outcome {
          * kind is where it is */
         char reason[_MTHP_KIND_MAX][MTHP_REASON_MAX];
         struct mthp_density_view density;
+        bool limited_populated;   /* a populated limited cgroup of the test (limited-sparse) */
 };
 
 struct replay {
@@ -97,6 +98,10 @@ static struct replay *replay_trace(const char *name) {
                 st = next;
                 o->tick = snap.tick;
                 o->density = snap.density;
+                for (unsigned c = 0; c < snap.n_limited; c++)
+                        o->limited_populated = o->limited_populated ||
+                                               (snap.limited[c].populated &&
+                                                strncmp(snap.limited[c].path, "/mthpd-test-trace-", 18) == 0);
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         o->level[k] = st.kind[k].level;
                         int knob = rp->caps.sizes[ladder[k][0]].knob[k];
@@ -385,12 +390,45 @@ static void known_pgbench_zeros_step_shmem_down(void **state) {
         }
 }
 
+/* Issue 16, recorded under --dry-run: a dense workload holds anon 2M; a
+ * sparse program starts in a new 600 MB cgroup. From the tick the cgroup
+ * is populated until it is empty again, anon stays below 2M and the reason
+ * names the cgroup; 2M comes back once it is gone. */
+static void test_limited_sparse_steps_down(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("limited-sparse");
+        int first = -1, last = -1;
+        for (unsigned i = 0; i < rp->n; i++)
+                if (rp->t[i].limited_populated) {
+                        if (first < 0)
+                                first = (int) i;
+                        last = (int) i;
+                }
+        assert_true(first > 0);
+        bool before = false, named = false, after = false;
+        for (int i = 0; i < first; i++)
+                before = before || rp->t[i].level[MTHP_ANON] == rp->n_ladder[MTHP_ANON];
+        assert_true(before); /* 2M was held before the cgroup came */
+        for (int i = first; i <= last; i++) {
+                assert_level(rp, (unsigned) i, MTHP_ANON, rp->t[i].level[MTHP_ANON]);
+                if (rp->t[i].level[MTHP_ANON] >= rp->n_ladder[MTHP_ANON])
+                        fail_msg("tick %llu: anon at 2M while the limited cgroup is populated",
+                                 (unsigned long long) rp->t[i].tick);
+                named = named || strstr(rp->t[i].reason[MTHP_ANON], "limited cgroup /mthpd-test-trace-");
+        }
+        assert_true(named);
+        for (unsigned i = (unsigned) last + 1; i < rp->n; i++)
+                after = after || rp->t[i].level[MTHP_ANON] == rp->n_ladder[MTHP_ANON];
+        assert_true(after);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dense_anon_raises_to_2m),
                 cmocka_unit_test(test_dense_shmem_raises_to_2m),
                 cmocka_unit_test(test_sparse_anon_stays_4k),
                 cmocka_unit_test(test_mixed_held_back_by_sparse),
+                cmocka_unit_test(test_limited_sparse_steps_down),
         };
         const struct CMUnitTest known[] = {
                 cmocka_unit_test(known_mixed_raises_while_sparse_runs),

@@ -40,8 +40,20 @@ static void test_8k_has_only_shmem(void **state) {
 
 static void test_knobs_ids_order(void **state) {
         struct fixture *f = *state;
-        /* 8 sizes x 2 + 8K shmem + 3 globals; per-size first (restore order) */
-        assert_int_equal(f->caps.n_knobs, 20);
+        /* 8 sizes x 2 + 8K shmem + 3 globals + the shrinker's two numbers;
+         * per-size first (restore order) */
+        assert_int_equal(f->caps.n_knobs, 22);
+        assert_string_equal(f->caps.knobs[20].id, "khugepaged/max_ptes_none");
+        assert_string_equal(f->caps.knobs[20].path, THP "/khugepaged/max_ptes_none");
+        assert_int_equal(f->caps.knobs[20].type, MTHP_KNOB_NUMBER);
+        assert_string_equal(f->caps.knobs[21].id, "global/shrink_underused");
+        assert_int_equal(f->caps.knobs[21].type, MTHP_KNOB_NUMBER);
+        assert_true(mthp_knob_allows(&f->caps.knobs[20], "409"));
+        assert_false(mthp_knob_allows(&f->caps.knobs[20], "always"));
+        assert_false(mthp_knob_allows(&f->caps.knobs[20], ""));
+        char v[MTHP_VALUE_MAX];
+        assert_int_equal(mthp_knob_read(f->host, &f->caps.knobs[20], v), 0);
+        assert_string_equal(v, "511");
         assert_string_equal(f->caps.knobs[0].id, "8K/shmem");
         assert_string_equal(f->caps.knobs[1].id, "16K/anon");
         assert_string_equal(f->caps.knobs[2].id, "16K/shmem");

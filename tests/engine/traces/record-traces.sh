@@ -4,15 +4,18 @@
 #
 #   sudo tests/engine/traces/record-traces.sh BUILD_DIR [TRACE...]
 #
-# TRACE: dense-anon, sparse-anon, dense-shmem, mixed-anon, zero-anon (default:
-# all those), zero-anon-oldsampler (the same as zero-anon; record it with
-# BUILD_DIR = a build of 648cb41^ and WORKLOAD = a newer mthp-workload with
-# --value; 648cb41^ is the density sampler from before "zeros
-# count as bloat only in mappings that hold data": it is the input that
-# sampler gave the engine). zero-anon: will-it-scale page_fault1's shape, a
-# dense anon fault loop writing 0 to every page (mthp-workload --value 0).
-# pgbench-select is not recorded here: tests/bench/mthp-bench records it
-# (--record-dir, see README "Benchmarks").
+# TRACE: dense-anon, sparse-anon, dense-shmem, mixed-anon, zero-anon,
+# limited-sparse (default: all those), zero-anon-oldsampler (the same as
+# zero-anon; record it with BUILD_DIR = a build of 648cb41^ and WORKLOAD = a
+# newer mthp-workload with --value; 648cb41^ is the density sampler from
+# before "zeros count as bloat only in mappings that hold data": it is the
+# input that sampler gave the engine). zero-anon: will-it-scale page_fault1's
+# shape, a dense anon fault loop writing 0 to every page (mthp-workload
+# --value 0). pgbench-select is not recorded here: tests/bench/mthp-bench
+# records it (--record-dir, see README "Benchmarks"). limited-sparse (issue
+# 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
+# per 64 KiB, held) in a v1 memory cgroup mthpd-test-trace-PID limited to
+# 600 MB, created then (needs the v1 memory hierarchy at /sys/fs/cgroup/memory).
 # Needs root (density sampling reads other processes' pagemap) and a kernel
 # with mTHP sysfs. mthpd runs with --dry-run: it writes no knob; the knobs
 # keep whatever values the host has. Each trace: ~2 s idle, the workload for
@@ -85,8 +88,30 @@ record() {
                 "$(sed -n 's/^summary //p' "$T/$name.workload" | tr '\n' ' ')"
 }
 
+CG=/sys/fs/cgroup/memory/mthpd-test-trace-$$
+cg_remove() {
+        [[ -d $CG ]] || return 0
+        local p
+        for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+        for _ in $(seq 100); do rmdir "$CG" 2>/dev/null && return 0; sleep 0.05; done
+}
+trap 'cg_remove; cleanup' EXIT
+# the workload of limited-sparse: dense anon, and the sparse program in a
+# limited cgroup created 3 s later
+limited_sparse() {
+        "$T/mthp-dense" --kind anon --pattern dense --seconds 10 --quiet &
+        local dense=$!
+        sleep 3
+        mkdir "$CG"
+        echo $((600 << 20)) >"$CG/memory.limit_in_bytes"
+        sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" --kind anon --pattern sparse --stride 64K --size 1G --hold --seconds 5 --quiet' \
+                sh "$CG" "$T/mthp-sparse"
+        wait $dense
+        cg_remove
+}
+
 TRACES=("$@")
-((${#TRACES[@]})) || TRACES=(dense-anon sparse-anon dense-shmem mixed-anon zero-anon)
+((${#TRACES[@]})) || TRACES=(dense-anon sparse-anon dense-shmem mixed-anon zero-anon limited-sparse)
 for t in "${TRACES[@]}"; do
         case $t in
         dense-anon) record "$t" "$T/mthp-dense" --kind anon --pattern dense ;;
@@ -96,6 +121,7 @@ for t in "${TRACES[@]}"; do
         mixed-anon)
                 record "$t" "$T/mthp-dense" --kind anon --pattern dense ';' \
                         "$T/mthp-sparse" --kind anon --pattern sparse --stride 64K ;;
+        limited-sparse) record "$t" limited_sparse ;;
         *) echo "$0: unknown trace '$t'" >&2; exit 2 ;;
         esac
 done

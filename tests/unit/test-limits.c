@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/limits.c: every memory-limited cgroup of a fake host (v2, hybrid),
+ * populated or not, least headroom first; memory.events. */
+#include "unit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include "mthp/limits.h"
+
+static void put(const struct fixture *f, const char *memdir, const char *file, const char *text) {
+        char p[PATH_MAX * 2];
+        snprintf(p, sizeof(p), "%s%s/%s", f->dir, memdir, file);
+        FILE *o = fopen(p, "w");
+        assert_non_null(o);
+        fputs(text, o);
+        fclose(o);
+}
+
+static void add(const struct fixture *f, const char *name, char *memdir, size_t size) {
+        assert_int_equal(fakehost_add_cgroup(f->dir, name, memdir, size), 0);
+}
+
+static int setup_v2(void **state) {
+        struct fakehost_opts o = { .cg_layout = FAKEHOST_CG_V2 };
+        return fixture_setup_opts(state, &o);
+}
+
+static int setup_hybrid(void **state) {
+        struct fakehost_opts o = { .cg_layout = FAKEHOST_CG_HYBRID };
+        return fixture_setup_opts(state, &o);
+}
+
+static void test_v2_limits(void **state) {
+        struct fixture *f = *state;
+        char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+        add(f, "free", a, sizeof(a));                  /* max/max: not limited */
+        add(f, "svc", b, sizeof(b));
+        add(f, "svc/job", c, sizeof(c));
+        put(f, b, "memory.max", "1073741824\n");       /* 1 GiB */
+        put(f, b, "memory.high", "629145600\n");       /* 600 MiB: the lower one counts */
+        put(f, b, "memory.current", "104857600\n");    /* 100 MiB */
+        put(f, c, "memory.max", "209715200\n");        /* 200 MiB, 150 used: less headroom */
+        put(f, c, "memory.current", "157286400\n");
+        put(f, c, "cgroup.events", "populated 0\nfrozen 0\n");
+        fixture_reprobe(f);
+        struct mthp_snapshot *s = calloc(1, sizeof(*s));
+        assert_int_equal(mthp_limits_scan(f->host, &f->caps, s, NULL, NULL), 0);
+        assert_true(s->limited_valid);
+        assert_int_equal(s->n_limited, 2);
+        /* populated first (the fake has no cgroup.events for /svc: assumed populated) */
+        assert_string_equal(s->limited[0].path, "/svc");
+        assert_int_equal(s->limited[0].limit_kb, 600 * 1024);
+        assert_int_equal(s->limited[0].usage_kb, 100 * 1024);
+        assert_true(s->limited[0].populated);
+        assert_string_equal(s->limited[1].path, "/svc/job");
+        assert_false(s->limited[1].populated);
+        uint64_t u, l;
+        assert_int_equal(mthp_limits_read(f->host, &f->caps, "/svc/job", &u, &l), 0);
+        assert_int_equal(u, 150 * 1024);
+        assert_int_equal(l, 200 * 1024);
+        assert_int_equal(mthp_limits_arm_v1(f->host, &f->caps, "/svc", 1), -EOPNOTSUPP);
+        free(s);
+}
+
+static void test_hybrid_limits_populated_by_children(void **state) {
+        struct fixture *f = *state;
+        char a[PATH_MAX], b[PATH_MAX];
+        add(f, "lim", a, sizeof(a));
+        add(f, "lim/child", b, sizeof(b));
+        put(f, a, "memory.limit_in_bytes", "629145600\n");
+        put(f, a, "memory.usage_in_bytes", "2097152\n");
+        put(f, b, "cgroup.procs", "4242\n");           /* a process in the child */
+        fixture_reprobe(f);
+        struct mthp_snapshot *s = calloc(1, sizeof(*s));
+        assert_int_equal(mthp_limits_scan(f->host, &f->caps, s, NULL, NULL), 0);
+        assert_int_equal(s->n_limited, 1);
+        assert_string_equal(s->limited[0].path, "/lim");
+        assert_int_equal(s->limited[0].limit_kb, 600 * 1024);
+        assert_int_equal(s->limited[0].usage_kb, 2048);
+        assert_true(s->limited[0].populated);
+        free(s);
+}
+
+static void test_memory_events(void **state) {
+        (void) state;
+        uint64_t high, max;
+        assert_int_equal(mthp_parse_memory_events("low 0\nhigh 3\nmax 7\noom 1\noom_kill 1\n", &high, &max), 0);
+        assert_int_equal(high, 3);
+        assert_int_equal(max, 7);
+        assert_int_equal(mthp_parse_memory_events("", &high, &max), -EBADMSG);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_v2_limits, setup_v2, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_hybrid_limits_populated_by_children, setup_hybrid,
+                                                fixture_teardown),
+                cmocka_unit_test(test_memory_events),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
