@@ -856,6 +856,355 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         }
 }
 
+/* One kind's decision this tick, as the steps of mthp_engine_decide pass it
+ * on: its inputs (signals, density), the level it may go to, the level it
+ * goes to and why. */
+struct kind_step {
+        enum mthp_kind kind;
+        const char *kname;
+        struct mthp_engine_kind *st;
+        unsigned ladder[MTHP_SIZES_MAX];
+        unsigned n_ladder;
+        struct signals sig;
+        struct density_verdict dens;
+        bool dwell_ok;
+        unsigned target, afford, old_level;
+        bool lim_capped, barred, probe_failed;
+        int lim_blocker;
+        char lim_why[400];
+        char top[16], who[96], raiser[200], keeper[200];
+        char why[MTHP_REASON_MAX - 96];
+};
+
+/* The kind's ladder, signals and density verdict, and its streaks. */
+static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        k->n_ladder = mthp_engine_ladder(cfg, caps, k->kind, k->ladder);
+        if (st->level > k->n_ladder)
+                st->level = k->n_ladder; /* config shrank the ladder */
+        read_signals(cfg, caps, snap, next, k->kind, st->level ? (int) k->ladder[st->level - 1] : -1, &k->sig);
+        /* density speaks for a kind only while the kind faults: a shmem
+         * workload's heap must not decide anon sizes */
+        if (k->sig.demand >= cfg->lower_fault_rate)
+                judge_density(cfg, caps, snap, next, k->kind, k->ladder, k->n_ladder, st->level, &k->dens);
+        else {
+                memset(&k->dens, 0, sizeof(k->dens));
+                k->dens.holder = k->dens.best = k->dens.unknown = -1;
+                k->dens.keep = k->n_ladder;
+                k->dens.raise = st->level;
+                madvise_wishes(cfg, caps, snap, k->kind, k->ladder, k->n_ladder, k->dens.madvise);
+        }
+
+        if (k->sig.measured) {
+                st->pressure_streak = k->sig.pressure ? st->pressure_streak + 1 : 0;
+                bool want_up = k->sig.demand >= cfg->raise_fault_rate && !k->sig.pressure && !k->sig.fragmented;
+                st->raise_streak = want_up ? st->raise_streak + 1 : 0;
+                st->lower_streak = k->sig.demand < cfg->lower_fault_rate ? st->lower_streak + 1 : 0;
+                st->sparse_streak = k->dens.measured && k->dens.keep < st->level ? st->sparse_streak + 1 : 0;
+        }
+        k->dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
+}
+
+/* Where a raise may go, what bars it, who wants the sizes, and whether the
+ * last raise's probe failed. */
+static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct density_verdict *dens = &k->dens;
+        unsigned blind = 0; /* levels allowed without a density sample */
+        while (blind < k->n_ladder && caps->sizes[k->ladder[blind]].kb <= cfg->unmeasured_max_kb)
+                blind++;
+        /* where a raise may go: density says how far; blind, one step */
+        /* Climb blind only where no process that counts could be
+         * measured: if one that counts has no sample yet, wait a tick
+         * for it rather than give a sparse one large folios. */
+        bool blind_ok = dens->unknown < 0;
+        k->target = dens->measured ? dens->raise : blind_ok && st->level < blind ? st->level + 1 : st->level;
+        if (k->target > k->n_ladder)
+                k->target = k->n_ladder;
+        /* the limited-cgroup invariant: no policy priority outranks it
+         * (arbitration trades memory within a limit, never a process) */
+        k->afford = limited_afford(cfg, caps, next, k->kind, k->ladder, k->n_ladder, &k->lim_blocker, k->lim_why,
+                                   sizeof(k->lim_why));
+        k->lim_capped = k->target > k->afford;
+        if (k->lim_capped)
+                k->target = k->afford;
+        if (st->ceiling && snap->tick < st->ceiling_until && k->target >= st->ceiling) {
+                k->target = st->ceiling - 1;
+                k->barred = true;
+        }
+        k->old_level = st->level;
+        level_name(caps, k->ladder, st->level, k->top, sizeof(k->top));
+        if (dens->best >= 0)
+                describe_proc(&next->proc[dens->best], k->who, sizeof(k->who));
+        /* who wants the sizes: the highest-priority party that accepts
+         * the target (raise) or the level (hold) */
+        int pr = -1, pk = -1;
+        for (unsigned p = 0; p < dens->n_parties; p++) {
+                const struct party *pp = &dens->party[p];
+                if (k->target > 0 && pp->keep >= k->target && (pr < 0 || pp->prio > dens->party[pr].prio))
+                        pr = (int) p;
+                if (st->level > 0 && pp->keep >= st->level && (pk < 0 || pp->prio > dens->party[pk].prio))
+                        pk = (int) p;
+        }
+        if (pr >= 0)
+                describe_party(caps, next, snap, k->kind, &dens->party[pr], k->raiser, sizeof(k->raiser));
+        if (pk >= 0 && dens->party[pk].pol)
+                describe_party(caps, next, snap, k->kind, &dens->party[pk], k->keeper, sizeof(k->keeper));
+
+        /* probe-then-verify: a raise must show allocations at its new
+         * top size while the kind is faulting */
+        /* only once the kernel holds the new value (a dry run never does) */
+        int top_knob = st->level ? caps->sizes[k->ladder[st->level - 1]].knob[k->kind] : -1;
+        bool holds = top_knob >= 0 && strcmp(snap->knob[top_knob], "always") == 0;
+        if (k->sig.measured && st->verify_left && st->level && holds) {
+                if (k->sig.top_alloc > 0)
+                        st->verify_left = 0;
+                else if (k->sig.demand >= cfg->raise_fault_rate && --st->verify_left == 0)
+                        k->probe_failed = true;
+        }
+}
+
+/* The reason of a raise to k->target. */
+static void explain_raise(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                          struct kind_step *k) {
+        const struct signals *sig = &k->sig;
+        char to[16];
+        level_name(caps, k->ladder, k->target, to, sizeof(to));
+        if (k->dens.measured && k->dens.best < 0)
+                snprintf(k->why, sizeof(k->why),
+                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; wanted by policy: %s; "
+                         "no pressure (MemAvailable %.0f%%): raise to %s (probe)",
+                         k->kname, sig->demand, cfg->raise_fault_rate, k->st->raise_streak, k->raiser, sig->avail_pct,
+                         to);
+        else if (k->dens.measured)
+                snprintf(k->why, sizeof(k->why),
+                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; densest use by %s: "
+                         "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
+                         "(probe)",
+                         k->kname, sig->demand, cfg->raise_fault_rate, k->st->raise_streak, k->who,
+                         remembered(&next->proc[k->dens.best], k->kind, k->ladder[k->target - 1]), to,
+                         sig->avail_pct, to);
+        else
+                snprintf(k->why, sizeof(k->why),
+                         "%s fault demand %.0f pages/s >= %.0f for %u ticks, no pressure (PSI some "
+                         "%.1f%%, MemAvailable %.0f%%), fallback %.0f%%, no density sample: step up",
+                         k->kname, sig->demand, cfg->raise_fault_rate, k->st->raise_streak,
+                         snap->psi.present ? snap->psi.some_avg10 : 0.0, sig->avail_pct, sig->fallback_pct);
+        if (k->lim_capped) {
+                size_t l = strlen(k->why);
+                snprintf(k->why + l, sizeof(k->why) - l, "; stops there: %s", k->lim_why);
+        }
+}
+
+/* The reason of holding the level: the numbers, and what holds it back. */
+static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                         struct kind_step *k) {
+        const struct mthp_engine_kind *st = k->st;
+        char extra[480] = "";
+        if (k->sig.pressure)
+                snprintf(extra, sizeof(extra), "; pressure: %s", k->sig.pressure_why);
+        else if (k->lim_blocker >= 0 && k->afford <= st->level)
+                snprintf(extra, sizeof(extra), "; held back by %s", k->lim_why);
+        else if (k->dens.measured && k->dens.holder >= 0 && k->dens.keep <= st->level) {
+                char hd[320];
+                describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
+                snprintf(extra, sizeof(extra), "; held back by %s", hd);
+        } else if (k->keeper[0])
+                snprintf(extra, sizeof(extra), "; wanted by %s", k->keeper);
+        else if (k->barred)
+                snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks", st->ceiling,
+                         (unsigned long long) (st->ceiling_until - snap->tick));
+        else if (!k->dwell_ok)
+                snprintf(extra, sizeof(extra), "; dwelling after last change");
+        snprintf(k->why, sizeof(k->why),
+                 "holding %s at %s: demand %.0f pages/s (raise at %.0f for %u ticks: streak %u; lower "
+                 "below %.0f for %u: streak %u), fallback %.0f%%%s",
+                 k->kname, k->top, k->sig.demand, cfg->raise_fault_rate, cfg->confirm_ticks, st->raise_streak,
+                 cfg->lower_fault_rate, cfg->lower_ticks, st->lower_streak, k->sig.fallback_pct, extra);
+}
+
+/* A failed probe: back to the largest enabled size the kernel did use. */
+static void step_back_probe(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_snapshot *snap, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        char to[16];
+        unsigned back = st->verify_from < st->level ? st->verify_from : st->level - 1;
+        for (unsigned r = st->level - 1; r > back; r--)
+                if (size_rate(caps, snap, k->ladder[r - 1], k->kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") >
+                    0) {
+                        back = r;
+                        break;
+                }
+        level_name(caps, k->ladder, back, to, sizeof(to));
+        snprintf(k->why, sizeof(k->why),
+                 "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
+                 "demand: back to %s, the largest size in use",
+                 k->kname, k->top, k->kname, k->top, cfg->verify_ticks, k->sig.demand, to);
+        step_down_failed(cfg, st, back, snap->tick);
+        st->ceiling = back + 1; /* every size above it went unused */
+}
+
+/* The transition: the first condition that holds, in order of urgency,
+ * moves the level (or holds it), and k->why says why. */
+static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                        struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        char to[16];
+        if (st->level > k->afford) {
+                /* no dwell, no confirmation: the cgroup pays at once */
+                level_name(caps, k->ladder, k->afford, to, sizeof(to));
+                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
+                st->level = k->afford;
+                st->verify_left = 0;
+        } else if (!sig->measured) {
+                snprintf(k->why, sizeof(k->why), "first sample: no rates yet, holding %s at %s", k->kname, k->top);
+        } else if (st->level > 0 && st->pressure_streak >= 2) {
+                /* pressure acts without waiting for dwell: memory is the emergency */
+                snprintf(k->why, sizeof(k->why), "memory pressure for %u ticks (%s): step %s down from %s",
+                         st->pressure_streak, sig->pressure_why, k->kname, k->top);
+                step_down_failed(cfg, st, st->level - 1, snap->tick);
+                st->pressure_streak = 0; /* PSI lags: give the step time to show */
+        } else if (k->probe_failed) {
+                step_back_probe(cfg, caps, snap, k);
+        } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
+                /* bloat guard: no dwell, a faulting sparse process pays now */
+                char hd[320];
+                describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
+                level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
+                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", hd, k->kname, k->top, to);
+                st->level = k->dens.keep;
+                st->verify_left = 0;
+        } else if (st->level > 0 && sig->fragmented && k->dwell_ok) {
+                if (sig->stall_pid)
+                        snprintf(k->why, sizeof(k->why),
+                                 "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
+                                 "%s %s folios: step down",
+                                 sig->stall_pid, sig->stall_ms, cfg->max_compact_ms, k->kname, k->top);
+                else
+                        snprintf(k->why, sizeof(k->why),
+                                 "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
+                                 "fragmented, step down",
+                                 sig->fallback_pct, k->kname, k->top, cfg->max_fallback);
+                step_down_failed(cfg, st, st->level - 1, snap->tick);
+        } else if (k->target > st->level &&
+                   st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
+                   (k->dwell_ok || (k->dens.measured && st->last_dir > 0))) {
+                /* dwell guards against reversals: a second raise right
+                 * after the first (a sample that saw more) is no flap */
+                explain_raise(cfg, caps, snap, next, k);
+                st->verify_from = st->level;
+                st->verify_left = cfg->verify_ticks;
+                st->level = k->target;
+        } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok) {
+                st->level--;
+                snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down",
+                         k->kname, sig->demand, cfg->lower_fault_rate, st->lower_streak);
+        } else
+                explain_hold(cfg, caps, snap, next, k);
+}
+
+/* After the transition: its bookkeeping, and whether the kind's top size
+ * wants defrag=defer (want_defer and defer_why set if so). */
+static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct kind_step *k,
+                        bool *want_defer, char *defer_why, size_t defer_size) {
+        struct mthp_engine_kind *st = k->st;
+        if (st->level != k->old_level) {
+                st->last_dir = st->level > k->old_level ? 1 : -1;
+                st->last_change_tick = snap->tick ? snap->tick : 1;
+                st->raise_streak = st->lower_streak = st->sparse_streak = 0;
+                if (st->level < k->old_level && st->level <= st->verify_from)
+                        st->verify_left = 0;
+        }
+        if (st->ceiling && snap->tick >= st->ceiling_until + 10 * st->backoff)
+                st->ceiling = st->backoff = 0; /* long clean spell: forget the failure */
+
+        /* large sizes that fall back a lot: let kcompactd work in the
+         * background instead of stalling faults or giving up */
+        if (st->level && caps->sizes[k->ladder[st->level - 1]].kb >= DEFRAG_MIN_KB && k->sig.measured &&
+            k->sig.fallback_pct >= DEFRAG_FALLBACK_PCT && !k->sig.pressure) {
+                *want_defer = true;
+                snprintf(defer_why, defer_size,
+                         "%.0f%% of %s faults at %s fall back (>= %.0f%%): defer compaction to kcompactd",
+                         k->sig.fallback_pct, k->kname, k->top, DEFRAG_FALLBACK_PCT);
+        }
+}
+
+/* One decision for every per-size knob of this kind: sizes off the ladder
+ * (e.g. after a reload narrowed it) go back to their original value
+ * instead of staying as we left them. */
+static void emit_size_decisions(const struct mthp_caps *caps, const struct kind_step *k, struct mthp_decision *out,
+                                size_t *n, size_t n_out) {
+        const struct mthp_engine_kind *st = k->st;
+        for (unsigned i = 0; i < caps->n_sizes && *n < n_out; i++) {
+                int knob = caps->sizes[i].knob[k->kind];
+                if (knob < 0)
+                        continue;
+                int rung = -1;
+                for (unsigned r = 0; r < k->n_ladder; r++)
+                        if (k->ladder[r] == i)
+                                rung = (int) r;
+                struct mthp_decision *d = &out[(*n)++];
+                char sname[16];
+                mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
+                d->knob = knob;
+                bool on = rung >= 0 && (unsigned) rung < st->level;
+                const char *adv = k->kind == MTHP_ANON ? "madvise" : "advise";
+                bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
+                snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv ? adv : "");
+                if (rung < 0)
+                        snprintf(d->reason, sizeof(d->reason),
+                                 "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
+                else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s", k->why, st->level,
+                                  k->n_ladder, sname,
+                                  on     ? "in use"
+                                  : madv ? "madvise: a policy wants it where programs ask"
+                                         : "not needed: original value",
+                                  k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked) >=
+                         (int) sizeof(d->reason))
+                        d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
+        }
+}
+
+/* defrag, with the same confirm/lower hysteresis as the sizes */
+static void decide_defrag(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, struct mthp_engine_state *next, bool want_defer,
+                          const char *defer_why, struct mthp_decision *out, size_t *n, size_t n_out) {
+        int dk = mthp_caps_find_knob(caps, "global/defrag");
+        if (dk < 0 || *n >= n_out)
+                return;
+        if (snap->dt > 0) {
+                if (want_defer != next->defrag_defer)
+                        next->defrag_streak++;
+                else
+                        next->defrag_streak = 0;
+                unsigned need = want_defer ? cfg->confirm_ticks : cfg->lower_ticks;
+                if (next->defrag_streak >= need) {
+                        next->defrag_defer = want_defer;
+                        next->defrag_streak = 0;
+                }
+        }
+        struct mthp_decision *d = &out[(*n)++];
+        d->knob = dk;
+        bool on = next->defrag_defer && mthp_knob_allows(&caps->knobs[dk], "defer");
+        snprintf(d->value, sizeof(d->value), "%s", on ? "defer" : "");
+        if (on)
+                snprintf(d->reason, sizeof(d->reason), "%s", defer_why[0] ? defer_why :
+                         "large sizes were falling back: keeping defrag=defer until that stops");
+        else
+                snprintf(d->reason, sizeof(d->reason),
+                         "no large size falls back >= %.0f%%: the administrator's defrag setting",
+                         DEFRAG_FALLBACK_PCT);
+}
+
+/* Pure: no I/O, no clock, no globals. Per kind: its inputs, the level it
+ * may go to, the transition and its reason, then one decision per size
+ * knob; then defrag and the shrinker. */
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
@@ -869,289 +1218,14 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
         remember_cgroups(cfg, snap, next);
         remember_limited(snap, next);
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
-                struct mthp_engine_kind *st = &next->kind[kind];
-                unsigned ladder[MTHP_SIZES_MAX];
-                unsigned n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
-                struct signals sig;
-                struct density_verdict dens;
-                char why[MTHP_REASON_MAX - 96] = "";
-                const char *kname = mthp_kind_name(kind);
-
-                unsigned blind = 0; /* levels allowed without a density sample */
-                while (blind < n_ladder && caps->sizes[ladder[blind]].kb <= cfg->unmeasured_max_kb)
-                        blind++;
-                if (st->level > n_ladder)
-                        st->level = n_ladder; /* config shrank the ladder */
-                read_signals(cfg, caps, snap, next, kind, st->level ? (int) ladder[st->level - 1] : -1, &sig);
-                /* density speaks for a kind only while the kind faults: a shmem
-                 * workload's heap must not decide anon sizes */
-                if (sig.demand >= cfg->lower_fault_rate)
-                        judge_density(cfg, caps, snap, next, kind, ladder, n_ladder, st->level, &dens);
-                else {
-                        memset(&dens, 0, sizeof(dens));
-                        dens.holder = dens.best = dens.unknown = -1;
-                        dens.keep = n_ladder;
-                        dens.raise = st->level;
-                        madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, dens.madvise);
-                }
-
-                if (sig.measured) {
-                        st->pressure_streak = sig.pressure ? st->pressure_streak + 1 : 0;
-                        bool want_up = sig.demand >= cfg->raise_fault_rate && !sig.pressure && !sig.fragmented;
-                        st->raise_streak = want_up ? st->raise_streak + 1 : 0;
-                        st->lower_streak = sig.demand < cfg->lower_fault_rate ? st->lower_streak + 1 : 0;
-                        st->sparse_streak = dens.measured && dens.keep < st->level ? st->sparse_streak + 1 : 0;
-                }
-                bool dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
-                /* where a raise may go: density says how far; blind, one step */
-                /* Climb blind only where no process that counts could be
-                 * measured: if one that counts has no sample yet, wait a tick
-                 * for it rather than give a sparse one large folios. */
-                bool blind_ok = dens.unknown < 0;
-                unsigned target = dens.measured ? dens.raise
-                                  : blind_ok && st->level < blind ? st->level + 1
-                                                                  : st->level;
-                if (target > n_ladder)
-                        target = n_ladder;
-                /* the limited-cgroup invariant: no policy priority outranks it
-                 * (arbitration trades memory within a limit, never a process) */
-                char lim_why[400];
-                int lim_blocker;
-                unsigned afford = limited_afford(cfg, caps, next, kind, ladder, n_ladder, &lim_blocker, lim_why,
-                                                 sizeof(lim_why));
-                bool lim_capped = target > afford;
-                if (lim_capped)
-                        target = afford;
-                bool barred = false;
-                if (st->ceiling && snap->tick < st->ceiling_until && target >= st->ceiling) {
-                        target = st->ceiling - 1;
-                        barred = true;
-                }
-                unsigned old_level = st->level;
-                char top[16], to[16], who[96] = "";
-                level_name(caps, ladder, st->level, top, sizeof(top));
-                if (dens.best >= 0)
-                        describe_proc(&next->proc[dens.best], who, sizeof(who));
-                /* who wants the sizes: the highest-priority party that accepts
-                 * the target (raise) or the level (hold) */
-                char raiser[200] = "", keeper[200] = "";
-                int pr = -1, pk = -1;
-                for (unsigned p = 0; p < dens.n_parties; p++) {
-                        const struct party *pp = &dens.party[p];
-                        if (target > 0 && pp->keep >= target && (pr < 0 || pp->prio > dens.party[pr].prio))
-                                pr = (int) p;
-                        if (st->level > 0 && pp->keep >= st->level && (pk < 0 || pp->prio > dens.party[pk].prio))
-                                pk = (int) p;
-                }
-                if (pr >= 0)
-                        describe_party(caps, next, snap, kind, &dens.party[pr], raiser, sizeof(raiser));
-                if (pk >= 0 && dens.party[pk].pol)
-                        describe_party(caps, next, snap, kind, &dens.party[pk], keeper, sizeof(keeper));
-
-                /* probe-then-verify: a raise must show allocations at its new
-                 * top size while the kind is faulting */
-                bool probe_failed = false;
-                /* only once the kernel holds the new value (a dry run never does) */
-                int top_knob = st->level ? caps->sizes[ladder[st->level - 1]].knob[kind] : -1;
-                bool holds = top_knob >= 0 && strcmp(snap->knob[top_knob], "always") == 0;
-                if (sig.measured && st->verify_left && st->level && holds) {
-                        if (sig.top_alloc > 0)
-                                st->verify_left = 0;
-                        else if (sig.demand >= cfg->raise_fault_rate && --st->verify_left == 0)
-                                probe_failed = true;
-                }
-
-                if (st->level > afford) {
-                        /* no dwell, no confirmation: the cgroup pays at once */
-                        level_name(caps, ladder, afford, to, sizeof(to));
-                        snprintf(why, sizeof(why), "%s: step %s down from %s to %s", lim_why, kname, top, to);
-                        st->level = afford;
-                        st->verify_left = 0;
-                } else if (!sig.measured) {
-                        snprintf(why, sizeof(why), "first sample: no rates yet, holding %s at %s", kname, top);
-                } else if (st->level > 0 && st->pressure_streak >= 2) {
-                        /* pressure acts without waiting for dwell: memory is the emergency */
-                        snprintf(why, sizeof(why), "memory pressure for %u ticks (%s): step %s down from %s",
-                                 st->pressure_streak, sig.pressure_why, kname, top);
-                        step_down_failed(cfg, st, st->level - 1, snap->tick);
-                        st->pressure_streak = 0; /* PSI lags: give the step time to show */
-                } else if (probe_failed) {
-                        /* back to the largest enabled size the kernel did use */
-                        unsigned back = st->verify_from < st->level ? st->verify_from : st->level - 1;
-                        for (unsigned r = st->level - 1; r > back; r--)
-                                if (size_rate(caps, snap, ladder[r - 1],
-                                              kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") > 0) {
-                                        back = r;
-                                        break;
-                                }
-                        level_name(caps, ladder, back, to, sizeof(to));
-                        snprintf(why, sizeof(why),
-                                 "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
-                                 "demand: back to %s, the largest size in use",
-                                 kname, top, kname, top, cfg->verify_ticks, sig.demand, to);
-                        step_down_failed(cfg, st, back, snap->tick);
-                        st->ceiling = back + 1; /* every size above it went unused */
-                } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
-                        /* bloat guard: no dwell, a faulting sparse process pays now */
-                        char hd[320];
-                        describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
-                        level_name(caps, ladder, dens.keep, to, sizeof(to));
-                        snprintf(why, sizeof(why), "%s: step %s down from %s to %s", hd, kname, top, to);
-                        st->level = dens.keep;
-                        st->verify_left = 0;
-                } else if (st->level > 0 && sig.fragmented && dwell_ok) {
-                        if (sig.stall_pid)
-                                snprintf(why, sizeof(why),
-                                         "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
-                                         "%s %s folios: step down",
-                                         sig.stall_pid, sig.stall_ms, cfg->max_compact_ms, kname, top);
-                        else
-                                snprintf(why, sizeof(why),
-                                         "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
-                                         "fragmented, step down",
-                                         sig.fallback_pct, kname, top, cfg->max_fallback);
-                        step_down_failed(cfg, st, st->level - 1, snap->tick);
-                } else if (target > st->level &&
-                           st->raise_streak >= (dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
-                           (dwell_ok || (dens.measured && st->last_dir > 0))) {
-                        /* dwell guards against reversals: a second raise right
-                         * after the first (a sample that saw more) is no flap */
-                        level_name(caps, ladder, target, to, sizeof(to));
-                        if (dens.measured && dens.best < 0)
-                                snprintf(why, sizeof(why),
-                                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; wanted by policy: %s; "
-                                         "no pressure (MemAvailable %.0f%%): raise to %s (probe)",
-                                         kname, sig.demand, cfg->raise_fault_rate, st->raise_streak, raiser, sig.avail_pct,
-                                         to);
-                        else if (dens.measured)
-                                snprintf(why, sizeof(why),
-                                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; densest use by %s: "
-                                         "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
-                                         "(probe)",
-                                         kname, sig.demand, cfg->raise_fault_rate, st->raise_streak, who,
-                                         remembered(&next->proc[dens.best], kind, ladder[target - 1]), to,
-                                         sig.avail_pct, to);
-                        else
-                                snprintf(why, sizeof(why),
-                                         "%s fault demand %.0f pages/s >= %.0f for %u ticks, no pressure (PSI some "
-                                         "%.1f%%, MemAvailable %.0f%%), fallback %.0f%%, no density sample: step up",
-                                         kname, sig.demand, cfg->raise_fault_rate, st->raise_streak,
-                                         snap->psi.present ? snap->psi.some_avg10 : 0.0, sig.avail_pct,
-                                         sig.fallback_pct);
-                        if (lim_capped) {
-                                size_t l = strlen(why);
-                                snprintf(why + l, sizeof(why) - l, "; stops there: %s", lim_why);
-                        }
-                        st->verify_from = st->level;
-                        st->verify_left = cfg->verify_ticks;
-                        st->level = target;
-                } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && dwell_ok) {
-                        st->level--;
-                        snprintf(why, sizeof(why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down", kname,
-                                 sig.demand, cfg->lower_fault_rate, st->lower_streak);
-                } else {
-                        char extra[480] = "";
-                        if (sig.pressure)
-                                snprintf(extra, sizeof(extra), "; pressure: %s", sig.pressure_why);
-                        else if (lim_blocker >= 0 && afford <= st->level)
-                                snprintf(extra, sizeof(extra), "; held back by %s", lim_why);
-                        else if (dens.measured && dens.holder >= 0 && dens.keep <= st->level) {
-                                char hd[320];
-                                describe_holder(cfg, caps, next, snap, kind, &dens, ladder, n_ladder, hd, sizeof(hd));
-                                snprintf(extra, sizeof(extra), "; held back by %s", hd);
-                        } else if (keeper[0])
-                                snprintf(extra, sizeof(extra), "; wanted by %s", keeper);
-                        else if (barred)
-                                snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks",
-                                         st->ceiling, (unsigned long long) (st->ceiling_until - snap->tick));
-                        else if (!dwell_ok)
-                                snprintf(extra, sizeof(extra), "; dwelling after last change");
-                        snprintf(why, sizeof(why),
-                                 "holding %s at %s: demand %.0f pages/s (raise at %.0f for %u ticks: streak %u; lower "
-                                 "below %.0f for %u: streak %u), fallback %.0f%%%s",
-                                 kname, top, sig.demand, cfg->raise_fault_rate, cfg->confirm_ticks, st->raise_streak,
-                                 cfg->lower_fault_rate, cfg->lower_ticks, st->lower_streak, sig.fallback_pct, extra);
-                }
-                if (st->level != old_level) {
-                        st->last_dir = st->level > old_level ? 1 : -1;
-                        st->last_change_tick = snap->tick ? snap->tick : 1;
-                        st->raise_streak = st->lower_streak = st->sparse_streak = 0;
-                        if (st->level < old_level && st->level <= st->verify_from)
-                                st->verify_left = 0;
-                }
-                if (st->ceiling && snap->tick >= st->ceiling_until + 10 * st->backoff)
-                        st->ceiling = st->backoff = 0; /* long clean spell: forget the failure */
-
-                /* large sizes that fall back a lot: let kcompactd work in the
-                 * background instead of stalling faults or giving up */
-                if (st->level && caps->sizes[ladder[st->level - 1]].kb >= DEFRAG_MIN_KB && sig.measured &&
-                    sig.fallback_pct >= DEFRAG_FALLBACK_PCT && !sig.pressure) {
-                        want_defer = true;
-                        snprintf(defer_why, sizeof(defer_why),
-                                 "%.0f%% of %s faults at %s fall back (>= %.0f%%): defer compaction to kcompactd",
-                                 sig.fallback_pct, kname, top, DEFRAG_FALLBACK_PCT);
-                }
-
-                /* One decision for every per-size knob of this kind: sizes off
-                 * the ladder (e.g. after a reload narrowed it) go back to their
-                 * original value instead of staying as we left them. */
-                for (unsigned i = 0; i < caps->n_sizes && n < n_out; i++) {
-                        int knob = caps->sizes[i].knob[kind];
-                        if (knob < 0)
-                                continue;
-                        int rung = -1;
-                        for (unsigned r = 0; r < n_ladder; r++)
-                                if (ladder[r] == i)
-                                        rung = (int) r;
-                        struct mthp_decision *d = &out[n++];
-                        char sname[16];
-                        mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
-                        d->knob = knob;
-                        bool on = rung >= 0 && (unsigned) rung < st->level;
-                        const char *adv = kind == MTHP_ANON ? "madvise" : "advise";
-                        bool madv = !on && rung >= 0 && dens.madvise[rung] &&
-                                    mthp_knob_allows(&caps->knobs[knob], adv);
-                        snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv ? adv : "");
-                        if (rung < 0)
-                                snprintf(d->reason, sizeof(d->reason),
-                                         "%s is outside the %s sizes mthpd may use: original value", sname, kname);
-                        else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s", why, st->level,
-                                          n_ladder, sname,
-                                          on     ? "in use"
-                                          : madv ? "madvise: a policy wants it where programs ask"
-                                                 : "not needed: original value",
-                                          dens.outranked[0] ? "; outranked: " : "", dens.outranked) >=
-                                 (int) sizeof(d->reason))
-                                d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
-                }
+                struct kind_step k = { .kind = kind, .kname = mthp_kind_name(kind), .st = &next->kind[kind] };
+                kind_inputs(cfg, caps, snap, next, &k);
+                kind_target(cfg, caps, snap, next, &k);
+                decide_kind(cfg, caps, snap, next, &k);
+                settle_kind(caps, snap, &k, &want_defer, defer_why, sizeof(defer_why));
+                emit_size_decisions(caps, &k, out, &n, n_out);
         }
-
-        /* defrag, with the same confirm/lower hysteresis as the sizes */
-        int dk = mthp_caps_find_knob(caps, "global/defrag");
-        if (dk >= 0 && n < n_out) {
-                if (snap->dt > 0) {
-                        if (want_defer != next->defrag_defer)
-                                next->defrag_streak++;
-                        else
-                                next->defrag_streak = 0;
-                        unsigned need = want_defer ? cfg->confirm_ticks : cfg->lower_ticks;
-                        if (next->defrag_streak >= need) {
-                                next->defrag_defer = want_defer;
-                                next->defrag_streak = 0;
-                        }
-                }
-                struct mthp_decision *d = &out[n++];
-                d->knob = dk;
-                bool on = next->defrag_defer && mthp_knob_allows(&caps->knobs[dk], "defer");
-                snprintf(d->value, sizeof(d->value), "%s", on ? "defer" : "");
-                if (on)
-                        snprintf(d->reason, sizeof(d->reason), "%s", defer_why[0] ? defer_why :
-                                 "large sizes were falling back: keeping defrag=defer until that stops");
-                else
-                        snprintf(d->reason, sizeof(d->reason),
-                                 "no large size falls back >= %.0f%%: the administrator's defrag setting",
-                                 DEFRAG_FALLBACK_PCT);
-        }
+        decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
         shrinker_net(cfg, caps, next, out, &n, n_out);
         return (int) n;
 }
