@@ -484,20 +484,12 @@ static void describe_party(const struct mthp_caps *caps, const struct mthp_engin
         (void) caps;
 }
 
-static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
-                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v) {
-        double total = 0;
-        int top = level ? (int) ladder[level - 1] : -1;
-        double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
-
-        memset(v, 0, sizeof(*v));
-        v->holder = v->best = v->unknown = -1;
-        v->keep = v->raise = n_ladder;
-        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
-                if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
-                        total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
-
+/* The processes under auto (a policy's or the defaults) that count: each
+ * is a party whose ceilings its remembered density sets. */
+static void process_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                            unsigned n_ladder, int top, double keep_default, double total,
+                            struct density_verdict *v) {
         /* processes under auto (a policy's or the defaults) speak for themselves */
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
@@ -546,8 +538,13 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
         }
+}
 
-        madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
+/* The managed cgroups that say always, madvise or never while they fault:
+ * each is a party whose ceiling its policy sets. */
+static void cgroup_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                           const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
+                           const unsigned *ladder, unsigned n_ladder, struct density_verdict *v) {
         /* managed cgroups that say always, madvise or never, while they fault */
         for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++) {
                 const struct mthp_cgroup_view *cv = &snap->cgroup[c];
@@ -569,20 +566,11 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                                                            .capped = true };
                 v->measured = true;
         }
+}
 
-        /* the level: climb while every objection is outranked */
-        unsigned keep = 0, raise = 0;
-        int blocker = -1;
-        while (keep < n_ladder && level_ok(v, keep + 1, false, &blocker))
-                keep++;
-        while (raise < keep && level_ok(v, raise + 1, true, NULL))
-                raise++;
-        if (v->n_parties) {
-                v->keep = keep;
-                v->raise = raise;
-                v->holder = keep < n_ladder ? blocker : -1;
-        }
-
+static void name_outranked(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                           const struct mthp_engine_state *st, enum mthp_kind kind, unsigned n_ladder,
+                           struct density_verdict *v) {
         /* madvise above the level for policy parties that accept a size but
          * were outranked there; and name who lost, for the explanation */
         size_t len = 0;
@@ -610,6 +598,41 @@ static void judge_density(const struct mthp_engine_config *cfg, const struct mth
                                 len = sizeof(v->outranked) - 1;
                 }
         }
+}
+
+static void judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
+                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v) {
+        double total = 0;
+        int top = level ? (int) ladder[level - 1] : -1;
+        double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
+
+        memset(v, 0, sizeof(*v));
+        v->holder = v->best = v->unknown = -1;
+        v->keep = v->raise = n_ladder;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
+                        total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
+
+        process_parties(cfg, caps, st, kind, ladder, n_ladder, top, keep_default, total, v);
+
+        madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
+        cgroup_parties(cfg, caps, snap, st, kind, ladder, n_ladder, v);
+
+        /* the level: climb while every objection is outranked */
+        unsigned keep = 0, raise = 0;
+        int blocker = -1;
+        while (keep < n_ladder && level_ok(v, keep + 1, false, &blocker))
+                keep++;
+        while (raise < keep && level_ok(v, raise + 1, true, NULL))
+                raise++;
+        if (v->n_parties) {
+                v->keep = keep;
+                v->raise = raise;
+                v->holder = keep < n_ladder ? blocker : -1;
+        }
+
+        name_outranked(caps, snap, st, kind, n_ladder, v);
         for (unsigned r = 0; r < v->keep && r < n_ladder; r++)
                 v->madvise[r] = false; /* always already */
         /* a process that counts but has no sample yet may be sparse: no raise */
