@@ -667,11 +667,10 @@ struct signals {
         char pressure_why[256];
 };
 
-static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                         const struct mthp_snapshot *snap, const struct mthp_engine_state *mem, enum mthp_kind kind,
-                         int top_size, struct signals *s) {
-        memset(s, 0, sizeof(*s));
-        s->measured = snap->dt > 0;
+/* The kind's fault demand in 4K pages per second, and its share of the
+ * faults no mTHP allocation explains. */
+static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                        const struct mthp_engine_state *mem, enum mthp_kind kind, struct signals *s) {
         /* Faults no mTHP allocation explains are 4K faults of either kind.
          * Split them by the kinds of memory the faulting processes hold (from
          * the density sample), else by the host's anon and shmem totals, so an
@@ -697,22 +696,13 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                                         : 0.5;
         }
         s->demand = snap->kind_pages_rate[kind] + unexplained * s->share;
+}
 
-        /* The kernel counts a fallback at every size it tries, so only the
-         * largest enabled size's own ratio says whether it is failing. */
-        if (top_size >= 0) {
-                double alloc = size_rate(caps, snap, (unsigned) top_size,
-                                         kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc");
-                double fb = size_rate(caps, snap, (unsigned) top_size,
-                                      kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback");
-                s->top_alloc = alloc;
-                if (alloc + fb >= 10) {
-                        s->fallback_pct = 100.0 * fb / (alloc + fb);
-                        s->fragmented = s->fallback_pct >= cfg->max_fallback;
-                }
-        }
-
-        s->avail_pct = snap->mem.total_kb ? 100.0 * (double) snap->mem.available_kb / (double) snap->mem.total_kb : 100;
+/* Pressure from cgroups: a faulting process near its cgroup's limit, a
+ * managed cgroup stalled beyond its MaxPressure= or growing to its limit.
+ * The first found sets s->pressure and s->pressure_why. */
+static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                            enum mthp_kind kind, struct signals *s) {
         /* a faulting process of this kind close to its memory cgroup's limit:
          * larger folios would take it there sooner */
         for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->pressure; i++) {
@@ -754,6 +744,31 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s at %.0f%% of its %llu MiB limit", c->path,
                          used, (unsigned long long) c->limit_kb / 1024);
         }
+}
+
+static void read_signals(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         const struct mthp_snapshot *snap, const struct mthp_engine_state *mem, enum mthp_kind kind,
+                         int top_size, struct signals *s) {
+        memset(s, 0, sizeof(*s));
+        s->measured = snap->dt > 0;
+        kind_demand(cfg, snap, mem, kind, s);
+
+        /* The kernel counts a fallback at every size it tries, so only the
+         * largest enabled size's own ratio says whether it is failing. */
+        if (top_size >= 0) {
+                double alloc = size_rate(caps, snap, (unsigned) top_size,
+                                         kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc");
+                double fb = size_rate(caps, snap, (unsigned) top_size,
+                                      kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback");
+                s->top_alloc = alloc;
+                if (alloc + fb >= 10) {
+                        s->fallback_pct = 100.0 * fb / (alloc + fb);
+                        s->fragmented = s->fallback_pct >= cfg->max_fallback;
+                }
+        }
+
+        s->avail_pct = snap->mem.total_kb ? 100.0 * (double) snap->mem.available_kb / (double) snap->mem.total_kb : 100;
+        cgroup_pressure(cfg, snap, kind, s);
         /* direct compaction stalls: large folios cost the faulting process time */
         for (unsigned i = 0; snap->density.valid && i < snap->density.n_procs && !s->fragmented; i++) {
                 const struct mthp_proc_density *p = &snap->density.proc[i];
