@@ -41,6 +41,12 @@ struct density_verdict {
 /* engine.c: what the engine remembers of processes and cgroups */
 double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size);
 const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
+void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
+/* engine-limits.c: the limited-cgroup invariant */
+void engine_remember_limited(const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                               const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                               unsigned n_ladder, int *blocker, char *why, size_t n);
 /* engine-density.c: the density judgement and the descriptions reasons quote */
 void engine_madvise_wishes(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                            const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
