@@ -23,7 +23,7 @@ rk_config "$FAST"
 # The restarted daemon must not raise anything itself, so that what the
 # test sees right after startup is what the journal restore did.
 HOLD=$RK_TMP/hold.conf
-rk_config "$HOLD" RaiseFaultRate=1e12
+rk_config "$HOLD" RaiseFaultRate=1000000000000
 n_ctl=0 ok_ctl=0 n_rs=0 ok_rs=0 n_inflight=0
 
 journal_entries() { [[ -e $1 ]] && grep -c '^\[knob ' "$1" || echo 0; }

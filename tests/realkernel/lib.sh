@@ -229,7 +229,7 @@ rk_config() {
         # these tests are about writes and restores, not about density.
         declare -A e=([AnonSizes]=16K-2M [ShmemSizes]=16K-2M [RaiseFaultRate]=1 [LowerFaultRate]=0
                 [ConfirmTicks]=1 [LowerTicks]=1000 [DwellTicks]=0 [PressureMax]=100 [MinAvailable]=0
-                [MaxFallback]=100 [MinProcessFaultRate]=1e15 [UnmeasuredMaxSize]=2M [VerifyTicks]=100
+                [MaxFallback]=100 [MinProcessFaultRate]=1000000000000000 [UnmeasuredMaxSize]=2M [VerifyTicks]=100
                 [CgroupHeadroom]=0)
         local kv k
         for kv in "$@"; do e[${kv%%=*}]=${kv#*=}; done
