@@ -32,25 +32,46 @@ static double size_rate(const struct mthp_caps *caps, const struct mthp_snapshot
         return j < 0 ? 0 : snap->size[i].stat[j].rate;
 }
 
-/* How much of a block of this size a process really uses: the lower of
- * pagemap coverage (what it touched) and the share of non-zero subpages
- * (once large folios make pagemap report every subpage present). The
- * sampler counts zeros only beside data, so written zeros do not read as
- * unused (include/mthp/density.h). NAN: no sample. */
-static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned size) {
+/* How much of a block of this size a process really uses. Content is not
+ * use: while no folio of this size or larger is handed out (folios_on
+ * false), pagemap coverage says exactly what was touched, and a written
+ * zero is a touch. Once folios that large are on, pagemap shows every
+ * subpage of a folio present, so the lower of coverage and the share of
+ * non-zero subpages (the sampler counts zeros only beside data,
+ * include/mthp/density.h). NAN: no sample. */
+static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned size, bool folios_on) {
         double c = p->coverage[kind][size], z = p->zero[kind][size];
         double u = NAN;
         if (!isnan(c))
                 u = c;
-        if (!isnan(z) && (isnan(u) || 1 - z < u))
+        if (folios_on && !isnan(z) && (isnan(u) || 1 - z < u))
                 u = 1 - z;
         return u;
 }
 
+/* The largest size (caps index) whose folios the kernel hands out to any
+ * fault of this kind now: its knob "always", or "inherit" under a global
+ * "always"; -1: none. madvise'd memory is the program's own choice. */
+static int largest_always(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind) {
+        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
+        bool global_always = g >= 0 && strcmp(snap->knob[g], "always") == 0;
+        int top = -1;
+        for (unsigned z = 0; z < caps->n_sizes; z++) {
+                int k = caps->sizes[z].knob[kind];
+                if (k < 0)
+                        continue;
+                if (strcmp(snap->knob[k], "always") == 0 || (global_always && strcmp(snap->knob[k], "inherit") == 0))
+                        top = (int) z;
+        }
+        return top;
+}
 
 /* Fold this tick's density samples into the remembered processes. */
 static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
         const struct mthp_density_view *dv = &snap->density;
+        int on[_MTHP_KIND_MAX];
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                on[k] = largest_always(caps, snap, k);
         for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
                 const struct mthp_proc_density *p = &dv->proc[i];
                 struct mthp_engine_proc *m = NULL, *oldest = NULL;
@@ -87,7 +108,7 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         /* smoothed: a map/unmap loop's RSS depends on the instant */
                         m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
                         for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++) {
-                                double u = usage(p, k, z);
+                                double u = usage(p, k, z, (int) z <= on[k]);
                                 if (isnan(u))
                                         continue; /* no sample: keep what we knew */
                                 double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1;

@@ -332,14 +332,14 @@ static void known_zero_writer_held_at_4k(void **state) {
         dense_raises_to_2m("zero-anon", MTHP_ANON);
 }
 
-/* Known issue (issue 12 item 1, the engine's half): before any large size is
- * on, density is what was touched, never what it contains; the engine still
- * takes the lower of coverage and the non-zero share then. On the input of
+/* Regression (issue 12 item 1, the engine's half): before any large size is
+ * on, density is what was touched, never what it contains. The engine took
+ * the lower of coverage and the non-zero share then too, so on the input of
  * the sampler from before the zeros-beside-data fix (zero-anon-oldsampler:
- * coverage 1.00, zero share 1.00 for page_fault1's shape) it holds anon at
- * 4K. The sampler fix hides this for mappings holding only zeros; a dense
- * writer whose touched memory is mostly zeros beside some data (calloc'd
- * arenas) still meets it. Passes once usage() ignores content below a raise. */
+ * coverage 1.00, zero share 1.00 for page_fault1's shape) it held anon at
+ * 4K; a dense writer whose touched memory is mostly zeros beside some data
+ * (calloc'd arenas) met the same. usage() now reads content only for sizes
+ * whose folios are on. */
 static void known_zero_content_before_raise(void **state) {
         (void) state;
         dense_raises_to_2m("zero-anon-oldsampler", MTHP_ANON);
