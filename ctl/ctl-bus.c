@@ -8,6 +8,7 @@
 #include <systemd/sd-bus.h>
 
 #include "ctl-bus.h"
+#include "mthp/util.h"
 
 struct ctl_bus {
         sd_bus *bus;

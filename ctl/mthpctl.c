@@ -246,7 +246,7 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                                 return bad_value(cmd, "--lines", "a count from 1", optarg);
                         break;
                 case OPT_SINCE:
-                        if (mthp_timestamp_parse(optarg, realtime_usec(), &c->since_usec) < 0)
+                        if (mthp_timestamp_parse(optarg, mthp_now_usec(CLOCK_REALTIME), &c->since_usec) < 0)
                                 return bad_value(cmd, "--since", "a time like -1h, today or '2025-11-30 10:00'",
                                                  optarg);
                         c->since_set = true;
@@ -257,7 +257,7 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                         c->for_set = true;
                         break;
                 case OPT_UNTIL:
-                        if (mthp_timestamp_parse(optarg, realtime_usec(), &c->until_usec) < 0)
+                        if (mthp_timestamp_parse(optarg, mthp_now_usec(CLOCK_REALTIME), &c->until_usec) < 0)
                                 return bad_value(cmd, "--until", "a time like '2025-12-01 08:00', +2h or tomorrow",
                                                  optarg);
                         c->until_set = true;

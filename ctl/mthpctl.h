@@ -39,6 +39,7 @@
 #include "mthp/sample.h"
 #include "mthp/status.h"
 #include "mthp/timespan.h"
+#include "mthp/util.h"
 #include "ctl-bus.h"
 
 /* Linux 6.18 uapi; older headers lack it */
@@ -122,8 +123,6 @@ void table_print(const struct table *t, FILE *f);
 void table_free(struct table *t);
 
 /* ---- views.c ---- */
-uint64_t now_usec(void);       /* CLOCK_MONOTONIC */
-uint64_t realtime_usec(void);  /* CLOCK_REALTIME */
 /* The host, what it offers and a first snapshot: where every command that
  * reads the host starts. NULL (said on stderr) if it cannot. */
 struct host_view {
@@ -212,7 +211,6 @@ int cmd_resume(struct ctl *c, int argc, char **argv);
 int cmd_reload(struct ctl *c, int argc, char **argv);
 int cmd_mode(struct ctl *c, int argc, char **argv);
 int cmd_restore(struct ctl *c, int argc, char **argv);
-void policy_setp(struct mthp_policy_set **p);
 int cmd_check(struct ctl *c, int argc, char **argv);
 int cmd_simulate(struct ctl *c, int argc, char **argv);
 int cmd_exec(struct ctl *c, int argc, char **argv);

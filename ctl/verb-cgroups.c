@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl cgroups: the cgroups policy files manage. */
 #include "mthpctl.h"
+#include "mthp/util.h"
 
 static int cmp_cgroup_rate(const void *a, const void *b) {
         const struct ctl_bus_cgroup *x = a, *y = b;
@@ -61,11 +62,11 @@ static int cgroups_from_host(struct ctl *c, struct ctl_bus_cgroup **ret, unsigne
         mthp_cgmon_set_match(m, managed_by, set);
         struct mthp_cgroup_view *v = xrealloc(NULL, MTHP_SNAP_CGROUPS * sizeof(*v));
         unsigned nv = 0;
-        uint64_t t0 = now_usec();
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
         r = mthp_cgmon_tick(m, t0, v, MTHP_SNAP_CGROUPS, &nv);
         if (r >= 0 && c->sample_usec) {
                 usleep((useconds_t) c->sample_usec);
-                r = mthp_cgmon_tick(m, now_usec(), v, MTHP_SNAP_CGROUPS, &nv);
+                r = mthp_cgmon_tick(m, mthp_now_usec(CLOCK_MONOTONIC), v, MTHP_SNAP_CGROUPS, &nv);
         }
         if (r >= 0) {
                 *ret = xrealloc(NULL, (nv ? nv : 1) * sizeof(**ret));

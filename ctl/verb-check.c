@@ -43,10 +43,6 @@ static void print_check(struct ctl *c, const char *file, bool is_dir, bool valid
         printf("]}");
 }
 
-void policy_setp(struct mthp_policy_set **p) {
-        mthp_policy_set_free(*p);
-}
-
 int cmd_check(struct ctl *c, int argc, char **argv) {
         int bad = 0;
         bool first_file = true;

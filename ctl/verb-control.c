@@ -4,7 +4,7 @@
 
 int cmd_pin(struct ctl *c, int argc, char **argv) {
         const char *id = argv[0], *value = argv[1];
-        uint64_t until = 0, now = realtime_usec();
+        uint64_t until = 0, now = mthp_now_usec(CLOCK_REALTIME);
         struct ctl_bus *bus;
         struct ctl_bus_error e;
         (void) argc;
@@ -190,7 +190,7 @@ static int restore_from_journal(struct ctl *c) {
                         close(lfd);
                 return EXIT_FAIL;
         }
-        r = mthp_journal_restore(h, path, &n);
+        r = mthp_actuator_restore_file(h, path, &n);
         mthp_host_free(h);
         if (lfd >= 0)
                 close(lfd);

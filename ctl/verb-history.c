@@ -3,6 +3,7 @@
 #include <systemd/sd-journal.h>
 
 #include "mthpctl.h"
+#include "mthp/util.h"
 
 struct history {
         const char *source;                   /* "bus" | "journal" */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl simulate: replay a recording through the engine. */
 #include "mthpctl.h"
+#include "mthp/util.h"
 
 /* The value a knob ends up with under a decision: "" is its original. */
 static const char *decided_value(const char *decision, const char *original) {
@@ -88,7 +89,7 @@ int cmd_simulate(struct ctl *c, int argc, char **argv) {
                 print_errors(err);
                 return EXIT_FAIL;
         }
-        _cleanup_(policy_setp) struct mthp_policy_set *policies = NULL;
+        _cleanup_(mthp_policy_set_freep) struct mthp_policy_set *policies = NULL;
         if (c->policy_dir) {
                 static char perr[65536];
                 if (mthp_policy_load_dir(c->policy_dir, true, &policies, perr, sizeof(perr)) < 0) {

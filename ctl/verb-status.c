@@ -146,7 +146,7 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
 
         if (c->sample_usec) {
                 usleep((useconds_t) c->sample_usec);
-                mthp_sampler_take(hv->s, now_usec(), &hv->snap);
+                mthp_sampler_take(hv->s, mthp_now_usec(CLOCK_MONOTONIC), &hv->snap);
         }
         static struct knob_owners o;
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);

@@ -46,7 +46,7 @@ static void top_render(FILE *f, const struct ctl *c, const struct mthp_caps *cap
                        const struct daemon_view *v, const struct knob_owners *o, const struct ctl_bus_cgroup *cg,
                        unsigned n_cg) {
         char now[32], interval[32];
-        mthp_timestamp_format(realtime_usec(), false, now, sizeof(now));
+        mthp_timestamp_format(mthp_now_usec(CLOCK_REALTIME), false, now, sizeof(now));
         snprintf(interval, sizeof(interval), "%.1fs", (double) c->interval_usec / 1e6);
         fprintf(f, "mthpctl top - %s, every %s - q quits\n", now, interval);
         print_daemon_line(f, v);
@@ -157,7 +157,7 @@ static bool top_wait(uint64_t deadline, bool *stdin_open, const char *frame, str
                         top_resized = 0;
                         top_emit(frame, term->tty_out);
                 }
-                uint64_t now = now_usec();
+                uint64_t now = mthp_now_usec(CLOCK_MONOTONIC);
                 if (now >= deadline)
                         return false;
                 struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -202,7 +202,7 @@ int cmd_top(struct ctl *c, int argc, char **argv) {
         struct daemon_view *v = xrealloc(NULL, sizeof(*v));
         char *frame = NULL;
         for (unsigned long n = 1; !top_quit; n++) {
-                uint64_t deadline = now_usec() + c->interval_usec;
+                uint64_t deadline = mthp_now_usec(CLOCK_MONOTONIC) + c->interval_usec;
                 if (!bus)
                         bus = bus_open_for_read(true); /* mthpd may have started */
                 daemon_look(c, bus, LOOK_KNOBS | LOOK_REASONS | LOOK_QUIET, v);
@@ -220,7 +220,7 @@ int cmd_top(struct ctl *c, int argc, char **argv) {
 
                 if (c->json) {
                         /* one JSON object per frame and line (NDJSON) */
-                        printf("{\"time_usec\":%llu,", (unsigned long long) realtime_usec());
+                        printf("{\"time_usec\":%llu,", (unsigned long long) mthp_now_usec(CLOCK_REALTIME));
                         json_status_fields(c, hv, v, &o, &j, journal_ok);
                         printf(",\"cgroups\":");
                         json_cgroups(cg, n_cg);
@@ -256,7 +256,7 @@ int cmd_top(struct ctl *c, int argc, char **argv) {
                         break;
                 if (top_wait(deadline, &stdin_open, frame ? frame : "", &term))
                         break;
-                mthp_sampler_take(hv->s, now_usec(), &hv->snap);
+                mthp_sampler_take(hv->s, mthp_now_usec(CLOCK_MONOTONIC), &hv->snap);
         }
         top_term_restore(&term);
         free(frame);

@@ -3,18 +3,7 @@
  * daemon view (over the bus, else from the status file), the restore
  * journal, and the errors of calls on the bus. */
 #include "mthpctl.h"
-
-uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-uint64_t realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
+#include "mthp/util.h"
 
 const struct mthp_counter *stat_counter(const struct mthp_caps *caps, const struct mthp_snapshot *s,
                                         unsigned i, const char *name) {
@@ -55,7 +44,7 @@ struct host_view *host_view_open(const struct ctl *c) {
                 goto fail;
         }
         if ((r = mthp_sampler_new(hv->h, &hv->caps, &hv->s)) < 0 ||
-            (r = mthp_sampler_take(hv->s, now_usec(), &hv->snap)) < 0) {
+            (r = mthp_sampler_take(hv->s, mthp_now_usec(CLOCK_MONOTONIC), &hv->snap)) < 0) {
                 fprintf(stderr, "mthpctl: sampling failed: %s\n", mthp_errno_words(r));
                 goto fail;
         }

@@ -13,6 +13,7 @@
 #include "mthp-config.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 /* After a disconnect (dbus-daemon restarted or gone) mthpd connects again,
  * first after 250 ms, then doubling up to every 4 s, for as long as it runs. */
@@ -506,10 +507,8 @@ void bus_free(struct bus *b) {
 }
 
 static void emit_failed(struct bus *b, const char *what, int r) {
-        if (b->emit_error_logged)
-                return;
-        b->emit_error_logged = true;
-        mthp_log(LOG_WARNING, "D-Bus: cannot emit %s: %s", what, strerror(-r));
+        if (mthp_once_set(&b->emit_error_logged))
+                mthp_log(LOG_WARNING, "D-Bus: cannot emit %s: %s", what, strerror(-r));
 }
 
 void bus_emit_knob_changed(struct bus *b, const struct mthp_change *c) {

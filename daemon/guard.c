@@ -14,6 +14,7 @@
 #include "guard.h"
 #include "mthp/limits.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 #define GUARD_WATCHES 512
 #define GUARD_ARMED (MTHP_SNAP_LIMITED + 16)
@@ -59,12 +60,6 @@ struct guard {
         bool arm_error_logged;
 };
 
-static uint64_t mono_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static void disarm(struct armed *a) {
         a->src = sd_event_source_disable_unref(a->src);
         if (a->efd >= 0)
@@ -107,7 +102,7 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
                                       .threshold_kb = a->threshold_kb, .what = what,
                                       .hit_limit = strncmp(what, "memory.events", 13) == 0 };
         mthp_strcpy(tr.path, sizeof(tr.path), a->path);
-        tr.latency_us = (double) (mono_usec() - t_wake);
+        tr.latency_us = (double) (mthp_now_usec(CLOCK_MONOTONIC) - t_wake);
         struct mthp_engine_state next;
         struct mthp_decision dec[MTHP_KNOBS_MAX];
         int n = mthp_engine_guard(&d->cfg.engine, &d->caps, &tr, &d->engine, &next, dec, MTHP_KNOBS_MAX);
@@ -122,9 +117,9 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
                 if (daemon_knob_write(d, dec[i].knob, dec[i].value, dec[i].reason, err, sizeof(err)) < 0)
                         mthp_log(LOG_ERR, "guard: %s", err);
                 else if (written++ == 0)
-                        first = (double) (mono_usec() - t_wake);
+                        first = (double) (mthp_now_usec(CLOCK_MONOTONIC) - t_wake);
         }
-        double lat = (double) (mono_usec() - t_wake);
+        double lat = (double) (mthp_now_usec(CLOCK_MONOTONIC) - t_wake);
         int r = mthp_actuator_batch(&d->act, false);
         if (r < 0)
                 mthp_log(LOG_ERR, "guard: saving the restore journal %s failed: %s", d->act.journal_file, strerror(-r));
@@ -175,7 +170,7 @@ static bool check(struct guard *g, struct armed *a, uint64_t t_wake, const char 
 
 static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct armed *a = userdata;
-        uint64_t t = mono_usec();
+        uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
         (void) s;
         (void) revents;
         if (a->g->v1) {
@@ -189,7 +184,7 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
 static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         struct guard *g = userdata;
-        uint64_t t = mono_usec();
+        uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
         bool any = false;
         for (unsigned i = 0; i < GUARD_ARMED; i++) {
                 struct armed *a = &g->armed[i];
@@ -226,10 +221,9 @@ static struct armed *arm(struct guard *g, const char *path, uint64_t usage_kb, u
                 else {
                         /* e.g. EROFS under the unit's ProtectControlGroups=yes:
                          * read its usage every GUARD_POLL_MS instead */
-                        if (!g->arm_error_logged)
+                        if (mthp_once_set(&g->arm_error_logged))
                                 mthp_log(LOG_INFO, "guard: no usage threshold on cgroup %s (%s): reading its usage "
                                          "every %d ms instead", path, mthp_errno_words(a->efd), GUARD_POLL_MS);
-                        g->arm_error_logged = true;
                         a->efd = -1;
                 }
         } else {
@@ -249,7 +243,7 @@ static struct armed *arm(struct guard *g, const char *path, uint64_t usage_kb, u
         }
         /* v2 always (memory.events only says high/max), v1 without a threshold */
         if ((!g->v1 || a->efd < 0) && g->poll_src) {
-                (void) sd_event_source_set_time(g->poll_src, mono_usec() + GUARD_POLL_MS * 1000);
+                (void) sd_event_source_set_time(g->poll_src, mthp_now_usec(CLOCK_MONOTONIC) + GUARD_POLL_MS * 1000);
                 (void) sd_event_source_set_enabled(g->poll_src, SD_EVENT_ON);
         }
         if (r < 0)
@@ -307,7 +301,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 if (g->young[k].created_usec < g->young[y].created_usec)
                                         y = k; /* the oldest (or a free) slot */
                         mthp_strcpy(g->young[y].path, sizeof(g->young[y].path), rel);
-                        g->young[y].created_usec = mono_usec();
+                        g->young[y].created_usec = mthp_now_usec(CLOCK_MONOTONIC);
                         break;
                 }
         }
@@ -373,7 +367,7 @@ void guard_arm(struct guard *g) {
                 (void) arm(g, c->path, c->usage_kb, thr, false);
         }
         /* young cgroups not armed above: a probe 16 MiB above their usage */
-        uint64_t now = mono_usec();
+        uint64_t now = mthp_now_usec(CLOCK_MONOTONIC);
         for (unsigned y = 0; y < GUARD_YOUNG; y++) {
                 if (!g->young[y].path[0] || now > g->young[y].created_usec + GUARD_YOUNG_USEC) {
                         g->young[y].path[0] = 0;

@@ -26,6 +26,7 @@
 #include "mthp/probe.h"
 #include "mthp/safe-io.h"
 #include "mthp/status.h"
+#include "mthp/util.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
 
@@ -129,18 +130,6 @@ static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_po
         return 0;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Every knob write mthpd makes, whoever asked for it, goes through here:
  * the Changes property counts them. */
 static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
@@ -218,7 +207,7 @@ static void pin_reason(const struct knob_pin *p, char *buf, size_t size) {
 }
 
 static void expire_pins(struct daemon *d) {
-        uint64_t now = now_realtime_usec();
+        uint64_t now = mthp_now_usec(CLOCK_REALTIME);
         for (unsigned i = 0; i < d->caps.n_knobs; i++) {
                 struct knob_pin *p = &d->pin[i];
                 if (!p->active || !p->until_usec || p->until_usec > now)
@@ -420,7 +409,7 @@ static void collapse(struct daemon *d, uint64_t t) {
 
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
-        uint64_t t = now_usec();
+        uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
         d->ticks++;
         int r = mthp_sampler_take(d->sampler, t, &d->snap);
         if (r < 0) {
@@ -438,14 +427,11 @@ static int tick(struct daemon *d) {
         d->snap.n_cgroups = 0;
         if (d->cgmon && d->policies->n) {
                 r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
-                if (r < 0 && !d->cgmon_error_logged) {
+                if (r < 0 && mthp_once_set(&d->cgmon_error_logged))
                         mthp_log(LOG_WARNING, "cgroup sampling failed: %s; deciding without cgroup figures",
                                  mthp_errno_words(r));
-                        d->cgmon_error_logged = true;
-                } else if (r >= 0 && d->cgmon_error_logged) {
+                else if (r >= 0 && mthp_once_clear(&d->cgmon_error_logged))
                         mthp_log(LOG_INFO, "cgroup sampling works again");
-                        d->cgmon_error_logged = false;
-                }
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
@@ -456,11 +442,9 @@ static int tick(struct daemon *d) {
                         density_view(d, &rep, &d->snap.density);
                         mthp_procinfo_enrich(d->procinfo, &d->snap.density);
                 }
-                else if (!d->density_error_logged) {
+                else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
-                        d->density_error_logged = true;
-                }
         }
         guard_scan(d->guard);
         record_tick(d);
@@ -478,7 +462,7 @@ static int tick(struct daemon *d) {
         collapse(d, t);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
                                       d->cfg.mode == MTHP_MODE_DRY_RUN, d->not_writable, d->last_tick_usec);
-        d->last_tick_usec = now_usec() - t;
+        d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
         notify_status(d);
         return 0;
 }
@@ -518,7 +502,7 @@ static int watchdog_start(sd_event *e) {
         int r = sd_watchdog_enabled(false, &watchdog_usec);
         if (r <= 0)
                 return r;
-        return sd_event_add_time(e, NULL, CLOCK_MONOTONIC, now_usec(), 1000, on_watchdog, NULL);
+        return sd_event_add_time(e, NULL, CLOCK_MONOTONIC, mthp_now_usec(CLOCK_MONOTONIC), 1000, on_watchdog, NULL);
 }
 
 static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -597,7 +581,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
         struct mthp_config c;
         struct mthp_policy_set *policies = NULL;
         char buf[64];
-        snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) now_usec());
+        snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) mthp_now_usec(CLOCK_MONOTONIC));
         sd_notify(0, buf);
         int r = load_config(d, &c, &policies, err, errsz);
         if (r < 0) {
@@ -623,7 +607,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 if (d->cgmon)
                         mthp_cgmon_set_match(d->cgmon, cgroup_managed, d); /* walk again with the new files */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
-                sd_event_source_set_time(d->timer, now_usec() + d->cfg.interval_usec);
+                sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 if (interval_changed)
                         bus_emit_property_changed(d->bus, "IntervalUSec");
                 mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
@@ -683,7 +667,7 @@ int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t unt
                 snprintf(err, errsz, "%s does not accept '%s': this kernel offers %s", id, value, offered);
                 return -EINVAL;
         }
-        if (until_usec && until_usec <= now_realtime_usec()) {
+        if (until_usec && until_usec <= mthp_now_usec(CLOCK_REALTIME)) {
                 snprintf(err, errsz, "until (%llu, µs since the epoch) has passed; 0 pins until Unpin",
                          (unsigned long long) until_usec);
                 return -EINVAL;
@@ -853,7 +837,7 @@ static int startup(struct daemon *d) {
                 unsigned n = 0;
                 mthp_log(LOG_WARNING, "found restore journal %s from a run that did not stop cleanly; restoring",
                          d->act.journal_file);
-                r = mthp_journal_restore(d->host, d->act.journal_file, &n);
+                r = mthp_actuator_restore_file(d->host, d->act.journal_file, &n);
                 if (r != 0) {
                         /* never restart over it: a loop of failing restores helps nobody */
                         char left[32] = "";
@@ -1005,7 +989,7 @@ int main(int argc, char **argv) {
             (r = sd_event_add_signal(d.event, NULL, SIGTERM, on_stop, &d)) < 0 ||
             (r = sd_event_add_signal(d.event, NULL, SIGINT, on_stop, &d)) < 0 ||
             (r = sd_event_add_signal(d.event, NULL, SIGHUP, on_reload, &d)) < 0 ||
-            (r = sd_event_add_time(d.event, &d.timer, CLOCK_MONOTONIC, now_usec(), 0, on_timer, &d)) < 0 ||
+            (r = sd_event_add_time(d.event, &d.timer, CLOCK_MONOTONIC, mthp_now_usec(CLOCK_MONOTONIC), 0, on_timer, &d)) < 0 ||
             (r = sd_event_source_set_enabled(d.timer, SD_EVENT_ON)) < 0 ||
             (r = watchdog_start(d.event)) < 0) {
                 mthp_log(LOG_ERR, "event loop setup failed: %s", strerror(-r));

@@ -11,6 +11,7 @@
 #include "mthp/actuator.h"
 #include "mthp/log.h"
 #include "mthp/safe-io.h"
+#include "mthp/util.h"
 
 int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
                        const char *state_dir, bool dry_run) {
@@ -32,10 +33,8 @@ int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const
 static void record(struct mthp_actuator *a, const struct mthp_knob *k, const char *old, const char *new,
                    const char *reason) {
         struct mthp_change *c = &a->history[a->history_head];
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
         memset(c, 0, sizeof(*c));
-        c->realtime_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        c->realtime_usec = mthp_now_usec(CLOCK_REALTIME);
         snprintf(c->id, sizeof(c->id), "%s", k->id);
         snprintf(c->old, sizeof(c->old), "%s", old);
         snprintf(c->new, sizeof(c->new), "%s", new);
@@ -100,6 +99,89 @@ static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, c
         return 0;
 }
 
+/* The one place a knob is written: one write(2), then read the knob back
+ * and compare. 0; the write's -errno; or -EIO when the kernel reads back
+ * something else (back then holds it, "" if the read failed). */
+static int knob_put(const struct mthp_host *h, const struct mthp_knob *k, const char *value,
+                    char back[MTHP_VALUE_MAX]) {
+        back[0] = 0;
+        int r = mthp_host_write(h, k->path, value);
+        if (r == 0)
+                r = mthp_knob_read(h, k, back);
+        if (r == 0 && strcmp(back, value) != 0)
+                r = -EIO;
+        return r;
+}
+
+static int check_allowed(const struct mthp_knob *k, const char *target, char *err, size_t errsz) {
+        if (mthp_knob_allows(k, target))
+                return 0;
+        char list[MTHP_VALUES_MAX * MTHP_VALUE_MAX] = "";
+        for (unsigned i = 0; i < k->n_allowed; i++) {
+                strcat(list, i ? ", " : "");
+                strcat(list, k->allowed[i]);
+        }
+        snprintf(err, errsz, "%s (%s): '%s' is not one of the values this kernel accepts (%s)", k->id, k->path,
+                 target, list);
+        return -EINVAL;
+}
+
+/* Journal the original before the first write, durably: one save before
+ * the write, holding the original and the value we intend. If we die before
+ * the write lands, the kernel still holds the original, and restore sees
+ * "not what we wrote, but the original": nothing to do. On failure the
+ * journal in memory is as before. *ep: the knob's entry (made if NULL). */
+static int journal_intent(struct mthp_actuator *a, const struct mthp_knob *k, struct mthp_journal_entry **ep,
+                          const char *cur, const char *target, char *err, size_t errsz) {
+        struct mthp_journal_entry *e = *ep, saved = { 0 };
+        bool had = e != NULL;
+        if (had)
+                saved = *e;
+        else {
+                if (a->journal.n >= MTHP_KNOBS_MAX)
+                        return -E2BIG;
+                e = &a->journal.e[a->journal.n++];
+                memset(e, 0, sizeof(*e));
+                snprintf(e->path, sizeof(e->path), "%s", k->path);
+                snprintf(e->id, sizeof(e->id), "%s", k->id);
+                snprintf(e->original, sizeof(e->original), "%s", cur);
+        }
+        snprintf(e->previous, sizeof(e->previous), "%s", cur);
+        snprintf(e->written, sizeof(e->written), "%s", target);
+        /* Back to the original needs no save first: if we die after the
+         * write, restore finds the original and has nothing to do. Skipping
+         * it takes two fsyncs off a step-down (the limited-cgroup guard's:
+         * 90 ms for the first size under load on this VM's ext4). */
+        int r = had && strcmp(target, e->original) == 0 ? 0 : mthp_journal_save(a->journal_file, &a->journal);
+        if (r < 0) {
+                if (had)
+                        *e = saved;
+                else
+                        mthp_journal_remove(&a->journal, k->path);
+                /* strerror: mthp_errno_words explains errors of /sys, not of the state directory */
+                snprintf(err, errsz, "%s: not written: cannot save the restore journal %s: %s", k->id,
+                         a->journal_file, strerror(-r));
+                return r;
+        }
+        *ep = e;
+        return 0;
+}
+
+/* A write failed and the kernel kept the old value: make the journal say
+ * so again (cur: the value before the write, if the knob cannot be read). */
+static void journal_resync(struct mthp_actuator *a, const struct mthp_knob *k, struct mthp_journal_entry *e,
+                           const char *cur) {
+        char now[MTHP_VALUE_MAX];
+        if (mthp_knob_read(a->host, k, now) == 0)
+                snprintf(e->written, sizeof(e->written), "%s", now);
+        else
+                snprintf(e->written, sizeof(e->written), "%s", cur);
+        snprintf(e->previous, sizeof(e->previous), "%s", e->written);
+        if (strcmp(e->written, e->original) == 0)
+                mthp_journal_remove(&a->journal, k->path);
+        (void) mthp_journal_save(a->journal_file, &a->journal);
+}
+
 int mthp_actuator_batch(struct mthp_actuator *a, bool on) {
         a->batch = on;
         if (on || !a->batch_dirty || a->dry_run)
@@ -132,16 +214,9 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
          * snapshot with what we wrote, so another writer is still seen). */
         if (e && strcmp(e->written, target) == 0)
                 return 0;
-        if (!mthp_knob_allows(k, target)) {
-                char list[MTHP_VALUES_MAX * MTHP_VALUE_MAX] = "";
-                for (unsigned i = 0; i < k->n_allowed; i++) {
-                        strcat(list, i ? ", " : "");
-                        strcat(list, k->allowed[i]);
-                }
-                snprintf(err, errsz, "%s (%s): '%s' is not one of the values this kernel accepts (%s)", k->id,
-                         k->path, target, list);
-                return -EINVAL;
-        }
+        r = check_allowed(k, target, err, errsz);
+        if (r < 0)
+                return r;
         r = mthp_knob_read(a->host, k, cur);
         if (r < 0) {
                 snprintf(err, errsz, "%s (%s): cannot read current value: %s", k->id, k->path, mthp_errno_words(r));
@@ -155,69 +230,19 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
         if (strcmp(cur, target) == 0)
                 return 0;
 
-        /* journal the original before the first write, durably */
-        struct mthp_journal_entry saved = { 0 };
-        bool had = e != NULL;
-        if (had)
-                saved = *e;
-        else {
-                if (a->journal.n >= MTHP_KNOBS_MAX)
-                        return -E2BIG;
-                e = &a->journal.e[a->journal.n++];
-                memset(e, 0, sizeof(*e));
-                snprintf(e->path, sizeof(e->path), "%s", k->path);
-                snprintf(e->id, sizeof(e->id), "%s", k->id);
-                snprintf(e->original, sizeof(e->original), "%s", cur);
-        }
-        /* One durable save before the write, holding the original and the
-         * value we intend. If we die before the write lands, the kernel still
-         * holds the original, and restore sees "not what we wrote, but the
-         * original": nothing to do. */
-        snprintf(e->previous, sizeof(e->previous), "%s", cur);
-        snprintf(e->written, sizeof(e->written), "%s", target);
-        /* Back to the original needs no save first: if we die after the
-         * write, restore finds the original and has nothing to do. Skipping
-         * it takes two fsyncs off a step-down (the limited-cgroup guard's:
-         * 90 ms for the first size under load on this VM's ext4). */
-        r = had && strcmp(target, e->original) == 0 ? 0 : mthp_journal_save(a->journal_file, &a->journal);
-        if (r < 0) {
-                if (had)
-                        *e = saved;
-                else
-                        mthp_journal_remove(&a->journal, k->path);
-                /* strerror: mthp_errno_words explains errors of /sys, not of the state directory */
-                snprintf(err, errsz, "%s: not written: cannot save the restore journal %s: %s", k->id,
-                         a->journal_file, strerror(-r));
+        r = journal_intent(a, k, &e, cur, target, err, errsz);
+        if (r < 0)
                 return r;
-        }
 
-        bool mismatch = false;
-        back[0] = 0;
-        r = mthp_host_write(a->host, k->path, target);
-        if (r == 0) {
-                r = mthp_knob_read(a->host, k, back);
-                if (r == 0 && strcmp(back, target) != 0) {
-                        mismatch = true;
-                        r = -EIO;
-                }
-        }
+        r = knob_put(a->host, k, target, back);
         if (r < 0) {
-                if (mismatch)
+                if (r == -EIO && back[0])
                         snprintf(err, errsz, "%s (%s): wrote '%s' but the kernel reads back '%s'", k->id, k->path,
                                  target, back);
                 else
                         snprintf(err, errsz, "%s (%s): writing '%s' failed: %s", k->id, k->path, target,
                                  mthp_errno_words(r));
-                /* the kernel kept the old value: make the journal say so again */
-                char now[MTHP_VALUE_MAX];
-                if (mthp_knob_read(a->host, k, now) == 0)
-                        snprintf(e->written, sizeof(e->written), "%s", now);
-                else
-                        snprintf(e->written, sizeof(e->written), "%s", cur);
-                snprintf(e->previous, sizeof(e->previous), "%s", e->written);
-                if (strcmp(e->written, e->original) == 0)
-                        mthp_journal_remove(&a->journal, k->path);
-                (void) mthp_journal_save(a->journal_file, &a->journal);
+                journal_resync(a, k, e, cur);
                 return r;
         }
         if (strcmp(target, e->original) == 0) {
@@ -312,11 +337,128 @@ int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MT
         return found;
 }
 
+static bool is_global(const char *path) {
+        return !strstr(path, "/hugepages-");
+}
+
+/* Restore one journal entry on this pass; last_try: failures count (and
+ * are logged). 1 restored, 0 left for another pass or not ours any more
+ * (e->path cleared), -1 failed on the last try. */
+static int restore_entry(const struct mthp_host *h, const char *file, struct mthp_journal_entry *e,
+                         bool last_try) {
+        struct mthp_knob k = { 0 };
+        snprintf(k.path, sizeof(k.path), "%s", e->path);
+        snprintf(k.id, sizeof(k.id), "%s", e->id);
+        char cur[MTHP_VALUE_MAX], text[256];
+        int r = mthp_host_read(h, e->path, text, sizeof(text));
+        if (r >= 0)
+                r = mthp_knob_parse(text, cur, k.allowed, &k.n_allowed);
+        if (r == -EBADMSG && mthp_number_parse(text, cur) == 0) {
+                k.type = MTHP_KNOB_NUMBER; /* khugepaged/max_ptes_none, shrink_underused */
+                r = 0;
+        }
+        if (r < 0) {
+                if (last_try) {
+                        mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,
+                                      e->path, mthp_errno_words(r));
+                        return -1;
+                }
+                return 0;
+        }
+        bool ours = strcmp(cur, e->written) == 0 || (e->previous[0] && strcmp(cur, e->previous) == 0);
+        if (e->state == MTHP_ENTRY_FOREIGN || !ours) {
+                if (strcmp(cur, e->original) != 0)
+                        mthp_log(LOG_NOTICE,
+                                 "restore %s: left at '%s': someone else changed it after mthpd "
+                                 "wrote '%s' (original was '%s')",
+                                 e->id, cur, e->written, e->original);
+                e->path[0] = 0; /* not ours any more */
+                return 0;
+        }
+        if (!mthp_knob_allows(&k, e->original)) {
+                /* a damaged journal: never write what the kernel does not offer */
+                if (last_try) {
+                        mthp_log_knob(LOG_ERR, e->id,
+                                      "restore %s: the journal %s holds original '%s', which %s "
+                                      "does not offer ('%s'); not writing it", e->id, file,
+                                      e->original, e->path, text[0] ? strtok(text, "\n") : "");
+                        return -1;
+                }
+                return 0;
+        }
+        char back[MTHP_VALUE_MAX];
+        r = knob_put(h, &k, e->original, back);
+        if (r < 0) {
+                if (last_try) {
+                        mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
+                                      e->id, e->original, e->path, mthp_errno_words(r));
+                        return -1;
+                }
+                return 0;
+        }
+        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
+        e->path[0] = 0;
+        return 1;
+}
+
+int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsigned *n_restored) {
+        struct mthp_journal j;
+        char err[1024];
+        unsigned failed = 0, restored = 0;
+
+        int r = mthp_journal_load(file, &j, err, sizeof(err));
+        if (r == -ENOENT) {
+                if (n_restored)
+                        *n_restored = 0;
+                return 0;
+        }
+        if (r < 0) {
+                mthp_log(LOG_ERR, "%s", err[0] ? err : "cannot read the restore journal");
+                return r;
+        }
+        /* A journal belongs to the host root it was written for: never apply
+         * a fake tree's journal to the real host, or the other way round. */
+        struct stat want, have;
+        if (stat(j.root[0] ? j.root : "/", &want) < 0 || fstat(h->root_fd, &have) < 0 ||
+            want.st_dev != have.st_dev || want.st_ino != have.st_ino) {
+                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it", file,
+                         j.root[0] ? j.root : "/", h->root);
+                return -EXDEV;
+        }
+        /* Per-size knobs, then global ones, then per-size again: a per-size
+         * shmem 'inherit' is refused while global shmem is 'force', and
+         * global 'force' is refused while a non-PMD size inherits, so either
+         * order can be the one that works. Failures count on the last try. */
+        for (int pass = 0; pass < 3; pass++)
+                for (unsigned i = 0; i < j.n; i++) {
+                        struct mthp_journal_entry *e = &j.e[i];
+                        if (is_global(e->path) != (pass == 1) || !e->path[0])
+                                continue;
+                        int k = restore_entry(h, file, e, pass >= 1);
+                        if (k > 0)
+                                restored++;
+                        else if (k < 0)
+                                failed++;
+                }
+        /* keep only what could not be restored, so a retry still knows it */
+        struct mthp_journal left = { .n = 0 };
+        memcpy(left.root, j.root, sizeof(left.root));
+        for (unsigned i = 0; i < j.n; i++)
+                if (j.e[i].path[0])
+                        left.e[left.n++] = j.e[i];
+        r = mthp_journal_save(file, &left);
+        if (r < 0)
+                return r;
+        if (n_restored)
+                *n_restored = restored;
+        return (int) failed;
+}
+
 int mthp_actuator_restore(struct mthp_actuator *a) {
         if (a->dry_run)
                 return 0;
         unsigned n = 0;
-        int r = mthp_journal_restore(a->host, a->journal_file, &n);
+        int r = mthp_actuator_restore_file(a->host, a->journal_file, &n);
         /* whatever is left on disk is what could not be restored */
         char err[256];
         if (mthp_journal_load(a->journal_file, &a->journal, err, sizeof(err)) < 0) {

@@ -41,6 +41,8 @@
 
 #include "mthp/cgmon.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
+#include "mthp/procfs.h"
 
 #define DEFAULT_RESCAN_USEC (30ULL * 1000000ULL)
 #define DEFAULT_FULL_USEC (30ULL * 1000000ULL)
@@ -94,12 +96,6 @@ struct mthp_cgmon {
         struct mthp_cgmon_stats st;
         char buf[STAT_BUF];
 };
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
 
 /* ---- parsers ---- */
 
@@ -523,7 +519,7 @@ static long cgroup_count(struct mthp_cgmon *m) {
 }
 
 static int walk(struct mthp_cgmon *m, uint64_t t_usec) {
-        uint64_t t0 = now_usec();
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
         /* before the walk: a cgroup made during it counts at the next check */
         m->walk_count = cgroup_count(m);
         m->n_found = 0;
@@ -544,7 +540,7 @@ static int walk(struct mthp_cgmon *m, uint64_t t_usec) {
         m->walked = true;
         m->last_walk_t = m->last_check_t = t_usec;
         m->st.walks++;
-        m->st.walk_usec = now_usec() - t0;
+        m->st.walk_usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
         m->st.n_managed = m->n_cg;
         return r;
 }
@@ -766,7 +762,7 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
                 }
         }
 
-        uint64_t t0 = now_usec();
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
         m->st.files_read = 0;
         m->st.full_reads = 0;
         unsigned k = 0, w = 0;
@@ -795,7 +791,7 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
         m->n_cg = w;
         m->st.n_managed = w;
         *n = k;
-        m->st.tick_usec = now_usec() - t0;
+        m->st.tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
         return 0;
 }
 

@@ -12,8 +12,9 @@
 
 #include "mthp/collapse.h"
 #include "mthp/procinfo.h"
-#include "mthp/density.h"
+#include "mthp/procfs.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25        /* Linux 6.1 */
@@ -29,7 +30,6 @@
 #define PAGE 4096u
 #define CHUNK_BLOCKS 64u                /* blocks per PAGEMAP_SCAN walk (128 MiB) */
 #define VEC_LEN 1024u                   /* page_region runs per ioctl; the walk resumes if it fills */
-#define TEXT_MAX (16u << 20)            /* cap on a maps file: a longer one is looked at by its prefix */
 #define REFUSED_MAX 4u                  /* mappings per process left alone after EINVAL */
 
 struct refused {
@@ -96,10 +96,10 @@ struct mthp_collapser {
 
 int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end) {
         struct mthp_mapping m;
-        int r = mthp_density_parse_maps_line(line, len, &m);
+        int r = mthp_proc_parse_maps_line(line, len, &m);
         if (r < 0)
                 return r;
-        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_density_mapping_kind(&m) != MTHP_ANON)
+        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_proc_mapping_kind(&m) != MTHP_ANON)
                 return 0;
         uint64_t a = (m.start + pmd_bytes - 1) & ~(pmd_bytes - 1);
         uint64_t b = m.end & ~(pmd_bytes - 1);
@@ -150,15 +150,9 @@ unsigned mthp_collapse_batch_blocks(const struct mthp_collapse_budget *b, uint64
 
 /* ---- kernel calls ---- */
 
-static uint64_t clock_usec(clockid_t id) {
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 static uint64_t mono_usec(void *user) {
         (void) user;
-        return clock_usec(CLOCK_MONOTONIC);
+        return mthp_now_usec(CLOCK_MONOTONIC);
 }
 
 /* Present pages (not the zero page) and PMD mapping of n blocks, one
@@ -229,7 +223,7 @@ static struct stamp stamp_now(const struct mthp_collapser *c) {
                 uint64_t t = c->ops.now_usec(c->ops.user);
                 return (struct stamp) { t, t };
         }
-        return (struct stamp) { clock_usec(CLOCK_MONOTONIC), clock_usec(CLOCK_THREAD_CPUTIME_ID) };
+        return (struct stamp) { mthp_now_usec(CLOCK_MONOTONIC), mthp_now_usec(CLOCK_THREAD_CPUTIME_ID) };
 }
 
 /* What the work since t0 cost: our thread's CPU time (the collapse runs in
@@ -371,38 +365,9 @@ static struct proc_ent *ent_get(struct mthp_collapser *c, pid_t pid) {
 
 static int read_text(struct mthp_collapser *c, const char *path, size_t *len) {
         _cleanup_close_ int fd = mthp_host_open_file(c->host, path, O_RDONLY | O_CLOEXEC);
-        size_t n = 0;
-
         if (fd < 0)
                 return fd;
-        for (;;) {
-                if (n + 4096 + 1 > c->cap_text) {
-                        if (c->cap_text >= TEXT_MAX)
-                                break;
-                        size_t cap = c->cap_text ? c->cap_text * 2 : 65536;
-                        char *t = realloc(c->text, cap);
-                        if (!t)
-                                return -ENOMEM;
-                        c->text = t;
-                        c->cap_text = cap;
-                }
-                ssize_t k = read(fd, c->text + n, c->cap_text - 1 - n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        if (n + 4096 + 1 > c->cap_text) {      /* cut at the cap: drop the partial last line */
-                while (n > 0 && c->text[n - 1] != '\n')
-                        n--;
-        }
-        c->text[n] = 0;
-        *len = n;
-        return 0;
+        return mthp_proc_read_fd(fd, &c->text, &c->cap_text, len);
 }
 
 /* A /proc file of a process that is gone reads as ENOENT or ESRCH. */
@@ -419,7 +384,7 @@ static int read_identity(struct mthp_collapser *c, pid_t pid, uint64_t *starttim
         int r = mthp_host_read(c->host, path, buf, sizeof(buf));
         if (r < 0)
                 return gone_errno(r);
-        if (mthp_density_parse_stat(buf, &st) < 0)
+        if (mthp_proc_parse_stat(buf, &st) < 0)
                 return -EBADMSG;
         if (st.state == 'Z' || st.state == 'X')
                 return -ESRCH;
@@ -483,7 +448,7 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                 int r = mthp_collapse_maps_line(p, (size_t) (le - p), c->pmd_bytes, &first, &last);
                 if (r < 0)
                         return -EBADMSG;
-                if (r > 0 && mthp_density_parse_maps_line(p, (size_t) (le - p), &m) == 0) {
+                if (r > 0 && mthp_proc_parse_maps_line(p, (size_t) (le - p), &m) == 0) {
                         ms = m.start;
                         me = m.end;
                         if (is_refused(e, ms, me))
@@ -834,13 +799,11 @@ out:
                 ent_clear(c, e);
         } else if (r == -EPERM || r == -EACCES) {
                 e->denied = true;
-                if (!c->perm_logged) {
-                        c->perm_logged = true;
+                if (mthp_once_set(&c->perm_logged))
                         mthp_log(LOG_WARNING,
                                  "MADV_COLLAPSE on process %d: %s: collapsing needs CAP_SYS_NICE and ptrace "
                                  "read access to the target; not trying it again for this process (reported once)",
                                  (int) pid, strerror(-r));
-                }
         } else if (r == -EOPNOTSUPP) {
                 c->support = -1;
                 mthp_log(LOG_NOTICE, "MADV_COLLAPSE: process_madvise or PAGEMAP_SCAN is missing on this kernel: "

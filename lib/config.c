@@ -9,6 +9,7 @@
 #include "ini-util.h"
 #include "mthp/config.h"
 #include "mthp/safe-io.h"
+#include "mthp/util.h"
 #include "mthp-config.h"
 
 void mthp_config_defaults(struct mthp_config *c) {

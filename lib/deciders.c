@@ -14,6 +14,7 @@
 #include "mthp/deciders.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
+#include "mthp/util.h"
 
 #define TEXT_MAX 65536          /* a tuned.conf or unit file larger than this is cut */
 #define DIR_ENTRIES_MAX 4096    /* per directory: bounded on any host */
@@ -471,14 +472,12 @@ int mthp_deciders_foreign_noticed(const struct mthp_host *h, const struct mthp_c
                                   const struct mthp_knob *k, const char *value) {
         static struct mthp_deciders d;
         struct mthp_foreign_note n = { 0 };
-        struct timespec ts;
         (void) mthp_deciders_read(h, caps, &d);
         int knob = (int) (k - caps->knobs);
         const struct mthp_decider_setting *s = mthp_deciders_likely_writer(&d, knob, value);
         mthp_strcpy(n.id, sizeof(n.id), k->id);
         mthp_strcpy(n.value, sizeof(n.value), value);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        n.usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        n.usec = mthp_now_usec(CLOCK_REALTIME);
         if (s) {
                 mthp_decider_describe(s, n.writer, sizeof(n.writer));
                 mthp_log(LOG_NOTICE, "%s: likely writer: %s", k->id, n.writer);

@@ -10,15 +10,7 @@
 #include <unistd.h>
 
 #include "mthp/host.h"
-
-void mthp_closep(int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-}
-
-void mthp_freep(void *p) {
-        free(*(void **) p);
-}
+#include "mthp/util.h"
 
 int mthp_host_open(const char *root, struct mthp_host **ret) {
         struct mthp_host *h;
@@ -121,41 +113,5 @@ int mthp_host_write(const struct mthp_host *h, const char *path, const char *val
                 return -errno;
         if ((size_t) n != len)
                 return -EIO;
-        return 0;
-}
-
-void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
-        const char *p = text;
-
-        while (*p) {
-                const char *eol = strchrnul(p, '\n');
-                char key[64];
-                size_t klen = strcspn(p, ": \t\n");
-                if (klen > 0 && klen < sizeof(key) && p + klen < eol) {
-                        memcpy(key, p, klen);
-                        key[klen] = 0;
-                        const char *v = p + klen;
-                        while (v < eol && (*v == ':' || *v == ' ' || *v == '\t'))
-                                v++;
-                        char *end;
-                        errno = 0;
-                        unsigned long long val = strtoull(v, &end, 10);
-                        if (end != v && errno == 0)
-                                cb(user, key, val);
-                }
-                p = *eol ? eol + 1 : eol;
-        }
-}
-
-int mthp_strcpy(char *dst, size_t size, const char *src) {
-        size_t len = strlen(src);
-        if (size == 0)
-                return -ENAMETOOLONG;
-        if (len >= size) {
-                memcpy(dst, src, size - 1);
-                dst[size - 1] = 0;
-                return -ENAMETOOLONG;
-        }
-        memcpy(dst, src, len + 1);
         return 0;
 }

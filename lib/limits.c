@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "mthp/limits.h"
+#include "mthp/util.h"
 
 /* v1 reports "no limit" as PAGE_COUNTER_MAX pages rounded: anything this
  * large is none */

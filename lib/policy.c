@@ -18,6 +18,7 @@
 #include "mthp/host.h"
 #include "mthp/policy.h"
 #include "mthp/safe-io.h"
+#include "mthp/util.h"
 
 static const char *const mode_names[] = {
         [MTHP_POLICY_AUTO] = "auto",

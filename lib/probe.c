@@ -10,50 +10,7 @@
 #include <unistd.h>
 
 #include "mthp/probe.h"
-
-const char *mthp_kind_name(enum mthp_kind k) {
-        return k == MTHP_ANON ? "anon" : "shmem";
-}
-
-const char *mthp_cg_layout_name(enum mthp_cg_layout l) {
-        static const char *const n[] = { "none", "v1", "hybrid", "v2" };
-        return n[l];
-}
-
-void mthp_format_size(unsigned kb, char *buf, size_t size) {
-        if (kb >= 1024 * 1024 && kb % (1024 * 1024) == 0)
-                snprintf(buf, size, "%uG", kb / (1024 * 1024));
-        else if (kb >= 1024 && kb % 1024 == 0)
-                snprintf(buf, size, "%uM", kb / 1024);
-        else
-                snprintf(buf, size, "%uK", kb);
-}
-
-int mthp_parse_size(const char *s, unsigned *kb) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        /* strtoull skips leading space and negates: " -18446744073709551615" is 1 */
-        if (end == s || errno || strchr(s, '-'))
-                return -EINVAL;
-        unsigned long long mult = 1;
-        if (*end == 'K' || *end == 'k')
-                end++;
-        else if (*end == 'M' || *end == 'm')
-                mult = 1024, end++;
-        else if (*end == 'G' || *end == 'g')
-                mult = 1024 * 1024, end++;
-        if (*end == 'B' && mult == 1 && end[-1] == 'k')
-                end++;
-        else if (*end == 'B' || *end == 'b')
-                end++;
-        if (*end)
-                return -EINVAL;
-        if (v == 0 || v > 16ULL * 1024 * 1024 / mult) /* before multiplying: no wrap */
-                return -ERANGE;
-        *kb = (unsigned) (v * mult);
-        return 0;
-}
+#include "mthp/util.h"
 
 int mthp_knob_parse(const char *text, char selected[MTHP_VALUE_MAX], char allowed[][MTHP_VALUE_MAX],
                     unsigned *n_allowed) {
@@ -124,48 +81,12 @@ int mthp_knob_read(const struct mthp_host *h, const struct mthp_knob *k, char va
         return mthp_knob_value(k, buf, value);
 }
 
-bool mthp_knob_allows(const struct mthp_knob *k, const char *value) {
-        if (k->type == MTHP_KNOB_NUMBER) {
-                size_t len = strspn(value, "0123456789");
-                return len > 0 && len <= 9 && !value[len];
-        }
-        for (unsigned i = 0; i < k->n_allowed; i++)
-                if (strcmp(k->allowed[i], value) == 0)
-                        return true;
-        return false;
-}
-
-unsigned mthp_caps_page_kb(const struct mthp_caps *caps) {
-        return caps->page_kb ? caps->page_kb : 4;
-}
-
-bool mthp_caps_max_ptes_none_ok(const struct mthp_caps *caps, unsigned value) {
-        unsigned ptes = caps->pmd_kb && caps->page_kb ? caps->pmd_kb / caps->page_kb : 512;
-        if (value >= ptes)
-                return false;
-        return !caps->mthp_collapse || value == 0 || value == ptes - 1;
-}
-
 /* page^2/8 = PMD: page = sqrt(8 * PMD), a power of two from 4K to 64K. */
 static unsigned page_kb_from_pmd(unsigned pmd_kb) {
         for (unsigned kb = 4; kb <= 64; kb *= 2)
                 if (kb * kb * 128 == pmd_kb)  /* (kb * 1024)^2 / 8 bytes */
                         return kb;
         return 0;
-}
-
-int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id) {
-        for (unsigned i = 0; i < caps->n_knobs; i++)
-                if (strcmp(caps->knobs[i].id, id) == 0)
-                        return (int) i;
-        return -ENOENT;
-}
-
-int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb) {
-        for (unsigned i = 0; i < caps->n_sizes; i++)
-                if (caps->sizes[i].kb == kb)
-                        return (int) i;
-        return -ENOENT;
 }
 
 static int add_knob(const struct mthp_host *h, struct mthp_caps *caps, enum mthp_knob_type type, unsigned kb,

@@ -7,6 +7,7 @@
 
 #include "mthp/procinfo.h"
 #include "mthp/taskstats.h"
+#include "mthp/util.h"
 
 #define PREV_MAX (MTHP_DENSITY_PROCS * 4)
 

@@ -17,6 +17,7 @@
 
 #include "mthp-config.h"
 #include "mthp/record.h"
+#include "mthp/util.h"
 
 #define RECORD_MAGIC "mthp-record"
 #define MAX_FIELDS 24

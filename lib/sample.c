@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/probe.h"
 #include "mthp/sample.h"
+#include "mthp/procfs.h"
 
 static const char *const vmstat_names[_MTHP_VM_MAX] = {
         [MTHP_VM_PGFAULT] = "pgfault",

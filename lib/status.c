@@ -13,12 +13,12 @@
 #include "mthp/escape.h"
 #include "mthp/safe-io.h"
 #include "mthp/status.h"
+#include "mthp/util.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
                            const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
                            uint64_t tick_usec) {
         char why[MTHP_PATH_MAX + 256];
-        struct timespec ts;
         int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
         if (dfd < 0)
                 return dfd;
@@ -29,10 +29,10 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, 
                 close(dfd);
                 return -ENOMEM;
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t now = mthp_now_usec(CLOCK_REALTIME);
         fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\ntick_usec=%llu\n",
                 getpid(), dry_run, (unsigned long long) snap->tick,
-                (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000,
+                (unsigned long long) now,
                 snap->fault_pages_rate, (unsigned long long) tick_usec);
         /* every value on one line and valid UTF-8: a reason quotes process
          * (comm) and cgroup names, which anyone chooses; a newline in one

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mthp/taskstats.h"
+#include "mthp/util.h"
 
 /* struct taskstats only ever grows at its end, so a field is present when the
  * payload covers it and the version is at least the one that added it.
@@ -70,12 +71,6 @@ const char *mthp_delay_kind_to_string(enum mthp_delay_kind kind) {
         if ((unsigned) kind >= _MTHP_DELAY_KIND_MAX)
                 return NULL;
         return delay_fields[kind].name;
-}
-
-static uint64_t now_ns(void) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (uint64_t) t.tv_sec * 1000000000u + (uint64_t) t.tv_nsec;
 }
 
 /* The payload is only 4-byte aligned inside a netlink message. */
@@ -210,7 +205,7 @@ static int on_reply(struct nl_msg *msg, void *arg) {
         }
         ts->q.error = mthp_taskstats_parse_reply(genlmsg_attrdata(g, 0), (size_t) genlmsg_attrlen(g, 0),
                                                  ts->q.tgid, ts->q.out);
-        ts->q.out->sampled_ns = now_ns();
+        ts->q.out->sampled_ns = mthp_now_nsec(CLOCK_MONOTONIC);
         return NL_STOP;
 }
 
@@ -318,7 +313,7 @@ static int receive_reply(struct mthp_taskstats *ts, uint64_t deadline) {
         struct pollfd pfd = { .fd = nl_socket_get_fd(ts->sock), .events = POLLIN };
 
         while (!ts->q.done) {
-                uint64_t now = now_ns();
+                uint64_t now = mthp_now_nsec(CLOCK_MONOTONIC);
                 if (now >= deadline)
                         return -ETIMEDOUT;
                 int ms = (int) ((deadline - now + 999999) / 1000000);
@@ -348,7 +343,7 @@ int mthp_taskstats_query_tgid(struct mthp_taskstats *ts, pid_t pid, struct mthp_
             nla_put_u32(msg, TASKSTATS_CMD_ATTR_TGID, (uint32_t) pid) < 0)
                 return -ENOMEM;
 
-        uint64_t deadline = now_ns() + (uint64_t) MTHP_TASKSTATS_TIMEOUT_MS * 1000000u;
+        uint64_t deadline = mthp_now_nsec(CLOCK_MONOTONIC) + (uint64_t) MTHP_TASKSTATS_TIMEOUT_MS * 1000000u;
         r = nl_send_auto(ts->sock, msg);
         if (r < 0)
                 return errno_from_nlerr(r);

@@ -6,17 +6,6 @@
 #include "mthp/journal.h"
 #include "mthp/probe.h"
 
-#define MTHP_REASON_MAX 768
-#define MTHP_HISTORY_MAX 256
-
-struct mthp_change {
-        uint64_t realtime_usec;
-        char id[32];
-        char old[MTHP_VALUE_MAX];
-        char new[MTHP_VALUE_MAX];
-        char reason[MTHP_REASON_MAX];
-};
-
 struct mthp_actuator;
 typedef void (*mthp_change_cb)(void *user, const struct mthp_change *c);
 /* Called once when a knob mthpd manages was changed by someone else. */
@@ -75,6 +64,13 @@ bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob);
  * -ENOENT if the knob is not foreign, or the journal's save error (the knob
  * then stays foreign). */
 int mthp_actuator_resume(struct mthp_actuator *a, int knob);
+/* Put back every managed knob of the journal file whose current value is still what mthpd wrote.
+ * Knobs changed by someone else are left alone (and reported). Restores
+ * per-size knobs before global ones (the kernel rejects per-size "inherit"
+ * for shmem while the global value is "force"). Removes the journal when
+ * everything is back. Returns the number of knobs that could not be
+ * restored (0 = all good) or a negative errno. */
+int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsigned *n_restored);
 /* A burst of step-downs (the limited-cgroup guard): between begin (on) and
  * end (off), a write back to a knob's original value saves no journal; end
  * saves it once. Safe: a journal that still lists a knob whose kernel value

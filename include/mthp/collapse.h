@@ -67,7 +67,7 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
  *
  *  - Blocks are PMD-aligned blocks lying wholly inside a private, readable,
  *    writable anonymous mapping (no name, [heap], [stack], [anon:*], private
- *    /dev/zero), as mthp_density_mapping_kind() says MTHP_ANON.
+ *    /dev/zero), as mthp_proc_mapping_kind() says MTHP_ANON.
  *  - "Present" counts pages in the page table that are not the shared zero
  *    page; swapped pages do not count (collapsing them would swap them in).
  *  - Long-lived: a block is eligible when it was a candidate on the previous

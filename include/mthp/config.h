@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
-#include "mthp/probe.h"
+#include "mthp/types.h"
 
 struct mthp_policy_set;
 

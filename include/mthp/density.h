@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "mthp/host.h"
-#include "mthp/probe.h"
+#include "mthp/procfs.h"
+#include "mthp/types.h"
 
 /* Density sampler: how densely do the processes that fault most touch their
  * anon and shmem memory, seen in aligned blocks of each candidate folio size?
@@ -45,7 +46,7 @@
 
 #define MTHP_DENSITY_PAGE 4096u
 #define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
-#define MTHP_DENSITY_COMM_MAX 16
+#define MTHP_DENSITY_COMM_MAX MTHP_PROC_COMM_MAX
 
 struct mthp_density_budget {
         unsigned max_procs;           /* processes sampled per tick, most faulting first */
@@ -127,32 +128,6 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
 
 /* Pure helpers, exposed for tests. */
-struct mthp_proc_stat {
-        pid_t pid;
-        char comm[MTHP_DENSITY_COMM_MAX];  /* truncated if longer */
-        char state;
-        unsigned flags;
-        uint64_t minflt;
-        uint64_t starttime;           /* clock ticks since boot */
-        uint64_t rss_pages;           /* field 24 (0 if the line stops before it) */
-};
-/* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
-int mthp_density_parse_stat(const char *text, struct mthp_proc_stat *st);
-
-struct mthp_mapping {
-        uint64_t start, end, offset, inode;
-        char perms[5];
-        unsigned dev_major, dev_minor;
-        const char *name;             /* points into the line; "" if none */
-        size_t name_len;
-};
-/* One /proc/PID/maps line (len bytes, no newline needed). 0 or -EBADMSG. */
-int mthp_density_parse_maps_line(const char *line, size_t len, struct mthp_mapping *m);
-/* MTHP_ANON (private anonymous: no name, [heap], [stack], [anon:*]),
- * MTHP_SHMEM (shared anonymous, SysV, memfd, /dev/shm, [anon_shmem:*]), or
- * -ENOENT for anything else (files, PROT_NONE reservations, [vdso]...). */
-int mthp_density_mapping_kind(const struct mthp_mapping *m);
-
 /* Coverage of n pagemap entries (bit 63 present, bit 62 swapped) cut in
  * blocks of block_pages from the first entry; a partial tail is ignored.
  * Returns NAN if no block has a touched page; *blocks gets their count. */

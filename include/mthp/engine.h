@@ -2,9 +2,9 @@
 #pragma once
 
 #include "mthp/config.h"
-#include "mthp/sample.h"
-#include "mthp/actuator.h"
 #include "mthp/policy.h"
+#include "mthp/sample.h"
+#include "mthp/types.h"
 
 /* Per kind, the engine keeps a level: level L enables the L smallest sizes of
  * the allowed ladder ("always"); sizes above stay at their original value.
@@ -106,9 +106,6 @@ struct mthp_decision {
 unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                             enum mthp_kind kind, unsigned ladder[MTHP_SIZES_MAX]);
 
-/* Pure: no I/O, no clock, no globals. Emits one decision for every knob the
- * engine manages, every tick (the actuator only writes differences), and
- * explains it. Returns the number of decisions. */
 /* The policy that manages a memory cgroup path under cfg (NULL: none, the
  * defaults apply); managed gets the matched cgroup if not NULL. */
 const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
@@ -161,6 +158,9 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
 bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                  const struct mthp_engine_state *st, unsigned i);
 
+/* Pure: no I/O, no clock, no globals. Emits one decision for every knob the
+ * engine manages, every tick (the actuator only writes differences), and
+ * explains it. Returns the number of decisions. */
 int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, const struct mthp_engine_state *prev,
                        struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out);

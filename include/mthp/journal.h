@@ -2,12 +2,14 @@
 #pragma once
 
 #include <stdbool.h>
-#include "mthp/probe.h"
+#include "mthp/types.h"
 
 /* The restore journal: for every knob mthpd has changed, the value it had
  * before (original) and the value mthpd last wrote. Written atomically
  * (temp file, fsync, rename, fsync dir) before the first write to a knob,
- * so a crash at any point leaves either the old or the new journal. */
+ * so a crash at any point leaves either the old or the new journal.
+ * Persistence only: the actuator (actuator.h) writes every knob, forward
+ * and restore. */
 #define MTHP_JOURNAL_FILE "restore.journal"
 
 enum mthp_entry_state { MTHP_ENTRY_MANAGED, MTHP_ENTRY_FOREIGN };
@@ -37,12 +39,3 @@ int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_
 int mthp_journal_save(const char *file, const struct mthp_journal *j);
 struct mthp_journal_entry *mthp_journal_find(struct mthp_journal *j, const char *path);
 void mthp_journal_remove(struct mthp_journal *j, const char *path);
-
-/* Put back every managed knob whose current value is still what mthpd wrote.
- * Knobs changed by someone else are left alone (and reported). Restores
- * per-size knobs before global ones (the kernel rejects per-size "inherit"
- * for shmem while the global value is "force"). Removes the journal when
- * everything is back. Returns the number of knobs that could not be
- * restored (0 = all good) or a negative errno. */
-struct mthp_host;
-int mthp_journal_restore(const struct mthp_host *h, const char *file, unsigned *n_restored);

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <syslog.h>
-#include "mthp/actuator.h"
+#include "mthp/types.h"
 
 /* Fixed MESSAGE_ID of knob-change entries: journalctl MESSAGE_ID=... lists
  * the history of every change mthpd made. */

@@ -3,7 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "mthp/probe.h"
+#include "mthp/types.h"
 
 /* Per-cgroup policy files: /etc/mthpd/policy.d/NAME.policy (mthpd.policy(5)).
  *

@@ -3,89 +3,13 @@
 
 #include <stdbool.h>
 #include "mthp/host.h"
-
-#define MTHP_THP_DIR "/sys/kernel/mm/transparent_hugepage"
-#define MTHP_VALUE_MAX 24
-#define MTHP_VALUES_MAX 8
-#define MTHP_SIZES_MAX 16
-#define MTHP_KNOBS_MAX (3 + 2 * MTHP_SIZES_MAX)
-#define MTHP_STATS_MAX 32
-#define MTHP_STAT_NAME_MAX 32
-#define MTHP_PATH_MAX 256
-
-enum mthp_knob_type {
-        MTHP_KNOB_ENABLED,        /* global enabled */
-        MTHP_KNOB_DEFRAG,         /* global defrag */
-        MTHP_KNOB_SHMEM_ENABLED,  /* global shmem_enabled */
-        MTHP_KNOB_SIZE_ANON,      /* hugepages-NkB/enabled */
-        MTHP_KNOB_SIZE_SHMEM,     /* hugepages-NkB/shmem_enabled */
-        MTHP_KNOB_NUMBER,         /* a plain unsigned number: khugepaged/max_ptes_none, shrink_underused */
-};
-
-enum mthp_kind { MTHP_ANON, MTHP_SHMEM, _MTHP_KIND_MAX };
-const char *mthp_kind_name(enum mthp_kind k);
-
-/* One writable selection file. The accepted values come from the file itself
- * (MTHP_KNOB_NUMBER: none listed; any unsigned number, the kernel checks the
- * range). */
-struct mthp_knob {
-        enum mthp_knob_type type;
-        unsigned size_kb;                       /* 0 for global knobs */
-        char id[32];                            /* "64K/anon", "global/defrag" */
-        char path[MTHP_PATH_MAX];               /* host path */
-        unsigned n_allowed;
-        char allowed[MTHP_VALUES_MAX][MTHP_VALUE_MAX];
-};
-
-struct mthp_size {
-        unsigned kb;
-        int order;
-        int knob[_MTHP_KIND_MAX];               /* index into caps.knobs, or -1 */
-        unsigned n_stats;
-        char stats[MTHP_STATS_MAX][MTHP_STAT_NAME_MAX];
-};
-
-enum mthp_cg_layout { MTHP_CG_NONE, MTHP_CG_V1, MTHP_CG_HYBRID, MTHP_CG_V2 };
-const char *mthp_cg_layout_name(enum mthp_cg_layout l);
-
-struct mthp_caps {
-        unsigned pmd_kb;
-        /* Base page size, from the tree, never assumed: a PMD maps one page
-         * table of page/8 entries (x86-64 and arm64), so PMD = page^2/8:
-         * 4K -> 2M, 16K -> 32M, 64K -> 512M. The real host's own page size
-         * when hpage_pmd_size is missing. 0 only in records made before it
-         * existed: read it with mthp_caps_page_kb(). */
-        unsigned page_kb;
-        /* khugepaged collapses anon memory to mTHP sizes (7.2+: per-size
-         * stats/collapse_*); it then takes khugepaged/max_ptes_none 0 or
-         * 511 only (any other value warns and collapses as if 0): write it
-         * only within mthp_caps_max_ptes_none_ok() */
-        bool mthp_collapse;
-        unsigned n_sizes;                       /* ascending by kb */
-        struct mthp_size sizes[MTHP_SIZES_MAX];
-        unsigned n_knobs;
-        struct mthp_knob knobs[MTHP_KNOBS_MAX];
-        bool psi;                               /* /proc/pressure/memory readable */
-        bool task_delayacct;                    /* kernel.task_delayacct = 1 */
-        enum mthp_cg_layout cg_layout;
-        char cg_memory[MTHP_PATH_MAX];          /* memory controller mount ("" if none) */
-        char cg_unified[MTHP_PATH_MAX];         /* cgroup2 mount ("" if none) */
-};
+#include "mthp/types.h"
 
 /* Probe what this host offers. Fails (-ENOENT) only if there is no THP sysfs. */
 int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps);
 /* One human line per fact, for the startup log. */
 int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size);
 
-unsigned mthp_caps_page_kb(const struct mthp_caps *caps);
-bool mthp_caps_max_ptes_none_ok(const struct mthp_caps *caps, unsigned value);
-int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id);
-int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb);
-bool mthp_knob_allows(const struct mthp_knob *k, const char *value);
-/* "64K", "2M", "1G" */
-void mthp_format_size(unsigned kb, char *buf, size_t size);
-/* Parses "64K", "64k", "64kB", "2M", "2048"(kB); returns 0 or -EINVAL. */
-int mthp_parse_size(const char *s, unsigned *kb);
 
 /* Parse a selection file "always [madvise] never": fills the accepted values
  * (if allowed != NULL) and the selected one. -EBADMSG if none is selected. */

@@ -2,7 +2,8 @@
 #pragma once
 
 #include <stddef.h>
-#include "mthp/probe.h"
+#include "mthp/types.h"
+#include "mthp/util.h"
 #include "mthp/sample.h"
 
 /* Record and replay: what mthpd sampled, tick by tick, in a text file that
@@ -73,6 +74,3 @@ int mthp_record_open_read(const char *path, struct mthp_caps *caps, struct mthp_
 int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, char *err, size_t errsz);
 void mthp_record_close_read(struct mthp_record_reader *r);
 
-static inline void mthp_record_close_readp(struct mthp_record_reader **r) {
-        mthp_record_close_read(*r);
-}

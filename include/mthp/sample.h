@@ -3,7 +3,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "mthp/probe.h"
+#include "mthp/host.h"
+#include "mthp/types.h"
 
 /* A counter and its rate per second since the previous snapshot. A counter
  * that went backwards (reset, wrap, knob dir recreated) has rate 0 and
@@ -46,7 +47,6 @@ struct mthp_size_stats {
 /* What the density sampler saw of one of the processes that fault most,
  * reduced to what the engine needs (and what a recording keeps). */
 #define MTHP_DENSITY_PROCS 8
-#define MTHP_CGROUP_PATH_MAX 128
 struct mthp_proc_density {
         int pid;
         char comm[16];

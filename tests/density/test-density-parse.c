@@ -29,7 +29,7 @@ static void test_stat_plain(void **state) {
         struct mthp_proc_stat st;
         const char *t = "1234 (bash) S 1 1234 1234 34816 -1 4194304 5678 10 2 0 10 5 0 0 20 -5 1 0 98765 "
                         "12345678 500 18446744073709551615 1 1 0 0 0 0 65536 3670020 1266777851 0 0 0 17 1 0 0\n";
-        assert_int_equal(mthp_density_parse_stat(t, &st), 0);
+        assert_int_equal(mthp_proc_parse_stat(t, &st), 0);
         assert_int_equal(st.pid, 1234);
         assert_string_equal(st.comm, "bash");
         assert_int_equal(st.state, 'S');
@@ -43,7 +43,7 @@ static void test_stat_tricky_comm(void **state) {
         struct mthp_proc_stat st;
         /* comm "x) S 9 (y)" looks like fields; only the last ')' ends it */
         const char *t = "77 (x) S 9 (y)) R 1 77 77 0 -1 2097216 42 0 0 0 0 0 0 0 20 0 1 0 555 0 0\n";
-        assert_int_equal(mthp_density_parse_stat(t, &st), 0);
+        assert_int_equal(mthp_proc_parse_stat(t, &st), 0);
         assert_int_equal(st.pid, 77);
         assert_string_equal(st.comm, "x) S 9 (y)");
         assert_int_equal(st.state, 'R');
@@ -53,13 +53,13 @@ static void test_stat_tricky_comm(void **state) {
 
         /* spaces, and longer than TASK_COMM_LEN: truncated, not overflowing */
         t = "8 (a b c d e f g h i j) D 2 0 0 0 -1 0 7 0 0 0 0 0 0 0 20 0 1 0 9 0 0\n";
-        assert_int_equal(mthp_density_parse_stat(t, &st), 0);
+        assert_int_equal(mthp_proc_parse_stat(t, &st), 0);
         assert_string_equal(st.comm, "a b c d e f g h");
         assert_int_equal(st.minflt, 7);
         assert_int_equal(st.starttime, 9);
 
         t = "9 () Z 1 0 0 0 -1 0 3 0 0 0 0 0 0 0 20 0 1 0 11 0 0";   /* empty comm, no newline */
-        assert_int_equal(mthp_density_parse_stat(t, &st), 0);
+        assert_int_equal(mthp_proc_parse_stat(t, &st), 0);
         assert_string_equal(st.comm, "");
         assert_int_equal(st.state, 'Z');
         assert_int_equal(st.starttime, 11);
@@ -68,13 +68,13 @@ static void test_stat_tricky_comm(void **state) {
 static void test_stat_bad(void **state) {
         (void) state;
         struct mthp_proc_stat st;
-        assert_int_equal(mthp_density_parse_stat("", &st), -EBADMSG);
-        assert_int_equal(mthp_density_parse_stat("12 (cut", &st), -EBADMSG);
-        assert_int_equal(mthp_density_parse_stat("x (a) S 1", &st), -EBADMSG);
-        assert_int_equal(mthp_density_parse_stat("12 (a) S 1 2 3 4 5 6 7\n", &st), -EBADMSG);   /* short */
-        assert_int_equal(mthp_density_parse_stat("12 (a) S 1 2 3 4 5 x 7 0 0 0 0 0 0 0 20 0 1 0 9\n", &st),
+        assert_int_equal(mthp_proc_parse_stat("", &st), -EBADMSG);
+        assert_int_equal(mthp_proc_parse_stat("12 (cut", &st), -EBADMSG);
+        assert_int_equal(mthp_proc_parse_stat("x (a) S 1", &st), -EBADMSG);
+        assert_int_equal(mthp_proc_parse_stat("12 (a) S 1 2 3 4 5 6 7\n", &st), -EBADMSG);   /* short */
+        assert_int_equal(mthp_proc_parse_stat("12 (a) S 1 2 3 4 5 x 7 0 0 0 0 0 0 0 20 0 1 0 9\n", &st),
                          -EBADMSG);   /* flags not a number */
-        assert_int_equal(mthp_density_parse_stat(")12 (a S 1", &st), -EBADMSG);
+        assert_int_equal(mthp_proc_parse_stat(")12 (a S 1", &st), -EBADMSG);
 }
 
 static void test_stat_self(void **state) {
@@ -87,7 +87,7 @@ static void test_stat_self(void **state) {
         close(fd);
         assert_true(n > 0);
         buf[n] = 0;
-        assert_int_equal(mthp_density_parse_stat(buf, &st), 0);
+        assert_int_equal(mthp_proc_parse_stat(buf, &st), 0);
         assert_int_equal(st.pid, getpid());
         assert_true(st.minflt > 0);
         assert_true(st.starttime > 0);
@@ -96,9 +96,9 @@ static void test_stat_self(void **state) {
 /* ---- /proc/PID/maps ---- */
 
 static int kind_of(const char *line, struct mthp_mapping *m) {
-        int r = mthp_density_parse_maps_line(line, strlen(line), m);
+        int r = mthp_proc_parse_maps_line(line, strlen(line), m);
         assert_int_equal(r, 0);
-        return mthp_density_mapping_kind(m);
+        return mthp_proc_mapping_kind(m);
 }
 
 static void test_maps_lines(void **state) {
@@ -167,10 +167,10 @@ static void test_maps_bad(void **state) {
                 "11111111111111111-2000 rw-p 00000000 00:00 0",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(mthp_density_parse_maps_line(bad[i], strlen(bad[i]), &m), -EBADMSG);
+                assert_int_equal(mthp_proc_parse_maps_line(bad[i], strlen(bad[i]), &m), -EBADMSG);
         /* length-bounded: what follows len is not read */
         const char *two = "1000-2000 rw-p 00000000 00:00 0 [heap]\n3000-4000";
-        assert_int_equal(mthp_density_parse_maps_line(two, strchr(two, '\n') - two, &m), 0);
+        assert_int_equal(mthp_proc_parse_maps_line(two, strchr(two, '\n') - two, &m), 0);
         assert_int_equal(m.name_len, strlen("[heap]"));
 }
 
@@ -188,9 +188,9 @@ static void test_maps_self(void **state) {
         unsigned lines = 0, anon = 0;
         for (char *p = buf, *eol; (eol = strchr(p, '\n')); p = eol + 1) {
                 struct mthp_mapping m;
-                assert_int_equal(mthp_density_parse_maps_line(p, (size_t) (eol - p), &m), 0);
+                assert_int_equal(mthp_proc_parse_maps_line(p, (size_t) (eol - p), &m), 0);
                 lines++;
-                anon += mthp_density_mapping_kind(&m) == MTHP_ANON;
+                anon += mthp_proc_mapping_kind(&m) == MTHP_ANON;
         }
         assert_true(lines > 5);
         assert_true(anon > 0);   /* at least the stack */

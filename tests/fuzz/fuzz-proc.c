@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-process files of the density sampler and procinfo: /proc/PID/stat
- * (mthp_density_parse_stat), /proc/PID/maps lines
- * (mthp_density_parse_maps_line, mthp_density_mapping_kind) and
+ * (mthp_proc_parse_stat), /proc/PID/maps lines
+ * (mthp_proc_parse_maps_line, mthp_proc_mapping_kind) and
  * /proc/PID/cgroup (mthp_procinfo_parse_cgroup) for every layout. */
 #include "fuzz-util.h"
 #include "mthp/density.h"
@@ -9,7 +9,7 @@
 
 static void check_stat(const char *text) {
         struct mthp_proc_stat st;
-        int r = mthp_density_parse_stat(text, &st);
+        int r = mthp_proc_parse_stat(text, &st);
         FUZZ_CHECK(r == 0 || r == -EBADMSG, "%d", r);
         if (r == 0) {
                 FUZZ_CHECK(st.pid > 0, "pid %d", (int) st.pid);
@@ -24,14 +24,14 @@ static void check_maps(const char *text, size_t size) {
                 const char *eol = memchr(p, '\n', (size_t) (end - p));
                 size_t len = eol ? (size_t) (eol - p) + 1 : (size_t) (end - p);
                 struct mthp_mapping m;
-                int r = mthp_density_parse_maps_line(p, len, &m);
+                int r = mthp_proc_parse_maps_line(p, len, &m);
                 FUZZ_CHECK(r == 0 || r == -EBADMSG, "%d", r);
                 if (r == 0) {
                         FUZZ_CHECK(m.start <= m.end, "%llx-%llx", (unsigned long long) m.start,
                                    (unsigned long long) m.end);
                         FUZZ_CHECK(m.name >= p && m.name + m.name_len <= p + len, "name outside the line");
                         FUZZ_CHECK(fuzz_terminated(m.perms, sizeof(m.perms)), "perms");
-                        int k = mthp_density_mapping_kind(&m);
+                        int k = mthp_proc_mapping_kind(&m);
                         FUZZ_CHECK(k == MTHP_ANON || k == MTHP_SHMEM || k == -ENOENT, "kind %d", k);
                 }
                 p += len;

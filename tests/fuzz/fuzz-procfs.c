@@ -8,6 +8,7 @@
 #include "fuzz-util.h"
 #include "mthp/host.h"
 #include "mthp/sample.h"
+#include "mthp/procfs.h"
 
 struct kv_ctx {
         const char *pos;        /* keys come in text order: search on from here */

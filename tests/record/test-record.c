@@ -20,6 +20,7 @@
 #include "mthp/config.h"
 #include "mthp/engine.h"
 #include "mthp/record.h"
+#include "mthp/util.h"
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define N_TICKS 6

@@ -28,6 +28,7 @@
 #include "mthp/config.h"
 #include "mthp/engine.h"
 #include "mthp/record.h"
+#include "mthp/util.h"
 
 #ifndef MTHP_TRACE_DIR
 #error "MTHP_TRACE_DIR: the directory of the recorded traces"

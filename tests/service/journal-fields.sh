@@ -6,7 +6,7 @@
 # a fake host over a leftover journal it cannot restore (the knob's write
 # fails with EACCES), so it logs its probe, a knob failure and exits 6.
 # Checks: CODE_FILE/CODE_LINE/CODE_FUNC name the caller (startup,
-# mthp_journal_restore), never lib/log.c's wrapper; the failure carries
+# restore_entry), never lib/log.c's wrapper; the failure carries
 # MESSAGE_ID=3e5b7a91c2d44f6e8a0b1c9d7f2e4a68 and MTHP_KNOB=16K/anon.
 # (tests/systemd checks the same under a real journald.)
 # Env: MTHPD, FAKEHOST, FAKESYSFS.
@@ -92,8 +92,8 @@ print(f"ok - every entry names its caller (e.g. {probe[0]['CODE_FILE']}:{probe[0
 fail = [e for e in es if e.get("MESSAGE_ID") == "3e5b7a91c2d44f6e8a0b1c9d7f2e4a68"]
 if not fail:
     sys.exit("no entry with the knob-failure MESSAGE_ID for the failed restore")
-if any(e.get("MTHP_KNOB") != "16K/anon" or e.get("CODE_FUNC") != "mthp_journal_restore" for e in fail):
-    sys.exit(f"a knob-failure entry without MTHP_KNOB=16K/anon from mthp_journal_restore: {fail}")
+if any(e.get("MTHP_KNOB") != "16K/anon" or e.get("CODE_FUNC") != "restore_entry" for e in fail):
+    sys.exit(f"a knob-failure entry without MTHP_KNOB=16K/anon from restore_entry (lib/actuator.c): {fail}")
 if any(e.get("MESSAGE_ID") == "3e5b7a91c2d44f6e8a0b1c9d7f2e4a68" for e in probe):
     sys.exit("probe lines carry the failure MESSAGE_ID")
 print(f"ok - the failed restore: MESSAGE_ID={fail[0]['MESSAGE_ID']} MTHP_KNOB={fail[0]['MTHP_KNOB']}: "

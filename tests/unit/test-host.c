@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "mthp/util.h"
+#include "mthp/procfs.h"
 
 static void link_in_tree(const struct fixture *f, const char *target, const char *linkpath) {
         char p[PATH_MAX];

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mthp/actuator.h"
 #include "mthp/journal.h"
+#include "mthp/util.h"
 #include "unit.h"
 
 static void make_state_dir(const struct fixture *f) {
@@ -232,13 +234,13 @@ static void test_restore(void **state) {
         assert_ok(fakehost_knob_set(f->dir, "64K/anon", "always"));
         assert_ok(fakehost_knob_set(f->dir, "16K/shmem", "advise"));
         leave_journal(f, &j);
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(fixture_knob_value(f, "64K/anon"), "never");
         assert_string_equal(fixture_knob_value(f, "16K/shmem"), "never");
         assert_int_equal(access(f->journal, F_OK), -1);
         /* nothing to do the second time */
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 0);
 }
 
@@ -257,7 +259,7 @@ static void test_restore_per_size_before_global(void **state) {
         leave_journal(f, &j);
         /* the fake is strict, as the kernel is */
         assert_int_equal(fakehost_knob_write(f->dir, "global/shmem_enabled", "force"), -EINVAL);
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(fixture_knob_value(f, "global/shmem_enabled"), "force");
         assert_string_equal(fixture_knob_value(f, "64K/shmem"), "never");
@@ -278,7 +280,7 @@ static void test_restore_leaves_foreign_changes(void **state) {
         leave_journal(f, &j);
         /* the admin changed 32K after mthpd */
         assert_ok(fakehost_knob_write(f->dir, "32K/anon", "madvise"));
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(fixture_knob_value(f, "64K/anon"), "never");
         assert_string_equal(fixture_knob_value(f, "32K/anon"), "madvise");
@@ -300,7 +302,7 @@ static void test_restore_after_crash_before_write(void **state) {
         assert_ok(fakehost_knob_set(f->dir, "16K/anon", "never"));
         add_entry(&j, "16K/anon", THP "/hugepages-16kB/enabled", "never", "always", "never");
         leave_journal(f, &j);
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(fixture_knob_value(f, "64K/anon"), "never");
         assert_string_equal(fixture_knob_value(f, "16K/anon"), "never");
@@ -318,7 +320,7 @@ static void test_restore_failure_keeps_entry(void **state) {
         assert_ok(fakehost_knob_set(f->dir, "16K/anon", "always"));
         leave_journal(f, &j);
         assert_ok(fakehost_knob_fail(f->dir, "64K/anon", "EIO"));
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 1);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 1);
         assert_int_equal(n, 1);
         assert_string_equal(fixture_knob_value(f, "64K/anon"), "always");
         assert_string_equal(fixture_knob_value(f, "16K/anon"), "never");
@@ -329,7 +331,7 @@ static void test_restore_failure_keeps_entry(void **state) {
         assert_string_equal(k.e[0].original, "never");
         assert_string_equal(k.root, f->dir);
         assert_ok(fakehost_knob_fail(f->dir, "64K/anon", NULL));
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(fixture_knob_value(f, "64K/anon"), "never");
         assert_int_equal(access(f->journal, F_OK), -1);
@@ -340,7 +342,7 @@ static void test_restore_bad_journal(void **state) {
         unsigned n = 99;
         make_state_dir(f);
         write_text(f->journal, "[knob " THP "/enabled]\nid=global/enabled\nbogus\n");
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), -EBADMSG);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), -EBADMSG);
         /* a journal it cannot read is left for the admin */
         assert_int_equal(access(f->journal, F_OK), 0);
 }
@@ -366,7 +368,7 @@ static void test_find_remove(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
 
-/* Known bug (lib/journal.c, mthp_journal_restore): per-size knobs are
+/* Known bug (lib/actuator.c, mthp_actuator_restore_file): per-size knobs are
  * always restored before global ones. When mthpd itself had set global
  * shmem_enabled to "force" (after taking a size off "inherit"), the size
  * cannot get "inherit" back while the global value is still "force"; the
@@ -383,14 +385,14 @@ static void known_bug_restore_global_force(void **state) {
         add_entry(&j, "64K/shmem", THP "/hugepages-64kB/shmem_enabled", "inherit", "never", NULL);
         add_entry(&j, "global/shmem_enabled", THP "/shmem_enabled", "advise", "force", NULL);
         leave_journal(f, &j);
-        assert_int_equal(mthp_journal_restore(f->host, f->journal, &n), 0);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(fixture_knob_value(f, "global/shmem_enabled"), "advise");
         assert_string_equal(fixture_knob_value(f, "64K/shmem"), "inherit");
         assert_int_equal(access(f->journal, F_OK), -1);
 }
 
-/* Known bug (lib/journal.c, mthp_journal_restore): the journal records the
+/* Known bug (lib/actuator.c, mthp_actuator_restore_file): the journal records the
  * host root its paths belong to (root=), but restore never compares it with
  * the host it is given. A journal left in the state directory by a run with
  * --root FAKE gets applied to the real host by the next plain mthpd start
@@ -405,7 +407,7 @@ static void known_bug_restore_other_root(void **state) {
         make_state_dir(f);
         assert_ok(mthp_strcpy(j.root, sizeof(j.root), other));
         assert_int_equal(mthp_journal_save(f->journal, &j), 0);
-        int r = mthp_journal_restore(f->host, f->journal, &n);
+        int r = mthp_actuator_restore_file(f->host, f->journal, &n);
         const char *value = fixture_knob_value(f, "64K/anon");
         assert_ok(fakehost_remove(other));
         assert_true(r < 0);

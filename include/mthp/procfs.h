@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Parsers of /proc text: "key value" files (vmstat, meminfo, PID/status,
+ * and a cgroup's memory.stat), /proc/PID/stat and /proc/PID/maps, and the
+ * one reader of a whole /proc file of any length. Pure but for the reader;
+ * the density sampler, the process scanner and the collapser use them. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "mthp/types.h"
+
+#define MTHP_PROC_COMM_MAX 16
+/* cap on a whole-file read (a maps file); a longer file is read by its prefix */
+#define MTHP_PROC_TEXT_MAX (16u << 20)
+
+/* Parse a "key value" (or "key: value kB") line-oriented file; calls cb per
+ * line. Used for vmstat, meminfo and memory.stat. */
+typedef void (*mthp_kv_cb)(void *user, const char *key, unsigned long long value);
+void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user);
+
+/* Read fd to its end into *text (grown as needed, *cap its size; reused
+ * across calls), NUL-terminated. A file longer than MTHP_PROC_TEXT_MAX is
+ * cut there, its partial last line dropped. 0 or -errno; *len the length. */
+int mthp_proc_read_fd(int fd, char **text, size_t *cap, size_t *len);
+
+struct mthp_proc_stat {
+        pid_t pid;
+        char comm[MTHP_PROC_COMM_MAX];  /* truncated if longer */
+        char state;
+        unsigned flags;
+        uint64_t minflt;
+        uint64_t starttime;           /* clock ticks since boot */
+        uint64_t rss_pages;           /* field 24 (0 if the line stops before it) */
+};
+/* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
+int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st);
+
+struct mthp_mapping {
+        uint64_t start, end, offset, inode;
+        char perms[5];
+        unsigned dev_major, dev_minor;
+        const char *name;             /* points into the line; "" if none */
+        size_t name_len;
+};
+/* One /proc/PID/maps line (len bytes, no newline needed). 0 or -EBADMSG. */
+int mthp_proc_parse_maps_line(const char *line, size_t len, struct mthp_mapping *m);
+/* MTHP_ANON (private anonymous: no name, [heap], [stack], [anon:*]),
+ * MTHP_SHMEM (shared anonymous, SysV, memfd, /dev/shm, [anon_shmem:*]), or
+ * -ENOENT for anything else (files, PROT_NONE reservations, [vdso]...). */
+int mthp_proc_mapping_kind(const struct mthp_mapping *m);

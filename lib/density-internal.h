@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The density sampler's state and the steps density.c (construction, one
+ * process, the tick) and density-window.c (budget, pagemap, subpage reads,
+ * windows) share. Private to lib/. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "mthp/density.h"
+
+#include "pagemap-scan.h"
+#include "proc-scan.h"
+
+#define PAGE MTHP_DENSITY_PAGE
+#define WIN_PAGES_MAX (MTHP_DENSITY_MAX_KB * 1024 / PAGE)
+#define WIN_WORDS (WIN_PAGES_MAX / 64)
+#define READ_BATCH 256               /* subpages per process_vm_readv (<= IOV_MAX) */
+#define PM_PRESENT (1ULL << 63)
+#define PM_SWAPPED (1ULL << 62)
+
+struct region {
+        uint64_t start, end;
+        uint64_t delta;              /* alignment key = address + delta: file offset for shmem */
+        double cum;                  /* running sum of draw weights */
+        bool data;                   /* a subpage read in it held data */
+};
+
+/* A window: the part of one aligned block of the largest size that lies in
+ * a region; page indexes lo..hi are relative to the aligned block. */
+struct win {
+        uint64_t start, end;
+        unsigned lo, hi;
+};
+
+struct wmap {
+        uint64_t touched[WIN_WORDS], present[WIN_WORDS];
+};
+
+/* One examined window, kept until its subpage reads are in. */
+struct window_rec {
+        double u;                                 /* inverse draw probability */
+        uint32_t full_present[MTHP_SIZES_MAX];    /* present pages in full blocks */
+        uint16_t read[MTHP_SIZES_MAX], zero[MTHP_SIZES_MAX];
+        uint8_t kind;
+        uint32_t reg;                             /* its region in reg[kind] */
+};
+
+struct read_req {
+        uint64_t addr;
+        uint32_t rec;
+        uint32_t size_mask;          /* sizes whose block around addr is full */
+};
+
+struct acc {
+        double cov_num, cov_den, zero_num, zero_den;
+        uint64_t blocks, full, read, zero;
+};
+
+struct proc_ctx {
+        pid_t pid;
+        int fd;                      /* /proc/PID/pagemap */
+        bool can_read, gone, cut;
+        uint64_t examined, queued, reads;   /* window pages; subpage reads queued, done */
+        uint64_t rss[_MTHP_KIND_MAX], span[_MTHP_KIND_MAX];
+        bool rss_known[_MTHP_KIND_MAX];
+        uint8_t *unlisted;                  /* the process's entry: persists across ticks */
+        unsigned windows[_MTHP_KIND_MAX];
+        bool census[_MTHP_KIND_MAX];
+};
+
+struct mthp_density_sampler {
+        const struct mthp_host *host;
+        struct mthp_density_budget b;
+        unsigned n_sizes;
+        unsigned kb[MTHP_SIZES_MAX];
+        unsigned bp[MTHP_SIZES_MAX];        /* 4K pages per block */
+        unsigned lbp[MTHP_SIZES_MAX];       /* log2 of that */
+        unsigned wpages;
+        uint64_t wbytes;
+        uint64_t rng;
+        int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
+        pid_t self;
+
+        struct mthp_proc_scan ps;           /* the rotating /proc scan: who faults */
+        struct mthp_density_target *targets;
+        size_t n_targets;
+        struct mthp_density_proc *procs;
+
+        /* per tick */
+        uint64_t t0_ns, t0_cpu_ns, tick_examined, tick_queued, tick_reads;
+        bool exhausted;
+
+        /* scratch, reused */
+        char *text;
+        size_t cap_text;
+        struct region *reg[_MTHP_KIND_MAX];
+        size_t n_reg[_MTHP_KIND_MAX], cap_reg[_MTHP_KIND_MAX];
+        struct window_rec *recs;
+        size_t n_recs, cap_recs;
+        struct win *listed;
+        size_t cap_listed;
+        struct acc acc[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        struct read_req rq[READ_BATCH];
+        struct iovec riov[READ_BATCH];
+        size_t n_rq;
+        uint8_t *rbuf;
+        uint64_t pm[WIN_PAGES_MAX];
+        struct page_region vec[WIN_PAGES_MAX];
+};
+
+/* The tick's cost so far: CPU time, at least a quarter of the wall time. */
+uint64_t density_elapsed_usec(const struct mthp_density_sampler *s);
+/* PAGEMAP_SCAN for touched pages over [start, end): *n regions in s->vec. */
+int density_pm_scan(struct mthp_density_sampler *s, int fd, uint64_t start, uint64_t end, size_t vec_len,
+                    uint64_t max_pages, size_t *n);
+/* Pages one window costs the process's budget. */
+uint64_t density_window_cost(const struct mthp_density_sampler *s, const struct proc_ctx *c);
+/* Sample one kind of the process with about `draws` windows. */
+int density_sample_kind(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, uint64_t draws);
+/* Read the queued subpages and tally them. */
+int density_flush_reads(struct mthp_density_sampler *s, struct proc_ctx *c);

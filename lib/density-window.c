@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/* The density sampler's measurement of one process: the budget, pagemap
+ * walks, subpage reads, one window and the choice of windows (census,
+ * uniform choice or weighted draws). See mthp/density.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mthp/util.h"
+
+#include "density-internal.h"
+
+/* ---- small helpers ---- */
+
+static uint64_t rng_next(uint64_t *x) {
+        uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);   /* splitmix64 */
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(uint64_t *x, uint64_t n) {
+        return (uint64_t) (((unsigned __int128) rng_next(x) * n) >> 64);
+}
+
+static uint64_t low_bits(unsigned n) {
+        return n >= 64 ? ~0ULL : (1ULL << n) - 1;
+}
+
+static void set_bits(uint64_t *bm, unsigned from, unsigned n) {
+        while (n) {
+                unsigned b = from % 64, k = 64 - b < n ? 64 - b : n;
+                bm[from / 64] |= low_bits(k) << b;
+                from += k;
+                n -= k;
+        }
+}
+
+static bool test_bit(const uint64_t *bm, unsigned i) {
+        return bm[i / 64] >> (i % 64) & 1;
+}
+
+/* The stages of a SWAR popcount, kept: lv[L] holds, in fields of 2^L bits,
+ * the number of set bits of each aligned group of 2^L pages. No popcnt
+ * instruction in the x86-64 baseline, and this gives every block size at
+ * once. */
+struct bit_counts {
+        uint64_t lv[7][WIN_WORDS];
+};
+
+static void count_levels(const uint64_t *bm, struct bit_counts *c) {
+        static const uint64_t mask[6] = {
+                0x5555555555555555ULL, 0x3333333333333333ULL, 0x0f0f0f0f0f0f0f0fULL,
+                0x00ff00ff00ff00ffULL, 0x0000ffff0000ffffULL, 0x00000000ffffffffULL,
+        };
+        for (unsigned w = 0; w < WIN_WORDS; w++) {
+                uint64_t x = bm[w];
+                c->lv[0][w] = x;
+                for (unsigned l = 0; l < 6; l++) {
+                        x = (x & mask[l]) + ((x >> (1u << l)) & mask[l]);
+                        c->lv[l + 1][w] = x;
+                }
+        }
+}
+
+/* Set bits in block j of 2^lbp pages. */
+static unsigned block_count(const struct bit_counts *c, unsigned lbp, unsigned j) {
+        if (lbp <= 6) {
+                unsigned bit = j << lbp;
+                return (unsigned) ((c->lv[lbp][bit / 64] >> (bit % 64)) & low_bits(1u << lbp));
+        }
+        unsigned words = 1u << (lbp - 6), sum = 0;
+        for (unsigned k = 0; k < words; k++)
+                sum += (unsigned) c->lv[6][j * words + k];
+        return sum;
+}
+
+static bool entry_touched(uint64_t e) {
+        return e & (PM_PRESENT | PM_SWAPPED);
+}
+
+double mthp_density_coverage(const uint64_t *pagemap, size_t n, unsigned block_pages, uint64_t *blocks) {
+        uint64_t nb = 0, touched = 0;
+
+        for (size_t b = 0; block_pages && (b + 1) * block_pages <= n; b++) {
+                unsigned t = 0;
+                for (unsigned i = 0; i < block_pages; i++)
+                        t += entry_touched(pagemap[b * block_pages + i]);
+                if (t) {
+                        nb++;
+                        touched += t;
+                }
+        }
+        if (blocks)
+                *blocks = nb;
+        return nb ? (double) touched / ((double) nb * block_pages) : NAN;
+}
+
+bool mthp_density_page_is_zero(const void *page) {
+        const unsigned char *p = page;
+        for (size_t off = 0; off < PAGE; off += 64) {
+                uint64_t w[8];
+                memcpy(w, p + off, sizeof(w));
+                if (w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7])
+                        return false;
+        }
+        return true;
+}
+
+size_t mthp_density_count_zero_pages(const void *buf, size_t n_pages) {
+        size_t z = 0;
+        for (size_t i = 0; i < n_pages; i++)
+                z += mthp_density_page_is_zero((const unsigned char *) buf + i * PAGE);
+        return z;
+}
+
+/* ---- budget ---- */
+
+/* The budget is the CPU time sampling costs us: on a busy host (the
+ * workloads being measured keep every core busy) wall time would run out
+ * before the second process is read. Wall time still caps it at 4x, so a
+ * descheduled tick cannot hold the daemon's loop. */
+uint64_t density_elapsed_usec(const struct mthp_density_sampler *s) {
+        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns) / 1000;
+        uint64_t wall = (mthp_now_nsec(CLOCK_MONOTONIC) - s->t0_ns) / 1000;
+        return cpu > wall / 4 ? cpu : wall / 4;
+}
+
+/* May a window costing `pages` start now? Sets the reason it may not. */
+static bool budget_allows(struct mthp_density_sampler *s, struct proc_ctx *c, uint64_t pages) {
+        if (c->examined + c->queued + pages > s->b.max_pages_per_proc) {
+                c->cut = true;
+                return false;
+        }
+        if (s->tick_examined + s->tick_queued + pages > s->b.max_pages_per_tick ||
+            density_elapsed_usec(s) >= s->b.max_usec) {
+                s->exhausted = c->cut = true;
+                return false;
+        }
+        return true;
+}
+
+/* ---- pagemap ---- */
+
+/* Touched = present but not the shared zero page, or swapped. */
+int density_pm_scan(struct mthp_density_sampler *s, int fd, uint64_t start, uint64_t end, size_t vec_len,
+                   uint64_t max_pages, size_t *n) {
+        int r = mthp_pagemap_scan(fd, start, end, s->vec, vec_len, max_pages, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED, NULL);
+        if (r < 0)
+                return r;
+        *n = (size_t) r;
+        return 0;
+}
+
+/* 1 and *at = first touched page in [a, b); 0 if none; or -errno. */
+static int first_touched(struct mthp_density_sampler *s, int fd, uint64_t a, uint64_t b, uint64_t *at) {
+        size_t n = 0;
+        if (a >= b)
+                return 0;
+        int r = density_pm_scan(s, fd, a, b, 1, 1, &n);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return 0;
+        *at = s->vec[0].start;
+        return 1;
+}
+
+static void window_of(const struct mthp_density_sampler *s, const struct region *r, uint64_t a, struct win *w) {
+        uint64_t off = (a + r->delta) & (s->wbytes - 1);
+        uint64_t before = off < a - r->start ? off : a - r->start;
+        uint64_t after = s->wbytes - off < r->end - a ? s->wbytes - off : r->end - a;
+        w->start = a - before;
+        w->end = a + after;
+        w->lo = (unsigned) ((off - before) / PAGE);
+        w->hi = (unsigned) ((off + after) / PAGE);
+}
+
+static int map_window(struct mthp_density_sampler *s, struct proc_ctx *c, const struct win *w, struct wmap *m) {
+        memset(m, 0, sizeof(*m));
+        if (s->scan > 0) {
+                size_t n = 0;
+                int r = density_pm_scan(s, c->fd, w->start, w->end, WIN_PAGES_MAX, 0, &n);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++) {
+                        const struct page_region *g = &s->vec[i];
+                        uint64_t a = g->start < w->start ? w->start : g->start;
+                        uint64_t b = g->end > w->end ? w->end : g->end;
+                        if (a >= b)
+                                continue;
+                        unsigned from = w->lo + (unsigned) ((a - w->start) / PAGE), len = (unsigned) ((b - a) / PAGE);
+                        set_bits(m->touched, from, len);
+                        if (g->categories & PAGE_IS_PRESENT)
+                                set_bits(m->present, from, len);
+                }
+                return 0;
+        }
+        size_t n = (w->end - w->start) / PAGE;
+        ssize_t k = pread(c->fd, s->pm, n * sizeof(uint64_t), (off_t) (w->start / PAGE * sizeof(uint64_t)));
+        if (k < 0)
+                return -errno;
+        /* a short read means the process is gone: the rest stays untouched */
+        for (size_t i = 0; i < (size_t) k / sizeof(uint64_t); i++) {
+                if (entry_touched(s->pm[i]))
+                        set_bits(m->touched, w->lo + (unsigned) i, 1);
+                if (s->pm[i] & PM_PRESENT)
+                        set_bits(m->present, w->lo + (unsigned) i, 1);
+        }
+        return 0;
+}
+
+/* ---- subpage reads ---- */
+
+static void tally_read(struct mthp_density_sampler *s, const struct read_req *q, bool zero) {
+        struct window_rec *rec = &s->recs[q->rec];
+        if (!zero)
+                s->reg[rec->kind][rec->reg].data = true;
+        for (unsigned i = 0; i < s->n_sizes; i++)
+                if (q->size_mask & (1u << i)) {
+                        rec->read[i]++;
+                        rec->zero[i] += zero;
+                }
+}
+
+int density_flush_reads(struct mthp_density_sampler *s, struct proc_ctx *c) {
+        size_t i = 0, n = s->n_rq;
+
+        for (size_t k = 0; k < n; k++)
+                s->riov[k] = (struct iovec) { (void *) (uintptr_t) s->rq[k].addr, PAGE };
+        while (i < n && c->can_read) {
+                struct iovec local = { s->rbuf, (n - i) * PAGE };
+                ssize_t got = process_vm_readv(c->pid, &local, 1, &s->riov[i], (unsigned long) (n - i), 0);
+                if (got < 0) {
+                        if (errno == EFAULT) {   /* unmapped since pagemap said present */
+                                i++;
+                                continue;
+                        }
+                        if (errno == ESRCH)
+                                c->gone = true;
+                        c->can_read = false;     /* EPERM, ENOMEM...: no zero check here */
+                        break;
+                }
+                size_t done = (size_t) got / PAGE;
+                for (size_t k = 0; k < done; k++)
+                        tally_read(s, &s->rq[i + k], mthp_density_page_is_zero(s->rbuf + k * PAGE));
+                c->reads += done;
+                i += done + (done < n - i);   /* skip the page that failed */
+        }
+        s->n_rq = 0;
+        return c->gone ? -ESRCH : 0;
+}
+
+static int queue_read(struct mthp_density_sampler *s, struct proc_ctx *c, uint64_t addr, uint32_t rec,
+                      uint32_t mask) {
+        if (s->n_rq == READ_BATCH) {
+                int r = density_flush_reads(s, c);
+                if (r < 0)
+                        return r;
+        }
+        s->rq[s->n_rq++] = (struct read_req) { addr, rec, mask };
+        return 0;
+}
+
+/* ---- one window ---- */
+
+static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, const struct win *w,
+                        const struct wmap *m, double u) {
+        uint64_t full[MTHP_SIZES_MAX][WIN_WORDS];   /* per size: which blocks are full */
+        struct bit_counts tc, pc;
+        int r = mthp_grow((void **) &s->recs, &s->cap_recs, s->n_recs + 1, sizeof(*s->recs));
+        if (r < 0)
+                return r;
+        uint32_t ri = (uint32_t) s->n_recs++;
+        struct window_rec *rec = &s->recs[ri];
+        memset(rec, 0, sizeof(*rec));
+        memset(full, 0, sizeof(full));
+        rec->u = u;
+        rec->kind = (uint8_t) kind;
+        /* the region holding the window (regions are in address order) */
+        for (size_t lo = 0, hi = s->n_reg[kind]; lo < hi;) {
+                size_t mid = (lo + hi) / 2;
+                if (s->reg[kind][mid].end <= w->start)
+                        lo = mid + 1;
+                else
+                        hi = mid, rec->reg = (uint32_t) mid;
+        }
+        c->windows[kind]++;
+        c->examined += w->hi - w->lo;
+        s->tick_examined += w->hi - w->lo;
+        count_levels(m->touched, &tc);
+        count_levels(m->present, &pc);
+
+        for (unsigned i = 0; i < s->n_sizes; i++) {
+                struct acc *a = &s->acc[kind][i];
+                unsigned bp = s->bp[i], lbp = s->lbp[i];
+                /* only blocks wholly inside the mapping: a folio cannot cross it */
+                for (unsigned j = (w->lo + bp - 1) / bp; (j + 1) * bp <= w->hi; j++) {
+                        unsigned t = block_count(&tc, lbp, j);
+                        if (!t)
+                                continue;
+                        a->blocks++;
+                        a->cov_num += u * t;
+                        a->cov_den += u * bp;
+                        if (t == bp) {
+                                a->full++;
+                                set_bits(full[i], j, 1);
+                                rec->full_present[i] += block_count(&pc, lbp, j);
+                        }
+                }
+        }
+        if (!c->can_read)
+                return 0;
+
+        /* Read a uniform choice (selection sampling) among present pages of
+         * full blocks of the smallest size; every larger full block is made
+         * of those, so one read serves all sizes. Swapped pages are never
+         * read: that would swap them in. */
+        unsigned avail = rec->full_present[0], bp0 = s->bp[0];
+        unsigned need = avail < s->b.reads_per_window ? avail : s->b.reads_per_window;
+        for (unsigned j = w->lo / bp0; j < w->hi / bp0 && need; j++) {
+                if (!test_bit(full[0], j))
+                        continue;
+                for (unsigned idx = j * bp0; idx < (j + 1) * bp0 && need; idx++) {
+                        if (!test_bit(m->present, idx) || rng_below(&s->rng, avail--) >= need)
+                                continue;
+                        uint32_t mask = 0;
+                        for (unsigned i = 0; i < s->n_sizes; i++)
+                                if (test_bit(full[i], idx >> s->lbp[i]))
+                                        mask |= 1u << i;
+                        r = queue_read(s, c, w->start + (uint64_t) (idx - w->lo) * PAGE, ri, mask);
+                        if (r < 0)
+                                return r;
+                        c->queued++;
+                        s->tick_queued++;
+                        need--;
+                }
+        }
+        return 0;
+}
+
+/* ---- choosing windows ---- */
+
+uint64_t density_window_cost(const struct mthp_density_sampler *s, const struct proc_ctx *c) {
+        return s->wpages + (c->can_read ? s->b.reads_per_window : 0);
+}
+
+static int window_at(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, const struct win *w, double u) {
+        struct wmap m;
+        int r = map_window(s, c, w, &m);
+        return r < 0 ? r : tally_window(s, c, kind, w, &m, u);
+}
+
+/* List the windows of a kind that hold a touched page, hopping over holes
+ * (the kernel skips empty page tables a level at a time). Without
+ * PAGEMAP_SCAN every window is listed, empty or not. Returns 1 if the list
+ * is complete, 0 if it reached cap entries, -ETIMEDOUT at the time budget. */
+static int enumerate(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, size_t cap, size_t *n) {
+        struct win w;
+
+        *n = 0;
+        for (size_t i = 0; i < s->n_reg[kind]; i++) {
+                const struct region *g = &s->reg[kind][i];
+                uint64_t cur = g->start;
+                while (cur < g->end) {
+                        if (*n >= cap)
+                                return 0;
+                        if (density_elapsed_usec(s) >= s->b.max_usec)
+                                return -ETIMEDOUT;
+                        if (s->scan > 0) {
+                                int r = first_touched(s, c->fd, cur, g->end, &cur);
+                                if (r < 0)
+                                        return r;
+                                if (r == 0)
+                                        break;
+                        }
+                        int r = mthp_grow((void **) &s->listed, &s->cap_listed, *n + 1, sizeof(*s->listed));
+                        if (r < 0)
+                                return r;
+                        window_of(s, g, cur, &w);
+                        s->listed[(*n)++] = w;
+                        cur = w.end;
+                }
+        }
+        return 1;
+}
+
+/* Examine `draws` of the n listed windows, a uniform choice in address
+ * order (selection sampling): every window has the same chance, so they
+ * weigh the same. With draws >= n that is all of them. */
+static int sample_listed(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, size_t n, uint64_t draws) {
+        uint64_t need = draws < n ? draws : n;
+
+        for (size_t j = 0; j < n && need; j++) {
+                if (rng_below(&s->rng, n - j) >= need)
+                        continue;
+                if (!budget_allows(s, c, density_window_cost(s, c)))
+                        return 0;
+                int r = window_at(s, c, kind, &s->listed[j], 1.0);
+                if (r < 0)
+                        return r;
+                need--;
+        }
+        return 0;
+}
+
+/* Too many populated windows to list: draw windows at random. A region is
+ * drawn in proportion to its span capped at the process's resident size of
+ * the kind (no region holds more than that; the cap keeps terabyte-sized
+ * sparse reservations from taking every draw), then a page in it uniformly;
+ * each window is weighted by the inverse of its chance, so the ratios stay
+ * consistent. Empty windows are recognised with a cheap walk and skipped. */
+static int draw(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, uint64_t draws) {
+        struct region *reg = s->reg[kind];
+        size_t n = s->n_reg[kind];
+        uint64_t cap = !c->rss_known[kind] ? UINT64_MAX : c->rss[kind] > s->wbytes ? c->rss[kind] : s->wbytes;
+        double total = 0;
+        struct win w;
+
+        for (size_t i = 0; i < n; i++) {
+                uint64_t span = reg[i].end - reg[i].start;
+                total += (double) (span < cap ? span : cap);
+                reg[i].cum = total;
+        }
+        /* a miss costs one short walk, a window a long one and reads */
+        for (uint64_t d = 0, attempts = 0; d < draws && attempts < 16 * draws; attempts++) {
+                if (!budget_allows(s, c, density_window_cost(s, c)))
+                        return 0;
+                double x = (double) (rng_next(&s->rng) >> 11) * 0x1.0p-53 * total;
+                size_t lo = 0, hi = n - 1;
+                while (lo < hi) {
+                        size_t mid = (lo + hi) / 2;
+                        if (reg[mid].cum > x)
+                                hi = mid;
+                        else
+                                lo = mid + 1;
+                }
+                const struct region *g = &reg[lo];
+                uint64_t span = g->end - g->start, a;
+                double weight = (double) (span < cap ? span : cap);
+                window_of(s, g, g->start + rng_below(&s->rng, span / PAGE) * PAGE, &w);
+                if (s->scan > 0) {
+                        int r = first_touched(s, c->fd, w.start, w.end, &a);
+                        if (r < 0)
+                                return r;
+                        if (r == 0)
+                                continue;
+                }
+                int r = window_at(s, c, kind, &w, total * (double) span / (weight * (double) (w.end - w.start)));
+                if (r < 0)
+                        return r;
+                d++;
+        }
+        return 0;
+}
+
+#define UNLISTED_TICKS 16
+
+int density_sample_kind(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, uint64_t draws) {
+        size_t n;
+        bool was_cut = c->cut;
+
+        /* Listing costs a short walk per populated window (1-2 us); past a
+         * few times the draws it no longer pays, and a process that big is
+         * drawn from instead, without trying again for a while. */
+        if (c->unlisted[kind]) {
+                c->unlisted[kind]--;
+                return draw(s, c, kind, draws);
+        }
+        int r = enumerate(s, c, kind, draws * 8 > 256 ? draws * 8 : 256, &n);
+        if (r == -ETIMEDOUT) {
+                s->exhausted = c->cut = true;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (r == 1) {
+                r = sample_listed(s, c, kind, n, draws);
+                c->census[kind] = n <= draws && !(c->cut && !was_cut);
+                return r;
+        }
+        c->unlisted[kind] = UNLISTED_TICKS;
+        return draw(s, c, kind, draws);
+}

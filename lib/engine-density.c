@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's density judgement: the parties of an arbitration (each
+ * counting process, each managed cgroup with an explicit mode), their
+ * ceilings from remembered density and policy, the level every objection
+ * allows, and who was outranked; and the descriptions the reasons quote.
+ * Pure, like the rest of the engine (mthp/engine.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mthp/engine.h"
+#include "mthp/util.h"
+
+#include "engine-internal.h"
+
+/* What a process faults in of one kind, in 4K pages per second: its fault
+ * rate split by the memory it holds of each kind (a shmem workload's small
+ * heap must not speak for anon), times the pages each fault brings in: a
+ * process that uses the current top size densely gets folios of that size,
+ * one fault each; any other counts 4K a fault. Counting events instead
+ * would let a compiler's 700 faults/s outvote a workload faulting 2M
+ * folios 2000 times a second. */
+static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, const struct mthp_caps *caps, int top,
+                        double keep_thr) {
+        double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
+        if (all <= 0)
+                return 0;
+        double pages_per_fault = 1;
+        if (top >= 0 && m->w[kind][top] > 0 && m->u[kind][top] / m->w[kind][top] >= keep_thr)
+                pages_per_fault = caps->sizes[top].kb / 4.0;
+        return m->fault_rate * (double) m->rss_kb[kind] / all * pages_per_fault;
+}
+
+/* Which processes count: recently seen, and faulting memory of this kind
+ * both fast enough and with a real share of the kind's faults. A process
+ * seen once has only a lifetime average (a 'sleep' that faulted 100 pages
+ * while starting): it may hold a raise back or back one, but it can take
+ * no size away until a second sample measures its rate. */
+static bool counts(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, unsigned j,
+                   enum mthp_kind kind, double total, const struct mthp_caps *caps, int top, double keep_thr) {
+        const struct mthp_engine_proc *m = &st->proc[j];
+        double pages = kind_rate(m, kind, caps, top, keep_thr);
+        return m->pid && st->tick <= m->seen_tick + PROC_RECENT_TICKS && pages > 0 &&
+               pages >= cfg->min_proc_fault_rate && pages >= total * cfg->min_proc_share / 100.0;
+}
+
+const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
+                                             size_t size) {
+        if (!cfg->policies || !cgroup || !cgroup[0])
+                return NULL;
+        int i = mthp_policy_match(cfg->policies, cgroup, managed, size);
+        return i < 0 ? NULL : &cfg->policies->p[i];
+}
+
+int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
+                                unsigned *n_procs) {
+        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder), n = 0;
+        int dense = -1;
+        size_t len = strlen(managed);
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
+                        continue;
+                bool inside = strcmp(managed, "/") == 0 ||
+                              (strncmp(m->cgroup, managed, len) == 0 && (m->cgroup[len] == 0 || m->cgroup[len] == '/'));
+                if (!inside)
+                        continue;
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double keep_thr = 1.0 / (1.0 + bloat / 100.0);
+                int kb = 0;
+                bool any = false;
+                for (unsigned r = 0; r < n_ladder; r++) {
+                        double u = engine_remembered(m, kind, ladder[r]);
+                        if (isnan(u))
+                                continue;
+                        any = true;
+                        if (u < keep_thr)
+                                break;
+                        kb = (int) caps->sizes[ladder[r]].kb;
+                }
+                if (!any)
+                        continue;
+                n++;
+                dense = dense < 0 || kb < dense ? kb : dense;
+        }
+        if (n_procs)
+                *n_procs = n;
+        return dense;
+}
+
+/* Rungs of the ladder at or below a policy's top size (all without one). */
+static unsigned sizes_cap(const struct mthp_caps *caps, const unsigned *ladder, unsigned n_ladder,
+                          const struct mthp_policy *pol) {
+        unsigned c = 0;
+        while (c < n_ladder && (!pol || !pol->max_kb || caps->sizes[ladder[c]].kb <= pol->max_kb))
+                c++;
+        return c;
+}
+
+/* Managed cgroups with madvise want their Sizes= as madvise, whether they
+ * fault or not: madvise hands large folios only to memory a program asks
+ * for, so nobody's objection blocks it. */
+void engine_madvise_wishes(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                           const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
+                           unsigned n_ladder, bool madvise[MTHP_SIZES_MAX]) {
+        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++) {
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, snap->cgroup[c].path, NULL, 0);
+                if (!pol || pol->mode[kind] != MTHP_POLICY_MADVISE)
+                        continue;
+                for (unsigned r = 0; r < n_ladder; r++) {
+                        unsigned kb = caps->sizes[ladder[r]].kb;
+                        if ((!pol->min_kb || kb >= pol->min_kb) && (!pol->max_kb || kb <= pol->max_kb))
+                                madvise[r] = true;
+                }
+        }
+}
+
+/* Does every party whose ceiling (keep or raise) is below level get
+ * outranked by one that accepts it with a strictly higher priority? Ties go
+ * to the smaller size. */
+static bool level_ok(const struct density_verdict *v, unsigned level, bool raise, int *blocker) {
+        bool ok = true;
+        if (blocker)
+                *blocker = -1;
+        for (unsigned q = 0; q < v->n_parties; q++) {
+                const struct party *pq = &v->party[q];
+                unsigned cq = raise ? pq->raise : pq->keep;
+                if (cq >= level)
+                        continue;
+                bool outranked = false;
+                for (unsigned p = 0; p < v->n_parties && !outranked; p++) {
+                        const struct party *pp = &v->party[p];
+                        outranked = (raise ? pp->raise : pp->keep) >= level && pp->prio > pq->prio;
+                }
+                if (!outranked) {
+                        /* name the strongest objection: highest priority,
+                         * then the lowest ceiling */
+                        if (!blocker)
+                                return false;
+                        const struct party *pb = *blocker >= 0 ? &v->party[*blocker] : NULL;
+                        if (!pb || (raise ? pb->raise : pb->keep) >= level || pq->prio > pb->prio ||
+                            (pq->prio == pb->prio && cq < (raise ? pb->raise : pb->keep)))
+                                *blocker = (int) q;
+                        ok = false;
+                }
+        }
+        return ok;
+}
+
+void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                           const struct mthp_snapshot *snap, enum mthp_kind kind, const struct party *p, char *buf,
+                           size_t n) {
+        char pol[96] = "";
+        if (p->pol)
+                snprintf(pol, sizeof(pol), ", policy %s: %s=%s, priority %u", p->pol->name,
+                         kind == MTHP_ANON ? "Anon" : "Shmem", mthp_policy_mode_name(p->pol->mode[kind]), p->prio);
+        if (p->proc >= 0) {
+                const struct mthp_engine_proc *m = &st->proc[p->proc];
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s)", m->pid, m->comm, m->fault_rate,
+                         m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
+        } else {
+                const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
+                const struct mthp_engine_cgroup *mc = engine_remembered_cgroup(st, c->path);
+                snprintf(buf, n, "cgroup %s (%.0f faults/s%s)", c->path, mc ? mc->fault_rate : c->fault_rate, pol);
+        }
+        (void) caps;
+}
+
+/* The processes under auto (a policy's or the defaults) that count: each
+ * is a party whose ceilings its remembered density sets. */
+static void process_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                            unsigned n_ladder, int top, double keep_default, double total,
+                            struct density_verdict *v) {
+        /* processes under auto (a policy's or the defaults) speak for themselves */
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double keep_thr = 1.0 / (1.0 + bloat / 100.0);
+                double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
+                if (pol && pol->mode[kind] != MTHP_POLICY_AUTO)
+                        continue; /* its cgroup speaks for it, below */
+                if (!counts(cfg, st, j, kind, total, caps, top, keep_default))
+                        continue;
+                bool any = false;
+                for (unsigned r = 0; r < n_ladder; r++)
+                        any = any || !isnan(engine_remembered(m, kind, ladder[r]));
+                if (!any) {
+                        v->unknown = (int) j;
+                        continue;
+                }
+                v->measured = true;
+                if (v->best < 0 ||
+                    kind_rate(m, kind, caps, top, keep_default) > kind_rate(&st->proc[v->best], kind, caps, top, keep_default))
+                        v->best = (int) j;
+                if (v->n_parties >= MAX_PARTIES)
+                        continue;
+                struct party *pt = &v->party[v->n_parties++];
+                unsigned cap = sizes_cap(caps, ladder, n_ladder, pol);
+                *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
+                                      .prio = pol ? pol->priority : cfg->default_priority,
+                                      .keep = cap, .raise = cap, .capped = cap < n_ladder };
+                for (unsigned r = 0; r < cap; r++) {
+                        double u = engine_remembered(m, kind, ladder[r]);
+                        /* no block of this size in its mappings: the kernel cannot
+                         * give it folios of this size, so it cannot bloat with them */
+                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc;
+                        bool ok_raise = isnan(u) || u >= raise_thr;
+                        if (!ok_raise && r < pt->raise)
+                                pt->raise = r;
+                        if (!ok_keep) {
+                                pt->keep = r;
+                                pt->fail_size = ladder[r];
+                                pt->fail_usage = u;
+                                pt->capped = false;
+                                break;
+                        }
+                }
+                if (pt->raise > pt->keep)
+                        pt->raise = pt->keep;
+        }
+}
+
+/* The managed cgroups that say always, madvise or never while they fault:
+ * each is a party whose ceiling its policy sets. */
+static void cgroup_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                           const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
+                           const unsigned *ladder, unsigned n_ladder, struct density_verdict *v) {
+        /* managed cgroups that say always, madvise or never, while they fault */
+        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++) {
+                const struct mthp_cgroup_view *cv = &snap->cgroup[c];
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, cv->path, NULL, 0);
+                if (!pol || pol->mode[kind] == MTHP_POLICY_AUTO)
+                        continue;
+                uint64_t kind_kb = kind == MTHP_ANON ? cv->anon_kb : cv->shmem_kb;
+                /* No share rule here, unlike processes: memcg pgfault counts
+                 * events, so a cgroup that gets 2M folios faults 512 times less
+                 * often for the same memory and would lose its say to a
+                 * sparse neighbour the moment it got what it asked for. */
+                const struct mthp_engine_cgroup *mc = engine_remembered_cgroup(st, cv->path);
+                if (!mc || !mc->say_tick || st->tick > mc->say_tick + PROC_RECENT_TICKS || kind_kb == 0 ||
+                    v->n_parties >= MAX_PARTIES)
+                        continue;
+                unsigned ceil = pol->mode[kind] == MTHP_POLICY_ALWAYS ? sizes_cap(caps, ladder, n_ladder, pol) : 0;
+                v->party[v->n_parties++] = (struct party){ .proc = -1, .cgroup = (int) c, .pol = pol,
+                                                           .prio = pol->priority, .keep = ceil, .raise = ceil,
+                                                           .capped = true };
+                v->measured = true;
+        }
+}
+
+static void name_outranked(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                           const struct mthp_engine_state *st, enum mthp_kind kind, unsigned n_ladder,
+                           struct density_verdict *v) {
+        /* madvise above the level for policy parties that accept a size but
+         * were outranked there; and name who lost, for the explanation */
+        size_t len = 0;
+        for (unsigned p = 0; p < v->n_parties; p++) {
+                const struct party *pp = &v->party[p];
+                bool lost = false;
+                for (unsigned r = v->keep; r < n_ladder; r++) {
+                        if (pp->keep <= r)
+                                break;
+                        for (unsigned q = 0; q < v->n_parties; q++)
+                                if (v->party[q].keep <= r && v->party[q].prio > pp->prio) {
+                                        if (pp->pol)
+                                                v->madvise[r] = true;
+                                        lost = true;
+                                }
+                }
+                /* an objector that lost: its ceiling is below the level */
+                lost = lost || pp->keep < v->keep;
+                if (lost && len < sizeof(v->outranked) - 8) {
+                        char d[160];
+                        engine_describe_party(caps, st, snap, kind, pp, d, sizeof(d));
+                        int w = snprintf(v->outranked + len, sizeof(v->outranked) - len, "%s%s", len ? "; " : "", d);
+                        len += w > 0 ? (size_t) w : 0;
+                        if (len >= sizeof(v->outranked))
+                                len = sizeof(v->outranked) - 1;
+                }
+        }
+}
+
+void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
+                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v) {
+        double total = 0;
+        int top = level ? (int) ladder[level - 1] : -1;
+        double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
+
+        memset(v, 0, sizeof(*v));
+        v->holder = v->best = v->unknown = -1;
+        v->keep = v->raise = n_ladder;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
+                        total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
+
+        process_parties(cfg, caps, st, kind, ladder, n_ladder, top, keep_default, total, v);
+
+        engine_madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
+        cgroup_parties(cfg, caps, snap, st, kind, ladder, n_ladder, v);
+
+        /* the level: climb while every objection is outranked */
+        unsigned keep = 0, raise = 0;
+        int blocker = -1;
+        while (keep < n_ladder && level_ok(v, keep + 1, false, &blocker))
+                keep++;
+        while (raise < keep && level_ok(v, raise + 1, true, NULL))
+                raise++;
+        if (v->n_parties) {
+                v->keep = keep;
+                v->raise = raise;
+                v->holder = keep < n_ladder ? blocker : -1;
+        }
+
+        name_outranked(caps, snap, st, kind, n_ladder, v);
+        for (unsigned r = 0; r < v->keep && r < n_ladder; r++)
+                v->madvise[r] = false; /* always already */
+        /* a process that counts but has no sample yet may be sparse: no raise */
+        if (v->unknown >= 0 && v->raise > level)
+                v->raise = level;
+}
+
+/* Why a party holds the level at keep: its density or its policy. */
+void engine_describe_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                            const struct density_verdict *v, const unsigned *ladder, unsigned n_ladder, char *buf,
+                            size_t n) {
+        const struct party *p = &v->party[v->holder];
+        char who[200], hs[16];
+        engine_describe_party(caps, st, snap, kind, p, who, sizeof(who));
+        if (p->proc >= 0 && !p->capped) {
+                double bloat = p->pol && !isnan(p->pol->max_bloat) ? p->pol->max_bloat : cfg->max_bloat;
+                mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
+                snprintf(buf, n, "%s uses %.2f of each %s block (predicted RSS x%.1f > MaxBloat %.0f%%)", who,
+                         p->fail_usage, hs, p->fail_usage > 0 ? 1 / p->fail_usage : 99.0, bloat);
+        } else {
+                unsigned r = p->keep < n_ladder ? p->keep : n_ladder - 1;
+                mthp_format_size(caps->sizes[ladder[r]].kb, hs, sizeof(hs));
+                snprintf(buf, n, "%s accepts no %s folios of %s as always", who, mthp_kind_name(kind), hs);
+        }
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What lib/engine.c (signals, transitions, emission) and
+ * lib/engine-density.c (the density judgement) share. Private to lib/. */
+
+#include "mthp/engine.h"
+
+/* The parties of an arbitration (mthpd.policy(5), ARBITRATION): each
+ * process that counts (auto) and each managed cgroup with an explicit
+ * always/madvise/never that faults. Ceiling: the rungs of the ladder it
+ * accepts as "always". */
+#define MAX_PARTIES (MTHP_ENGINE_PROCS + MTHP_SNAP_CGROUPS)
+struct party {
+        int proc;                 /* engine proc index, or -1 */
+        int cgroup;               /* snapshot cgroup index, or -1 */
+        const struct mthp_policy *pol;
+        unsigned prio;
+        unsigned keep, raise;     /* ceilings with the keep / raise density thresholds */
+        unsigned fail_size;       /* auto: caps size index its density failed at (keep) */
+        double fail_usage;
+        bool capped;              /* keep limited by its Sizes=, not by density */
+};
+
+struct density_verdict {
+        bool measured;            /* at least one party with a say */
+        unsigned keep, raise;     /* highest level the arbitration allows (keep / raise thresholds) */
+        int holder;               /* party that limits keep (-1: none) */
+        int best;                 /* the most faulting process that counts */
+        int unknown;              /* a process that counts but was never sampled, or -1 */
+        unsigned n_parties;
+        struct party party[MAX_PARTIES];
+        bool madvise[MTHP_SIZES_MAX];  /* per rung: madvise wished above the level */
+        char outranked[200];      /* parties whose objection or wish lost, for the explanation */
+};
+
+#define PROC_DECAY 0.5             /* per tick: a sample counts half as much a tick later */
+#define PROC_FORGET_TICKS 5        /* a process not seen for this long is forgotten */
+#define PROC_RECENT_TICKS 3        /* ... and counts for decisions this long */
+
+/* engine.c: what the engine remembers of processes and cgroups */
+double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size);
+const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
+void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
+/* engine-limits.c: the limited-cgroup invariant */
+void engine_remember_limited(const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                               const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                               unsigned n_ladder, int *blocker, char *why, size_t n);
+/* engine-density.c: the density judgement and the descriptions reasons quote */
+void engine_madvise_wishes(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                           const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
+                           unsigned n_ladder, bool madvise[MTHP_SIZES_MAX]);
+void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
+                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v);
+void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                           const struct mthp_snapshot *snap, enum mthp_kind kind, const struct party *p, char *buf,
+                           size_t n);
+void engine_describe_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                            const struct density_verdict *v, const unsigned *ladder, unsigned n_ladder, char *buf,
+                            size_t n);

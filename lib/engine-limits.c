@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's limited-cgroup invariant (issue 16): what a raise could
+ * cost each memory-limited cgroup, the level every one of them affords, and
+ * the guard's step-down between ticks. Pure (mthp/engine.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mthp/engine.h"
+#include "mthp/util.h"
+
+#include "engine-internal.h"
+
+/* ---- memory-limited cgroups: the invariant (engine.h, mthp_engine_limited) ---- */
+
+#define GUARD_BACKOFF_TICKS 30     /* a tripped cgroup counts as sparse this long ... */
+#define GUARD_BACKOFF_MAX 3600     /* ... doubling on each repeat, up to this */
+
+void engine_remember_limited(const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
+        if (!snap->limited_valid)
+                return; /* not scanned (an old recording): nothing is known, nothing changes */
+        for (unsigned j = 0; j < MTHP_SNAP_LIMITED; j++)
+                st->limited[j].present = false;
+        for (unsigned i = 0; i < snap->n_limited && i < MTHP_SNAP_LIMITED; i++) {
+                const struct mthp_limited_cgroup *c = &snap->limited[i];
+                struct mthp_engine_limited *m = NULL, *free_slot = NULL;
+                for (unsigned j = 0; j < MTHP_SNAP_LIMITED && !m; j++) {
+                        struct mthp_engine_limited *e = &st->limited[j];
+                        if (e->path[0] && strcmp(e->path, c->path) == 0)
+                                m = e;
+                        else if (!free_slot && (!e->path[0] || (e->trip_until <= snap->tick &&
+                                                                  e->seen_tick + PROC_FORGET_TICKS < snap->tick)))
+                                free_slot = e;
+                }
+                bool known = m != NULL;
+                if (!m) {
+                        if (!free_slot)
+                                continue;
+                        m = free_slot;
+                        memset(m, 0, sizeof(*m));
+                        mthp_strcpy(m->path, sizeof(m->path), c->path);
+                }
+                m->growth_kb = known && c->usage_kb > m->usage_kb ? c->usage_kb - m->usage_kb : 0;
+                m->usage_kb = c->usage_kb;
+                m->limit_kb = c->limit_kb;
+                m->populated = c->populated;
+                m->present = true;
+                m->seen_tick = snap->tick;
+        }
+        for (unsigned j = 0; j < MTHP_SNAP_LIMITED; j++) {
+                struct mthp_engine_limited *e = &st->limited[j];
+                if (e->path[0] && !e->present && e->trip_until <= snap->tick &&
+                    e->seen_tick + PROC_FORGET_TICKS < snap->tick)
+                        memset(e, 0, sizeof(*e));
+        }
+}
+
+static bool path_inside(const char *path, const char *parent) {
+        size_t len = strlen(parent);
+        if (strcmp(parent, "/") == 0)
+                return path[0] == '/';
+        return strncmp(path, parent, len) == 0 && (path[len] == 0 || path[len] == '/');
+}
+
+/* bloat_C(S): how many times its 4K memory a limited cgroup could take with
+ * folios of caps size `size`. From the remembered density of its sampled
+ * processes (the worst one), else S/4K: a cgroup nobody sampled is not
+ * known to be dense, and neither is one that tripped the guard. */
+static double limited_bloat(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                            const struct mthp_engine_limited *c, enum mthp_kind kind, unsigned size, char *how,
+                            size_t n) {
+        double assumed = caps->sizes[size].kb / 4.0;
+        if (c->trip_until > st->tick) {
+                snprintf(how, n, "tripped the guard at tick %llu: assumed sparse", (unsigned long long) c->trip_tick);
+                return assumed;
+        }
+        double worst = 0;
+        unsigned procs = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || !m->cgroup[0] ||
+                    !path_inside(m->cgroup, c->path))
+                        continue;
+                double u = engine_remembered(m, kind, size);
+                if (isnan(u))
+                        continue;
+                procs++;
+                double b = u > 1.0 / assumed ? 1.0 / u : assumed;
+                if (b > worst)
+                        worst = b;
+        }
+        if (!procs) {
+                snprintf(how, n, "no sampled process: assumed sparse");
+                return assumed;
+        }
+        snprintf(how, n, "measured on %u process(es)", procs);
+        return worst < 1 ? 1 : worst;
+}
+
+/* The highest level of the kind's ladder that every present, populated
+ * limited cgroup affords; *blocker: the slot of the one that stops it
+ * (-1: none), why: its numbers. */
+unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                               const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                               unsigned n_ladder, int *blocker, char *why, size_t n) {
+        unsigned afford = n_ladder;
+        *blocker = -1;
+        if (why && n)
+                why[0] = 0;
+        for (unsigned i = 0; i < MTHP_SNAP_LIMITED; i++) {
+                const struct mthp_engine_limited *c = &st->limited[i];
+                if (!c->path[0] || !c->present || !c->populated || !c->limit_kb)
+                        continue;
+                double headroom = c->limit_kb > c->usage_kb ? (double) (c->limit_kb - c->usage_kb) : 0;
+                double budget = headroom * (1 - cfg->guard_headroom / 100.0);
+                double floor = (double) c->limit_kb * cfg->guard_floor / 100.0;
+                double r = (double) c->growth_kb > floor ? (double) c->growth_kb : floor;
+                if (c->trip_until > st->tick && (double) c->trip_growth_kb > r)
+                        r = (double) c->trip_growth_kb; /* it showed it can fault that much between ticks */
+                for (unsigned rung = 0; rung < afford; rung++) {
+                        char how[96];
+                        double b = limited_bloat(caps, st, c, kind, ladder[rung], how, sizeof(how));
+                        if (b * r <= budget)
+                                continue;
+                        afford = rung;
+                        *blocker = (int) i;
+                        if (why && n) {
+                                char sz[16];
+                                mthp_format_size(caps->sizes[ladder[rung]].kb, sz, sizeof(sz));
+                                snprintf(why, n,
+                                         "limited cgroup %s (usage %.0f MiB, limit %.0f MiB, headroom %.0f MiB; %s: "
+                                         "x%.1f at %s) cannot afford %s: x%.1f of %.1f MiB/tick = %.0f MiB > %.0f MiB "
+                                         "(%.0f%% of its headroom)",
+                                         c->path, (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
+                                         headroom / 1024, how, b, sz, sz, b, r / 1024, b * r / 1024, budget / 1024,
+                                         100 - cfg->guard_headroom);
+                        }
+                        break;
+                }
+        }
+        return afford;
+}
+
+bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                 const struct mthp_engine_state *st, unsigned i) {
+        const struct mthp_engine_limited *c = i < MTHP_SNAP_LIMITED ? &st->limited[i] : NULL;
+        if (!c || !c->path[0] || !c->present || !c->limit_kb)
+                return false;
+        if (!c->populated)
+                return true; /* a program may start in it any moment: nothing known of it */
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+                unsigned lvl = st->kind[kind].level;
+                if (!lvl || lvl > n_ladder)
+                        continue;
+                char how[96];
+                if (limited_bloat(caps, st, c, kind, ladder[lvl - 1], how, sizeof(how)) > 1 + cfg->max_bloat / 100.0)
+                        return true;
+        }
+        return false;
+}
+
+int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                      const struct mthp_guard_trip *trip, const struct mthp_engine_state *prev,
+                      struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
+        size_t n = 0;
+        *next = *prev;
+        uint64_t tick = next->tick;
+        struct mthp_engine_limited *c = NULL, *free_slot = NULL, *oldest = NULL;
+        for (unsigned j = 0; j < MTHP_SNAP_LIMITED && !c; j++) {
+                struct mthp_engine_limited *e = &next->limited[j];
+                if (e->path[0] && strcmp(e->path, trip->path) == 0)
+                        c = e;
+                else if (!free_slot && !e->path[0])
+                        free_slot = e;
+                else if (e->path[0] && e->trip_until <= tick && (!oldest || e->seen_tick < oldest->seen_tick))
+                        oldest = e;
+        }
+        if (!c) {
+                c = free_slot ? free_slot : oldest ? oldest : &next->limited[MTHP_SNAP_LIMITED - 1];
+                memset(c, 0, sizeof(*c));
+                mthp_strcpy(c->path, sizeof(c->path), trip->path);
+        }
+        c->usage_kb = trip->usage_kb;
+        c->limit_kb = trip->limit_kb;
+        c->growth_kb = trip->usage_kb > trip->armed_usage_kb ? trip->usage_kb - trip->armed_usage_kb : 0;
+        c->present = c->populated = true;
+        c->seen_tick = tick;
+        /* a repeat while the last backoff (or as long again after it) runs doubles it */
+        if (c->trip_backoff && tick < c->trip_until + c->trip_backoff)
+                c->trip_backoff = c->trip_backoff * 2 > GUARD_BACKOFF_MAX ? GUARD_BACKOFF_MAX : c->trip_backoff * 2;
+        else
+                c->trip_backoff = GUARD_BACKOFF_TICKS;
+        c->trip_tick = tick;
+        c->trip_until = tick + c->trip_backoff;
+        c->trip_growth_kb = trip->hit_limit ? c->limit_kb : c->growth_kb;
+
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                struct mthp_engine_kind *st = &next->kind[kind];
+                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+                char lim_why[400], top[16], to[16], why[MTHP_REASON_MAX - 64];
+                int blocker;
+                if (st->level > n_ladder)
+                        st->level = n_ladder;
+                /* The tripped cgroup has just shown that it faults faster than
+                 * one tick's worth: every kind goes back to 4K (the boot
+                 * default, what it was sized for) at once; the next ticks'
+                 * invariant decides how far back up, with it counted sparse. */
+                (void) engine_limited_afford(cfg, caps, next, kind, ladder, n_ladder, &blocker, lim_why, sizeof(lim_why));
+                unsigned afford = 0;
+                if (blocker < 0 || strcmp(next->limited[blocker].path, c->path) != 0) {
+                        char sz[16];
+                        mthp_format_size(caps->sizes[ladder[0]].kb, sz, sizeof(sz));
+                        snprintf(lim_why, sizeof(lim_why), "it faulted %.0f MiB since the last tick",
+                                 (double) c->growth_kb / 1024);
+                }
+                if (st->level <= afford)
+                        continue;
+                unsigned old = st->level;
+                engine_level_name(caps, ladder, old, top, sizeof(top));
+                engine_level_name(caps, ladder, afford, to, sizeof(to));
+                int w = snprintf(why, sizeof(why),
+                         "guard: cgroup %s crossed its %s (%.0f MiB = %.0f MiB + %.0f%% of its headroom, limit "
+                         "%.0f MiB), now %.0f MiB; reacted %.0f us after the wake-up; %s: step %s down from %s to "
+                         "%s at once, the cgroup counts as sparse for %u ticks",
+                         trip->path, trip->what ? trip->what : "usage threshold", (double) trip->threshold_kb / 1024,
+                         (double) trip->armed_usage_kb / 1024, cfg->guard_headroom, (double) trip->limit_kb / 1024,
+                         (double) trip->usage_kb / 1024, trip->latency_us, lim_why, mthp_kind_name(kind), top, to,
+                         c->trip_backoff);
+                if (w >= (int) sizeof(why))
+                        why[sizeof(why) - 2] = '~';
+                st->level = afford;
+                st->verify_left = 0;
+                st->last_dir = -1;
+                st->last_change_tick = tick ? tick : 1;
+                st->raise_streak = st->lower_streak = st->sparse_streak = 0;
+                /* largest first: it bloats most */
+                for (unsigned r = old; r-- > afford && n < n_out;) {
+                        struct mthp_decision *d = &out[n++];
+                        char sname[16];
+                        mthp_format_size(caps->sizes[ladder[r]].kb, sname, sizeof(sname));
+                        d->knob = caps->sizes[ladder[r]].knob[kind];
+                        d->value[0] = 0;
+                        if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s not affordable: original value)",
+                                     why, afford, n_ladder, sname) >= (int) sizeof(d->reason))
+                                d->reason[sizeof(d->reason) - 2] = '~';
+                }
+        }
+        return (int) n;
+}

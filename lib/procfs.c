@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mthp/procfs.h"
+
+void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
+        const char *p = text;
+
+        while (*p) {
+                const char *eol = strchrnul(p, '\n');
+                char key[64];
+                size_t klen = strcspn(p, ": \t\n");
+                if (klen > 0 && klen < sizeof(key) && p + klen < eol) {
+                        memcpy(key, p, klen);
+                        key[klen] = 0;
+                        const char *v = p + klen;
+                        while (v < eol && (*v == ':' || *v == ' ' || *v == '\t'))
+                                v++;
+                        char *end;
+                        errno = 0;
+                        unsigned long long val = strtoull(v, &end, 10);
+                        if (end != v && errno == 0)
+                                cb(user, key, val);
+                }
+                p = *eol ? eol + 1 : eol;
+        }
+}
+
+int mthp_proc_read_fd(int fd, char **text, size_t *cap, size_t *len) {
+        size_t n = 0;
+
+        for (;;) {
+                if (n + 4096 + 1 > *cap) {
+                        if (*cap >= MTHP_PROC_TEXT_MAX)
+                                break;
+                        size_t c = *cap ? *cap * 2 : 65536;
+                        char *t = realloc(*text, c);
+                        if (!t)
+                                return -ENOMEM;
+                        *text = t;
+                        *cap = c;
+                }
+                ssize_t k = read(fd, *text + n, *cap - 1 - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        if (n + 4096 + 1 > *cap) {      /* cut at the cap: drop the partial last line */
+                while (n > 0 && (*text)[n - 1] != '\n')
+                        n--;
+        }
+        (*text)[n] = 0;
+        *len = n;
+        return 0;
+}
+
+int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st) {
+        const char *open = strchr(text, '('), *close = strrchr(text, ')');
+        char *end;
+
+        memset(st, 0, sizeof(*st));
+        if (!open || !close || close < open)
+                return -EBADMSG;
+        errno = 0;
+        long pid = strtol(text, &end, 10);
+        if (end == text || errno || pid <= 0 || pid > INT32_MAX)
+                return -EBADMSG;
+        st->pid = (pid_t) pid;
+        size_t len = (size_t) (close - open - 1);
+        if (len >= sizeof(st->comm))
+                len = sizeof(st->comm) - 1;
+        memcpy(st->comm, open + 1, len);
+        st->comm[len] = 0;
+
+        /* Fields after comm, numbered as in proc(5): 3 state, 9 flags,
+         * 10 minflt, 22 starttime. Some are signed (tpgid, nice). */
+        const char *p = close + 1;
+        for (unsigned field = 3; field <= 22; field++) {
+                while (*p == ' ')
+                        p++;
+                if (!*p || *p == '\n')
+                        return -EBADMSG;
+                if (field == 3)
+                        st->state = *p;
+                else if (field == 9 || field == 10 || field == 22) {
+                        errno = 0;
+                        unsigned long long v = strtoull(p, &end, 10);
+                        if (end == p || errno || (*end != ' ' && *end != '\n' && *end))
+                                return -EBADMSG;
+                        if (field == 9)
+                                st->flags = (unsigned) v;
+                        else if (field == 10)
+                                st->minflt = v;
+                        else
+                                st->starttime = v;
+                }
+                p += strcspn(p, " \n");
+        }
+        /* 23 vsize, 24 rss: optional, for ranking only */
+        for (unsigned field = 23; field <= 24; field++) {
+                while (*p == ' ')
+                        p++;
+                if (!*p || *p == '\n')
+                        return 0;
+                if (field == 24)
+                        st->rss_pages = strtoull(p, NULL, 10);
+                p += strcspn(p, " \n");
+        }
+        return 0;
+}
+
+static int parse_hex(const char **p, const char *end, uint64_t *v) {
+        uint64_t x = 0;
+        const char *q = *p;
+        while (q < end) {
+                int d;
+                if (*q >= '0' && *q <= '9')
+                        d = *q - '0';
+                else if (*q >= 'a' && *q <= 'f')
+                        d = *q - 'a' + 10;
+                else if (*q >= 'A' && *q <= 'F')
+                        d = *q - 'A' + 10;
+                else
+                        break;
+                if (x >> 60)
+                        return -EBADMSG;
+                x = x << 4 | (uint64_t) d;
+                q++;
+        }
+        if (q == *p)
+                return -EBADMSG;
+        *p = q;
+        *v = x;
+        return 0;
+}
+
+static int expect(const char **p, const char *end, char c) {
+        if (*p >= end || **p != c)
+                return -EBADMSG;
+        (*p)++;
+        return 0;
+}
+
+int mthp_proc_parse_maps_line(const char *line, size_t len, struct mthp_mapping *m) {
+        const char *p = line, *end = line + len;
+        uint64_t major, minor;
+
+        memset(m, 0, sizeof(*m));
+        while (end > p && (end[-1] == '\n' || end[-1] == '\0'))
+                end--;
+        if (parse_hex(&p, end, &m->start) < 0 || expect(&p, end, '-') < 0 ||
+            parse_hex(&p, end, &m->end) < 0 || expect(&p, end, ' ') < 0 || m->end < m->start)
+                return -EBADMSG;
+        if (end - p < 5 || p[4] != ' ')
+                return -EBADMSG;
+        memcpy(m->perms, p, 4);
+        p += 5;
+        if (parse_hex(&p, end, &m->offset) < 0 || expect(&p, end, ' ') < 0 ||
+            parse_hex(&p, end, &major) < 0 || expect(&p, end, ':') < 0 ||
+            parse_hex(&p, end, &minor) < 0 || expect(&p, end, ' ') < 0)
+                return -EBADMSG;
+        m->dev_major = (unsigned) major;
+        m->dev_minor = (unsigned) minor;
+        const char *q = p;
+        while (p < end && *p >= '0' && *p <= '9')
+                m->inode = m->inode * 10 + (uint64_t) (*p++ - '0');
+        if (p == q || (p < end && *p != ' '))
+                return -EBADMSG;
+        while (p < end && *p == ' ')
+                p++;
+        m->name = p;
+        m->name_len = (size_t) (end - p);
+        return 0;
+}
+
+static bool name_is(const struct mthp_mapping *m, const char *s) {
+        return m->name_len == strlen(s) && memcmp(m->name, s, m->name_len) == 0;
+}
+
+static bool name_starts(const struct mthp_mapping *m, const char *s) {
+        size_t n = strlen(s);
+        return m->name_len >= n && memcmp(m->name, s, n) == 0;
+}
+
+int mthp_proc_mapping_kind(const struct mthp_mapping *m) {
+        if (m->perms[0] != 'r')
+                return -ENOENT;  /* PROT_NONE reservations and guard pages */
+        if (m->perms[3] == 'p') {
+                if (m->perms[1] != 'w')
+                        return -ENOENT;
+                /* a private /dev/zero mapping is plain anonymous memory */
+                if ((m->name_len == 0 && m->inode == 0) || name_is(m, "[heap]") || name_is(m, "[stack]") ||
+                    name_starts(m, "[anon:") || name_is(m, "/dev/zero"))
+                        return MTHP_ANON;
+                return -ENOENT;
+        }
+        if (m->perms[3] == 's' &&
+            (name_is(m, "/dev/zero (deleted)") || name_starts(m, "/SYSV") || name_starts(m, "/memfd:") ||
+             name_starts(m, "/dev/shm/") || name_starts(m, "[anon_shmem:")))
+                return MTHP_SHMEM;
+        return -ENOENT;
+}
