@@ -142,8 +142,13 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
 /* Check one armed cgroup; returns true if it tripped (the tick re-armed everything). */
 static bool check(struct guard *g, struct armed *a, uint64_t t_wake, const char *what) {
         uint64_t usage_kb, limit_kb;
-        if (mthp_limits_read(g->d->host, &g->d->caps, a->path, &usage_kb, &limit_kb) < 0) {
-                disarm(a); /* removed */
+        int r = mthp_limits_read(g->d->host, &g->d->caps, a->path, &usage_kb, &limit_kb);
+        if (r < 0) {
+                /* only a cgroup that is gone is disarmed; a read that failed
+                 * once (a file caught while it was rewritten) is tried again
+                 * at the next poll, or the guard would sleep until the tick */
+                if (r == -ENOENT)
+                        disarm(a);
                 return false;
         }
         bool crossed = usage_kb >= a->threshold_kb;
