@@ -115,6 +115,8 @@ struct table {
 void json_fstr(FILE *f, const char *s);
 void json_str(const char *s);  /* on stdout */
 void json_str_or_null(const char *s);
+/* v as a JSON number, or null when it is not known */
+void json_u64_or_null(bool known, uint64_t v);
 void *xrealloc(void *p, size_t n);
 void print_errors(const char *err); /* FILE:LINE: errors on stderr, escaped */
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

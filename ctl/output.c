@@ -18,6 +18,13 @@ void json_str_or_null(const char *s) {
                 printf("null");
 }
 
+void json_u64_or_null(bool known, uint64_t v) {
+        if (known)
+                printf("%llu", (unsigned long long) v);
+        else
+                printf("null");
+}
+
 /* Errors of files ("FILE:LINE: ...", one a line) on stderr: they quote
  * the files' bytes and name files anyone may have named. */
 void print_errors(const char *err) {

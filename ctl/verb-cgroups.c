@@ -141,10 +141,7 @@ void json_cgroups(const struct ctl_bus_cgroup *cg, unsigned n) {
                 printf(",\"anon_kb\":%llu,\"shmem_kb\":%llu,\"usage_kb\":%llu,\"limit_kb\":",
                        (unsigned long long) x->anon_kb, (unsigned long long) x->shmem_kb,
                        (unsigned long long) x->usage_kb);
-                if (x->limit_kb)
-                        printf("%llu", (unsigned long long) x->limit_kb);
-                else
-                        printf("null");
+                json_u64_or_null(x->limit_kb != 0, x->limit_kb);
                 printf(",\"psi_some_avg10\":");
                 if (x->psi_some >= 0)
                         printf("%.2f", x->psi_some);

@@ -180,10 +180,7 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf(",\"likely_writer\":");
                         json_str_or_null(who[0] ? who : NULL);
                         printf(",\"noticed_usec\":");
-                        if (nt)
-                                printf("%llu", (unsigned long long) nt->usec);
-                        else
-                                printf("null");
+                        json_u64_or_null(nt != NULL, nt ? nt->usec : 0);
                         printf("}");
                         first = false;
                 }
@@ -320,15 +317,9 @@ int cmd_sizes(struct ctl *c, int argc, char **argv) {
                                 printf(",\"accepts\":");
                                 json_accepts(&hv->caps.knobs[kn]);
                                 printf(",\"alloc\":");
-                                if (a)
-                                        printf("%llu", (unsigned long long) a->value);
-                                else
-                                        printf("null");
+                                json_u64_or_null(a != NULL, a ? a->value : 0);
                                 printf(",\"fallback\":");
-                                if (f)
-                                        printf("%llu", (unsigned long long) f->value);
-                                else
-                                        printf("null");
+                                json_u64_or_null(f != NULL, f ? f->value : 0);
                                 printf("}");
                         } else {
                                 table_cell(&t, "%s", first ? size : "");
