@@ -93,8 +93,11 @@ int mthp_timestamp_parse(const char *s, uint64_t now, uint64_t *usec) {
         if (s[0] == '@') {
                 char *end;
                 errno = 0;
+                /* digits and one '.': strtod alone also takes "nan", "inf", hex */
+                if (s[1] < '0' || s[1] > '9' || strspn(s + 1, "0123456789.") != l - 1)
+                        return -EINVAL;
                 double v = strtod(s + 1, &end);
-                if (end == s + 1 || *end || errno || v < 0 || v >= 1e12)
+                if (end == s + 1 || *end || errno || !isfinite(v) || v < 0 || v >= 1e12)
                         return -EINVAL;
                 *usec = (uint64_t) (v * 1e6);
                 return 0;

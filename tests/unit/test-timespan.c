@@ -95,6 +95,10 @@ static void test_timestamp_parse(void **state) {
                 { "-100000d", -EINVAL, 0 },      /* before 1970 */
                 { "@-1", -EINVAL, 0 },
                 { "@1e13", -EINVAL, 0 },
+                { "@nan", -EINVAL, 0 },   /* fuzz-timespan found it: NaN cast to uint64_t */
+                { "@inf", -EINVAL, 0 },
+                { "@0x10", -EINVAL, 0 },
+                { "@1.2.3", -EINVAL, 0 },
                 { "2025-13-01", -EINVAL, 0 },
                 { "10:00 tomorrow", -EINVAL, 0 },
                 { " ago", -EINVAL, 0 },
