@@ -105,14 +105,18 @@ int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st) {
                 }
                 p += strcspn(p, " \n");
         }
-        /* 23 vsize, 24 rss: optional, for ranking only */
-        for (unsigned field = 23; field <= 24; field++) {
+        /* optional: 24 rss (for ranking), 38 exit_signal (-1 for a thread
+         * that is not its group's leader: /proc/TID/stat of such a thread
+         * answers with its whole process's figures) */
+        for (unsigned field = 23; field <= 38; field++) {
                 while (*p == ' ')
                         p++;
                 if (!*p || *p == '\n')
                         return 0;
                 if (field == 24)
                         st->rss_pages = strtoull(p, NULL, 10);
+                else if (field == 38)
+                        st->thread = p[0] == '-' && p[1] == '1' && (p[2] == ' ' || p[2] == '\n' || !p[2]);
                 p += strcspn(p, " \n");
         }
         return 0;

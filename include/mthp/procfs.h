@@ -34,6 +34,7 @@ struct mthp_proc_stat {
         uint64_t minflt;
         uint64_t starttime;           /* clock ticks since boot */
         uint64_t rss_pages;           /* field 24 (0 if the line stops before it) */
+        bool thread;                  /* field 38 exit_signal is -1: a thread, not a process */
 };
 /* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
 int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st);
