@@ -21,6 +21,8 @@ void mthp_density_budget_default(struct mthp_density_budget *b) {
         *b = (struct mthp_density_budget) {
                 .max_procs = 8,
                 .max_scan = 1024,
+                .max_hot = 64,
+                .max_rescan = 128,
                 .max_pages_per_tick = 131072,
                 .max_pages_per_proc = 16384,
                 .reads_per_window = 4,
@@ -321,18 +323,10 @@ static const struct mthp_density_target *find_target(const struct mthp_density_s
         return NULL;
 }
 
-/* Who is worth sampling: faults/s times resident pages. Fault events alone
- * would rank a compiler's 300 4K faults/s above a workload faulting 2M
- * folios 60 times a second (30k pages/s): the one whose size decisions
- * matter. */
-static double rank_key(const struct mthp_proc_entry *e) {
-        return e->rate * (double) (e->rss_pages ? e->rss_pages : 1);
-}
-
 static int cmp_rate(const void *a, const void *b, void *tab) {
         const struct mthp_proc_entry *x = (const struct mthp_proc_entry *) tab + *(const size_t *) a;
         const struct mthp_proc_entry *y = (const struct mthp_proc_entry *) tab + *(const size_t *) b;
-        double kx = rank_key(x), ky = rank_key(y);
+        double kx = mthp_proc_entry_rank(x), ky = mthp_proc_entry_rank(y);
         if (kx != ky)
                 return kx > ky ? -1 : 1;
         return x->pid < y->pid ? -1 : x->pid > y->pid;
@@ -380,8 +374,7 @@ static void aggregate(struct mthp_density_sampler *s, struct mthp_density_report
 }
 
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out) {
-        size_t n = 0;
-        unsigned scanned;
+        struct mthp_proc_scan_stats ps;
         int r;
 
         s->t0_ns = mthp_now_nsec(CLOCK_MONOTONIC);
@@ -393,14 +386,12 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         out->n_sizes = s->n_sizes;
         out->procs = s->procs;
 
-        r = mthp_proc_scan_list(&s->ps, s->targets, s->n_targets, &n);
+        r = mthp_proc_scan_tick(&s->ps, s->targets, s->n_targets, t_usec, &s->b, scan_stop, s, &ps);
         if (r < 0)
                 return r;
-        r = mthp_proc_scan_stat(&s->ps, t_usec, n, s->b.max_scan, scan_stop, s, &scanned);
-        if (r < 0)
-                return r;
-        out->procs_listed = (unsigned) n;
-        out->procs_scanned = scanned;
+        out->procs_listed = ps.listed;
+        out->procs_scanned = ps.scanned;
+        out->procs_full_list = ps.full_list;
 
         size_t *order = malloc((s->ps.n_tab ? s->ps.n_tab : 1) * sizeof(*order));
         if (!order)

@@ -17,12 +17,22 @@
 void mthp_proc_scan_init(struct mthp_proc_scan *s, const struct mthp_host *h) {
         s->host = h;
         s->clk_tck = sysconf(_SC_CLK_TCK);
+        s->last_pid = -1;
 }
 
 void mthp_proc_scan_free(struct mthp_proc_scan *s) {
         free(s->tab);
         free(s->spare);
         free(s->pids);
+        free(s->order);
+}
+
+/* Who is worth sampling: faults/s times resident pages. Fault events alone
+ * would rank a compiler's 300 4K faults/s above a workload faulting 2M
+ * folios 60 times a second (30k pages/s): the one whose size decisions
+ * matter. */
+double mthp_proc_entry_rank(const struct mthp_proc_entry *e) {
+        return e->rate * (double) (e->rss_pages ? e->rss_pages : 1);
 }
 
 static int cmp_pid(const void *a, const void *b) {
@@ -30,64 +40,127 @@ static int cmp_pid(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-static struct mthp_proc_entry *find_entry(struct mthp_proc_entry *tab, size_t n, pid_t pid) {
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (tab[mid].pid == pid)
-                        return &tab[mid];
-                if (tab[mid].pid < pid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
+static size_t sort_unique(pid_t *p, size_t n) {
+        if (n > 1) /* p is NULL while no process was ever seen */
+                qsort(p, n, sizeof(pid_t), cmp_pid);
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++)
+                if (u == 0 || p[u - 1] != p[i])
+                        p[u++] = p[i];
+        return u;
 }
 
-int mthp_proc_scan_list(struct mthp_proc_scan *s, const struct mthp_density_target *targets, size_t n_targets,
-                        size_t *ret) {
+/* Every PID in /proc into s->pids, sorted. */
+static int list_proc(struct mthp_proc_scan *s, size_t *ret) {
         size_t n = 0;
         int r;
 
-        if (n_targets) {
-                r = mthp_grow((void **) &s->pids, &s->cap_pids, n_targets, sizeof(pid_t));
+        int fd = mthp_host_open_file(s->host, "/proc", O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                r = mthp_grow((void **) &s->pids, &s->cap_pids, n + 1, sizeof(pid_t));
+                if (r < 0) {
+                        closedir(d);
+                        return r;
+                }
+                s->pids[n++] = (pid_t) pid;
+        }
+        closedir(d);
+        *ret = sort_unique(s->pids, n);
+        return 0;
+}
+
+/* Merge the n sorted s->pids into the table. whole: they are every process
+ * (a listing): entries not among them are dropped. Otherwise they are IDs
+ * handed out since the last tick: added, and an entry already under one of
+ * them is stale (its process ended, the ID was given again) and read anew. */
+static int merge(struct mthp_proc_scan *s, size_t n, bool whole) {
+        size_t cap = whole ? n : s->n_tab + n;
+        int r = mthp_grow((void **) &s->spare, &s->cap_spare, cap ? cap : 1, sizeof(struct mthp_proc_entry));
+        if (r < 0)
+                return r;
+        struct mthp_proc_entry *out = s->spare;
+        size_t i = 0, j = 0, u = 0;
+        while (i < s->n_tab || j < n) {
+                if (j == n || (i < s->n_tab && s->tab[i].pid < s->pids[j])) {
+                        if (!whole)
+                                out[u++] = s->tab[i];
+                        i++;
+                } else if (i == s->n_tab || s->pids[j] < s->tab[i].pid) {
+                        out[u++] = (struct mthp_proc_entry) { .pid = s->pids[j] };
+                        j++;
+                } else {
+                        out[u] = s->tab[i];
+                        if (!whole)
+                                out[u].seen = false;
+                        u++, i++, j++;
+                }
+        }
+        struct mthp_proc_entry *tmp = s->tab;
+        size_t tcap = s->cap_tab;
+        s->tab = s->spare;
+        s->cap_tab = s->cap_spare;
+        s->spare = tmp;
+        s->cap_spare = tcap;
+        s->n_tab = u;
+        return 0;
+}
+
+/* The last PID handed out in our PID namespace: /proc/loadavg's last field. */
+static long read_last_pid(const struct mthp_host *h) {
+        char buf[128];
+        ssize_t k = mthp_host_read(h, "/proc/loadavg", buf, sizeof(buf));
+        if (k <= 0)
+                return -1;
+        const char *p = strrchr(buf, ' ');
+        if (!p)
+                return -1;
+        char *end;
+        errno = 0;
+        long v = strtol(p + 1, &end, 10);
+        if (end == p + 1 || errno || (*end && *end != '\n') || v < 0 || v > INT32_MAX)
+                return -1;
+        return v;
+}
+
+/* Bring the table up to date with /proc: new processes in, gone ones out. */
+static int discover(struct mthp_proc_scan *s, uint64_t t_usec, bool *full) {
+        long last = read_last_pid(s->host);
+        long range = last - s->last_pid;
+        size_t n = 0;
+        int r;
+
+        /* a stat read per new ID against ~0.8 us per listed process */
+        *full = !s->listed_once || last < 0 || s->last_pid < 0 || range < 0 ||
+                (range > 32 && (size_t) range > s->n_tab / 4) || t_usec - s->listed_usec >= MTHP_PROC_SCAN_RELIST_USEC;
+        if (*full) {
+                r = list_proc(s, &n);
                 if (r < 0)
                         return r;
-                for (size_t i = 0; i < n_targets; i++)
-                        s->pids[n++] = targets[i].pid;
-        } else {
-                int fd = mthp_host_open_file(s->host, "/proc", O_RDONLY | O_DIRECTORY);
-                if (fd < 0)
-                        return fd;
-                DIR *d = fdopendir(fd);
-                if (!d) {
-                        r = -errno;
-                        close(fd);
+                s->listed_once = true;
+                s->listed_usec = t_usec;
+        } else if (range > 0) {
+                r = mthp_grow((void **) &s->pids, &s->cap_pids, (size_t) range, sizeof(pid_t));
+                if (r < 0)
                         return r;
-                }
-                struct dirent *de;
-                while ((de = readdir(d))) {
-                        char *end;
-                        long pid = strtol(de->d_name, &end, 10);
-                        if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
-                                continue;
-                        r = mthp_grow((void **) &s->pids, &s->cap_pids, n + 1, sizeof(pid_t));
-                        if (r < 0) {
-                                closedir(d);
-                                return r;
-                        }
-                        s->pids[n++] = (pid_t) pid;
-                }
-                closedir(d);
+                for (long p = s->last_pid + 1; p <= last; p++)
+                        s->pids[n++] = (pid_t) p;
         }
-        if (n > 1) /* s->pids is NULL while no process was ever seen */
-                qsort(s->pids, n, sizeof(pid_t), cmp_pid);
-        size_t u = 0;
-        for (size_t i = 0; i < n; i++)
-                if (u == 0 || s->pids[u - 1] != s->pids[i])
-                        s->pids[u++] = s->pids[i];
-        *ret = u;
-        return 0;
+        /* read before listing: what starts meanwhile is in the next range */
+        s->last_pid = last;
+        return n || *full ? merge(s, n, *full) : 0;
 }
 
 static double read_uptime(const struct mthp_host *h) {
@@ -97,76 +170,137 @@ static double read_uptime(const struct mthp_host *h) {
         return strtod(buf, NULL);
 }
 
-static void scan_one(struct mthp_proc_scan *s, pid_t pid, uint64_t t_usec, double uptime,
-                     struct mthp_proc_entry *out) {
+/* Read e's stat file; e->pid becomes -1 if it is gone, a zombie or a thread. */
+static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64_t t_usec, double uptime) {
         char path[40], buf[1024];
         struct mthp_proc_stat st;
+        const struct mthp_proc_entry old = *e;
 
-        out->pid = -1;
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) e->pid);
         if (mthp_host_read(s->host, path, buf, sizeof(buf)) <= 0 || mthp_proc_parse_stat(buf, &st) < 0 ||
-            st.state == 'Z' || st.state == 'X')
+            st.state == 'Z' || st.state == 'X' || st.thread) {
+                e->pid = -1;
                 return;
-        *out = (struct mthp_proc_entry) {
-                .pid = pid,
+        }
+        bool same = old.seen && old.starttime == st.starttime;
+        *e = (struct mthp_proc_entry) {
+                .pid = old.pid,
+                .seen = true,
                 .kthread = st.flags & PF_KTHREAD,
                 .starttime = st.starttime,
                 .minflt = st.minflt,
                 .rss_pages = st.rss_pages,
                 .t_usec = t_usec,
         };
-        memcpy(out->comm, st.comm, sizeof(out->comm));
-        const struct mthp_proc_entry *old = find_entry(s->tab, s->n_tab, pid);
-        if (old && old->starttime == st.starttime)
-                memcpy(out->unlisted, old->unlisted, sizeof(out->unlisted));
-        if (old && old->starttime == st.starttime && t_usec > old->t_usec && st.minflt >= old->minflt) {
-                out->rate = (double) (st.minflt - old->minflt) * 1e6 / (double) (t_usec - old->t_usec);
+        memcpy(e->comm, st.comm, sizeof(e->comm));
+        if (same)
+                memcpy(e->unlisted, old.unlisted, sizeof(e->unlisted));
+        if (same && t_usec > old.t_usec && st.minflt >= old.minflt) {
+                e->rate = (double) (st.minflt - old.minflt) * 1e6 / (double) (t_usec - old.t_usec);
         } else if (uptime > 0 && s->clk_tck > 0) {
                 /* first sight: its lifetime average, so that a short-lived
                  * process that faults hard (a compiler) is seen at all */
                 double age = uptime - (double) st.starttime / (double) s->clk_tck;
-                out->rate = (double) st.minflt / (age > 1 ? age : 1);
-                out->from_lifetime = true;
+                e->rate = (double) st.minflt / (age > 1 ? age : 1);
+                e->from_lifetime = true;
         }
 }
 
-int mthp_proc_scan_stat(struct mthp_proc_scan *s, uint64_t t_usec, size_t n, unsigned max_scan,
-                        bool (*stop)(void *user), void *user, unsigned *scanned) {
-        int r = mthp_grow((void **) &s->spare, &s->cap_spare, n ? n : 1, sizeof(struct mthp_proc_entry));
+static int cmp_rank(const void *a, const void *b, void *tab) {
+        const struct mthp_proc_entry *x = (const struct mthp_proc_entry *) tab + *(const size_t *) a;
+        const struct mthp_proc_entry *y = (const struct mthp_proc_entry *) tab + *(const size_t *) b;
+        double kx = mthp_proc_entry_rank(x), ky = mthp_proc_entry_rank(y);
+        if (kx != ky)
+                return kx > ky ? -1 : 1;
+        return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+struct reader {
+        struct mthp_proc_scan *s;
+        uint64_t t_usec;
+        double uptime;
+        unsigned max_scan;
+        bool (*stop)(void *user);
+        void *user;
+        bool *done;                  /* per entry: read this tick */
+        unsigned scanned;
+};
+
+static bool read_next(struct reader *rd, size_t i) {
+        if (rd->scanned >= rd->max_scan || rd->stop(rd->user))
+                return false;
+        read_one(rd->s, &rd->s->tab[i], rd->t_usec, rd->uptime);
+        rd->done[i] = true;
+        rd->scanned++;
+        return true;
+}
+
+int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_target *targets, size_t n_targets,
+                        uint64_t t_usec, const struct mthp_density_budget *b, bool (*stop)(void *user), void *user,
+                        struct mthp_proc_scan_stats *st) {
+        int r;
+
+        memset(st, 0, sizeof(*st));
+        if (n_targets) {
+                r = mthp_grow((void **) &s->pids, &s->cap_pids, n_targets, sizeof(pid_t));
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n_targets; i++)
+                        s->pids[i] = targets[i].pid;
+                r = merge(s, sort_unique(s->pids, n_targets), true);
+                s->listed_once = false; /* back to /proc: list it whole */
+        } else
+                r = discover(s, t_usec, &st->full_list);
         if (r < 0)
                 return r;
-        struct mthp_proc_entry *nt = s->spare;
-        memset(nt, 0, n * sizeof(*nt));
-        double uptime = read_uptime(s->host);
-        size_t i0 = 0;
-        while (i0 < n && s->pids[i0] <= s->cursor)
-                i0++;
-        size_t k = n < max_scan ? n : max_scan;
-        *scanned = 0;
-        for (size_t j = 0; j < k; j++) {
-                if (stop(user))
-                        break;
-                size_t idx = (i0 + j) % n;
-                scan_one(s, s->pids[idx], t_usec, uptime, &nt[idx]);
-                s->cursor = s->pids[idx];
-                (*scanned)++;
-        }
-        size_t u = 0;
+        st->listed = (unsigned) s->n_tab;
+        size_t n = s->n_tab;
+
+        _cleanup_free_ bool *done = calloc(n ? n : 1, sizeof(bool));
+        r = mthp_grow((void **) &s->order, &s->cap_order, n ? n : 1, sizeof(size_t));
+        if (!done || r < 0)
+                return -ENOMEM;
+        struct reader rd = {
+                .s = s, .t_usec = t_usec, .uptime = read_uptime(s->host), .max_scan = b->max_scan,
+                .stop = stop, .user = user, .done = done,
+        };
+
+        /* new processes first */
+        for (size_t i = 0; i < n; i++)
+                if (!s->tab[i].seen && !read_next(&rd, i))
+                        goto out;
+        /* then the ones that faulted at their last read, hottest first */
+        size_t nh = 0;
         for (size_t i = 0; i < n; i++) {
-                if (nt[i].pid == 0) {
-                        const struct mthp_proc_entry *old = find_entry(s->tab, s->n_tab, s->pids[i]);
-                        if (old)
-                                nt[i] = *old;
-                }
-                if (nt[i].pid > 0)
-                        nt[u++] = nt[i];
+                const struct mthp_proc_entry *e = &s->tab[i];
+                if (!done[i] && e->seen && !e->kthread && e->rate > 0)
+                        s->order[nh++] = i;
         }
-        struct mthp_proc_entry *tmp = s->tab;
-        size_t cap = s->cap_tab;
-        s->tab = s->spare;
-        s->cap_tab = s->cap_spare;
-        s->spare = tmp;
-        s->cap_spare = cap;
+        qsort_r(s->order, nh, sizeof(size_t), cmp_rank, s->tab);
+        for (size_t j = 0; j < nh && j < b->max_hot; j++)
+                if (!read_next(&rd, s->order[j]))
+                        goto out;
+        /* then the quiet rest in rotation; targets are read every tick */
+        unsigned quiet = n_targets ? b->max_scan : b->max_rescan, k = 0;
+        size_t i0 = 0;
+        while (i0 < n && s->tab[i0].pid <= s->cursor)
+                i0++;
+        for (size_t j = 0; j < n && k < quiet; j++) {
+                size_t i = (i0 + j) % n;
+                if (done[i] || s->tab[i].kthread)
+                        continue;
+                pid_t pid = s->tab[i].pid;
+                if (!read_next(&rd, i))
+                        break;
+                s->cursor = pid;
+                k++;
+        }
+out:
+        st->scanned = rd.scanned;
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++)
+                if (s->tab[i].pid > 0)
+                        s->tab[u++] = s->tab[i];
         s->n_tab = u;
         return 0;
 }

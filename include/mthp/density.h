@@ -50,7 +50,9 @@
 
 struct mthp_density_budget {
         unsigned max_procs;           /* processes sampled per tick, most faulting first */
-        unsigned max_scan;            /* /proc/PID/stat reads per tick; the scan rotates */
+        unsigned max_scan;            /* /proc/PID/stat reads per tick, all kinds */
+        unsigned max_hot;             /* of those, processes that faulted at their last read */
+        unsigned max_rescan;          /* of those, quiet processes re-read, in rotation */
         uint64_t max_pages_per_tick;  /* 4K pages examined: window pages + subpages read */
         uint64_t max_pages_per_proc;
         unsigned reads_per_window;    /* subpages read per window for zero_fraction (<= 512) */
@@ -101,8 +103,9 @@ struct mthp_density_proc {
 struct mthp_density_report {
         uint64_t t_usec;
         unsigned n_sizes;
-        unsigned procs_listed;        /* PIDs seen in /proc (or targets) */
+        unsigned procs_listed;        /* processes the scan knows (or targets) */
         unsigned procs_scanned;       /* /proc/PID/stat read this tick */
+        bool procs_full_list;         /* /proc was listed whole this tick */
         unsigned procs_skipped;       /* candidates gone or not readable mid-tick */
         uint64_t pages_examined, pages_read, usec;
         bool budget_exhausted;        /* pages or time ran out before every candidate was done */

@@ -513,6 +513,167 @@ static void test_fake_budget_and_rotation(void **state) {
         mthp_density_free(s);
 }
 
+/* ---- which stat files a tick reads: cost follows activity ---- */
+
+#define N_IDLE 400
+#define IDLE0 1000
+
+/* A stat line to field 38: exit_signal -1 marks a thread that is not its
+ * group's leader (its /proc/TID/stat shows the whole process's figures). */
+static void put_stat_signal(struct fake *f, int pid, const char *comm, unsigned long minflt, unsigned long starttime,
+                            int exit_signal) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
+        put(f, rel,
+            "%d (%s) R 1 %d %d 0 -1 0 %lu 0 0 0 1 1 0 0 20 0 1 0 %lu 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 "
+            "0 0 0 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+            pid, comm, pid, pid, minflt, starttime, exit_signal);
+}
+
+static void put_mem(struct fake *f, int pid) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "proc/%d/status", pid);
+        put(f, rel, "RssAnon:\t4096 kB\n");
+        snprintf(rel, sizeof(rel), "proc/%d/maps", pid);
+        put(f, rel, "10000000-10400000 rw-p 00000000 00:00 0 \n");
+        put_pagemap(f, pid, ANON_A, 1024, all);
+}
+
+static void put_loadavg(struct fake *f, int last_pid) {
+        put(f, "proc/loadavg", "0.00 0.00 0.00 1/%d %d\n", N_IDLE + 1, last_pid);
+}
+
+/* 400 idle processes (80 faults in their life, then none) and one worker
+ * (pid 100) faulting 10,000 times a second. */
+static int fake_many_setup(void **state) {
+        struct fake *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        snprintf(f->root, sizeof(f->root), "/tmp/mthp-density-XXXXXX");
+        assert_non_null(mkdtemp(f->root));
+        unsigned long hz = (unsigned long) sysconf(_SC_CLK_TCK);
+        put(f, "proc/uptime", "1000.00 1900.00\n");
+        put_stat(f, 100, "worker", 'R', 0, 1000000, 900 * hz);
+        put_mem(f, 100);
+        for (int i = 0; i < N_IDLE; i++)
+                put_stat(f, IDLE0 + i, "sleep", 'S', 0, 80, 100 * hz);
+        put_loadavg(f, IDLE0 + N_IDLE - 1);
+        assert_int_equal(mthp_host_open(f->root, &f->h), 0);
+        *state = f;
+        return 0;
+}
+
+static bool sampled(const struct mthp_density_report *rep, pid_t pid) {
+        for (unsigned i = 0; i < rep->n_procs; i++)
+                if (rep->procs[i].pid == pid)
+                        return true;
+        return false;
+}
+
+/* Ticks 1..n: the worker faults 10,000 times between two. */
+static void run_ticks(struct fake *f, struct mthp_density_sampler *s, unsigned *tick, unsigned n,
+                      struct mthp_density_report *rep) {
+        unsigned long hz = (unsigned long) sysconf(_SC_CLK_TCK);
+        for (unsigned i = 0; i < n; i++) {
+                ++*tick;
+                put_stat(f, 100, "worker", 'R', 0, 1000000 + 10000 * (unsigned long) *tick, 900 * hz);
+                assert_int_equal(mthp_density_tick(s, 1000000ULL * *tick, rep), 0);
+        }
+}
+
+/* With a worker faulting among hundreds of idle processes, a tick reads the
+ * new processes, the ones that faulted, and a slice of the quiet rest: not
+ * every stat file. Today's-code check: it read all 401 each tick. */
+static void test_fake_scan_follows_activity(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        unsigned long hz = (unsigned long) sysconf(_SC_CLK_TCK);
+        unsigned tick = 0;
+
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_int_equal(rep.procs_scanned, N_IDLE + 1);   /* first sight: all */
+        /* the idle ones' lifetime averages (80 faults in 900 s) fade as they
+         * are read again; then each tick reads the worker and a slice */
+        run_ticks(f, s, &tick, 9, &rep);
+        assert_int_equal(rep.procs_scanned, 1 + 128);
+        assert_true(sampled(&rep, 100));
+        assert_int_equal(rep.n_procs, 1);
+
+        /* a new process is read on the tick it appears */
+        put_stat(f, 1400, "newcomer", 'R', 0, 5000000, 999 * hz);
+        put_mem(f, 1400);
+        put_loadavg(f, 1400);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_true(sampled(&rep, 1400));
+        assert_int_equal(rep.procs_scanned, 1 + 1 + 128);
+
+        /* a thread's ID: its stat shows the whole process, it is no process */
+        put_stat_signal(f, 1401, "newcomer", 9000000, 999 * hz, -1);
+        put_mem(f, 1401);
+        put_loadavg(f, 1401);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_false(sampled(&rep, 1401));
+
+        /* an idle process that begins to fault is found within N / 128 ticks */
+        put_stat(f, IDLE0 + 200, "sleep", 'R', 0, 80 + 1000000, 100 * hz);
+        put_mem(f, IDLE0 + 200);
+        bool found = false;
+        for (unsigned i = 0; i < (N_IDLE + 127) / 128 && !found; i++) {
+                run_ticks(f, s, &tick, 1, &rep);
+                found = sampled(&rep, IDLE0 + 200);
+        }
+        assert_true(found);
+        mthp_density_free(s);
+}
+
+/* /proc is listed whole at the first tick, when more IDs were handed out
+ * than reading them costs, after MTHP_PROC_SCAN_RELIST_USEC, and on every
+ * tick where /proc/loadavg cannot tell; else the new IDs are read. */
+static void test_fake_listing(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        unsigned long hz = (unsigned long) sysconf(_SC_CLK_TCK);
+        unsigned tick = 0;
+
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_true(rep.procs_full_list);
+        assert_int_equal(rep.procs_listed, N_IDLE + 1);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_false(rep.procs_full_list);
+        /* 20 IDs handed out, 3 of them processes still there */
+        for (int p = 1400; p < 1420; p += 7)
+                put_stat(f, p, "short", 'S', 0, 10, 999 * hz);
+        put_loadavg(f, 1419);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_false(rep.procs_full_list);
+        assert_int_equal(rep.procs_listed, N_IDLE + 1 + 20);   /* known now; the 17 gone are dropped */
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_int_equal(rep.procs_listed, N_IDLE + 1 + 3);
+        /* more new IDs than a quarter of the table: list */
+        put_loadavg(f, 1419 + 200);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_true(rep.procs_full_list);
+        assert_int_equal(rep.procs_listed, N_IDLE + 1 + 3);
+        /* a minute after the last listing: list again */
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_false(rep.procs_full_list);
+        tick += 60;
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_true(rep.procs_full_list);
+        /* no /proc/loadavg: every tick lists */
+        char path[256];
+        snprintf(path, sizeof(path), "%s/proc/loadavg", f->root);
+        assert_int_equal(unlink(path), 0);
+        run_ticks(f, s, &tick, 2, &rep);
+        assert_true(rep.procs_full_list);
+        mthp_density_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_plain),
@@ -527,6 +688,8 @@ int main(void) {
                 cmocka_unit_test(test_new_validation),
                 cmocka_unit_test_setup_teardown(test_fake_ranking_and_coverage, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_budget_and_rotation, fake_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_scan_follows_activity, fake_many_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_listing, fake_many_setup, fake_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
