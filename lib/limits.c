@@ -103,6 +103,7 @@ struct scan_dir {
         int parent;
         bool procs;            /* v1: own cgroup.procs not empty; v2: cgroup.events populated */
         bool limited;
+        bool under_limit;      /* it or an ancestor is limited */
         uint64_t usage, limit;
 };
 
@@ -150,8 +151,12 @@ int mthp_limits_scan(const struct mthp_host *h, const struct mthp_caps *caps, st
                         d[i].limited = true;
                         (void) read_usage(h, dir, v1, &d[i].usage);
                         d[i].procs = has_procs(h, dir, v1);
-                } else if (i > 0 && v1)
+                } else if (i > 0 && v1 && d[d[i].parent].under_limit)
+                        /* only a limited ancestor's populated state needs it:
+                         * reading cgroup.procs builds the whole PID list (3 ms
+                         * for 5,000 processes, whatever is read of it) */
                         d[i].procs = has_procs(h, dir, v1);
+                d[i].under_limit = d[i].limited || (i > 0 && d[d[i].parent].under_limit);
                 int dfd = mthp_host_open_file(h, dir, O_RDONLY | O_DIRECTORY);
                 if (dfd < 0)
                         continue;

@@ -15,8 +15,11 @@
  * The scan walks the memory hierarchy (v1 memory mount on v1 and hybrid
  * hosts, the unified tree on v2) breadth-first, at most MTHP_LIMITS_DIRS
  * directories, and reads one limit file per cgroup (two on v2: memory.max,
- * memory.high), usage and populated state only for limited ones. Measured
- * here: 40 cgroups, ~0.3 ms a scan. */
+ * memory.high), usage and populated state only for limited ones (on v1,
+ * where populated means "it or a descendant has a process", cgroup.procs
+ * only of cgroups under a limited one: reading it builds the cgroup's whole
+ * PID list, 3 ms for 5,000 processes). Measured here: 40 cgroups, ~0.3 ms a
+ * scan. */
 #define MTHP_LIMITS_DIRS 512
 
 /* Called for every directory the scan visits (host path), e.g. to watch it

@@ -4,6 +4,8 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include "mthp/limits.h"
 
@@ -90,10 +92,64 @@ static void test_memory_events(void **state) {
         assert_int_equal(mthp_parse_memory_events("", &high, &max), -EBADMSG);
 }
 
+/* Set the file's atime far before its mtime: the next read moves it
+ * (relatime and strictatime mounts). */
+static void age_atime(const char *path) {
+        struct timespec ts[2] = { { .tv_sec = 1 }, { .tv_nsec = UTIME_OMIT } };
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static bool was_read(const char *path) {
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        return st.st_atim.tv_sec != 1;
+}
+
+/* v1: reading a cgroup.procs builds the cgroup's whole PID list in the
+ * kernel (3 ms for 5,000 processes); the scan reads it only where a limited
+ * cgroup's populated state depends on it. */
+static void test_hybrid_procs_read_only_under_a_limit(void **state) {
+        struct fixture *f = *state;
+        char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], pa[PATH_MAX * 2 + 16], pb[PATH_MAX * 2 + 16], pc[PATH_MAX * 2 + 16];
+        add(f, "busy", a, sizeof(a));                  /* not limited: thousands of processes */
+        add(f, "lim", b, sizeof(b));
+        add(f, "lim/child", c, sizeof(c));
+        put(f, a, "cgroup.procs", "100\n101\n");
+        put(f, b, "memory.limit_in_bytes", "629145600\n");
+        put(f, b, "memory.usage_in_bytes", "2097152\n");
+        put(f, c, "cgroup.procs", "4242\n");
+        snprintf(pa, sizeof(pa), "%s%s/cgroup.procs", f->dir, a);
+        snprintf(pb, sizeof(pb), "%s%s/cgroup.procs", f->dir, b);
+        snprintf(pc, sizeof(pc), "%s%s/cgroup.procs", f->dir, c);
+        age_atime(pa);
+        char buf[16];
+        FILE *fp = fopen(pa, "r");
+        assert_non_null(fp);
+        assert_non_null(fgets(buf, sizeof(buf), fp));
+        fclose(fp);
+        if (!was_read(pa))
+                skip(); /* a noatime mount: reads cannot be seen here */
+        age_atime(pa);
+        put(f, b, "cgroup.procs", "");
+        age_atime(pb);
+        age_atime(pc);
+        fixture_reprobe(f);
+        struct mthp_snapshot *s = calloc(1, sizeof(*s));
+        assert_int_equal(mthp_limits_scan(f->host, &f->caps, s, NULL, NULL), 0);
+        assert_int_equal(s->n_limited, 1);
+        assert_true(s->limited[0].populated);
+        assert_true(was_read(pb));
+        assert_true(was_read(pc));
+        assert_false(was_read(pa));
+        free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_limits, setup_v2, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_hybrid_limits_populated_by_children, setup_hybrid,
+                                                fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_hybrid_procs_read_only_under_a_limit, setup_hybrid,
                                                 fixture_teardown),
                 cmocka_unit_test(test_memory_events),
         };
