@@ -323,15 +323,6 @@ static const struct mthp_density_target *find_target(const struct mthp_density_s
         return NULL;
 }
 
-static int cmp_rate(const void *a, const void *b, void *tab) {
-        const struct mthp_proc_entry *x = (const struct mthp_proc_entry *) tab + *(const size_t *) a;
-        const struct mthp_proc_entry *y = (const struct mthp_proc_entry *) tab + *(const size_t *) b;
-        double kx = mthp_proc_entry_rank(x), ky = mthp_proc_entry_rank(y);
-        if (kx != ky)
-                return kx > ky ? -1 : 1;
-        return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
 /* Per kind and size over the processes that have data, weighted by fault
  * rate; equal weights if none of them faults. */
 static void aggregate(struct mthp_density_sampler *s, struct mthp_density_report *out) {
@@ -404,7 +395,8 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
                 if (s->n_targets || e->rate > 0)
                         order[nc++] = i;
         }
-        qsort_r(order, nc, sizeof(*order), cmp_rate, s->ps.tab);
+        /* the tick samples at most max_procs; a few more in case some exit */
+        nc = mthp_proc_scan_top(s->ps.tab, order, nc, 4 * (size_t) s->b.max_procs);
 
         for (size_t j = 0; j < nc && out->n_procs < s->b.max_procs; j++) {
                 if (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||

@@ -87,6 +87,15 @@ static int list_proc(struct mthp_proc_scan *s, size_t *ret) {
  * handed out since the last tick: added, and an entry already under one of
  * them is stale (its process ended, the ID was given again) and read anew. */
 static int merge(struct mthp_proc_scan *s, size_t n, bool whole) {
+        if (!whole && n && (s->n_tab == 0 || s->pids[0] > s->tab[s->n_tab - 1].pid)) {
+                /* IDs above every known one (no wrap): append, no copy */
+                int r = mthp_grow((void **) &s->tab, &s->cap_tab, s->n_tab + n, sizeof(struct mthp_proc_entry));
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < n; j++)
+                        s->tab[s->n_tab++] = (struct mthp_proc_entry) { .pid = s->pids[j] };
+                return 0;
+        }
         size_t cap = whole ? n : s->n_tab + n;
         int r = mthp_grow((void **) &s->spare, &s->cap_spare, cap ? cap : 1, sizeof(struct mthp_proc_entry));
         if (r < 0)
@@ -206,13 +215,25 @@ static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64
         }
 }
 
-static int cmp_rank(const void *a, const void *b, void *tab) {
-        const struct mthp_proc_entry *x = (const struct mthp_proc_entry *) tab + *(const size_t *) a;
-        const struct mthp_proc_entry *y = (const struct mthp_proc_entry *) tab + *(const size_t *) b;
-        double kx = mthp_proc_entry_rank(x), ky = mthp_proc_entry_rank(y);
-        if (kx != ky)
-                return kx > ky ? -1 : 1;
-        return x->pid < y->pid ? -1 : x->pid > y->pid;
+static bool ranks_before(const struct mthp_proc_entry *tab, size_t a, size_t b) {
+        double ka = mthp_proc_entry_rank(&tab[a]), kb = mthp_proc_entry_rank(&tab[b]);
+        return ka != kb ? ka > kb : tab[a].pid < tab[b].pid;
+}
+
+size_t mthp_proc_scan_top(const struct mthp_proc_entry *tab, size_t *idx, size_t n, size_t k) {
+        size_t m = 0;
+        /* insertion into the first m slots, which never pass i: O(n) while
+         * few entries beat the k-th */
+        for (size_t i = 0; i < n && k; i++) {
+                size_t x = idx[i], j;
+                if (m == k && !ranks_before(tab, x, idx[m - 1]))
+                        continue;
+                j = m < k ? m++ : m - 1;
+                for (; j > 0 && ranks_before(tab, x, idx[j - 1]); j--)
+                        idx[j] = idx[j - 1];
+                idx[j] = x;
+        }
+        return m;
 }
 
 struct reader {
@@ -276,8 +297,8 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
                 if (!done[i] && e->seen && !e->kthread && e->rate > 0)
                         s->order[nh++] = i;
         }
-        qsort_r(s->order, nh, sizeof(size_t), cmp_rank, s->tab);
-        for (size_t j = 0; j < nh && j < b->max_hot; j++)
+        nh = mthp_proc_scan_top(s->tab, s->order, nh, b->max_hot);
+        for (size_t j = 0; j < nh; j++)
                 if (!read_next(&rd, s->order[j]))
                         goto out;
         /* then the quiet rest in rotation; targets are read every tick */

@@ -73,6 +73,10 @@ struct mthp_proc_scan {
 /* faults/s times resident pages: the order of the hot reads and of sampling */
 double mthp_proc_entry_rank(const struct mthp_proc_entry *e);
 
+/* Reorder idx[0..n) (indexes into tab) so that its first k, returned as
+ * the count, are the highest ranked, highest first. */
+size_t mthp_proc_scan_top(const struct mthp_proc_entry *tab, size_t *idx, size_t n, size_t k);
+
 void mthp_proc_scan_init(struct mthp_proc_scan *s, const struct mthp_host *h);
 void mthp_proc_scan_free(struct mthp_proc_scan *s);
 /* One tick at t_usec: find new and gone processes (or take the targets, if
