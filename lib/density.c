@@ -390,7 +390,7 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         size_t nc = 0;
         for (size_t i = 0; i < s->ps.n_tab; i++) {
                 const struct mthp_proc_entry *e = &s->ps.tab[i];
-                if (e->kthread || (s->host->real && e->pid == s->self))
+                if (e->kthread || e->zombie || (s->host->real && e->pid == s->self))
                         continue;
                 if (s->n_targets || e->rate > 0)
                         order[nc++] = i;

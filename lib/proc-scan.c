@@ -179,7 +179,8 @@ static double read_uptime(const struct mthp_host *h) {
         return strtod(buf, NULL);
 }
 
-/* Read e's stat file; e->pid becomes -1 if it is gone, a zombie or a thread. */
+/* Read e's stat file; e->pid becomes -1 if it is gone or a thread. A zombie
+ * stays, marked, so that listing /proc again does not make it new. */
 static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64_t t_usec, double uptime) {
         char path[40], buf[1024];
         struct mthp_proc_stat st;
@@ -187,8 +188,12 @@ static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) e->pid);
         if (mthp_host_read(s->host, path, buf, sizeof(buf)) <= 0 || mthp_proc_parse_stat(buf, &st) < 0 ||
-            st.state == 'Z' || st.state == 'X' || st.thread) {
+            st.thread) {
                 e->pid = -1;
+                return;
+        }
+        if (st.state == 'Z' || st.state == 'X') {
+                *e = (struct mthp_proc_entry) { .pid = old.pid, .seen = true, .zombie = true };
                 return;
         }
         bool same = old.seen && old.starttime == st.starttime;
@@ -286,15 +291,16 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
                 .stop = stop, .user = user, .done = done,
         };
 
-        /* new processes first */
-        for (size_t i = 0; i < n; i++)
+        /* new processes first, newest (highest PID) first: when a listing
+         * brings thousands, the one that just started is read at once */
+        for (size_t i = n; i-- > 0;)
                 if (!s->tab[i].seen && !read_next(&rd, i))
                         goto out;
         /* then the ones that faulted at their last read, hottest first */
         size_t nh = 0;
         for (size_t i = 0; i < n; i++) {
                 const struct mthp_proc_entry *e = &s->tab[i];
-                if (!done[i] && e->seen && !e->kthread && e->rate > 0)
+                if (!done[i] && e->seen && !e->kthread && !e->zombie && e->rate > 0)
                         s->order[nh++] = i;
         }
         nh = mthp_proc_scan_top(s->tab, s->order, nh, b->max_hot);
@@ -308,8 +314,8 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
                 i0++;
         for (size_t j = 0; j < n && k < quiet; j++) {
                 size_t i = (i0 + j) % n;
-                if (done[i] || s->tab[i].kthread)
-                        continue;
+                if (done[i] || s->tab[i].kthread || s->tab[i].zombie)
+                        continue;   /* both leave at the next listing */
                 pid_t pid = s->tab[i].pid;
                 if (!read_next(&rd, i))
                         break;

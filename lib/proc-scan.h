@@ -15,7 +15,7 @@
  * MTHP_PROC_SCAN_RELIST_USEC to forget what it missed.
  *
  * Which stat files each tick reads, in this order, up to max_scan and the
- * time left: processes not read yet (new ones); the max_hot that faulted
+ * time left: processes not read yet (new ones, highest PID first); the max_hot that faulted
  * at their last read, highest faults x resident pages first; max_rescan of
  * the quiet rest, in rotation (a process idle for long that begins to
  * fault is found within n / max_rescan ticks). Measured on a 2-core VM
@@ -41,6 +41,7 @@ struct mthp_proc_entry {
         pid_t pid;                   /* -1: gone, dropped at the end of the tick */
         bool kthread, from_lifetime;
         bool seen;                   /* its stat was read at least once */
+        bool zombie;                 /* exited, not reaped: never a candidate */
         /* the density sampler's memory of the process, kept while it lives:
          * ticks left to draw without trying to list, per kind */
         uint8_t unlisted[_MTHP_KIND_MAX];

@@ -482,15 +482,18 @@ static void test_fake_budget_and_rotation(void **state) {
         b.max_scan = 2;
         b.max_pages_per_tick = 1200;   /* two windows and a bit */
         assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        /* new processes are read newest first: the zombie and the kthread
+         * (both kept, so that the next listing does not bring them back) */
         assert_int_equal(mthp_density_tick(s, 1000000, &rep), 0);
+        assert_int_equal(rep.procs_scanned, 2);
+        assert_int_equal(rep.n_procs, 0);
+        /* the next tick reads the other two stat files */
+        assert_int_equal(mthp_density_tick(s, 2000000, &rep), 0);
         assert_int_equal(rep.procs_scanned, 2);
         assert_int_equal(rep.n_procs, 1);   /* 100 (the hotter) used up the tick */
         assert_true(rep.pages_examined <= 1200);
         assert_true(rep.budget_exhausted);
         assert_false(rep.procs[0].complete);
-        /* the next tick reads the other two stat files, keeps the first two */
-        assert_int_equal(mthp_density_tick(s, 2000000, &rep), 0);
-        assert_int_equal(rep.procs_scanned, 2);
         mthp_density_free(s);
 
         /* restricted to a PID and a range: only that mapping */
