@@ -146,6 +146,7 @@ static long read_last_pid(const struct mthp_host *h) {
 
 /* Bring the table up to date with /proc: new processes in, gone ones out. */
 static int discover(struct mthp_proc_scan *s, uint64_t t_usec, bool *full) {
+        /* read before listing: what starts meanwhile is in the next range */
         long last = read_last_pid(s->host);
         long range = last - s->last_pid;
         size_t n = 0;
@@ -167,7 +168,6 @@ static int discover(struct mthp_proc_scan *s, uint64_t t_usec, bool *full) {
                 for (long p = s->last_pid + 1; p <= last; p++)
                         s->pids[n++] = (pid_t) p;
         }
-        /* read before listing: what starts meanwhile is in the next range */
         s->last_pid = last;
         return n || *full ? merge(s, n, *full) : 0;
 }
