@@ -1919,10 +1919,19 @@ static void test_net_follows_measured_zero_share(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "278"); /* 246 + 32 */
         assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "pid 100 (proc100) uses 0.52");
-        /* back below 2M: the original value */
+        /* back below 2M: the 2M folios faulted meanwhile stay, so the net
+         * stays (issue 16: taken down with the size, it let a limited
+         * cgroup's sparse program be OOM-killed) ... */
         sim_run(s, &idle, 40);
         assert_true(level(s, MTHP_ANON) < 8);
+        const char *kept = decision_of(s, "khugepaged/max_ptes_none")->value;
+        assert_true(kept[0] && atoi(kept) < 511);
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "folios faulted then stay until split");
+        assert_string_equal(decision_of(s, "global/shrink_underused")->value, "1");
+        /* ... for 600 ticks after 2M was last held; then the original value */
+        sim_run(s, &idle, 600);
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "");
+        assert_string_equal(decision_of(s, "global/shrink_underused")->value, "");
         assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "511");
 }
 
