@@ -84,7 +84,7 @@ struct mthp_density_sampler {
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
         pid_t self;
 
-        struct mthp_proc_scan ps;           /* the rotating /proc scan: who faults */
+        struct mthp_proc_scan ps;           /* the /proc scan: who faults */
         struct mthp_density_target *targets;
         size_t n_targets;
         struct mthp_density_proc *procs;
