@@ -22,6 +22,7 @@ void mthp_density_budget_default(struct mthp_density_budget *b) {
                 .max_procs = 8,
                 .max_scan = 1024,
                 .max_hot = 64,
+                .min_hot_rate = 100,   /* MinProcessFaultRate's default */
                 .max_rescan = 128,
                 .max_pages_per_tick = 131072,
                 .max_pages_per_proc = 16384,
