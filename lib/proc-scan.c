@@ -291,12 +291,8 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
                 .stop = stop, .user = user, .done = done,
         };
 
-        /* new processes first, newest (highest PID) first: when a listing
-         * brings thousands, the one that just started is read at once */
-        for (size_t i = n; i-- > 0;)
-                if (!s->tab[i].seen && !read_next(&rd, i))
-                        goto out;
-        /* then the ones that faulted at their last read, hottest first */
+        /* the ones that faulted at their last read first, hottest first:
+         * their rates are what the tick decides on */
         size_t nh = 0;
         for (size_t i = 0; i < n; i++) {
                 const struct mthp_proc_entry *e = &s->tab[i];
@@ -307,6 +303,11 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
         nh = mthp_proc_scan_top(s->tab, s->order, nh, b->max_hot);
         for (size_t j = 0; j < nh; j++)
                 if (!read_next(&rd, s->order[j]))
+                        goto out;
+        /* then new processes, newest (highest PID) first: when a listing
+         * brings thousands, the one that just started is read at once */
+        for (size_t i = n; i-- > 0;)
+                if (!s->tab[i].seen && !read_next(&rd, i))
                         goto out;
         /* then the quiet rest in rotation; targets are read every tick */
         unsigned quiet = n_targets ? b->max_scan : b->max_rescan, k = 0;

@@ -15,10 +15,10 @@
  * MTHP_PROC_SCAN_RELIST_USEC to forget what it missed.
  *
  * Which stat files each tick reads, in this order, up to max_scan and the
- * time left: processes not read yet (new ones, highest PID first); the
- * max_hot that faulted at min_hot_rate or more at their last read, highest
- * faults x resident pages first (below it the engine ignores a process by
- * default: MinProcessFaultRate); max_rescan of the quiet rest, in rotation
+ * time left: the max_hot that faulted at min_hot_rate or more at their last
+ * read, highest faults x resident pages first (below it the engine ignores
+ * a process by default: MinProcessFaultRate); processes not read yet (new
+ * ones, highest PID first); max_rescan of the quiet rest, in rotation
  * (a process idle for long that begins to fault is found within
  * n / max_rescan ticks). After a listing, every old process has a
  * first-sight rate (its lifetime average), mostly tiny: the floor keeps
