@@ -297,7 +297,7 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
         for (size_t i = 0; i < n; i++) {
                 const struct mthp_proc_entry *e = &s->tab[i];
                 if (!done[i] && e->seen && !e->kthread && !e->zombie && e->rate > 0 &&
-                    e->rate >= b->min_hot_rate)
+                    (!e->from_lifetime || e->rate >= b->min_hot_rate))
                         s->order[nh++] = i;
         }
         nh = mthp_proc_scan_top(s->tab, s->order, nh, b->max_hot);

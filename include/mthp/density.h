@@ -52,7 +52,7 @@ struct mthp_density_budget {
         unsigned max_procs;           /* processes sampled per tick, most faulting first */
         unsigned max_scan;            /* /proc/PID/stat reads per tick, all kinds */
         unsigned max_hot;             /* of those, processes that faulted at their last read */
-        double min_hot_rate;          /* ... at this many faults/s or more (the others rotate) */
+        double min_hot_rate;          /* a first-sight (lifetime) rate counts as hot from this */
         unsigned max_rescan;          /* of those, quiet processes re-read, in rotation */
         uint64_t max_pages_per_tick;  /* 4K pages examined: window pages + subpages read */
         uint64_t max_pages_per_proc;
