@@ -283,6 +283,7 @@ static void density_view(struct daemon *d, const struct mthp_density_report *rep
                 mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
                 o->fault_rate = p->minflt_rate;
                 o->new_proc = p->rate_from_lifetime;
+                o->shm = p->shm;
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         o->rss_kb[k] = p->kind[k].rss_bytes / 1024;
                         for (unsigned j = 0; j < d->caps.n_sizes; j++) {

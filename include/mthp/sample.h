@@ -70,6 +70,9 @@ struct mthp_proc_density {
          * (memory.max/high on v2, limit_in_bytes on v1); limit 0 = none */
         char cgroup[MTHP_CGROUP_PATH_MAX];
         uint64_t cg_usage_kb, cg_limit_kb;
+        /* its largest shmem mapping: can a shmem raise reach it? (reach
+         * MTHP_SHM_NONE: none seen, or a recording from before this field) */
+        struct mthp_shm_mapping shm;
 };
 
 struct mthp_density_view {
