@@ -123,6 +123,16 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                 m->u[k][z] = m->u[k][z] * PROC_DECAY + u * w;
                         }
                 }
+                if (p->shm.reach != MTHP_SHM_NONE) {
+                        /* a sample that found no present page keeps the last folio count */
+                        bool keep = p->shm.sampled == 0 && m->shm.addr == p->shm.addr;
+                        struct mthp_shm_mapping old = m->shm;
+                        m->shm = p->shm;
+                        if (keep) {
+                                m->shm.sampled = old.sampled;
+                                m->shm.large = old.large;
+                        }
+                }
                 m->seen_tick = snap->tick;
         }
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
@@ -601,7 +611,8 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
 
 /* A failed probe: back to the largest enabled size the kernel did use. */
 static void step_back_probe(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                            const struct mthp_snapshot *snap, struct kind_step *k) {
+                            const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                            struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         char to[16];
         unsigned back = st->verify_from < st->level ? st->verify_from : st->level - 1;
@@ -612,10 +623,15 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
                         break;
                 }
         engine_level_name(caps, k->ladder, back, to, sizeof(to));
+        char cause[380] = "";
+        if (k->kind == MTHP_SHMEM &&
+            engine_shm_unreachable(next, snap->tick, caps->sizes[k->ladder[st->level - 1]].kb, cause + 2,
+                                   sizeof(cause) - 2))
+                memcpy(cause, "; ", 2);
         snprintf(k->why, sizeof(k->why),
                  "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
-                 "demand: back to %s, the largest size in use",
-                 k->kname, k->top, k->kname, k->top, cfg->verify_ticks, k->sig.demand, to);
+                 "demand: back to %s, the largest size in use%s",
+                 k->kname, k->top, k->kname, k->top, cfg->verify_ticks, k->sig.demand, to, cause);
         step_down_failed(cfg, st, back, snap->tick);
         st->ceiling = back + 1; /* every size above it went unused */
 }
@@ -643,7 +659,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 step_down_failed(cfg, st, st->level - 1, snap->tick);
                 st->pressure_streak = 0; /* PSI lags: give the step time to show */
         } else if (k->probe_failed) {
-                step_back_probe(cfg, caps, snap, k);
+                step_back_probe(cfg, caps, snap, next, k);
         } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
                 /* bloat guard: no dwell, a faulting sparse process pays now */
                 char hd[320];
@@ -710,8 +726,9 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
 /* One decision for every per-size knob of this kind: sizes off the ladder
  * (e.g. after a reload narrowed it) go back to their original value
  * instead of staying as we left them. */
-static void emit_size_decisions(const struct mthp_caps *caps, const struct kind_step *k, struct mthp_decision *out,
-                                size_t *n, size_t n_out) {
+static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st_all, const struct kind_step *k,
+                                struct mthp_decision *out, size_t *n, size_t n_out) {
         const struct mthp_engine_kind *st = k->st;
         for (unsigned i = 0; i < caps->n_sizes && *n < n_out; i++) {
                 int knob = caps->sizes[i].knob[k->kind];
@@ -722,21 +739,28 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct kind_
                         if (k->ladder[r] == i)
                                 rung = (int) r;
                 struct mthp_decision *d = &out[(*n)++];
-                char sname[16];
+                char sname[16], status[400];
                 mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
                 d->knob = knob;
                 bool on = rung >= 0 && (unsigned) rung < st->level;
                 const char *adv = k->kind == MTHP_ANON ? "madvise" : "advise";
                 bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
                 snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv ? adv : "");
+                /* "in use" only where the kernel can use it: a shmem size
+                 * does not reach mappings made or filled before it */
+                char unreach[360];
+                if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach)))
+                        snprintf(status, sizeof(status), "always, but %s", unreach);
+                else
+                        snprintf(status, sizeof(status), "%s",
+                                 on     ? "in use"
+                                 : madv ? "madvise: a policy wants it where programs ask"
+                                        : "not needed: original value");
                 if (rung < 0)
                         snprintf(d->reason, sizeof(d->reason),
                                  "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
                 else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s", k->why, st->level,
-                                  k->n_ladder, sname,
-                                  on     ? "in use"
-                                  : madv ? "madvise: a policy wants it where programs ask"
-                                         : "not needed: original value",
+                                  k->n_ladder, sname, status,
                                   k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked) >=
                          (int) sizeof(d->reason))
                         d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
@@ -795,7 +819,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 kind_target(cfg, caps, snap, next, &k);
                 decide_kind(cfg, caps, snap, next, &k);
                 settle_kind(caps, snap, &k, &want_defer, defer_why, sizeof(defer_why));
-                emit_size_decisions(caps, &k, out, &n, n_out);
+                emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
         }
         decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
         shrinker_net(cfg, caps, next, out, &n, n_out);
