@@ -124,13 +124,15 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         }
                 }
                 if (p->shm.reach != MTHP_SHM_NONE) {
-                        /* a sample that found no present page keeps the last folio count */
-                        bool keep = p->shm.sampled == 0 && m->shm.addr == p->shm.addr;
                         struct mthp_shm_mapping old = m->shm;
-                        m->shm = p->shm;
-                        if (keep) {
-                                m->shm.sampled = old.sampled;
-                                m->shm.large = old.large;
+                        bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
+                        if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
+                                m->shm = p->shm;
+                                m->shm_tick = snap->tick;
+                                if (same) { /* a few probes a tick: half the last ones still count */
+                                        m->shm.sampled = (uint16_t) (old.sampled / 2 + p->shm.sampled);
+                                        m->shm.large = (uint16_t) (old.large / 2 + p->shm.large);
+                                }
                         }
                 }
                 m->seen_tick = snap->tick;

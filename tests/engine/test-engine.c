@@ -1342,8 +1342,17 @@ static void test_shmem_misaligned_segment_explained(void **state) {
         assert_contains(r, "64K always, but pid 700 (proc700)'s 2048 MiB segment at 0x7f0000002000 is not "
                            "64K-aligned (its address allows 8K)");
         assert_contains(r, "restart it");
-        /* the probe fails and its reason names the cause */
-        sim_run(s, &w, s->cfg.verify_ticks);
+        /* caught between two mappings, its 4K control page is its largest:
+         * the segment is still what it maps */
+        struct mthp_shm_mapping seg = v.proc[0].shm;
+        v.proc[0].shm = (struct mthp_shm_mapping) { .addr = 0x7f0000900000ULL, .bytes = 4096, .align_kb = 4,
+                                                    .reach = MTHP_SHM_PER_SIZE };
+        sim_step(s, &w);
+        assert_contains(size_decision(s, MTHP_SHMEM, 64)->reason, "segment at 0x7f0000002000 is not 64K-aligned");
+        v.proc[0].shm = seg;
+        /* the probe fails (verify_ticks after the raise) and its reason
+         * names the cause */
+        sim_run(s, &w, s->cfg.verify_ticks - 1);
         assert_contains(kind_reason(s, MTHP_SHMEM), "probe of shmem 2M failed");
         assert_contains(kind_reason(s, MTHP_SHMEM), "is not 2M-aligned");
 }
@@ -1361,8 +1370,9 @@ static void test_shmem_prefilled_cache_explained(void **state) {
         w.never_kb = 16;
         sim_run(s, &w, 2);
         const char *r = size_decision(s, MTHP_SHMEM, 2048)->reason;
+        /* the probes of the last ticks add up, the older ones at half weight */
         assert_contains(r, "2M always, but pid 701 (proc701)'s 2048 MiB segment at 0x7f0000200000 holds 4K folios "
-                           "(0 of 16 sampled pages in large folios)");
+                           "(0 of 24 sampled pages in large folios)");
         assert_contains(r, "MADV_COLLAPSE");
         /* the same with its pages in large folios: in use */
         v.proc[0].shm.large = 16;
