@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The state of a running mthpd, shared by its main loop (mthpd.c: sample,
- * decide, apply) and its D-Bus service (bus.c: marshalling and access
- * checks only; what a method means is decided here). */
+/* The manager (manager.c): the state of a running mthpd and its
+ * operations. mthpd.c is main, the signals, the loop and the watchdog;
+ * bus.c (the D-Bus service) only marshals and checks access, and guard.c
+ * steps down between ticks; what each operation means is decided in
+ * manager.c. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 #include "mthp/procinfo.h"
 #include "mthp/record.h"
 #include "mthp/sample.h"
+#include "mthp/util.h"
 
 struct bus;
 
@@ -94,6 +97,19 @@ struct daemon {
         int exit_code;                      /* set by startup() when it fails for a reason with its own status */
         char start_failure[512];            /* STATUS= sentence of that failure */
 };
+
+/* calloc'd with the defaults of the command line (root /, no lock). */
+int daemon_new(struct daemon **ret);
+/* NULL is fine. */
+void daemon_free(struct daemon *d);
+MTHP_DEFINE_FREEP(struct daemon, daemon_free, daemon_freep)
+/* The configuration, host, probe, state directory and lock, actuator (and
+ * a leftover journal restored), samplers. On failure d->exit_code may hold
+ * the exit status for the reason and d->start_failure the sentence. */
+int daemon_startup(struct daemon *d);
+/* After the event loop: restores the knobs (not with --once), removes the
+ * status file; returns the exit status (exit_code, or 1 if the restore failed). */
+int daemon_stop(struct daemon *d, int exit_code);
 
 /* guard.c's way in: the one knob writer (counts Changes), and a normal
  * tick run at once after a step-down. */
