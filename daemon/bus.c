@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* org.mthpd.Manager1 (man/mthpd.dbus.5.scd): marshalling and access checks.
- * What a method does is daemon_*() in mthpd.c. The bus policy file is not
+ * What a method does is daemon_*() in manager.c, and every knob is shown
+ * as daemon_knob_view() says. The bus policy file is not
  * trusted alone: every method that changes something checks the caller's
  * effective UID here. */
 #include <errno.h>
@@ -84,15 +85,6 @@ static const char *knob_kind(const struct mthp_knob *k) {
         }
 }
 
-/* Who set a knob: a pin counts as "pinned" while the knob holds the pinned
- * value and nobody else took it over. */
-static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
-        const struct knob_pin *p = &d->pin[knob];
-        if (p->active && !mthp_actuator_is_foreign(&d->act, knob) && strcmp(current, p->value) == 0)
-                return "pinned";
-        return mthp_knob_owner(&d->act.journal, &d->caps.knobs[knob], current);
-}
-
 static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         struct daemon *d = userdata;
@@ -102,14 +94,11 @@ static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *er
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_KNOB_SIG);
         for (unsigned i = 0; r >= 0 && i < d->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &d->caps.knobs[i];
-                char current[MTHP_VALUE_MAX];
-                if (mthp_knob_read(d->host, k, current) < 0) /* unreadable now: as last sampled */
-                        mthp_strcpy(current, sizeof(current), d->snap.knob[i]);
-                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, clean(k->id), k->size_kb, knob_kind(k), clean(current),
-                                          clean(knob_setter(d, (int) i, current)),
-                                          clean(d->engine_value[i][0] ? d->engine_value[i] : "original"),
-                                          (int) d->pin[i].active);
+                struct daemon_knob_view v;
+                daemon_knob_view(d, (int) i, DAEMON_VIEW_READ, &v);
+                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, clean(v.knob->id), v.knob->size_kb,
+                                          knob_kind(v.knob), clean(v.current), clean(v.set_by), clean(v.engine_value),
+                                          (int) v.pinned);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -135,13 +124,15 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_DECISION_SIG);
+        /* the last tick's decisions, in the engine's order, as the status file has them */
         for (int i = 0; r >= 0 && i < d->n_decisions; i++) {
-                const struct mthp_decision *dec = &d->decisions[i];
-                const struct mthp_knob *k = &d->caps.knobs[dec->knob];
-                if (size[0] && k->size_kb != kb)
+                struct daemon_knob_view v;
+                daemon_knob_view(d, d->decisions[i].knob, 0, &v);
+                if (size[0] && v.knob->size_kb != kb)
                         continue;
-                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(k->id), clean(dec->value[0] ? dec->value : "original"),
-                                          clean(dec->reason));
+                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(v.knob->id),
+                                          clean(v.decision->value[0] ? v.decision->value : "original"),
+                                          clean(v.decision->reason));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);

@@ -98,6 +98,23 @@ struct daemon {
         char start_failure[512];            /* STATUS= sentence of that failure */
 };
 
+/* One knob as mthpd shows it, the one place that says who set it and
+ * whether it is pinned: the status file, ListKnobs and Explain on the bus,
+ * apply() and the guard all go through it. */
+struct daemon_knob_view {
+        const struct mthp_knob *knob;
+        char current[MTHP_VALUE_MAX];           /* what the knob holds (see DAEMON_VIEW_READ) */
+        const char *set_by;                     /* "original", "mthpd", "other" or "pinned" */
+        const char *engine_value;               /* the engine's own choice at the last tick; "original" */
+        bool pinned;                            /* an administrator's Pin is in force */
+        const struct mthp_decision *decision;   /* the last tick's, pins and failed writes applied; NULL: none */
+};
+/* Read the knob now (unreadable: as last sampled); without it, current is
+ * the value sampled at the last tick. */
+#define DAEMON_VIEW_READ 1u
+void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v);
+bool daemon_knob_pinned(const struct daemon *d, int knob);
+
 /* calloc'd with the defaults of the command line (root /, no lock). */
 int daemon_new(struct daemon **ret);
 /* NULL is fine. */

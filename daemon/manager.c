@@ -98,6 +98,32 @@ static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_po
         return 0;
 }
 
+bool daemon_knob_pinned(const struct daemon *d, int knob) {
+        return d->pin[knob].active;
+}
+
+/* Who set a knob: a pin counts as "pinned" while the knob holds the pinned
+ * value and nobody else took it over. */
+static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
+        const struct knob_pin *p = &d->pin[knob];
+        if (p->active && !mthp_actuator_is_foreign(&d->act, knob) && strcmp(current, p->value) == 0)
+                return "pinned";
+        return mthp_knob_owner(&d->act.journal, &d->caps.knobs[knob], current);
+}
+
+void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v) {
+        memset(v, 0, sizeof(*v));
+        v->knob = &d->caps.knobs[knob];
+        if (!(flags & DAEMON_VIEW_READ) || mthp_knob_read(d->host, v->knob, v->current) < 0)
+                mthp_strcpy(v->current, sizeof(v->current), d->snap.knob[knob]);
+        v->set_by = knob_setter(d, knob, v->current);
+        v->engine_value = d->engine_value[knob][0] ? d->engine_value[knob] : "original";
+        v->pinned = daemon_knob_pinned(d, knob);
+        for (int i = 0; i < d->n_decisions && !v->decision; i++)
+                if (d->decisions[i].knob == knob)
+                        v->decision = &d->decisions[i];
+}
+
 /* Every knob write mthpd makes, whoever asked for it, goes through here:
  * the Changes property counts them. */
 static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
@@ -130,7 +156,7 @@ static void apply(struct daemon *d) {
                 struct mthp_decision *dec = &d->decisions[i];
                 char err[512];
                 int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
-                if (r == 0 && !dec->value[0] && d->last_error[dec->knob][0] && !d->pin[dec->knob].active)
+                if (r == 0 && !dec->value[0] && d->last_error[dec->knob][0] && !daemon_knob_pinned(d, dec->knob))
                         continue; /* the engine took back what failed: not cleared until a write works */
                 if (r >= 0) {
                         /* each condition is logged once, and once when it clears */
@@ -145,7 +171,7 @@ static void apply(struct daemon *d) {
                         snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
                 }
                 /* the engine's choice, not an administrator's pin */
-                if (!d->pin[dec->knob].active)
+                if (!daemon_knob_pinned(d, dec->knob))
                         failed[dec->knob] = any = true;
                 /* explain and the status file show what the knob holds, and
                  * why not what the engine wanted: never a value it lacks */
@@ -375,6 +401,23 @@ static void collapse(struct daemon *d, uint64_t t) {
         mthp_collapser_totals(d->collapser, &d->collapse_total);
 }
 
+/* The status file: the last tick's decisions in the engine's order, each
+ * as the knob view says it. */
+static void write_status(const struct daemon *d) {
+        struct mthp_status_knob rows[MTHP_KNOBS_MAX];
+        unsigned n = 0;
+        for (int i = 0; i < d->n_decisions; i++) {
+                struct daemon_knob_view v;
+                daemon_knob_view(d, d->decisions[i].knob, 0, &v);
+                struct mthp_status_knob *row = &rows[n++];
+                mthp_strcpy(row->id, sizeof(row->id), v.knob->id);
+                mthp_strcpy(row->decision, sizeof(row->decision), v.decision->value);
+                mthp_strcpy(row->reason, sizeof(row->reason), v.decision->reason);
+        }
+        (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_DRY_RUN,
+                                      d->not_writable, d->last_tick_usec);
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
@@ -428,8 +471,7 @@ static int tick(struct daemon *d) {
         apply(d);
         guard_arm(d->guard);
         collapse(d, t);
-        (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
-                                      d->cfg.mode == MTHP_MODE_DRY_RUN, d->not_writable, d->last_tick_usec);
+        write_status(d);
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
         notify_status(d);
         return 0;

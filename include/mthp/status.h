@@ -25,10 +25,10 @@ struct mthp_status {
         struct mthp_status_knob k[MTHP_KNOBS_MAX];
 };
 
-/* not_writable: why mthpd cannot write the knobs ("" or NULL: it can). */
-int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
-                           uint64_t tick_usec);
+/* k: one row per knob the last tick decided, as the reader gets them
+ * back; not_writable: why mthpd cannot write the knobs ("" or NULL: it can). */
+int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
+                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec);
 void mthp_status_file_remove(const char *state_dir);
 /* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */
 int mthp_status_file_read(const char *state_dir, struct mthp_status *st);
