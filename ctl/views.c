@@ -149,9 +149,12 @@ void knob_owners_fill(struct knob_owners *o, const struct mthp_caps *caps, const
         for (unsigned i = 0; i < caps->n_knobs; i++) {
                 const struct ctl_bus_knob *bk = view_knob(v, caps->knobs[i].id);
                 const struct mthp_status_knob *sk = view_reason(v, caps->knobs[i].id);
-                o->set_by[i] = bk ? bk->set_by : mthp_knob_owner(j, &caps->knobs[i], snap->knob[i]);
+                /* off the bus, the running mthpd's view from its status
+                 * file; without one, what the journal says */
+                o->set_by[i] = bk ? bk->set_by : sk && sk->set_by[0] ? sk->set_by
+                                                   : mthp_knob_owner(j, &caps->knobs[i], snap->knob[i]);
                 o->decision[i] = bk ? bk->decision : sk ? sk->decision : NULL;
-                o->pinned[i] = bk && bk->pinned;
+                o->pinned[i] = bk ? bk->pinned : sk && sk->pinned;
         }
 }
 

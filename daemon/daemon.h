@@ -77,6 +77,9 @@ struct daemon {
          * ("" = its original value, also for knobs the engine leaves alone) */
         char engine_value[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         struct knob_pin pin[MTHP_KNOBS_MAX];
+        /* what each knob holds as far as mthpd knows: sampled at each tick,
+         * then what it wrote (the knob view's current without reading) */
+        char known[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
         /* why the knobs cannot be written, found at start (or when asked to
          * manage); "": they can. Only an observing mthpd runs with it set. */
@@ -109,8 +112,8 @@ struct daemon_knob_view {
         bool pinned;                            /* an administrator's Pin is in force */
         const struct mthp_decision *decision;   /* the last tick's, pins and failed writes applied; NULL: none */
 };
-/* Read the knob now (unreadable: as last sampled); without it, current is
- * the value sampled at the last tick. */
+/* Read the knob now (unreadable: as mthpd knows it); without it, current
+ * is the value sampled at the last tick, or what mthpd wrote since. */
 #define DAEMON_VIEW_READ 1u
 void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v);
 bool daemon_knob_pinned(const struct daemon *d, int knob);

@@ -115,7 +115,7 @@ void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct d
         memset(v, 0, sizeof(*v));
         v->knob = &d->caps.knobs[knob];
         if (!(flags & DAEMON_VIEW_READ) || mthp_knob_read(d->host, v->knob, v->current) < 0)
-                mthp_strcpy(v->current, sizeof(v->current), d->snap.knob[knob]);
+                mthp_strcpy(v->current, sizeof(v->current), d->known[knob]);
         v->set_by = knob_setter(d, knob, v->current);
         v->engine_value = d->engine_value[knob][0] ? d->engine_value[knob] : "original";
         v->pinned = daemon_knob_pinned(d, knob);
@@ -143,8 +143,12 @@ static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *o
 
 static void on_knob_changed(void *user, const struct mthp_change *c) {
         struct daemon *d = user;
-        if (!d->act.dry_run)
-                bus_emit_knob_changed(d->bus, c);
+        if (d->act.dry_run)
+                return;
+        int k = mthp_caps_find_knob(&d->caps, c->id);
+        if (k >= 0)
+                mthp_strcpy(d->known[k], sizeof(d->known[k]), c->new);
+        bus_emit_knob_changed(d->bus, c);
 }
 
 /* Write the tick's decisions; a write that fails leaves its decision
@@ -413,6 +417,8 @@ static void write_status(const struct daemon *d) {
                 mthp_strcpy(row->id, sizeof(row->id), v.knob->id);
                 mthp_strcpy(row->decision, sizeof(row->decision), v.decision->value);
                 mthp_strcpy(row->reason, sizeof(row->reason), v.decision->reason);
+                mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
+                row->pinned = v.pinned;
         }
         (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_DRY_RUN,
                                       d->not_writable, d->last_tick_usec);
@@ -435,6 +441,7 @@ static int tick(struct daemon *d) {
                          (unsigned long long) d->sample_failures);
                 d->sample_failures = 0;
         }
+        memcpy(d->known, d->snap.knob, sizeof(d->known));
         d->snap.n_cgroups = 0;
         if (d->cgmon && d->policies->n) {
                 r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);

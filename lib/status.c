@@ -44,6 +44,9 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
                 fprintf(f, "\n[knob %s]\ndecision=%s\n", mthp_escape(id, sizeof(id), k[i].id),
                         mthp_escape(value, sizeof(value), k[i].decision[0] ? k[i].decision : "original"));
                 fprintf(f, "reason=%s\n", mthp_escape(clean, sizeof(clean), k[i].reason));
+                if (k[i].set_by[0])
+                        fprintf(f, "set_by=%s\n", mthp_escape(value, sizeof(value), k[i].set_by));
+                fprintf(f, "pinned=%d\n", k[i].pinned);
         }
         if (fclose(f) != 0) {
                 free(text);
@@ -103,6 +106,10 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 mthp_escape(k->decision, sizeof(k->decision), value);
         else if (strcmp(key, "reason") == 0)
                 mthp_escape(k->reason, sizeof(k->reason), value);
+        else if (strcmp(key, "set_by") == 0)
+                mthp_escape(k->set_by, sizeof(k->set_by), value);
+        else if (strcmp(key, "pinned") == 0)
+                k->pinned = atoi(value) != 0;
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {

@@ -10,8 +10,12 @@
 
 struct mthp_status_knob {
         char id[32];
-        char decision[MTHP_VALUE_MAX];  /* "" = original */
+        char decision[MTHP_VALUE_MAX];  /* "" = original; with pins and failed writes applied */
         char reason[MTHP_REASON_MAX];
+        /* the rest of mthpd's knob view (daemon/daemon.h), "" / false when
+         * the file is from an mthpd that did not write them */
+        char set_by[16];                /* original | mthpd | other | pinned */
+        bool pinned;
 };
 
 struct mthp_status {
