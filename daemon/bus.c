@@ -174,20 +174,20 @@ static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *
 
 static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const struct mthp_actuator *a = &((struct daemon *) userdata)->act;
+        const struct mthp_actuator *a = ((struct daemon *) userdata)->act;
         uint32_t max;
         (void) error;
         int r = sd_bus_message_read(m, MTHP_DBUS_HISTORY_ARGS, &max);
         if (r < 0)
                 return r;
-        unsigned n = max < a->n_history ? max : a->n_history;
-        unsigned first = (a->history_head + MTHP_HISTORY_MAX - n) % MTHP_HISTORY_MAX;
+        unsigned n_history = mthp_actuator_n_history(a);
+        unsigned n = max < n_history ? max : n_history;
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CHANGE_SIG);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
-                const struct mthp_change *c = &a->history[(first + i) % MTHP_HISTORY_MAX];
+                const struct mthp_change *c = mthp_actuator_history(a, n_history - n + i);
                 r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, clean(c->id), clean(c->old),
                                           clean(c->new), clean(c->reason));
         }

@@ -68,7 +68,7 @@ struct daemon {
         struct mthp_sampler *sampler;
         struct mthp_density_sampler *density;
         struct mthp_procinfo *procinfo;
-        struct mthp_actuator act;
+        struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;
         struct mthp_snapshot snap;
         struct mthp_decision decisions[MTHP_KNOBS_MAX]; /* last tick's, pins applied */

@@ -106,9 +106,9 @@ bool daemon_knob_pinned(const struct daemon *d, int knob) {
  * value and nobody else took it over. */
 static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
         const struct knob_pin *p = &d->pin[knob];
-        if (p->active && !mthp_actuator_is_foreign(&d->act, knob) && strcmp(current, p->value) == 0)
+        if (p->active && !mthp_actuator_is_foreign(d->act, knob) && strcmp(current, p->value) == 0)
                 return "pinned";
-        return mthp_knob_owner(&d->act.journal, &d->caps.knobs[knob], current);
+        return mthp_knob_owner(mthp_actuator_journal(d->act), &d->caps.knobs[knob], current);
 }
 
 void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v) {
@@ -127,7 +127,7 @@ void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct d
 /* Every knob write mthpd makes, whoever asked for it, goes through here:
  * the Changes property counts them. */
 static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
-        int r = mthp_knob_write(&d->act, knob, value, reason, err, errsz);
+        int r = mthp_knob_write(d->act, knob, value, reason, err, errsz);
         if (r > 0)
                 d->changes++;
         return r;
@@ -143,7 +143,7 @@ static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *o
 
 static void on_knob_changed(void *user, const struct mthp_change *c) {
         struct daemon *d = user;
-        if (d->act.dry_run)
+        if (mthp_actuator_dry_run(d->act))
                 return;
         int k = mthp_caps_find_knob(&d->caps, c->id);
         if (k >= 0)
@@ -364,7 +364,7 @@ static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pid
  * cgroups' processes, within the tick's budget (mthp_collapser_run). */
 static void collapse(struct daemon *d, uint64_t t) {
         memset(&d->collapse_last, 0, sizeof(d->collapse_last));
-        if (!d->collapser || d->act.dry_run || !d->cfg.collapse_budget_kb)
+        if (!d->collapser || mthp_actuator_dry_run(d->act) || !d->cfg.collapse_budget_kb)
                 return;
         mthp_collapser_begin_tick(d->collapser, t);
         for (unsigned c = 0; c < d->snap.n_cgroups; c++) {
@@ -466,7 +466,7 @@ static int tick(struct daemon *d) {
         }
         guard_scan(d->guard);
         record_tick(d);
-        mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
+        mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
         expire_pins(d);
         d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
                                             MTHP_KNOBS_MAX);
@@ -500,17 +500,17 @@ void daemon_run_tick(struct daemon *d) {
  * may insist on) and forgets the journal. err says what could not be put back. */
 static int restore_all(struct daemon *d, const char *why, char *err, size_t errsz) {
         char reason[MTHP_REASON_MAX];
-        bool dry_run = d->act.dry_run;
+        bool dry_run = mthp_actuator_dry_run(d->act);
         snprintf(reason, sizeof(reason), "original value restored: %s", why);
-        d->act.dry_run = false;
+        mthp_actuator_set_dry_run(d->act, false);
         for (unsigned i = 0; i < d->caps.n_knobs; i++)
                 (void) knob_write(d, (int) i, "", reason, NULL, 0);
-        int left = mthp_actuator_restore(&d->act);
-        d->act.dry_run = dry_run;
+        int left = mthp_actuator_restore(d->act);
+        mthp_actuator_set_dry_run(d->act, dry_run);
         if (left == 0)
                 return 0;
         snprintf(err, errsz, "%d knob(s) could not be restored; the journal %s keeps their originals",
-                 left < 0 ? -1 : left, d->act.journal_file);
+                 left < 0 ? -1 : left, mthp_actuator_journal_file(d->act));
         mthp_log(LOG_ERR, "%s", err);
         return left < 0 ? left : -EIO;
 }
@@ -530,9 +530,9 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
         if (mode == MTHP_MODE_MANAGE) {
                 /* the knobs may have become writable since (a remount) */
                 char nw[sizeof(d->not_writable)] = "";
-                d->act.dry_run = false;
-                r = mthp_actuator_check_writable(&d->act, nw, sizeof(nw));
-                d->act.dry_run = true;
+                mthp_actuator_set_dry_run(d->act, false);
+                r = mthp_actuator_check_writable(d->act, nw, sizeof(nw));
+                mthp_actuator_set_dry_run(d->act, true);
                 if (strcmp(nw, d->not_writable) != 0) {
                         mthp_strcpy(d->not_writable, sizeof(d->not_writable), nw);
                         bus_emit_property_changed(d->bus, "NotWritable");
@@ -545,9 +545,9 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
         }
         if (mode == MTHP_MODE_DRY_RUN) {
                 r = restore_all(d, why, err, errsz);
-                memset(d->act.simulated, 0, sizeof(d->act.simulated)); /* observe from the host as it is */
+                mthp_actuator_forget_simulated(d->act); /* observe from the host as it is */
         }
-        d->act.dry_run = mode == MTHP_MODE_DRY_RUN;
+        mthp_actuator_set_dry_run(d->act, mode == MTHP_MODE_DRY_RUN);
         d->cfg.mode = mode;
         mthp_log(LOG_NOTICE, "%s: %s", why,
                  mode == MTHP_MODE_DRY_RUN ? "observing: deciding and logging, writing nothing" : "managing mTHP knobs");
@@ -651,7 +651,7 @@ int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t unt
                          (unsigned long long) until_usec);
                 return -EINVAL;
         }
-        if (mthp_actuator_is_foreign(&d->act, k)) {
+        if (mthp_actuator_is_foreign(d->act, k)) {
                 snprintf(err, errsz, "%s was changed by someone else and mthpd leaves it alone; Resume it first", id);
                 return -EBUSY;
         }
@@ -667,7 +667,7 @@ int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t unt
         }
         d->pin[k] = pin;
         mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
-                 d->act.dry_run ? " (observing: applies once mthpd manages)" : "");
+                 mthp_actuator_dry_run(d->act) ? " (observing: applies once mthpd manages)" : "");
         return 0;
 }
 
@@ -689,13 +689,13 @@ int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t
         int k = find_knob(d, id, err, errsz);
         if (k < 0)
                 return k;
-        int r = mthp_actuator_resume(&d->act, k);
+        int r = mthp_actuator_resume(d->act, k);
         if (r == -ENOENT) {
                 snprintf(err, errsz, "%s is not marked as changed by someone else: there is nothing to resume", id);
                 return -EINVAL;
         }
         if (r < 0) {
-                snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, d->act.journal_file,
+                snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, mthp_actuator_journal_file(d->act),
                          mthp_errno_words(r));
                 return r;
         }
@@ -794,19 +794,17 @@ static int open_state_dir(struct daemon *d) {
 /* The actuator, whether it can write, and a leftover journal restored. */
 static int open_actuator(struct daemon *d) {
         bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
-        int r = mthp_actuator_init(&d->act, d->host, &d->caps, d->cfg.state_dir, dry);
+        int r = mthp_actuator_new(d->host, &d->caps, d->cfg.state_dir, dry, &d->act);
         if (r < 0) {
                 mthp_log(LOG_ERR, "cannot prepare %s: %s", d->cfg.state_dir, mthp_errno_words(r));
                 return r;
         }
-        d->act.on_change = on_knob_changed;
-        d->act.on_foreign = on_knob_foreign;
-        d->act.user = d;
+        mthp_actuator_set_hooks(d->act, on_knob_changed, on_knob_foreign, d);
         /* Managing knobs that cannot be written would log an error per knob
          * and leave a state that claims sizes the kernel never got: say it
          * once and stop, unless asked to observe (restarting cannot help:
          * its own exit status). */
-        r = mthp_actuator_check_writable(&d->act, d->not_writable, sizeof(d->not_writable));
+        r = mthp_actuator_check_writable(d->act, d->not_writable, sizeof(d->not_writable));
         if (r < 0 && !dry) {
                 mthp_log(LOG_ERR, "cannot write the mTHP knobs (%s), so mthpd does not start: make them writable, "
                          "or run it with --mode observe (Mode=observe) to only decide and explain", d->not_writable);
@@ -816,12 +814,12 @@ static int open_actuator(struct daemon *d) {
         if (r < 0)
                 mthp_log(LOG_WARNING, "observe mode: the mTHP knobs cannot be written (%s); mthpd decides and "
                          "explains, and writes nothing", d->not_writable);
-        if (access(d->act.journal_file, F_OK) == 0) {
+        if (access(mthp_actuator_journal_file(d->act), F_OK) == 0) {
                 /* the last run died without restoring: put things back first */
                 unsigned n = 0;
                 mthp_log(LOG_WARNING, "found restore journal %s from a run that did not stop cleanly; restoring",
-                         d->act.journal_file);
-                r = mthp_actuator_restore_file(d->host, d->act.journal_file, &n);
+                         mthp_actuator_journal_file(d->act));
+                r = mthp_actuator_restore_file(d->host, mthp_actuator_journal_file(d->act), &n);
                 if (r != 0) {
                         /* never restart over it: a loop of failing restores helps nobody */
                         char left[32] = "";
@@ -830,7 +828,7 @@ static int open_actuator(struct daemon *d) {
                         snprintf(d->start_failure, sizeof(d->start_failure),
                                  "the restore journal %s of a run that did not stop cleanly cannot be restored%s; "
                                  "see the errors above, put the knobs back or fix the cause, run 'mthpctl restore', "
-                                 "then start mthpd again", d->act.journal_file, left);
+                                 "then start mthpd again", mthp_actuator_journal_file(d->act), left);
                         mthp_log(LOG_ERR, "not starting: %s", d->start_failure);
                         d->exit_code = MTHPD_EXIT_JOURNAL;
                         return r < 0 ? r : -EIO;
@@ -911,23 +909,24 @@ int daemon_stop(struct daemon *d, int exit_code) {
                 /* say what was really put back: the knobs mthpd changed and
                  * still owns (others' changes stay, and the restore says so) */
                 unsigned ours = 0;
-                for (unsigned i = 0; i < d->act.journal.n; i++)
-                        ours += d->act.journal.e[i].state != MTHP_ENTRY_FOREIGN;
-                int left = mthp_actuator_restore(&d->act);
+                const struct mthp_journal *j = mthp_actuator_journal(d->act);
+                for (unsigned i = 0; i < j->n; i++)
+                        ours += j->e[i].state != MTHP_ENTRY_FOREIGN;
+                int left = mthp_actuator_restore(d->act);
                 if (left != 0) {
                         mthp_log(LOG_ERR, "%d knob(s) could not be restored; the journal %s keeps their originals",
-                                 left < 0 ? -1 : left, d->act.journal_file);
+                                 left < 0 ? -1 : left, mthp_actuator_journal_file(d->act));
                         d->exit_code = 1;
-                } else if (d->act.dry_run && d->act.journal.n > 0)
+                } else if (mthp_actuator_dry_run(d->act) && mthp_actuator_journal(d->act)->n > 0)
                         mthp_log(LOG_INFO, "observing: leaving %u knob(s) to the journal %s ('mthpctl restore' or "
-                                 "the next start puts them back); exiting", d->act.journal.n, d->act.journal_file);
+                                 "the next start puts them back); exiting", mthp_actuator_journal(d->act)->n, mthp_actuator_journal_file(d->act));
                 else if (ours == 0)
                         mthp_log(LOG_INFO, "mthpd changed no knob: nothing to restore; exiting");
                 else
                         mthp_log(LOG_INFO, "all knobs restored; exiting (the %u mthpd had changed)", ours);
-        } else if (d->act.journal.n > 0)
+        } else if (mthp_actuator_journal(d->act)->n > 0)
                 mthp_log(LOG_INFO, "--once: leaving %u knob(s) set; 'mthpctl restore' puts them back",
-                         d->act.journal.n);
+                         mthp_actuator_journal(d->act)->n);
         mthp_status_file_remove(d->cfg.state_dir);
         return d->exit_code;
 }
@@ -949,6 +948,7 @@ void daemon_free(struct daemon *d) {
         mthp_cgmon_free(d->cgmon);
         mthp_collapser_free(d->collapser);
         mthp_policy_set_free(d->policies);
+        mthp_actuator_free(d->act);
         mthp_host_free(d->host);
         if (d->lock_fd >= 0)
                 close(d->lock_fd);

@@ -82,7 +82,7 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
         struct daemon *d = userdata;
         (void) s;
         mthp_log(LOG_INFO, "%s: %s", si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM",
-                 d->act.journal.n ? "restoring every knob mthpd changed" : "stopping");
+                 mthp_actuator_journal(d->act)->n ? "restoring every knob mthpd changed" : "stopping");
         sd_notify(0, "STOPPING=1\nSTATUS=restoring original settings");
         return sd_event_exit(d->event, 0);
 }

@@ -295,8 +295,9 @@ static void item07_long_state_dir(void **state) {
         struct fixture *f = *state;
         char dir[300];
         snprintf(dir, sizeof(dir), "/%s", repeat('d', 243)); /* 244 characters */
-        static struct mthp_actuator a;
-        assert_int_equal(mthp_actuator_init(&a, f->host, &f->caps, dir, true), -ENAMETOOLONG);
+        struct mthp_actuator *a = NULL;
+        assert_int_equal(mthp_actuator_new(f->host, &f->caps, dir, true, &a), -ENAMETOOLONG);
+        assert_null(a);
 #ifndef ON_MAIN
         struct mthp_config c;
         mthp_config_defaults(&c);
