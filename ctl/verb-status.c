@@ -26,8 +26,8 @@ void print_knobs(FILE *f, const struct mthp_caps *caps, const struct mthp_snapsh
                         table_cell(&t, "%s", kn >= 0 ? o->set_by[kn] : "-");
                 }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        print_rate(&t, snap, stat_rate(caps, snap, i, kind_alloc_stat[k]));
-                        print_rate(&t, snap, stat_rate(caps, snap, i, kind_fallback_stat[k]));
+                        print_rate(&t, snap, mthp_stat_rate(caps, snap, i, kind_alloc_stat[k]));
+                        print_rate(&t, snap, mthp_stat_rate(caps, snap, i, kind_fallback_stat[k]));
                 }
         }
         table_print(&t, f);
@@ -124,8 +124,8 @@ void json_status_fields(const struct ctl *c, const struct host_view *hv, const s
                 printf(",\"pinned\":%s", o->pinned[i] ? "true" : "false");
                 if (si >= 0)
                         printf(",\"alloc_per_s\":%.1f,\"fallback_per_s\":%.1f",
-                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
-                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
+                               mthp_stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
+                               mthp_stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
                 printf(",\"accepts\":");
                 json_accepts(k);
                 printf("}");

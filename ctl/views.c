@@ -11,11 +11,6 @@ const struct mthp_counter *stat_counter(const struct mthp_caps *caps, const stru
         return j < 0 || !s->size[i].stat[j].present ? NULL : &s->size[i].stat[j];
 }
 
-double stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *s, unsigned i, const char *name) {
-        const struct mthp_counter *c = stat_counter(caps, s, i, name);
-        return c ? c->rate : 0;
-}
-
 const char *const kind_alloc_stat[_MTHP_KIND_MAX] = { "anon_fault_alloc", "shmem_alloc" };
 const char *const kind_fallback_stat[_MTHP_KIND_MAX] = { "anon_fault_fallback", "shmem_fallback" };
 
