@@ -131,6 +131,14 @@ int daemon_startup(struct daemon *d);
  * status file; returns the exit status (exit_code, or 1 if the restore failed). */
 int daemon_stop(struct daemon *d, int exit_code);
 
+/* Pins (pins.c), for the tick: drop the pins whose time is up; remember
+ * the engine's choice per knob, then let pins override it (also for knobs
+ * the engine leaves alone). */
+void daemon_expire_pins(struct daemon *d);
+void daemon_apply_pins(struct daemon *d);
+/* The knob with this id, or -EINVAL with a sentence in err. */
+int daemon_find_knob(const struct daemon *d, const char *id, char *err, size_t errsz);
+
 /* guard.c's way in: the one knob writer (counts Changes), and a normal
  * tick run at once after a step-down. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz);

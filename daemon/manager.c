@@ -98,10 +98,6 @@ static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_po
         return 0;
 }
 
-bool daemon_knob_pinned(const struct daemon *d, int knob) {
-        return d->pin[knob].active;
-}
-
 /* Who set a knob: a pin counts as "pinned" while the knob holds the pinned
  * value and nobody else took it over. */
 static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
@@ -191,54 +187,6 @@ static void apply(struct daemon *d) {
         }
         if (any)
                 mthp_engine_note_applied(&d->cfg.engine, &d->caps, &d->engine, failed);
-}
-
-static void pin_reason(const struct knob_pin *p, char *buf, size_t size) {
-        char until[64] = "unpinned";
-        if (p->until_usec) {
-                time_t t = (time_t) (p->until_usec / 1000000);
-                struct tm tm;
-                if (!localtime_r(&t, &tm) || strftime(until, sizeof(until), "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
-                        snprintf(until, sizeof(until), "@%llu", (unsigned long long) t);
-        }
-        snprintf(buf, size, "pinned by uid %u until %s", (unsigned) p->uid, until);
-}
-
-static void expire_pins(struct daemon *d) {
-        uint64_t now = mthp_now_usec(CLOCK_REALTIME);
-        for (unsigned i = 0; i < d->caps.n_knobs; i++) {
-                struct knob_pin *p = &d->pin[i];
-                if (!p->active || !p->until_usec || p->until_usec > now)
-                        continue;
-                char reason[MTHP_REASON_MAX];
-                pin_reason(p, reason, sizeof(reason));
-                mthp_log(LOG_NOTICE, "%s: the pin to '%s' expired (%s); the engine decides it again",
-                         d->caps.knobs[i].id, p->value, reason);
-                memset(p, 0, sizeof(*p));
-        }
-}
-
-static void pin_decision(const struct daemon *d, int knob, struct mthp_decision *dec) {
-        dec->knob = knob;
-        mthp_strcpy(dec->value, sizeof(dec->value), d->pin[knob].value);
-        pin_reason(&d->pin[knob], dec->reason, sizeof(dec->reason));
-}
-
-/* Remember what the engine chose, then let pins override it (also for
- * knobs the engine leaves alone). */
-static void apply_pins(struct daemon *d) {
-        bool decided[MTHP_KNOBS_MAX] = { false };
-        memset(d->engine_value, 0, sizeof(d->engine_value));
-        for (int i = 0; i < d->n_decisions; i++) {
-                struct mthp_decision *dec = &d->decisions[i];
-                mthp_strcpy(d->engine_value[dec->knob], sizeof(d->engine_value[0]), dec->value);
-                decided[dec->knob] = true;
-                if (d->pin[dec->knob].active)
-                        pin_decision(d, dec->knob, dec);
-        }
-        for (unsigned k = 0; k < d->caps.n_knobs && d->n_decisions < MTHP_KNOBS_MAX; k++)
-                if (d->pin[k].active && !decided[k])
-                        pin_decision(d, (int) k, &d->decisions[d->n_decisions++]);
 }
 
 static void notify_status(struct daemon *d) {
@@ -467,11 +415,11 @@ static int tick(struct daemon *d) {
         guard_scan(d->guard);
         record_tick(d);
         mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
-        expire_pins(d);
+        daemon_expire_pins(d);
         d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
                                             MTHP_KNOBS_MAX);
         d->engine = next;
-        apply_pins(d);
+        daemon_apply_pins(d);
         for (int i = 0; i < d->n_decisions; i++)
                 mthp_log(LOG_DEBUG, "tick %llu %s: %s", (unsigned long long) d->snap.tick,
                          d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
@@ -621,72 +569,8 @@ int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz) {
         return r;
 }
 
-static int find_knob(const struct daemon *d, const char *id, char *err, size_t errsz) {
-        int k = mthp_caps_find_knob(&d->caps, id);
-        if (k < 0) {
-                snprintf(err, errsz, "no knob '%s' on this host (knob ids look like 64K/anon, 2M/shmem, "
-                         "global/defrag)", id);
-                return -EINVAL;
-        }
-        return k;
-}
-
-int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t until_usec, uid_t uid, char *err,
-               size_t errsz) {
-        int k = find_knob(d, id, err, errsz);
-        if (k < 0)
-                return k;
-        const struct mthp_knob *knob = &d->caps.knobs[k];
-        if (!mthp_knob_allows(knob, value)) {
-                char offered[MTHP_VALUES_MAX * (MTHP_VALUE_MAX + 2)] = "";
-                for (unsigned i = 0; i < knob->n_allowed; i++) {
-                        strcat(offered, i ? ", " : "");
-                        strcat(offered, knob->allowed[i]);
-                }
-                snprintf(err, errsz, "%s does not accept '%s': this kernel offers %s", id, value, offered);
-                return -EINVAL;
-        }
-        if (until_usec && until_usec <= mthp_now_usec(CLOCK_REALTIME)) {
-                snprintf(err, errsz, "until (%llu, µs since the epoch) has passed; 0 pins until Unpin",
-                         (unsigned long long) until_usec);
-                return -EINVAL;
-        }
-        if (mthp_actuator_is_foreign(d->act, k)) {
-                snprintf(err, errsz, "%s was changed by someone else and mthpd leaves it alone; Resume it first", id);
-                return -EBUSY;
-        }
-        struct knob_pin pin = { .active = true, .until_usec = until_usec, .uid = uid };
-        char reason[MTHP_REASON_MAX];
-        mthp_strcpy(pin.value, sizeof(pin.value), value);
-        pin_reason(&pin, reason, sizeof(reason));
-        /* now, so that a value the kernel refuses fails the call */
-        int r = knob_write(d, k, value, reason, err, errsz);
-        if (r < 0) {
-                mthp_log_knob(LOG_ERR, id, "pin by uid %u failed: %s", (unsigned) uid, err);
-                return r;
-        }
-        d->pin[k] = pin;
-        mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
-                 mthp_actuator_dry_run(d->act) ? " (observing: applies once mthpd manages)" : "");
-        return 0;
-}
-
-int daemon_unpin(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
-        int k = find_knob(d, id, err, errsz);
-        if (k < 0)
-                return k;
-        if (!d->pin[k].active) {
-                snprintf(err, errsz, "%s is not pinned", id);
-                return -EINVAL;
-        }
-        mthp_log(LOG_NOTICE, "%s: unpinned by uid %u (was held at '%s'); the engine decides it from the next tick",
-                 id, (unsigned) uid, d->pin[k].value);
-        memset(&d->pin[k], 0, sizeof(d->pin[k]));
-        return 0;
-}
-
 int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
-        int k = find_knob(d, id, err, errsz);
+        int k = daemon_find_knob(d, id, err, errsz);
         if (k < 0)
                 return k;
         int r = mthp_actuator_resume(d->act, k);
