@@ -197,9 +197,6 @@ static int parse_rate(const char *s, double *out) {
         return 0;
 }
 
-#define BAD(what) \
-        (mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value), -EINVAL)
-
 /* Parser state: the config and where each key was set, so that a repeated
  * key is an error naming both lines, as in policy files (it silently
  * overrode). */
@@ -411,7 +408,9 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
         }
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, key) == 0)
-                        return keys[i].parse(&keys[i], c, value) < 0 ? BAD(keys[i].expected) : 0;
+                        return keys[i].parse(&keys[i], c, value) < 0
+                                       ? mthp_ini_bad(ini, section, key, value, keys[i].expected)
+                                       : 0;
         mthp_ini_error(ini, "unknown key '%s' in [%s]", key, section);
         return -EINVAL;
 }
