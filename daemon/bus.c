@@ -152,18 +152,15 @@ static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CGROUP_SIG);
         for (unsigned i = 0; r >= 0 && i < d->snap.n_cgroups; i++) {
-                const struct mthp_cgroup_view *c = &d->snap.cgroup[i];
-                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, c->path, NULL, 0);
-                int dense[_MTHP_KIND_MAX];
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        dense[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, c->path, k, NULL);
-                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, clean(c->path), clean(pol ? pol->name : ""),
-                                          pol ? mthp_policy_mode_name(pol->mode[MTHP_ANON]) : "auto",
-                                          pol ? mthp_policy_mode_name(pol->mode[MTHP_SHMEM]) : "auto",
-                                          pol ? pol->priority : d->cfg.engine.default_priority,
-                                          c->new_cgroup ? 0.0 : c->fault_rate, c->anon_kb, c->shmem_kb, c->usage_kb,
-                                          c->limit_kb, c->psi_present ? c->psi_some_avg10 : -1.0, dense[MTHP_ANON],
-                                          dense[MTHP_SHMEM], pol ? pol->collapse : false);
+                struct daemon_cgroup_view v;
+                daemon_cgroup_view(d, i, &v);
+                const struct mthp_cgroup_view *c = v.cgroup;
+                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, clean(c->path),
+                                          clean(v.policy ? v.policy->name : ""), v.mode[MTHP_ANON], v.mode[MTHP_SHMEM],
+                                          v.priority, c->new_cgroup ? 0.0 : c->fault_rate, c->anon_kb, c->shmem_kb,
+                                          c->usage_kb, c->limit_kb, c->psi_present ? c->psi_some_avg10 : -1.0,
+                                          v.dense_kb[MTHP_ANON], v.dense_kb[MTHP_SHMEM],
+                                          v.policy ? v.policy->collapse : false);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);

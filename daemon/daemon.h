@@ -118,6 +118,19 @@ struct daemon_knob_view {
 void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v);
 bool daemon_knob_pinned(const struct daemon *d, int knob);
 
+/* One managed cgroup as ListCgroups shows it: what the last tick sampled,
+ * the policy that manages it and the density the engine remembers of its
+ * processes. */
+struct daemon_cgroup_view {
+        const struct mthp_cgroup_view *cgroup;
+        const struct mthp_policy *policy;       /* NULL: none (then "auto" and DefaultPriority=) */
+        const char *mode[_MTHP_KIND_MAX];       /* the policy's Anon= and Shmem= */
+        unsigned priority;
+        int dense_kb[_MTHP_KIND_MAX];
+};
+/* i < d->snap.n_cgroups */
+void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v);
+
 /* calloc'd with the defaults of the command line (root /, no lock). */
 int daemon_new(struct daemon **ret);
 /* NULL is fine. */

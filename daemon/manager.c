@@ -120,6 +120,18 @@ void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct d
                         v->decision = &d->decisions[i];
 }
 
+void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v) {
+        memset(v, 0, sizeof(*v));
+        v->cgroup = &d->snap.cgroup[i];
+        v->policy = mthp_engine_policy(&d->cfg.engine, v->cgroup->path, NULL, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                v->mode[k] = v->policy ? mthp_policy_mode_name(v->policy->mode[k]) : "auto";
+                v->dense_kb[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, v->cgroup->path, k,
+                                                             NULL);
+        }
+        v->priority = v->policy ? v->policy->priority : d->cfg.engine.default_priority;
+}
+
 /* Every knob write mthpd makes, whoever asked for it, goes through here:
  * the Changes property counts them. */
 static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
