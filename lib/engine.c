@@ -27,11 +27,6 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
         return n;
 }
 
-static double size_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i, const char *name) {
-        int j = mthp_stat_index(&caps->sizes[i], name);
-        return j < 0 ? 0 : snap->size[i].stat[j].rate;
-}
-
 /* How much of a block of this size a process really uses. Content is not
  * use: while no folio of this size or larger is handed out (folios_on
  * false), pagemap coverage says exactly what was touched, and a written
@@ -281,9 +276,9 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         /* The kernel counts a fallback at every size it tries, so only the
          * largest enabled size's own ratio says whether it is failing. */
         if (top_size >= 0) {
-                double alloc = size_rate(caps, snap, (unsigned) top_size,
+                double alloc = mthp_stat_rate(caps, snap, (unsigned) top_size,
                                          kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc");
-                double fb = size_rate(caps, snap, (unsigned) top_size,
+                double fb = mthp_stat_rate(caps, snap, (unsigned) top_size,
                                       kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback");
                 s->top_alloc = alloc;
                 if (alloc + fb >= 10) {
@@ -620,9 +615,9 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
         struct mthp_engine_kind *st = k->st;
         char to[16];
         unsigned back = st->verify_from < st->level ? st->verify_from : st->level - 1;
+        const char *alloc = k->kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc";
         for (unsigned r = st->level - 1; r > back; r--)
-                if (size_rate(caps, snap, k->ladder[r - 1], k->kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") >
-                    0) {
+                if (mthp_stat_rate(caps, snap, k->ladder[r - 1], alloc) > 0) {
                         back = r;
                         break;
                 }
