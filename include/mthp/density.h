@@ -47,6 +47,7 @@
 #define MTHP_DENSITY_PAGE 4096u
 #define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
 #define MTHP_DENSITY_COMM_MAX MTHP_PROC_COMM_MAX
+#define MTHP_DENSITY_SHM_PROBES 16
 
 struct mthp_density_budget {
         unsigned max_procs;           /* processes sampled per tick, most faulting first */
@@ -98,6 +99,10 @@ struct mthp_density_proc {
         bool rate_from_lifetime;      /* first sight: minflt / age instead of a delta */
         bool complete;                /* the budget did not cut this process short */
         struct mthp_density_kind kind[_MTHP_KIND_MAX];
+        /* Its largest shmem mapping from maps, and for up to
+         * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread) whether
+         * they sit in a large folio (/proc/kpageflags: root, real host only). */
+        struct mthp_shm_mapping shm;
         uint64_t pages_examined, pages_read, usec;
 };
 

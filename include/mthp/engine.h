@@ -51,6 +51,12 @@ struct mthp_engine_proc {
         uint64_t rss_kb[_MTHP_KIND_MAX];
         double w[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed weight */
         double u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed usage x weight */
+        /* its largest shmem mapping (a map/unmap loop is caught between
+         * mappings in some ticks: a smaller one seen meanwhile does not
+         * replace it for PROC_FORGET_TICKS); folio counts decay by half a
+         * sample; reach MTHP_SHM_NONE: never seen */
+        struct mthp_shm_mapping shm;
+        uint64_t shm_tick;              /* when shm was last seen */
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
