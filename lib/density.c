@@ -442,3 +442,25 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         out->usec = density_elapsed_usec(s);
         return 0;
 }
+
+void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
+                            const struct mthp_density_proc *p, struct mthp_proc_density *o) {
+        o->pid = p->pid;
+        mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
+        o->fault_rate = p->minflt_rate;
+        o->new_proc = p->rate_from_lifetime;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                o->rss_kb[k] = p->kind[k].rss_bytes / 1024;
+                for (unsigned j = 0; j < caps->n_sizes; j++) {
+                        o->coverage[k][j] = NAN;
+                        o->zero[k][j] = NAN;
+                        o->blocks[k][j] = 0;
+                        for (unsigned m = 0; m < rep->n_sizes; m++)
+                                if (p->kind[k].size[m].kb == caps->sizes[j].kb) {
+                                        o->coverage[k][j] = p->kind[k].size[m].coverage;
+                                        o->zero[k][j] = p->kind[k].size[m].zero_fraction;
+                                        o->blocks[k][j] = (double) p->kind[k].size[m].blocks;
+                                }
+                }
+        }
+}

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include "mthp/host.h"
 #include "mthp/procfs.h"
+#include "mthp/sample.h"
 #include "mthp/types.h"
 
 /* Density sampler: how densely do the processes that fault most touch their
@@ -126,6 +127,11 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
+
+/* One sampled process as the engine takes it (mthp/sample.h): its
+ * measures at the caps sizes the report has (NAN elsewhere). */
+void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
+                            const struct mthp_density_proc *p, struct mthp_proc_density *o);
 
 /* Pure helpers, exposed for tests. */
 /* Coverage of n pagemap entries (bit 63 present, bit 62 swapped) cut in
