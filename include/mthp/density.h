@@ -27,6 +27,20 @@
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
  *
+ * Opt-outs (processes choose for themselves): a process whose status says
+ * "THP_enabled: 0" (PR_SET_THP_DISABLE: Redis, systemd's MemoryTHP=,
+ * container shims) gets no large folio whatever the knobs say, so it is
+ * reported (thp_disabled) but not measured. Mappings marked nh in smaps
+ * (MADV_NOHUGEPAGE) are left out of every measure (their span and RSS are
+ * reported); mappings marked hg (MADV_HUGEPAGE) are measured with the rest
+ * and again on their own (advised[]), since under "madvise" values they
+ * alone get large folios. smaps costs a page-table walk (measured: 2-3 ms
+ * for 512 MiB of 4K pages), so it is read at first sight of a process,
+ * again after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when
+ * its anon/shmem mappings changed; not every tick. PR_SET_THP_DISABLE's
+ * PR_THP_DISABLE_EXCEPT_ADVISED (6.18) leaves "THP_enabled: 1" and is not
+ * visible from outside the process.
+ *
  * "Touched" = present in the page table (not the shared zero page) or
  * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
  * for shmem, and never cross a mapping, as folios do not.
@@ -48,6 +62,7 @@
 #define MTHP_DENSITY_PAGE 4096u
 #define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
 #define MTHP_DENSITY_COMM_MAX MTHP_PROC_COMM_MAX
+#define MTHP_DENSITY_VMFLAGS_USEC (10 * 1000000ULL)   /* smaps is read again after this */
 
 struct mthp_density_budget {
         unsigned max_procs;           /* processes sampled per tick, most faulting first */
@@ -60,6 +75,11 @@ struct mthp_density_budget {
          * still queued for the process at hand. */
         uint64_t max_usec;
         uint64_t seed;                /* same seed, same draws */
+        /* Measure processes with THP disabled too (still reported
+         * thp_disabled): for tests whose workloads use PR_SET_THP_DISABLE to
+         * keep 4K folios whatever the host's knobs. Default false: such a
+         * process's density decides nothing, and its pages cost budget. */
+        bool measure_thp_disabled;
 };
 void mthp_density_budget_default(struct mthp_density_budget *b);
 
@@ -87,6 +107,11 @@ struct mthp_density_kind {
         unsigned windows;             /* windows examined */
         bool census;                  /* every window was examined (exact) */
         struct mthp_density_size size[MTHP_SIZES_MAX];
+        /* per process only (the report's aggregate leaves them 0): */
+        uint64_t nohuge_bytes;        /* span of nh mappings, in no measure */
+        uint64_t nohuge_rss_bytes;    /* their Rss when smaps was last read */
+        uint64_t advised_bytes;       /* span of hg mappings */
+        struct mthp_density_size advised[MTHP_SIZES_MAX];  /* size[] over the hg mappings alone */
 };
 
 struct mthp_density_proc {
@@ -95,6 +120,7 @@ struct mthp_density_proc {
         double minflt_rate;           /* minor faults/s */
         bool rate_from_lifetime;      /* first sight: minflt / age instead of a delta */
         bool complete;                /* the budget did not cut this process short */
+        bool thp_disabled;            /* "THP_enabled: 0": not measured */
         struct mthp_density_kind kind[_MTHP_KIND_MAX];
         uint64_t pages_examined, pages_read, usec;
 };
@@ -129,7 +155,7 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
 
 /* One sampled process as the engine takes it (mthp/sample.h): its
- * measures at the caps sizes the report has (NAN elsewhere). */
+ * measures at the caps sizes the report has (NAN elsewhere), its opt-outs. */
 void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
                             const struct mthp_density_proc *p, struct mthp_proc_density *o);
 
