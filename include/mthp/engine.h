@@ -51,6 +51,18 @@ struct mthp_engine_proc {
         uint64_t rss_kb[_MTHP_KIND_MAX];
         double w[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed weight */
         double u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed usage x weight */
+        /* Opt-outs: a process that gets no folio of a size has no say on
+         * it. thp_off: THP_enabled 0 (PR_SET_THP_DISABLE), no size at all;
+         * nohuge_kb: RSS in MADV_NOHUGEPAGE mappings (smoothed like rss_kb),
+         * which take no part in its fault share. A size at "madvise" gives
+         * MADV_HUGEPAGE (hg) mappings its folios already, so only the other
+         * mappings' usage judges a raise of it to always: wp/up like w/u
+         * over them, hg[k][z] set once an hg mapping was seen there. */
+        bool thp_off;
+        uint64_t nohuge_kb[_MTHP_KIND_MAX];
+        bool hg[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double wp[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double up[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are

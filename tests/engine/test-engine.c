@@ -115,6 +115,9 @@ struct workload {
         unsigned n_cgroups;
         const struct mthp_limited_cgroup *limited; /* every memory-limited cgroup, or NULL: not scanned */
         unsigned n_limited;
+        /* 4K pages/s faulted by processes that opted out (THP disabled, nh
+         * mappings): 4K faults whatever the knobs, and no demand */
+        double optout_pages[_MTHP_KIND_MAX];
 };
 
 /* What the reason of a kind should quote this tick. */
@@ -212,7 +215,7 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                 }
                 pages_per_fault += reach; /* the rest get a 4K page */
                 double faults = snap->dt > 0 ? w->pages[kind] / pages_per_fault : 0;
-                pgfault += faults;
+                pgfault += faults + (snap->dt > 0 ? w->optout_pages[kind] : 0);
                 four_k[kind] = faults * reach;
                 for (unsigned i = 0; i < s->caps.n_sizes; i++) {
                         set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc", faults * alloc[i]);
@@ -1674,6 +1677,106 @@ static void test_policy_cgroup_headroom(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "cgroup /dense at 95% of its 976 MiB limit");
 }
 
+/* ---- opt-outs: processes that choose for themselves (issue 14) ---- */
+
+/* A sparse process with THP disabled for it (PR_SET_THP_DISABLE: Redis's
+ * default) beside a dense one: it gets no large folio whatever the knobs
+ * say, so it cannot bloat and must not hold the host back. */
+static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 400, 1, 0);
+        dens_proc(&v.proc[1], 401, 0.25, 0);
+        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "redis-server");
+        v.proc[1].thp_disabled = true;
+        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (redis-server) left out: THP disabled for it (prctl)");
+        /* the other way round it still holds the host back */
+        sim_init(s);
+        wide(s);
+        v.proc[1].thp_disabled = false;
+        w.optout_pages[MTHP_ANON] = 0;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 401 (redis-server");
+}
+
+/* A process whose anon memory is mostly MADV_NOHUGEPAGE (nh) faults there,
+ * where it gets no folio either: left out, named. */
+static void test_optout_nohugepage_does_not_hold_back(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 410, 1, 0);
+        dens_proc(&v.proc[1], 411, 0.25, 0);
+        v.proc[1].nohuge_kb[MTHP_ANON] = v.proc[1].rss_kb[MTHP_ANON] * 3 / 4; /* stacks, libc beside it */
+        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 411 (proc411) left out: its anon memory is mostly MADV_NOHUGEPAGE");
+}
+
+/* Faults of a process that opted out are no demand: when it alone faults,
+ * nothing is raised, and the reason says who was left out. */
+static void test_optout_faults_are_no_demand(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = { .optout_pages = { [MTHP_ANON] = 100000 } };
+        wide(s);
+        dens_proc(&v.proc[0], 420, 1, 0);
+        snprintf(v.proc[0].comm, sizeof(v.proc[0].comm), "redis-server");
+        v.proc[0].fault_rate = 100000;
+        v.proc[0].thp_disabled = true;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "demand 0 pages/s");
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 420 (redis-server) left out: THP disabled for it (prctl)");
+}
+
+/* Under "madvise" values (the boot default: 2M inherit, global madvise)
+ * the MADV_HUGEPAGE (hg) mappings have 2M folios already; a raise of 2M to
+ * always changes only the others. A JVM-like process: a dense hg heap (950
+ * of its 1000 2M blocks, full) and a sparse plain region (0.10 of each
+ * block): 0.955 over all, but always at 2M would bloat its plain memory
+ * ten times. */
+static void test_optout_madvise_judged_without_hg(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        unsigned z = (unsigned) size_index(&s->caps, 2048);
+        wide(s);
+        dens_proc(&v.proc[0], 430, 1, 0);
+        snprintf(v.proc[0].comm, sizeof(v.proc[0].comm), "java");
+        set_blocks(&v.proc[0], 1000);
+        v.proc[0].coverage[MTHP_ANON][z] = 0.955;
+        v.proc[0].hg_coverage[MTHP_ANON][z] = 1.0;
+        v.proc[0].hg_blocks[MTHP_ANON][z] = 950;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 7); /* up to 1M */
+        assert_contains(kind_reason(s, MTHP_ANON),
+                        "held back by pid 430 (java, 50000 faults/s) uses 0.10 of each 2M block outside its "
+                        "MADV_HUGEPAGE mappings");
+        /* with 2M "never" (no madvise) the hg heap would get 2M folios from
+         * the raise too: the whole process judges, 0.955 is dense enough */
+        sim_init(s);
+        wide(s);
+        int k2m = s->caps.sizes[z].knob[MTHP_ANON];
+        snprintf(s->orig[k2m], MTHP_VALUE_MAX, "never");
+        snprintf(s->knob[k2m], MTHP_VALUE_MAX, "never");
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 /* ---- memory-limited cgroups (issue 16): the invariant and the guard ---- */
@@ -1986,6 +2089,10 @@ int main(void) {
                 T(test_policy_madvise_cgroup),
                 T(test_policy_cgroup_pressure),
                 T(test_policy_cgroup_headroom),
+                T(test_optout_prctl_sparse_does_not_hold_back),
+                T(test_optout_nohugepage_does_not_hold_back),
+                T(test_optout_faults_are_no_demand),
+                T(test_optout_madvise_judged_without_hg),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
