@@ -13,13 +13,13 @@
 
 #include "engine-internal.h"
 
-/* What a process faults in of one kind, in 4K pages per second: its fault
+/* What a process faults in of one kind, in base pages per second: its fault
  * rate split by the memory it holds of each kind (a shmem workload's small
  * heap must not speak for anon; memory no size can reach, nh mappings or a
  * process with THP disabled, speaks for nothing), times the pages each
  * fault brings in: a
  * process that uses the current top size densely gets folios of that size,
- * one fault each; any other counts 4K a fault. Counting events instead
+ * one fault each; any other counts a base page a fault. Counting events instead
  * would let a compiler's 700 faults/s outvote a workload faulting 2M
  * folios 2000 times a second. */
 static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, const struct mthp_caps *caps, int top,
@@ -29,7 +29,7 @@ static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, c
                 return 0;
         double pages_per_fault = 1;
         if (top >= 0 && m->w[kind][top] > 0 && m->u[kind][top] / m->w[kind][top] >= keep_thr)
-                pages_per_fault = caps->sizes[top].kb / 4.0;
+                pages_per_fault = caps->sizes[top].kb / (double) mthp_caps_page_kb(caps);
         return m->fault_rate * engine_eligible_kb(m, kind) / all * pages_per_fault;
 }
 

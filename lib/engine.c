@@ -10,7 +10,7 @@
 
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
-#define DEFRAG_MIN_KB 512         /* sizes whose allocation needs compaction */
+#define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
 #define DEFRAG_FALLBACK_PCT 20.0
 
 unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, enum mthp_kind kind,
@@ -385,10 +385,7 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
 }
 
 void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n) {
-        if (level)
-                mthp_format_size(caps->sizes[ladder[level - 1]].kb, buf, n);
-        else
-                snprintf(buf, n, "4K");
+        mthp_format_size(level ? caps->sizes[ladder[level - 1]].kb : mthp_caps_page_kb(caps), buf, n);
 }
 
 /* Step down after a failure (pressure, fragmentation, a probe that did not
@@ -433,7 +430,7 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         bool held = false;
         for (unsigned r = 0; r < st->kind[MTHP_ANON].level && r < n_ladder; r++)
                 held = held || ladder[r] == (unsigned) pmd;
-        unsigned subpages = caps->pmd_kb / 4;
+        unsigned subpages = caps->pmd_kb / mthp_caps_page_kb(caps);   /* max_ptes_none counts base pages */
         double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
         unsigned val = (unsigned) ceil((double) subpages * (1 - keep_default));
         char why[300], pmd_name[16];
@@ -479,9 +476,12 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = sk;
                 snprintf(d->value, sizeof(d->value), "%s", held ? "1" : "");
-                snprintf(d->reason, sizeof(d->reason), "%s",
-                         held ? "anon 2M is always: the shrinker of underused 2M folios stays on"
-                              : "mthpd does not hold anon 2M always: original value");
+                if (held)
+                        snprintf(d->reason, sizeof(d->reason),
+                                 "anon %s is always: the shrinker of underused %s folios stays on", pmd_name, pmd_name);
+                else
+                        snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
+                                 pmd_name);
         }
 }
 
@@ -757,7 +757,8 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
 
         /* large sizes that fall back a lot: let kcompactd work in the
          * background instead of stalling faults or giving up */
-        if (st->level && caps->sizes[k->ladder[st->level - 1]].kb >= DEFRAG_MIN_KB && k->sig.measured &&
+        if (st->level && caps->sizes[k->ladder[st->level - 1]].kb >= DEFRAG_MIN_PAGES * mthp_caps_page_kb(caps) &&
+            k->sig.measured &&
             k->sig.fallback_pct >= DEFRAG_FALLBACK_PCT && !k->sig.pressure) {
                 *want_defer = true;
                 snprintf(defer_why, defer_size,

@@ -53,19 +53,21 @@ static int add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, 
         return (int) c->n_knobs++;
 }
 
-static void caps_init(struct mthp_caps *c) {
+/* Sizes are orders 1..PMD of the base page (arm64 also has 16K and 64K). */
+static void caps_init_base(struct mthp_caps *c, unsigned page_kb, unsigned pmd_kb) {
         memset(c, 0, sizeof(*c));
-        c->pmd_kb = 2048;
+        c->pmd_kb = pmd_kb;
+        c->page_kb = page_kb;
         c->psi = true;
         c->cg_layout = MTHP_CG_HYBRID;
-        for (unsigned kb = 8; kb <= 2048; kb *= 2) {
+        for (unsigned kb = 2 * page_kb; kb <= pmd_kb; kb *= 2) {
                 struct mthp_size *sz = &c->sizes[c->n_sizes];
                 char name[16], id[32], path[MTHP_PATH_MAX];
                 sz->kb = kb;
-                sz->order = __builtin_ctz(kb / 4);
+                sz->order = __builtin_ctz(kb / page_kb);
                 mthp_format_size(kb, name, sizeof(name));
                 sz->knob[MTHP_ANON] = -1;
-                if (kb > 8) { /* orders 2..PMD only */
+                if (sz->order > 1) { /* orders 2..PMD only */
                         snprintf(id, sizeof(id), "%s/anon", name);
                         snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/enabled", kb);
                         sz->knob[MTHP_ANON] = add_knob(c, MTHP_KNOB_SIZE_ANON, kb, id, path, anon_values);
@@ -85,6 +87,10 @@ static void caps_init(struct mthp_caps *c) {
         add_knob(c, MTHP_KNOB_DEFRAG, 0, "global/defrag", MTHP_THP_DIR "/defrag", defrag_values);
         add_knob(c, MTHP_KNOB_SHMEM_ENABLED, 0, "global/shmem_enabled", MTHP_THP_DIR "/shmem_enabled",
                  shmem_global_values);
+}
+
+static void caps_init(struct mthp_caps *c) {
+        caps_init_base(c, 4, 2048);
 }
 
 static int size_index(const struct mthp_caps *c, unsigned kb) {
@@ -127,6 +133,8 @@ struct expect {
         bool fallback_counted;
 };
 
+struct sim;
+static void sim_knobs_init(struct sim *s);
 struct sim {
         struct mthp_engine_config cfg;
         struct mthp_caps caps;
@@ -152,6 +160,11 @@ static void sim_init(struct sim *s) {
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 s->cfg.max_kb[k] = 64;
         caps_init(&s->caps);
+        sim_knobs_init(s);
+}
+/* The boot state: global enabled and defrag madvise, shmem_enabled never,
+ * the PMD size inherit, every other size never. */
+static void sim_knobs_init(struct sim *s) {
         for (unsigned i = 0; i < s->caps.n_knobs; i++) {
                 const struct mthp_knob *k = &s->caps.knobs[i];
                 const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
@@ -208,7 +221,7 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                         double f = s->caps.sizes[i].kb >= w->fail_min_kb ? w->fail : 0;
                         alloc[i] = reach * (1 - f);
                         fallback[i] = reach * f;
-                        pages_per_fault += alloc[i] * s->caps.sizes[i].kb / 4;
+                        pages_per_fault += alloc[i] * s->caps.sizes[i].kb / mthp_caps_page_kb(&s->caps);
                         reach *= f;
                         if (alloc[i] > 0 && s->caps.sizes[i].kb > largest)
                                 largest = s->caps.sizes[i].kb;
@@ -237,8 +250,8 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                 s->expect[kind].fallback_counted = top_tries >= 10;
         }
         /* resident memory follows what each kind faults in */
-        snap->mem.anon_kb = (uint64_t) w->pages[MTHP_ANON] * 4;
-        snap->mem.shmem_kb = (uint64_t) w->pages[MTHP_SHMEM] * 4;
+        snap->mem.anon_kb = (uint64_t) w->pages[MTHP_ANON] * mthp_caps_page_kb(&s->caps);
+        snap->mem.shmem_kb = (uint64_t) w->pages[MTHP_SHMEM] * mthp_caps_page_kb(&s->caps);
         double mem_total = (double) snap->mem.anon_kb + (double) snap->mem.shmem_kb;
         /* 4K faults carry no kind: the engine splits them by resident memory */
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
@@ -2029,6 +2042,32 @@ static void test_net_follows_measured_zero_share(void **state) {
         assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "511");
 }
 
+/* arm64 with 16K base pages: PMD 32M, sizes 32K..32M. The base page is the
+ * unit, not 4K: level 0 is named 16K, a folio counts size/16K pages of
+ * demand, and max_ptes_none counts the 2048 subpages of a 32M folio. */
+static void test_base_page_16k(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        unsigned ladder[MTHP_SIZES_MAX];
+        caps_init_base(&s->caps, 16, 32768);
+        sim_knobs_init(s);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                s->cfg.max_kb[k] = 32768;
+        add_shrinker_knobs(s);
+        dens_proc(&v.proc[0], 100, 1, 0);
+        w.dens = &v;
+        sim_run(s, &w, 1);
+        assert_contains(kind_reason(s, MTHP_ANON), "holding anon at 16K");
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), ladder_of(s, MTHP_ANON, ladder));
+        assert_int_equal(s->caps.sizes[ladder[level(s, MTHP_ANON) - 1]].kb, 32768);
+        /* the MaxBloat 20% boundary: ceil(2048 x (1 - 1/1.2)) = 342 */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "342");
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "more than 342 of 2048 subpages zero");
+        assert_contains(decision_of(s, "global/shrink_underused")->reason, "underused 32M folios");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_ladder_default),
@@ -2059,6 +2098,7 @@ int main(void) {
                 T(test_purity),
                 T(test_net_under_2m),
                 T(test_net_follows_measured_zero_share),
+                T(test_base_page_16k),
                 T(test_limited_unknown_blocks_2m),
                 T(test_limited_measured_dense_does_not_block),
                 T(test_limited_new_cgroup_steps_down_at_once),
