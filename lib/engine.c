@@ -247,6 +247,7 @@ bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapsh
 
 struct signals {
         double opted_out;              /* pages/s of processes that opted out, not in demand */
+        double madvised;               /* pages/s in folios of sizes at madvise, not in demand */
         double demand, fallback_pct, avail_pct, share, top_alloc, stall_ms;
         int stall_pid;                 /* a process stalling in compaction, or 0 */
         bool pressure, fragmented, measured;
@@ -343,6 +344,15 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         memset(s, 0, sizeof(*s));
         s->measured = snap->dt > 0;
         kind_demand(cfg, snap, mem, kind, s);
+        /* Folios of a size at "madvise" go to hg (MADV_HUGEPAGE) mappings
+         * alone, which have them whatever mthpd does: no demand for always. */
+        double madvised = 0;
+        for (unsigned z = 0; z < caps->n_sizes; z++)
+                if (engine_size_madvised(caps, snap, kind, z))
+                        madvised += size_rate(caps, snap, z, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") *
+                                    caps->sizes[z].kb / mthp_caps_page_kb(caps);
+        s->madvised = madvised < snap->kind_pages_rate[kind] ? madvised : snap->kind_pages_rate[kind];
+        s->demand -= s->madvised;
 
         /* The kernel counts a fallback at every size it tries, so only the
          * largest enabled size's own ratio says whether it is failing. */

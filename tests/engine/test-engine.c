@@ -124,6 +124,9 @@ struct workload {
         /* 4K pages/s faulted by processes that opted out (THP disabled, nh
          * mappings): 4K faults whatever the knobs, and no demand */
         double optout_pages[_MTHP_KIND_MAX];
+        /* 4K pages/s faulted as PMD folios by MADV_HUGEPAGE mappings while
+         * the PMD size is at madvise (the boot default): no demand either */
+        double madvised_pages[_MTHP_KIND_MAX];
 };
 
 /* What the reason of a kind should quote this tick. */
@@ -230,8 +233,11 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                 double faults = snap->dt > 0 ? w->pages[kind] / pages_per_fault : 0;
                 pgfault += faults + (snap->dt > 0 ? w->optout_pages[kind] : 0);
                 four_k[kind] = faults * reach;
+                double hg_faults = snap->dt > 0 ? w->madvised_pages[kind] * mthp_caps_page_kb(&s->caps) / s->caps.pmd_kb : 0;
+                pgfault += hg_faults;
                 for (unsigned i = 0; i < s->caps.n_sizes; i++) {
-                        set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc", faults * alloc[i]);
+                        set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc",
+                                 faults * alloc[i] + (s->caps.sizes[i].kb == s->caps.pmd_kb ? hg_faults : 0));
                         set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback",
                                  faults * fallback[i]);
                 }
@@ -1755,6 +1761,22 @@ static void test_optout_faults_are_no_demand(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "pid 420 (redis-server) left out: THP disabled for it (prctl)");
 }
 
+/* Folios of a size at madvise go to MADV_HUGEPAGE mappings whatever mthpd
+ * does (a JVM with its heap madvised, at the boot default): those faults
+ * are no demand for always. */
+static void test_optout_madvised_folios_are_no_demand(void **state) {
+        struct sim *s = *state;
+        struct workload w = { .madvised_pages = { [MTHP_ANON] = 100000 } };
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "demand 0 pages/s");
+        /* beside plain memory faulting as fast, that one still raises */
+        w.pages[MTHP_ANON] = 100000;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+}
+
 /* Under "madvise" values (the boot default: 2M inherit, global madvise)
  * the MADV_HUGEPAGE (hg) mappings have 2M folios already; a raise of 2M to
  * always changes only the others. A JVM-like process: a dense hg heap (950
@@ -2133,6 +2155,7 @@ int main(void) {
                 T(test_optout_nohugepage_does_not_hold_back),
                 T(test_optout_faults_are_no_demand),
                 T(test_optout_madvise_judged_without_hg),
+                T(test_optout_madvised_folios_are_no_demand),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
