@@ -427,10 +427,16 @@ static void describe_proc(const struct mthp_engine_proc *p, char *buf, size_t n)
  * The value: the MaxBloat boundary (a folio with more zero subpages costs
  * more than MaxBloat), raised to keep whole the folios of every process
  * measured dense enough to hold 2M (its zero subpages + NET_MARGIN), at most
- * 510. Also khugepaged then collapses only regions at least that full. */
+ * 510. Also khugepaged then collapses only regions at least that full.
+ * The net outlives the raise by NET_LINGER_TICKS: stepping 2M down (a tick,
+ * or the guard for a limited cgroup heading for its limit) stops new PMD
+ * folios, but those faulted meanwhile stay, and under the limit the
+ * shrinker splitting them is what saves the cgroup (issue 16: taking the
+ * net down with the size got a sparse program OOM-killed). */
 #define NET_MARGIN 32
+#define NET_LINGER_TICKS 600
 static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                         const struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
+                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
         int mk = mthp_caps_find_knob(caps, "khugepaged/max_ptes_none");
         int sk = mthp_caps_find_knob(caps, "global/shrink_underused");
         int pmd = mthp_caps_find_size(caps, caps->pmd_kb);
@@ -467,6 +473,12 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         (void) w;
         if (val > subpages - 2)
                 val = subpages - 2;
+        bool linger = !held && st->net_until && st->tick < st->net_until;
+        if (held) {
+                st->net_until = st->tick + NET_LINGER_TICKS;
+                st->net_value = val;
+        } else if (!linger)
+                st->net_until = 0;
         if (mk >= 0 && *n < n_out) {
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = mk;
@@ -476,6 +488,14 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
                                  "anon %s is always: the THP shrinker may split, under reclaim, %s folios with more "
                                  "than %u of %u subpages zero (%s)",
                                  pmd_name, pmd_name, val, subpages, why);
+                } else if (linger) {
+                        snprintf(d->value, sizeof(d->value), "%u", st->net_value);
+                        snprintf(d->reason, sizeof(d->reason),
+                                 "anon %s was always until %llu ticks ago: the %s folios faulted then stay until "
+                                 "split, so the THP shrinker keeps splitting those with more than %u of %u subpages "
+                                 "zero for %llu more ticks",
+                                 pmd_name, (unsigned long long) (st->tick + NET_LINGER_TICKS - st->net_until),
+                                 pmd_name, st->net_value, subpages, (unsigned long long) (st->net_until - st->tick));
                 } else {
                         d->value[0] = 0;
                         snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
@@ -485,10 +505,11 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         if (sk >= 0 && *n < n_out) {
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = sk;
-                snprintf(d->value, sizeof(d->value), "%s", held ? "1" : "");
-                if (held)
+                snprintf(d->value, sizeof(d->value), "%s", held || linger ? "1" : "");
+                if (held || linger)
                         snprintf(d->reason, sizeof(d->reason),
-                                 "anon %s is always: the shrinker of underused %s folios stays on", pmd_name, pmd_name);
+                                 "anon %s %s: the shrinker of underused %s folios stays on", pmd_name,
+                                 held ? "is always" : "was always lately", pmd_name);
                 else
                         snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
                                  pmd_name);

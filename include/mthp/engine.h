@@ -106,6 +106,14 @@ struct mthp_engine_state {
         struct mthp_engine_kind kind[_MTHP_KIND_MAX];
         bool defrag_defer;              /* mthpd set defrag=defer for large sizes */
         unsigned defrag_streak;
+        /* the shrinker net (max_ptes_none) outlives the 2M raise: the PMD
+         * folios faulted meanwhile stay until split (engine.c, shrinker_net) */
+        /* the most a limited cgroup grew past its guard threshold before
+         * the step-down took effect (the guard's wake-up latency times how
+         * fast the kernel charges): the invariant's burst term */
+        uint64_t guard_overshoot_kb;
+        uint64_t net_until;             /* keep the net up to this tick; 0: none held */
+        unsigned net_value;             /* the value it was last held at */
 };
 
 struct mthp_decision {
