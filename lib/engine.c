@@ -156,14 +156,15 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                         continue; /* no sample: keep what we knew */
                                 double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
                                 fold_usage(&m->w[k][z], &m->u[k][z], u, w);
-                                double pu = plain_usage(p, k, z, (int) z <= on[k], &pw);
-                                if (p->hg_blocks[k][z] > 0)
-                                        m->hg[k][z] = true;
+                                /* the mappings that are not hg: all of them when the
+                                 * sample saw no hg one */
+                                m->hg[k][z] = p->hg_blocks[k][z] > 0;
+                                double pu = m->hg[k][z] ? plain_usage(p, k, z, (int) z <= on[k], &pw) : u;
                                 if (!m->hg[k][z])
-                                        fold_usage(&m->wp[k][z], &m->up[k][z], u, w); /* no hg: the same */
-                                else if (!isnan(pu))
+                                        pw = w;
+                                if (!isnan(pu))
                                         fold_usage(&m->wp[k][z], &m->up[k][z], pu, pw);
-                                else
+                                else /* all hg: nothing of the others seen */
                                         m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
                         }
                 }
@@ -217,7 +218,7 @@ double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, 
 }
 
 double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size, bool madvised) {
-        if (!madvised || !m->hg[kind][size])
+        if (!madvised)
                 return engine_remembered(m, kind, size);
         /* a tiny remainder after the decay is no sample */
         return m->wp[kind][size] > 1e-3 ? m->up[kind][size] / m->wp[kind][size] : NAN;

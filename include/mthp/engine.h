@@ -57,7 +57,8 @@ struct mthp_engine_proc {
          * which take no part in its fault share. A size at "madvise" gives
          * MADV_HUGEPAGE (hg) mappings its folios already, so only the other
          * mappings' usage judges a raise of it to always: wp/up like w/u
-         * over them, hg[k][z] set once an hg mapping was seen there. */
+         * over them (the same as w/u while no hg mapping is seen), hg[k][z]:
+         * the last sample there saw one. */
         bool thp_off;
         uint64_t nohuge_kb[_MTHP_KIND_MAX];
         bool hg[_MTHP_KIND_MAX][MTHP_SIZES_MAX];

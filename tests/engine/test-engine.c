@@ -1801,6 +1801,18 @@ static void test_optout_madvise_judged_without_hg(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON),
                         "held back by pid 430 (java, 50000 faults/s) uses 0.10 of each 2M block outside its "
                         "MADV_HUGEPAGE mappings");
+        /* the hg heap goes away, the sparse plain memory stays: still held */
+        v.proc[0].coverage[MTHP_ANON][z] = 0.10;
+        v.proc[0].hg_coverage[MTHP_ANON][z] = NAN;
+        v.proc[0].hg_blocks[MTHP_ANON][z] = 0;
+        unsigned before = changes(s, MTHP_ANON);
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 7);
+        assert_int_equal(changes(s, MTHP_ANON), before); /* no raise to 2M and back */
+        assert_contains(kind_reason(s, MTHP_ANON), "uses 0.10 of each 2M block (predicted");
+        v.proc[0].coverage[MTHP_ANON][z] = 0.955;
+        v.proc[0].hg_coverage[MTHP_ANON][z] = 1.0;
+        v.proc[0].hg_blocks[MTHP_ANON][z] = 950;
         /* with 2M "never" (no madvise) the hg heap would get 2M folios from
          * the raise too: the whole process judges, 0.955 is dense enough */
         sim_init(s);
