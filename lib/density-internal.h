@@ -73,6 +73,11 @@ struct vmf_entry {
         pid_t pid;                   /* 0: free */
         uint64_t starttime, t_usec;  /* t_usec: when smaps was read */
         uint64_t layout;             /* hash of its anon/shmem mappings' bounds then */
+        /* per kind, the share of its Rss in nh mappings, from one smaps
+         * read (both sides at one instant), at least 3/4 of the previous
+         * read's: a program that maps, faults and unmaps nh memory in a loop
+         * is caught at any point of the loop by a read */
+        double nh_share[_MTHP_KIND_MAX];
         unsigned n;
         struct vmf_range r[VMF_RANGES];
 };

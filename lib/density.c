@@ -188,6 +188,7 @@ static void vmf_parse(struct vmf_entry *v, const char *text, size_t len) {
         const char *p = text, *end = text + len;
         struct vmf_range cur = { .kind = -1 };
         bool in_map = false;
+        uint64_t rss[_MTHP_KIND_MAX] = { 0 }, nh[_MTHP_KIND_MAX] = { 0 };
 
         v->n = 0;
         while (p < end) {
@@ -196,6 +197,11 @@ static void vmf_parse(struct vmf_entry *v, const char *text, size_t len) {
                 struct mthp_mapping m;
                 if (n > 8 && memcmp(p, "VmFlags:", 8) == 0) {
                         cur.flags = (uint8_t) mthp_proc_parse_vmflags(p + 8, n - 8);
+                        if (in_map && cur.kind >= 0) {
+                                rss[cur.kind] += cur.rss;
+                                if (cur.flags & MTHP_VMA_NOHUGEPAGE)
+                                        nh[cur.kind] += cur.rss;
+                        }
                         if (in_map && cur.flags && cur.kind >= 0 && v->n < VMF_RANGES)
                                 v->r[v->n++] = cur;
                         in_map = false;
@@ -207,6 +213,10 @@ static void vmf_parse(struct vmf_entry *v, const char *text, size_t len) {
                         in_map = true;
                 }
                 p += n + 1;
+        }
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                double share = rss[k] ? (double) nh[k] / (double) rss[k] : 0;
+                v->nh_share[k] = share > v->nh_share[k] * 0.75 ? share : v->nh_share[k] * 0.75;
         }
 }
 
@@ -406,9 +416,8 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
                 return 0;
         }
         r = read_mappings(s, dfd, e, &c.vmf, &len);
-        for (unsigned i = 0; r == 0 && c.vmf && i < c.vmf->n; i++)
-                if (c.vmf->r[i].flags & MTHP_VMA_NOHUGEPAGE)
-                        c.nohuge_rss[c.vmf->r[i].kind] += c.vmf->r[i].rss;
+        for (int k = 0; r == 0 && c.vmf && k < _MTHP_KIND_MAX; k++)
+                c.nohuge_rss[k] = (uint64_t) ((double) c.rss[k] * c.vmf->nh_share[k]);
         if (r < 0)
                 return r;
         r = collect_regions(s, &c, len, t);

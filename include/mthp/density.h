@@ -37,7 +37,11 @@
  * alone get large folios. smaps costs a page-table walk (measured: 2-3 ms
  * for 512 MiB of 4K pages), so it is read at first sight of a process,
  * again after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when
- * its anon/shmem mappings changed; not every tick. PR_SET_THP_DISABLE's
+ * its anon/shmem mappings changed; not every tick. The nh share of a
+ * kind's Rss comes from one smaps read (both sides at one instant) and is
+ * held at 3/4 of the previous read's at least, so that a program mapping,
+ * faulting and unmapping nh memory in a loop is not judged by the instant
+ * a read caught. PR_SET_THP_DISABLE's
  * PR_THP_DISABLE_EXCEPT_ADVISED (6.18) leaves "THP_enabled: 1" and is not
  * visible from outside the process.
  *
@@ -109,7 +113,7 @@ struct mthp_density_kind {
         struct mthp_density_size size[MTHP_SIZES_MAX];
         /* per process only (the report's aggregate leaves them 0): */
         uint64_t nohuge_bytes;        /* span of nh mappings, in no measure */
-        uint64_t nohuge_rss_bytes;    /* their Rss when smaps was last read */
+        uint64_t nohuge_rss_bytes;    /* rss_bytes x their share of it when smaps was last read */
         uint64_t advised_bytes;       /* span of hg mappings */
         struct mthp_density_size advised[MTHP_SIZES_MAX];  /* size[] over the hg mappings alone */
 };

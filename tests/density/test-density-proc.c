@@ -532,7 +532,8 @@ static void test_nohuge_left_out_hg_apart(void **state) {
                k->advised[1].coverage);
         assert_false(p->thp_disabled);
         assert_int_equal(k->nohuge_bytes, 32 * MiB);
-        assert_true(k->nohuge_rss_bytes >= 30 * MiB && k->nohuge_rss_bytes <= 32 * MiB);
+        /* RssAnon x the nh share of it: the 32 MiB and a little of the rest */
+        assert_true(k->nohuge_rss_bytes >= 30 * MiB && k->nohuge_rss_bytes <= 34 * MiB);
         assert_int_equal(k->mapped_bytes, 32 * MiB);
         assert_int_equal(k->advised_bytes, 32 * MiB);
         assert_int_equal(k->size[1].blocks, 512);    /* the hg half's 64K blocks only */
