@@ -73,6 +73,7 @@ struct vmf_entry {
         pid_t pid;                   /* 0: free */
         uint64_t starttime, t_usec;  /* t_usec: when smaps was read */
         uint64_t layout;             /* hash of its anon/shmem mappings' bounds then */
+        uint64_t cost_usec;          /* CPU time that read took */
         /* per kind, the share of its Rss in nh mappings, from one smaps
          * read (both sides at one instant), at least 3/4 of the previous
          * read's: a program that maps, faults and unmaps nh memory in a loop

@@ -35,9 +35,11 @@
  * reported); mappings marked hg (MADV_HUGEPAGE) are measured with the rest
  * and again on their own (advised[]), since under "madvise" values they
  * alone get large folios. smaps costs a page-table walk (measured: 2-3 ms
- * for 512 MiB of 4K pages), so it is read at first sight of a process,
- * again after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when
- * its anon/shmem mappings changed; not every tick. The nh share of a
+ * for 512 MiB of 4K pages, 9-32 ms for 1 GiB under load), so it is read at
+ * first sight of a process (that tick may overrun its budget by it), again
+ * after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when its
+ * anon/shmem mappings changed; never sooner than 100 times what the last
+ * read cost (1% of a CPU per process), not every tick. The nh share of a
  * kind's Rss comes from one smaps read (both sides at one instant) and is
  * held at 3/4 of the previous read's at least, so that a program mapping,
  * faulting and unmapping nh memory in a loop is not judged by the instant
