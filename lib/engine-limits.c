@@ -79,7 +79,7 @@ static bool path_inside(const char *path, const char *parent) {
 static double limited_bloat(const struct mthp_caps *caps, const struct mthp_engine_state *st,
                             const struct mthp_engine_limited *c, enum mthp_kind kind, unsigned size, char *how,
                             size_t n) {
-        double assumed = caps->sizes[size].kb / 4.0;
+        double assumed = caps->sizes[size].kb / (double) mthp_caps_page_kb(caps);
         if (c->trip_until > st->tick) {
                 snprintf(how, n, "tripped the guard at tick %llu: assumed sparse", (unsigned long long) c->trip_tick);
                 return assumed;

@@ -427,14 +427,15 @@ static void describe_proc(const struct mthp_engine_proc *p, char *buf, size_t n)
  * density sampler's zero share does, and 511 turns the shrinker off.
  * The value: the MaxBloat boundary (a folio with more zero subpages costs
  * more than MaxBloat), raised to keep whole the folios of every process
- * measured dense enough to hold 2M (its zero subpages + NET_MARGIN), at most
+ * measured dense enough to hold 2M (its zero subpages + 1/NET_MARGIN of the
+ * folio's subpages, 32 of 512 with 4K pages), at most
  * 510. Also khugepaged then collapses only regions at least that full.
  * The net outlives the raise by NET_LINGER_TICKS: stepping 2M down (a tick,
  * or the guard for a limited cgroup heading for its limit) stops new PMD
  * folios, but those faulted meanwhile stay, and under the limit the
  * shrinker splitting them is what saves the cgroup (issue 16: taking the
  * net down with the size got a sparse program OOM-killed). */
-#define NET_MARGIN 32
+#define NET_MARGIN 16 /* the margin: 1/16 of the subpages */
 #define NET_LINGER_TICKS 600
 static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                          struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
@@ -463,12 +464,13 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
                 double u = engine_remembered(m, MTHP_ANON, (unsigned) pmd);
                 if (isnan(u) || u < 1.0 / (1.0 + bloat / 100.0))
                         continue; /* not one 2M is held for */
-                unsigned z = (unsigned) ceil((1 - u) * subpages) + NET_MARGIN;
+                unsigned margin = subpages / NET_MARGIN;
+                unsigned z = (unsigned) ceil((1 - u) * subpages) + margin;
                 if (z > val) {
                         val = z;
                         w = snprintf(why, sizeof(why),
                                      "pid %d (%s) uses %.2f of each %s block: its %u zero subpages + %u kept whole",
-                                     m->pid, m->comm, u, pmd_name, z - NET_MARGIN, NET_MARGIN);
+                                     m->pid, m->comm, u, pmd_name, z - margin, margin);
                 }
         }
         (void) w;

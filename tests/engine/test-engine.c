@@ -2105,6 +2105,35 @@ static void test_net_under_2m(void **state) {
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
 }
 
+/* The net counts subpages of the host's base page (arm64 16K: 128 per 2M
+ * folio), not 4K ones: max_ptes_none is in base pages. */
+static void test_net_base_page(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        add_shrinker_knobs(s);
+        dens_proc(&v.proc[0], 100, 1, 0);
+        w.dens = &v;
+        sim_run(s, &w, 4);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
+        /* the same tick on a 16K-page host (the sim's figures are 4K pages:
+         * the engine is called directly): the MaxBloat 20% boundary, 22 of 128 */
+        s->caps.page_kb = 16;
+        struct mthp_engine_state next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        int n = mthp_engine_decide(&s->cfg, &s->caps, &s->snap, &s->st, &next, dec, MTHP_KNOBS_MAX);
+        int mk = mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none");
+        const struct mthp_decision *d = NULL;
+        for (int i = 0; i < n; i++)
+                if (dec[i].knob == mk)
+                        d = &dec[i];
+        assert_non_null(d);
+        assert_string_equal(d->value, "22");
+        assert_contains(d->reason, "more than 22 of 128 subpages zero");
+}
+
 static void test_net_follows_measured_zero_share(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v = { .valid = true, .n_procs = 1 };
@@ -2196,6 +2225,7 @@ int main(void) {
                 T(test_net_under_2m),
                 T(test_net_follows_measured_zero_share),
                 T(test_base_page_16k),
+                T(test_net_base_page),
                 T(test_limited_unknown_blocks_2m),
                 T(test_limited_measured_dense_does_not_block),
                 T(test_limited_new_cgroup_steps_down_at_once),
