@@ -232,6 +232,7 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
                 if (*n >= max)
                         continue;
                 struct mthp_status_knob *o = &k[(*n)++];
+                memset(o, 0, sizeof(*o));
                 mthp_strcpy(o->id, sizeof(o->id), id);
                 mthp_strcpy(o->decision, sizeof(o->decision), decision);
                 mthp_strcpy(o->reason, sizeof(o->reason), reason);

@@ -171,7 +171,6 @@ extern const char *const kind_alloc_stat[_MTHP_KIND_MAX];
 extern const char *const kind_fallback_stat[_MTHP_KIND_MAX];
 const struct mthp_counter *stat_counter(const struct mthp_caps *caps, const struct mthp_snapshot *s,
                                         unsigned i, const char *name);
-double stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *s, unsigned i, const char *name);
 void host_view_close(struct host_view *hv);
 struct host_view *host_view_open(const struct ctl *c);
 bool load_journal(const struct ctl *c, bool quiet, struct mthp_journal *j);

@@ -26,8 +26,8 @@ void print_knobs(FILE *f, const struct mthp_caps *caps, const struct mthp_snapsh
                         table_cell(&t, "%s", kn >= 0 ? o->set_by[kn] : "-");
                 }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        print_rate(&t, snap, stat_rate(caps, snap, i, kind_alloc_stat[k]));
-                        print_rate(&t, snap, stat_rate(caps, snap, i, kind_fallback_stat[k]));
+                        print_rate(&t, snap, mthp_stat_rate(caps, snap, i, kind_alloc_stat[k]));
+                        print_rate(&t, snap, mthp_stat_rate(caps, snap, i, kind_fallback_stat[k]));
                 }
         }
         table_print(&t, f);
@@ -124,13 +124,111 @@ void json_status_fields(const struct ctl *c, const struct host_view *hv, const s
                 printf(",\"pinned\":%s", o->pinned[i] ? "true" : "false");
                 if (si >= 0)
                         printf(",\"alloc_per_s\":%.1f,\"fallback_per_s\":%.1f",
-                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
-                               stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
+                               mthp_stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_alloc_stat[kind]),
+                               mthp_stat_rate(&hv->caps, &hv->snap, (unsigned) si, kind_fallback_stat[kind]));
                 printf(",\"accepts\":");
                 json_accepts(k);
                 printf("}");
         }
         printf("]");
+}
+
+/* status --json: knobs another writer took: whom, and since when (mthpd's note) */
+static void json_other_writers(const struct host_view *hv, const struct knob_owners *o,
+                               const struct mthp_deciders *dec, const struct mthp_foreign_note *notes, int n_notes) {
+        printf(",\"other_writers\":[");
+        bool first = true;
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                if (strcmp(o->set_by[i], "other") != 0)
+                        continue;
+                const struct mthp_foreign_note *nt = foreign_note_find(notes, n_notes, hv->caps.knobs[i].id);
+                char who[512];
+                likely_writer(dec, nt, (int) i, hv->snap.knob[i], who, sizeof(who));
+                printf("%s{\"id\":", first ? "" : ",");
+                json_str(hv->caps.knobs[i].id);
+                printf(",\"value\":");
+                json_str(hv->snap.knob[i]);
+                printf(",\"likely_writer\":");
+                json_str_or_null(who[0] ? who : NULL);
+                printf(",\"noticed_usec\":");
+                json_u64_or_null(nt != NULL, nt ? nt->usec : 0);
+                printf("}");
+                first = false;
+        }
+        printf("]");
+}
+
+/* status --json in observe mode: what mthpd would set next to what is set */
+static void json_observe(const struct host_view *hv, const struct knob_owners *o) {
+        printf(",\"observe\":[");
+        bool first = true;
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                if (!o->decision[i])
+                        continue;
+                printf("%s{\"id\":", first ? "" : ",");
+                json_str(hv->caps.knobs[i].id);
+                printf(",\"value\":");
+                json_str(hv->snap.knob[i]);
+                printf(",\"would_set\":");
+                json_str(o->decision[i]);
+                printf("}");
+                first = false;
+        }
+        printf("]");
+}
+
+/* status: a note per knob another writer took, with the likely writer. */
+static void print_foreign_notes(const struct host_view *hv, const struct mthp_journal *j,
+                                const struct mthp_deciders *dec, const struct mthp_foreign_note *notes, int n_notes) {
+        char id[128], value[4 * MTHP_VALUE_MAX];
+        for (unsigned i = 0; i < j->n; i++) {
+                if (j->e[i].state != MTHP_ENTRY_FOREIGN)
+                        continue;
+                int kn = mthp_caps_find_knob(&hv->caps, j->e[i].id);
+                const struct mthp_foreign_note *nt = foreign_note_find(notes, n_notes, j->e[i].id);
+                char who[512], when[64] = "";
+                likely_writer(dec, nt, kn, j->e[i].foreign_value, who, sizeof(who));
+                if (nt) {
+                        time_t t = (time_t) (nt->usec / 1000000);
+                        struct tm tm;
+                        if (localtime_r(&t, &tm))
+                                strftime(when, sizeof(when), " at %Y-%m-%d %H:%M:%S", &tm);
+                }
+                mthp_escape(id, sizeof(id), j->e[i].id);
+                printf("note: %s was changed by someone else to '%s'%s; mthpd no longer manages it "
+                       "('mthpctl resume %s' hands it back)\n",
+                       id, mthp_escape(value, sizeof(value), j->e[i].foreign_value), when, id);
+                printf("      likely writer: %s\n", who[0] ? who : "unknown (no tuned profile, "
+                       "unit or command line setting writes this knob)");
+        }
+}
+
+/* status in observe mode, the documented way to run beside another tuner:
+ * mthpd decides and explains, the other one writes */
+static void print_observe(const struct host_view *hv, const struct knob_owners *o) {
+        struct table t;
+        table_init(&t, "KNOB", "IS", "MTHPD WOULD SET", NULL);
+        unsigned shown = 0;
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
+                if (!o->decision[i])
+                        continue;
+                bool same = strcmp(o->decision[i], "original") == 0 || strcmp(o->decision[i], hv->snap.knob[i]) == 0;
+                table_cell(&t, "%s", hv->caps.knobs[i].id);
+                table_cell(&t, "%s", hv->snap.knob[i]);
+                table_cell(&t, "%s", same ? "(same)" : o->decision[i]);
+                shown++;
+        }
+        printf("\nobserve mode: mthpd writes nothing; what it would set:\n");
+        if (shown)
+                table_print(&t, stdout);
+        else
+                printf("  no decision yet\n");
+        table_free(&t);
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++)
+                if (o->decision[i] && strcmp(o->decision[i], "original") != 0 &&
+                    strcmp(o->decision[i], hv->snap.knob[i]) != 0)
+                        printf("note: observe mode: mthpd would set %s to %s\n", hv->caps.knobs[i].id,
+                               o->decision[i]);
 }
 
 int cmd_status(struct ctl *c, int argc, char **argv) {
@@ -164,45 +262,9 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                 json_status_fields(c, hv, v, &o, &j, journal_ok);
                 printf(",");
                 json_deciders(&hv->caps, &dec);
-                /* knobs another writer took: whom, and since when (mthpd's note) */
-                printf(",\"other_writers\":[");
-                bool first = true;
-                for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
-                        if (strcmp(o.set_by[i], "other") != 0)
-                                continue;
-                        const struct mthp_foreign_note *nt = foreign_note_find(notes, n_notes, hv->caps.knobs[i].id);
-                        char who[512];
-                        likely_writer(&dec, nt, (int) i, hv->snap.knob[i], who, sizeof(who));
-                        printf("%s{\"id\":", first ? "" : ",");
-                        json_str(hv->caps.knobs[i].id);
-                        printf(",\"value\":");
-                        json_str(hv->snap.knob[i]);
-                        printf(",\"likely_writer\":");
-                        json_str_or_null(who[0] ? who : NULL);
-                        printf(",\"noticed_usec\":");
-                        json_u64_or_null(nt != NULL, nt ? nt->usec : 0);
-                        printf("}");
-                        first = false;
-                }
-                printf("]");
-                if (observe) {
-                        /* what mthpd would set next to what is set */
-                        printf(",\"observe\":[");
-                        first = true;
-                        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
-                                if (!o.decision[i])
-                                        continue;
-                                printf("%s{\"id\":", first ? "" : ",");
-                                json_str(hv->caps.knobs[i].id);
-                                printf(",\"value\":");
-                                json_str(hv->snap.knob[i]);
-                                printf(",\"would_set\":");
-                                json_str(o.decision[i]);
-                                printf("}");
-                                first = false;
-                        }
-                        printf("]");
-                }
+                json_other_writers(hv, &o, &dec, notes, n_notes);
+                if (observe)
+                        json_observe(hv, &o);
                 printf("}\n");
         } else {
                 print_daemon_line(stdout, v);
@@ -218,61 +280,17 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("absent");
                 printf("; MemAvailable %llu MiB\n\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
-                char clean[4 * sizeof(v->not_writable)], id[128], value[4 * MTHP_VALUE_MAX];
+                char clean[4 * sizeof(v->not_writable)];
                 if (v->not_writable[0])
                         printf("note: mthpd cannot write the knobs (%s): it only observes\n",
                                mthp_escape(clean, sizeof(clean), v->not_writable));
-                for (unsigned i = 0; i < j.n; i++)
-                        if (j.e[i].state == MTHP_ENTRY_FOREIGN) {
-                                int kn = mthp_caps_find_knob(&hv->caps, j.e[i].id);
-                                const struct mthp_foreign_note *nt = foreign_note_find(notes, n_notes, j.e[i].id);
-                                char who[512], when[64] = "";
-                                likely_writer(&dec, nt, kn, j.e[i].foreign_value, who, sizeof(who));
-                                if (nt) {
-                                        time_t t = (time_t) (nt->usec / 1000000);
-                                        struct tm tm;
-                                        if (localtime_r(&t, &tm))
-                                                strftime(when, sizeof(when), " at %Y-%m-%d %H:%M:%S", &tm);
-                                }
-                                mthp_escape(id, sizeof(id), j.e[i].id);
-                                printf("note: %s was changed by someone else to '%s'%s; mthpd no longer manages it "
-                                       "('mthpctl resume %s' hands it back)\n",
-                                       id, mthp_escape(value, sizeof(value), j.e[i].foreign_value), when, id);
-                                printf("      likely writer: %s\n", who[0] ? who : "unknown (no tuned profile, "
-                                       "unit or command line setting writes this knob)");
-                        }
+                print_foreign_notes(hv, &j, &dec, notes, n_notes);
                 for (unsigned i = 0; i < hv->caps.n_knobs; i++)
                         if (o.pinned[i])
                                 printf("note: %s is pinned by an administrator ('mthpctl unpin %s' hands it back)\n",
                                        hv->caps.knobs[i].id, hv->caps.knobs[i].id);
-                if (observe) {
-                        /* the documented way to run beside another tuner:
-                         * mthpd decides and explains, the other one writes */
-                        struct table t;
-                        table_init(&t, "KNOB", "IS", "MTHPD WOULD SET", NULL);
-                        unsigned shown = 0;
-                        for (unsigned i = 0; i < hv->caps.n_knobs; i++) {
-                                if (!o.decision[i])
-                                        continue;
-                                bool same = strcmp(o.decision[i], "original") == 0 ||
-                                            strcmp(o.decision[i], hv->snap.knob[i]) == 0;
-                                table_cell(&t, "%s", hv->caps.knobs[i].id);
-                                table_cell(&t, "%s", hv->snap.knob[i]);
-                                table_cell(&t, "%s", same ? "(same)" : o.decision[i]);
-                                shown++;
-                        }
-                        printf("\nobserve mode: mthpd writes nothing; what it would set:\n");
-                        if (shown)
-                                table_print(&t, stdout);
-                        else
-                                printf("  no decision yet\n");
-                        table_free(&t);
-                        for (unsigned i = 0; i < hv->caps.n_knobs; i++)
-                                if (o.decision[i] && strcmp(o.decision[i], "original") != 0 &&
-                                    strcmp(o.decision[i], hv->snap.knob[i]) != 0)
-                                        printf("note: observe mode: mthpd would set %s to %s\n",
-                                               hv->caps.knobs[i].id, o.decision[i]);
-                }
+                if (observe)
+                        print_observe(hv, &o);
                 printf("\n");
                 print_deciders(stdout, &hv->caps, &dec);
         }

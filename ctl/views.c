@@ -11,11 +11,6 @@ const struct mthp_counter *stat_counter(const struct mthp_caps *caps, const stru
         return j < 0 || !s->size[i].stat[j].present ? NULL : &s->size[i].stat[j];
 }
 
-double stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *s, unsigned i, const char *name) {
-        const struct mthp_counter *c = stat_counter(caps, s, i, name);
-        return c ? c->rate : 0;
-}
-
 const char *const kind_alloc_stat[_MTHP_KIND_MAX] = { "anon_fault_alloc", "shmem_alloc" };
 const char *const kind_fallback_stat[_MTHP_KIND_MAX] = { "anon_fault_fallback", "shmem_fallback" };
 
@@ -149,9 +144,12 @@ void knob_owners_fill(struct knob_owners *o, const struct mthp_caps *caps, const
         for (unsigned i = 0; i < caps->n_knobs; i++) {
                 const struct ctl_bus_knob *bk = view_knob(v, caps->knobs[i].id);
                 const struct mthp_status_knob *sk = view_reason(v, caps->knobs[i].id);
-                o->set_by[i] = bk ? bk->set_by : mthp_knob_owner(j, &caps->knobs[i], snap->knob[i]);
+                /* off the bus, the running mthpd's view from its status
+                 * file; without one, what the journal says */
+                o->set_by[i] = bk ? bk->set_by : sk && sk->set_by[0] ? sk->set_by
+                                                   : mthp_knob_owner(j, &caps->knobs[i], snap->knob[i]);
                 o->decision[i] = bk ? bk->decision : sk ? sk->decision : NULL;
-                o->pinned[i] = bk && bk->pinned;
+                o->pinned[i] = bk ? bk->pinned : sk && sk->pinned;
         }
 }
 

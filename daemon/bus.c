@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* org.mthpd.Manager1 (man/mthpd.dbus.5.scd): marshalling and access checks.
- * What a method does is daemon_*() in mthpd.c. The bus policy file is not
+ * What a method does is daemon_*() in manager.c, and every knob is shown
+ * as daemon_knob_view() says. The bus policy file is not
  * trusted alone: every method that changes something checks the caller's
  * effective UID here. */
 #include <errno.h>
@@ -84,15 +85,6 @@ static const char *knob_kind(const struct mthp_knob *k) {
         }
 }
 
-/* Who set a knob: a pin counts as "pinned" while the knob holds the pinned
- * value and nobody else took it over. */
-static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
-        const struct knob_pin *p = &d->pin[knob];
-        if (p->active && !mthp_actuator_is_foreign(&d->act, knob) && strcmp(current, p->value) == 0)
-                return "pinned";
-        return mthp_knob_owner(&d->act.journal, &d->caps.knobs[knob], current);
-}
-
 static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         struct daemon *d = userdata;
@@ -102,14 +94,11 @@ static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *er
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_KNOB_SIG);
         for (unsigned i = 0; r >= 0 && i < d->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &d->caps.knobs[i];
-                char current[MTHP_VALUE_MAX];
-                if (mthp_knob_read(d->host, k, current) < 0) /* unreadable now: as last sampled */
-                        mthp_strcpy(current, sizeof(current), d->snap.knob[i]);
-                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, clean(k->id), k->size_kb, knob_kind(k), clean(current),
-                                          clean(knob_setter(d, (int) i, current)),
-                                          clean(d->engine_value[i][0] ? d->engine_value[i] : "original"),
-                                          (int) d->pin[i].active);
+                struct daemon_knob_view v;
+                daemon_knob_view(d, (int) i, DAEMON_VIEW_READ, &v);
+                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_SIG, clean(v.knob->id), v.knob->size_kb,
+                                          knob_kind(v.knob), clean(v.current), clean(v.set_by), clean(v.engine_value),
+                                          (int) v.pinned);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -135,13 +124,15 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_DECISION_SIG);
+        /* the last tick's decisions, in the engine's order, as the status file has them */
         for (int i = 0; r >= 0 && i < d->n_decisions; i++) {
-                const struct mthp_decision *dec = &d->decisions[i];
-                const struct mthp_knob *k = &d->caps.knobs[dec->knob];
-                if (size[0] && k->size_kb != kb)
+                struct daemon_knob_view v;
+                daemon_knob_view(d, d->decisions[i].knob, 0, &v);
+                if (size[0] && v.knob->size_kb != kb)
                         continue;
-                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(k->id), clean(dec->value[0] ? dec->value : "original"),
-                                          clean(dec->reason));
+                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(v.knob->id),
+                                          clean(v.decision->value[0] ? v.decision->value : "original"),
+                                          clean(v.decision->reason));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -161,18 +152,15 @@ static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CGROUP_SIG);
         for (unsigned i = 0; r >= 0 && i < d->snap.n_cgroups; i++) {
-                const struct mthp_cgroup_view *c = &d->snap.cgroup[i];
-                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, c->path, NULL, 0);
-                int dense[_MTHP_KIND_MAX];
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        dense[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, c->path, k, NULL);
-                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, clean(c->path), clean(pol ? pol->name : ""),
-                                          pol ? mthp_policy_mode_name(pol->mode[MTHP_ANON]) : "auto",
-                                          pol ? mthp_policy_mode_name(pol->mode[MTHP_SHMEM]) : "auto",
-                                          pol ? pol->priority : d->cfg.engine.default_priority,
-                                          c->new_cgroup ? 0.0 : c->fault_rate, c->anon_kb, c->shmem_kb, c->usage_kb,
-                                          c->limit_kb, c->psi_present ? c->psi_some_avg10 : -1.0, dense[MTHP_ANON],
-                                          dense[MTHP_SHMEM], pol ? pol->collapse : false);
+                struct daemon_cgroup_view v;
+                daemon_cgroup_view(d, i, &v);
+                const struct mthp_cgroup_view *c = v.cgroup;
+                r = sd_bus_message_append(reply, MTHP_DBUS_CGROUP_SIG, clean(c->path),
+                                          clean(v.policy ? v.policy->name : ""), v.mode[MTHP_ANON], v.mode[MTHP_SHMEM],
+                                          v.priority, c->new_cgroup ? 0.0 : c->fault_rate, c->anon_kb, c->shmem_kb,
+                                          c->usage_kb, c->limit_kb, c->psi_present ? c->psi_some_avg10 : -1.0,
+                                          v.dense_kb[MTHP_ANON], v.dense_kb[MTHP_SHMEM],
+                                          v.policy ? v.policy->collapse : false);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -183,20 +171,20 @@ static int method_list_cgroups(sd_bus_message *m, void *userdata, sd_bus_error *
 
 static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const struct mthp_actuator *a = &((struct daemon *) userdata)->act;
+        const struct mthp_actuator *a = ((struct daemon *) userdata)->act;
         uint32_t max;
         (void) error;
         int r = sd_bus_message_read(m, MTHP_DBUS_HISTORY_ARGS, &max);
         if (r < 0)
                 return r;
-        unsigned n = max < a->n_history ? max : a->n_history;
-        unsigned first = (a->history_head + MTHP_HISTORY_MAX - n) % MTHP_HISTORY_MAX;
+        unsigned n_history = mthp_actuator_n_history(a);
+        unsigned n = max < n_history ? max : n_history;
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CHANGE_SIG);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
-                const struct mthp_change *c = &a->history[(first + i) % MTHP_HISTORY_MAX];
+                const struct mthp_change *c = mthp_actuator_history(a, n_history - n + i);
                 r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, clean(c->id), clean(c->old),
                                           clean(c->new), clean(c->reason));
         }

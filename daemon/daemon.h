@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The state of a running mthpd, shared by its main loop (mthpd.c: sample,
- * decide, apply) and its D-Bus service (bus.c: marshalling and access
- * checks only; what a method means is decided here). */
+/* The manager (manager.c): the state of a running mthpd and its
+ * operations. mthpd.c is main, the signals, the loop and the watchdog;
+ * bus.c (the D-Bus service) only marshals and checks access, and guard.c
+ * steps down between ticks; what each operation means is decided in
+ * manager.c. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 #include "mthp/procinfo.h"
 #include "mthp/record.h"
 #include "mthp/sample.h"
+#include "mthp/util.h"
 
 struct bus;
 
@@ -65,7 +68,7 @@ struct daemon {
         struct mthp_sampler *sampler;
         struct mthp_density_sampler *density;
         struct mthp_procinfo *procinfo;
-        struct mthp_actuator act;
+        struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;
         struct mthp_snapshot snap;
         struct mthp_decision decisions[MTHP_KNOBS_MAX]; /* last tick's, pins applied */
@@ -74,6 +77,9 @@ struct daemon {
          * ("" = its original value, also for knobs the engine leaves alone) */
         char engine_value[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         struct knob_pin pin[MTHP_KNOBS_MAX];
+        /* what each knob holds as far as mthpd knows: sampled at each tick,
+         * then what it wrote (the knob view's current without reading) */
+        char known[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         char last_error[MTHP_KNOBS_MAX][512]; /* rate-limit: log each distinct error once */
         /* why the knobs cannot be written, found at start (or when asked to
          * manage); "": they can. Only an observing mthpd runs with it set. */
@@ -94,6 +100,57 @@ struct daemon {
         int exit_code;                      /* set by startup() when it fails for a reason with its own status */
         char start_failure[512];            /* STATUS= sentence of that failure */
 };
+
+/* One knob as mthpd shows it, the one place that says who set it and
+ * whether it is pinned: the status file, ListKnobs and Explain on the bus,
+ * apply() and the guard all go through it. */
+struct daemon_knob_view {
+        const struct mthp_knob *knob;
+        char current[MTHP_VALUE_MAX];           /* what the knob holds (see DAEMON_VIEW_READ) */
+        const char *set_by;                     /* "original", "mthpd", "other" or "pinned" */
+        const char *engine_value;               /* the engine's own choice at the last tick; "original" */
+        bool pinned;                            /* an administrator's Pin is in force */
+        const struct mthp_decision *decision;   /* the last tick's, pins and failed writes applied; NULL: none */
+};
+/* Read the knob now (unreadable: as mthpd knows it); without it, current
+ * is the value sampled at the last tick, or what mthpd wrote since. */
+#define DAEMON_VIEW_READ 1u
+void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v);
+bool daemon_knob_pinned(const struct daemon *d, int knob);
+
+/* One managed cgroup as ListCgroups shows it: what the last tick sampled,
+ * the policy that manages it and the density the engine remembers of its
+ * processes. */
+struct daemon_cgroup_view {
+        const struct mthp_cgroup_view *cgroup;
+        const struct mthp_policy *policy;       /* NULL: none (then "auto" and DefaultPriority=) */
+        const char *mode[_MTHP_KIND_MAX];       /* the policy's Anon= and Shmem= */
+        unsigned priority;
+        int dense_kb[_MTHP_KIND_MAX];
+};
+/* i < d->snap.n_cgroups */
+void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v);
+
+/* calloc'd with the defaults of the command line (root /, no lock). */
+int daemon_new(struct daemon **ret);
+/* NULL is fine. */
+void daemon_free(struct daemon *d);
+MTHP_DEFINE_FREEP(struct daemon, daemon_free, daemon_freep)
+/* The configuration, host, probe, state directory and lock, actuator (and
+ * a leftover journal restored), samplers. On failure d->exit_code may hold
+ * the exit status for the reason and d->start_failure the sentence. */
+int daemon_startup(struct daemon *d);
+/* After the event loop: restores the knobs (not with --once), removes the
+ * status file; returns the exit status (exit_code, or 1 if the restore failed). */
+int daemon_stop(struct daemon *d, int exit_code);
+
+/* Pins (pins.c), for the tick: drop the pins whose time is up; remember
+ * the engine's choice per knob, then let pins override it (also for knobs
+ * the engine leaves alone). */
+void daemon_expire_pins(struct daemon *d);
+void daemon_apply_pins(struct daemon *d);
+/* The knob with this id, or -EINVAL with a sentence in err. */
+int daemon_find_knob(const struct daemon *d, const char *id, char *err, size_t errsz);
 
 /* guard.c's way in: the one knob writer (counts Changes), and a normal
  * tick run at once after a step-down. */

@@ -109,7 +109,7 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
         d->engine = next;
         unsigned written = 0;
         double first = 0;
-        (void) mthp_actuator_batch(&d->act, true);
+        (void) mthp_actuator_batch(d->act, true);
         for (int i = 0; i < n; i++) {
                 char err[512];
                 if (d->pin[dec[i].knob].active)
@@ -120,9 +120,10 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
                         first = (double) (mthp_now_usec(CLOCK_MONOTONIC) - t_wake);
         }
         double lat = (double) (mthp_now_usec(CLOCK_MONOTONIC) - t_wake);
-        int r = mthp_actuator_batch(&d->act, false);
+        int r = mthp_actuator_batch(d->act, false);
         if (r < 0)
-                mthp_log(LOG_ERR, "guard: saving the restore journal %s failed: %s", d->act.journal_file, strerror(-r));
+                mthp_log(LOG_ERR, "guard: saving the restore journal %s failed: %s", mthp_actuator_journal_file(d->act),
+                         strerror(-r));
         if (n > 0) {
                 g->trips++;
                 record_latency(g, first);
@@ -290,7 +291,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                 const struct inotify_event *ev = (const struct inotify_event *) p;
                 p += sizeof(*ev) + ev->len;
                 if (!(ev->mask & IN_ISDIR) || !(ev->mask & IN_CREATE) || !ev->len || !raised(g->d) ||
-                    g->d->act.dry_run)
+                    mthp_actuator_dry_run(g->d->act))
                         continue;
                 for (unsigned i = 0; i < g->n_watches; i++) {
                         if (g->watches[i].wd != ev->wd)
@@ -360,7 +361,7 @@ void guard_arm(struct guard *g) {
                 return;
         struct daemon *d = g->d;
         disarm_all(g);
-        if (!raised(d) || d->act.dry_run)
+        if (!raised(d) || mthp_actuator_dry_run(d->act))
                 return; /* observing writes nothing, not even cgroup.event_control */
         const struct mthp_engine_state *st = &d->engine;
         for (unsigned i = 0; i < MTHP_SNAP_LIMITED; i++) {

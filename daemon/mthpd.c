@@ -1,31 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* mthpd: samples the host every interval, lets the engine decide the mTHP
- * knobs, applies what changed and explains it. */
-#include <errno.h>
-#include <math.h>
-#include <fcntl.h>
-#include <dirent.h>
+/* mthpd: main, the signals, the loop and the watchdog. The manager
+ * (manager.c) samples the host every interval, lets the engine decide the
+ * mTHP knobs, applies what changed and explains it. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bus.h"
 #include "guard.h"
 #include "daemon.h"
 #include "mthp-config.h"
-#include "mthp/deciders.h"
 #include "mthp/log.h"
-#include "mthp/probe.h"
-#include "mthp/safe-io.h"
-#include "mthp/status.h"
 #include "mthp/util.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
@@ -60,407 +49,9 @@ static void usage(FILE *f) {
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
-const char *daemon_mode_name(enum mthp_mode mode) {
-        return mode == MTHP_MODE_DRY_RUN ? "observe" : "manage";
-}
-
-int daemon_mode_from_name(const char *name, enum mthp_mode *ret) {
-        if (strcmp(name, "manage") == 0)
-                *ret = MTHP_MODE_MANAGE;
-        else if (strcmp(name, "observe") == 0)
-                *ret = MTHP_MODE_DRY_RUN;
-        else
-                return -EINVAL;
-        return 0;
-}
-
-/* Log text line by line at prio, leaving text as it is. */
-static void log_lines(int prio, const char *text) {
-        for (const char *line = text; *line;) {
-                size_t len = strcspn(line, "\n");
-                if (len > 0)
-                        mthp_log(prio, "%.*s", (int) len, line);
-                line += len + (line[len] == '\n');
-        }
-}
-
-static bool cgroup_user_owned(void *user, const char *cgroup) {
-        const struct daemon *d = user;
-        return d->host && mthp_cgroup_owned_by_user(d->host, &d->caps, cgroup);
-}
-
-/* The configuration file with the command line's and D-Bus's overrides.
- * err gets every "FILE:LINE: ..." error, one per line. */
-static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_policy_set **policies, char *err,
-                       size_t errsz) {
-        struct mthp_config c;
-        mthp_config_defaults(&c);
-        if (d->config_explicit || access(d->config_file, F_OK) == 0) {
-                int r = mthp_config_load(d->config_file, &c, err, errsz);
-                if (r < 0)
-                        return r;
-        }
-        if (d->interval_cli)
-                c.interval_usec = d->interval_cli;
-        if (d->mode_override >= 0)
-                c.mode = (enum mthp_mode) d->mode_override;
-        if (d->state_dir_cli && mthp_config_set_state_dir(&c, d->state_dir_cli) < 0) {
-                snprintf(err, errsz, "--state-dir %s: expected an absolute path of at most %d bytes\n",
-                         d->state_dir_cli, MTHP_STATE_DIR_MAX);
-                return -EINVAL;
-        }
-        if (d->policy_dir_cli && mthp_config_set_policy_dir(&c, d->policy_dir_cli) < 0) {
-                snprintf(err, errsz, "--policy-dir %s: expected an absolute path of less than %d bytes\n",
-                         d->policy_dir_cli, MTHP_PATH_MAX);
-                return -EINVAL;
-        }
-        if (d->no_bus_cli || d->once)
-                c.bus = false;
-        /* the policy files with it: all of them or, on any error, none */
-        struct mthp_policy_set *set = NULL;
-        int r = mthp_policy_load_dir(c.policy_dir, true, &set, err, errsz);
-        if (r < 0)
-                return r;
-        /* Unit= stays out of cgroups owned by users unless Delegated=yes */
-        set->user_owned = cgroup_user_owned;
-        set->user_owned_data = d;
-        c.engine.policies = set;
-        *out = c;
-        *policies = set;
-        return 0;
-}
-
-/* Every knob write mthpd makes, whoever asked for it, goes through here:
- * the Changes property counts them. */
-static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
-        int r = mthp_knob_write(&d->act, knob, value, reason, err, errsz);
-        if (r > 0)
-                d->changes++;
-        return r;
-}
-
-/* The actuator's hook: KnobChanged for every write (not for the changes an
- * observing mthpd only logs). */
-static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *ours, const char *theirs) {
-        struct daemon *d = user;
-        (void) ours;
-        (void) mthp_deciders_foreign_noticed(d->host, &d->caps, d->cfg.state_dir, k, theirs);
-}
-
-static void on_knob_changed(void *user, const struct mthp_change *c) {
-        struct daemon *d = user;
-        if (!d->act.dry_run)
-                bus_emit_knob_changed(d->bus, c);
-}
-
-/* Write the tick's decisions; a write that fails leaves its decision
- * saying what the knob holds and why, and the engine's state follows what
- * was really written (mthp_engine_note_applied). */
-static void apply(struct daemon *d) {
-        bool failed[MTHP_KNOBS_MAX] = { false }, any = false;
-        for (int i = 0; i < d->n_decisions; i++) {
-                struct mthp_decision *dec = &d->decisions[i];
-                char err[512];
-                int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
-                if (r == 0 && !dec->value[0] && d->last_error[dec->knob][0] && !d->pin[dec->knob].active)
-                        continue; /* the engine took back what failed: not cleared until a write works */
-                if (r >= 0) {
-                        /* each condition is logged once, and once when it clears */
-                        if (d->last_error[dec->knob][0])
-                                mthp_log(LOG_NOTICE, "%s: no longer failing (%s)", d->caps.knobs[dec->knob].id,
-                                         r > 0 ? "written now" : "nothing to write any more");
-                        d->last_error[dec->knob][0] = 0;
-                        continue;
-                }
-                if (strcmp(d->last_error[dec->knob], err) != 0) {
-                        mthp_log_knob(LOG_ERR, d->caps.knobs[dec->knob].id, "%s", err);
-                        snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
-                }
-                /* the engine's choice, not an administrator's pin */
-                if (!d->pin[dec->knob].active)
-                        failed[dec->knob] = any = true;
-                /* explain and the status file show what the knob holds, and
-                 * why not what the engine wanted: never a value it lacks */
-                char cur[MTHP_VALUE_MAX] = "unknown", why[MTHP_REASON_MAX];
-                (void) mthp_knob_read(d->host, &d->caps.knobs[dec->knob], cur);
-                /* the engine's why without its "(level 2/9; 32K in use)": the size is not */
-                const char *lvl = strstr(dec->reason, " (level ");
-                int why_len = lvl ? (int) (lvl - dec->reason) : (int) strlen(dec->reason);
-                snprintf(why, sizeof(why), "not applied: %.300s; it holds '%s', mthpd wanted '%s' (%.*s)", err, cur,
-                         dec->value[0] ? dec->value : "original", why_len < 250 ? why_len : 250, dec->reason);
-                mthp_strcpy(dec->reason, sizeof(dec->reason), why);
-                mthp_strcpy(dec->value, sizeof(dec->value), cur);
-        }
-        if (any)
-                mthp_engine_note_applied(&d->cfg.engine, &d->caps, &d->engine, failed);
-}
-
-static void pin_reason(const struct knob_pin *p, char *buf, size_t size) {
-        char until[64] = "unpinned";
-        if (p->until_usec) {
-                time_t t = (time_t) (p->until_usec / 1000000);
-                struct tm tm;
-                if (!localtime_r(&t, &tm) || strftime(until, sizeof(until), "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
-                        snprintf(until, sizeof(until), "@%llu", (unsigned long long) t);
-        }
-        snprintf(buf, size, "pinned by uid %u until %s", (unsigned) p->uid, until);
-}
-
-static void expire_pins(struct daemon *d) {
-        uint64_t now = mthp_now_usec(CLOCK_REALTIME);
-        for (unsigned i = 0; i < d->caps.n_knobs; i++) {
-                struct knob_pin *p = &d->pin[i];
-                if (!p->active || !p->until_usec || p->until_usec > now)
-                        continue;
-                char reason[MTHP_REASON_MAX];
-                pin_reason(p, reason, sizeof(reason));
-                mthp_log(LOG_NOTICE, "%s: the pin to '%s' expired (%s); the engine decides it again",
-                         d->caps.knobs[i].id, p->value, reason);
-                memset(p, 0, sizeof(*p));
-        }
-}
-
-static void pin_decision(const struct daemon *d, int knob, struct mthp_decision *dec) {
-        dec->knob = knob;
-        mthp_strcpy(dec->value, sizeof(dec->value), d->pin[knob].value);
-        pin_reason(&d->pin[knob], dec->reason, sizeof(dec->reason));
-}
-
-/* Remember what the engine chose, then let pins override it (also for
- * knobs the engine leaves alone). */
-static void apply_pins(struct daemon *d) {
-        bool decided[MTHP_KNOBS_MAX] = { false };
-        memset(d->engine_value, 0, sizeof(d->engine_value));
-        for (int i = 0; i < d->n_decisions; i++) {
-                struct mthp_decision *dec = &d->decisions[i];
-                mthp_strcpy(d->engine_value[dec->knob], sizeof(d->engine_value[0]), dec->value);
-                decided[dec->knob] = true;
-                if (d->pin[dec->knob].active)
-                        pin_decision(d, dec->knob, dec);
-        }
-        for (unsigned k = 0; k < d->caps.n_knobs && d->n_decisions < MTHP_KNOBS_MAX; k++)
-                if (d->pin[k].active && !decided[k])
-                        pin_decision(d, (int) k, &d->decisions[d->n_decisions++]);
-}
-
-static void notify_status(struct daemon *d) {
-        char s[1024], mode[600], failing[600] = "", top[_MTHP_KIND_MAX][16];
-        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                unsigned ladder[MTHP_SIZES_MAX];
-                unsigned n = mthp_engine_ladder(&d->cfg.engine, &d->caps, k, ladder);
-                unsigned lvl = d->engine.kind[k].level;
-                if (lvl && lvl <= n)
-                        mthp_format_size(d->caps.sizes[ladder[lvl - 1]].kb, top[k], sizeof(top[k]));
-                else
-                        snprintf(top[k], sizeof(top[k]), "original");
-        }
-        if (d->cfg.mode == MTHP_MODE_DRY_RUN && d->not_writable[0])
-                snprintf(mode, sizeof(mode), "observing, the knobs are not writable (%s)", d->not_writable);
-        else
-                snprintf(mode, sizeof(mode), "%s", d->cfg.mode == MTHP_MODE_DRY_RUN ? "observing" : "managing");
-        /* the writes that fail now: the sizes above are what the kernel holds */
-        unsigned n_failing = 0;
-        for (unsigned i = 0; i < d->caps.n_knobs; i++)
-                if (d->last_error[i][0] && n_failing++ == 0)
-                        snprintf(failing, sizeof(failing), "; not applied: %.500s", d->last_error[i]);
-        if (n_failing > 1)
-                snprintf(failing + strlen(failing), sizeof(failing) - strlen(failing), " (and %u more)", n_failing - 1);
-        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes%s", mode,
-                 top[MTHP_ANON], top[MTHP_SHMEM], d->snap.fault_pages_rate, (unsigned long long) d->changes, failing);
-        sd_notify(0, s);
-}
-
-/* Reduce the density sampler's report to what the engine and a recording
- * need: the most faulting processes, per kind and size. */
-static void density_view(struct daemon *d, const struct mthp_density_report *rep, struct mthp_density_view *v) {
-        memset(v, 0, sizeof(*v));
-        v->valid = true;
-        v->usec = (double) rep->usec;
-        for (unsigned i = 0; i < rep->n_procs && v->n_procs < MTHP_DENSITY_PROCS; i++) {
-                const struct mthp_density_proc *p = &rep->procs[i];
-                mthp_density_proc_view(&d->caps, rep, p, &v->proc[v->n_procs++]);
-        }
-}
-
-/* --record: the snapshot exactly as the engine gets it. A failed write
- * stops the recording, never the daemon. */
-static void record_tick(struct daemon *d) {
-        if (!d->recorder)
-                return;
-        int r = mthp_record_write(d->recorder, &d->snap);
-        if (r < 0) {
-                mthp_log(LOG_ERR, "recording to %s failed: %s; recording stops, mthpd carries on", d->record_file,
-                         mthp_errno_words(r));
-                mthp_record_close_write(d->recorder);
-                d->recorder = NULL;
-        }
-}
-
-/* cgmon's predicate: a cgroup some policy file names (not its children:
- * they count with it, through its hierarchical memory.stat) */
-static bool cgroup_managed(const char *path, void *user) {
-        const struct daemon *d = user;
-        for (unsigned i = 0; d->policies && i < d->policies->n; i++)
-                if (mthp_policy_set_matches(d->policies, i, path))
-                        return true;
-        return false;
-}
-
-#define COLLAPSE_DIRS_MAX 64
-#define COLLAPSE_PIDS_MAX 256
-
-/* The processes of a cgroup and its children (bounded), from cgroup.procs
- * in the memory hierarchy. */
-static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pids, unsigned max) {
-        char dirs[COLLAPSE_DIRS_MAX][MTHP_PATH_MAX];
-        unsigned n_dirs = 0, n = 0;
-        const char *base = d->caps.cg_memory[0] ? d->caps.cg_memory : d->caps.cg_unified;
-        if (!base[0])
-                return 0;
-        snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%s%s", base, strcmp(path, "/") == 0 ? "" : path);
-        for (unsigned i = 0; i < n_dirs && n < max; i++) {
-                char file[MTHP_PATH_MAX + 16], buf[8192];
-                if (snprintf(file, sizeof(file), "%s/cgroup.procs", dirs[i]) >= (int) sizeof(file))
-                        continue;
-                if (mthp_host_read(d->host, file, buf, sizeof(buf)) >= 0)
-                        for (char *l = strtok(buf, "\n"); l && n < max; l = strtok(NULL, "\n"))
-                                if (atoi(l) > 0)
-                                        pids[n++] = atoi(l);
-                int dfd = mthp_host_open_file(d->host, dirs[i], O_RDONLY | O_DIRECTORY);
-                if (dfd < 0)
-                        continue;
-                DIR *dir = fdopendir(dfd);
-                if (!dir) {
-                        close(dfd);
-                        continue;
-                }
-                struct dirent *de;
-                while ((de = readdir(dir)) && n_dirs < COLLAPSE_DIRS_MAX)
-                        if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
-                            snprintf(dirs[n_dirs], MTHP_PATH_MAX, "%s/%s", dirs[i], de->d_name) < MTHP_PATH_MAX)
-                                n_dirs++;
-                closedir(dir);
-        }
-        return n;
-}
-
-/* Collapse=yes: MADV_COLLAPSE the dense, long-lived regions of those
- * cgroups' processes, within the tick's budget (mthp_collapser_run). */
-static void collapse(struct daemon *d, uint64_t t) {
-        memset(&d->collapse_last, 0, sizeof(d->collapse_last));
-        if (!d->collapser || d->act.dry_run || !d->cfg.collapse_budget_kb)
-                return;
-        mthp_collapser_begin_tick(d->collapser, t);
-        for (unsigned c = 0; c < d->snap.n_cgroups; c++) {
-                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, d->snap.cgroup[c].path, NULL, 0);
-                if (!pol || !pol->collapse)
-                        continue;
-                pid_t pids[COLLAPSE_PIDS_MAX];
-                unsigned n = cgroup_pids(d, d->snap.cgroup[c].path, pids, COLLAPSE_PIDS_MAX);
-                for (unsigned i = 0; i < n; i++) {
-                        struct mthp_collapse_result res;
-                        int r = mthp_collapser_run_in(d->collapser, pids[i], d->snap.cgroup[c].path,
-                                                      d->caps.cg_layout, t, &res);
-                        if (r == -ESRCH)
-                                continue;
-                        if (r < 0) {
-                                if (r != d->collapse_error)
-                                        mthp_log(LOG_WARNING, "MADV_COLLAPSE for cgroup %s (policy %s) failed: %s%s",
-                                                 d->snap.cgroup[c].path, pol->name, mthp_errno_words(r),
-                                                 r == -EOPNOTSUPP ? "; Collapse= has no effect on this host" : "");
-                                d->collapse_error = r;
-                                if (r == -EOPNOTSUPP)
-                                        return;
-                                continue;
-                        }
-                        d->collapse_last.candidates += res.candidates;
-                        d->collapse_last.attempted += res.attempted;
-                        d->collapse_last.collapsed += res.collapsed;
-                        d->collapse_last.failed += res.failed;
-                        d->collapse_last.kb_collapsed += res.kb_collapsed;
-                        d->collapse_last.usec += res.usec;
-                        if (res.collapsed)
-                                mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d in cgroup %s "
-                                         "(policy %s, Collapse=yes) in %.1f ms",
-                                         res.collapsed, (unsigned long long) res.kb_collapsed / 1024, pids[i],
-                                         d->snap.cgroup[c].path, pol->name, (double) res.usec / 1000.0);
-                }
-        }
-        mthp_collapser_totals(d->collapser, &d->collapse_total);
-}
-
-static int tick(struct daemon *d) {
-        struct mthp_engine_state next;
-        uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
-        d->ticks++;
-        int r = mthp_sampler_take(d->sampler, t, &d->snap);
-        if (r < 0) {
-                /* once when it starts failing, once when it works again */
-                if (d->sample_failures++ == 0)
-                        mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings until it works again",
-                                 mthp_errno_words(r));
-                return 0;
-        }
-        if (d->sample_failures) {
-                mthp_log(LOG_NOTICE, "sampling works again after %llu failed ticks",
-                         (unsigned long long) d->sample_failures);
-                d->sample_failures = 0;
-        }
-        d->snap.n_cgroups = 0;
-        if (d->cgmon && d->policies->n) {
-                r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
-                if (r < 0 && mthp_once_set(&d->cgmon_error_logged))
-                        mthp_log(LOG_WARNING, "cgroup sampling failed: %s; deciding without cgroup figures",
-                                 mthp_errno_words(r));
-                else if (r >= 0 && mthp_once_clear(&d->cgmon_error_logged))
-                        mthp_log(LOG_INFO, "cgroup sampling works again");
-        }
-        d->snap.density.valid = false;
-        d->snap.density.n_procs = 0;
-        if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
-                struct mthp_density_report rep;
-                r = mthp_density_tick(d->density, t, &rep);
-                if (r == 0) {
-                        density_view(d, &rep, &d->snap.density);
-                        mthp_procinfo_enrich(d->procinfo, &d->snap.density);
-                }
-                else if (mthp_once_set(&d->density_error_logged))
-                        mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
-                                 mthp_errno_words(r));
-        }
-        guard_scan(d->guard);
-        record_tick(d);
-        mthp_actuator_check_foreign(&d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
-        expire_pins(d);
-        d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
-                                            MTHP_KNOBS_MAX);
-        d->engine = next;
-        apply_pins(d);
-        for (int i = 0; i < d->n_decisions; i++)
-                mthp_log(LOG_DEBUG, "tick %llu %s: %s", (unsigned long long) d->snap.tick,
-                         d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
-        apply(d);
-        guard_arm(d->guard);
-        collapse(d, t);
-        (void) mthp_status_file_write(d->cfg.state_dir, &d->caps, &d->snap, d->decisions, d->n_decisions,
-                                      d->cfg.mode == MTHP_MODE_DRY_RUN, d->not_writable, d->last_tick_usec);
-        d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
-        notify_status(d);
-        return 0;
-}
-
-/* For the guard (guard.c): the one knob writer, and a tick between ticks. */
-int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
-        return knob_write(d, knob, value, reason, err, errsz);
-}
-
-void daemon_run_tick(struct daemon *d) {
-        (void) tick(d);
-}
-
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
-        tick(d);
+        daemon_run_tick(d);
         if (d->once && d->snap.tick >= 1)
                 return sd_event_exit(d->event, 0);
         return sd_event_source_set_time(s, usec + d->cfg.interval_usec);
@@ -491,222 +82,9 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
         struct daemon *d = userdata;
         (void) s;
         mthp_log(LOG_INFO, "%s: %s", si->ssi_signo == SIGINT ? "SIGINT" : "SIGTERM",
-                 d->act.journal.n ? "restoring every knob mthpd changed" : "stopping");
+                 mthp_actuator_journal(d->act)->n ? "restoring every knob mthpd changed" : "stopping");
         sd_notify(0, "STOPPING=1\nSTATUS=restoring original settings");
         return sd_event_exit(d->event, 0);
-}
-
-/* Put back every knob mthpd changed, also while observing (what the
- * journal still holds is from managing). Each goes through knob_write() so
- * History and KnobChanged show it; mthp_actuator_restore() then deals with
- * the rest (knobs someone else changed, the per-size/global order the kernel
- * may insist on) and forgets the journal. err says what could not be put back. */
-static int restore_all(struct daemon *d, const char *why, char *err, size_t errsz) {
-        char reason[MTHP_REASON_MAX];
-        bool dry_run = d->act.dry_run;
-        snprintf(reason, sizeof(reason), "original value restored: %s", why);
-        d->act.dry_run = false;
-        for (unsigned i = 0; i < d->caps.n_knobs; i++)
-                (void) knob_write(d, (int) i, "", reason, NULL, 0);
-        int left = mthp_actuator_restore(&d->act);
-        d->act.dry_run = dry_run;
-        if (left == 0)
-                return 0;
-        snprintf(err, errsz, "%d knob(s) could not be restored; the journal %s keeps their originals",
-                 left < 0 ? -1 : left, d->act.journal_file);
-        mthp_log(LOG_ERR, "%s", err);
-        return left < 0 ? left : -EIO;
-}
-
-/* Going to observe puts every knob back first (and switches even if some
- * could not be); going to manage needs the restore journal. */
-static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, char *err, size_t errsz) {
-        int r = 0;
-        if (mode == d->cfg.mode)
-                return 0;
-        if (mode == MTHP_MODE_MANAGE && d->lock_fd < 0) {
-                snprintf(err, errsz, "cannot manage knobs: the state directory %s is not usable, and without a "
-                         "restore journal mthpd could not undo its writes", d->cfg.state_dir);
-                mthp_log(LOG_ERR, "%s: %s", why, err);
-                return -EROFS;
-        }
-        if (mode == MTHP_MODE_MANAGE) {
-                /* the knobs may have become writable since (a remount) */
-                char nw[sizeof(d->not_writable)] = "";
-                d->act.dry_run = false;
-                r = mthp_actuator_check_writable(&d->act, nw, sizeof(nw));
-                d->act.dry_run = true;
-                if (strcmp(nw, d->not_writable) != 0) {
-                        mthp_strcpy(d->not_writable, sizeof(d->not_writable), nw);
-                        bus_emit_property_changed(d->bus, "NotWritable");
-                }
-                if (r < 0) {
-                        snprintf(err, errsz, "cannot manage: the mTHP knobs cannot be written (%s)", nw);
-                        mthp_log(LOG_ERR, "%s: %s; still observing", why, err);
-                        return r;
-                }
-        }
-        if (mode == MTHP_MODE_DRY_RUN) {
-                r = restore_all(d, why, err, errsz);
-                memset(d->act.simulated, 0, sizeof(d->act.simulated)); /* observe from the host as it is */
-        }
-        d->act.dry_run = mode == MTHP_MODE_DRY_RUN;
-        d->cfg.mode = mode;
-        mthp_log(LOG_NOTICE, "%s: %s", why,
-                 mode == MTHP_MODE_DRY_RUN ? "observing: deciding and logging, writing nothing" : "managing mTHP knobs");
-        bus_emit_property_changed(d->bus, "Mode");
-        notify_status(d);
-        return r;
-}
-
-int daemon_reload(struct daemon *d, char *err, size_t errsz) {
-        struct mthp_config c;
-        struct mthp_policy_set *policies = NULL;
-        char buf[64];
-        snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) mthp_now_usec(CLOCK_MONOTONIC));
-        sd_notify(0, buf);
-        int r = load_config(d, &c, &policies, err, errsz);
-        if (r < 0) {
-                log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
-                mthp_log(LOG_ERR, "reload of %s failed: keeping the running configuration", d->config_file);
-        } else {
-                char mode_err[512];
-                if (strcmp(c.state_dir, d->cfg.state_dir) != 0) {
-                        mthp_log(LOG_WARNING, "StateDirectory cannot change on reload; keeping %s", d->cfg.state_dir);
-                        snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->cfg.state_dir);
-                }
-                if (c.bus != d->cfg.bus) {
-                        mthp_log(LOG_WARNING, "Bus= takes effect at the next start; %s", d->cfg.bus ?
-                                 "keeping the D-Bus interface" : "staying off the bus");
-                        c.bus = d->cfg.bus;
-                }
-                bool interval_changed = c.interval_usec != d->cfg.interval_usec;
-                enum mthp_mode mode = c.mode;
-                c.mode = d->cfg.mode; /* switch_mode() changes it, restoring first if need be */
-                d->cfg = c;
-                mthp_policy_set_free(d->policies);
-                d->policies = policies;
-                if (d->cgmon)
-                        mthp_cgmon_set_match(d->cgmon, cgroup_managed, d); /* walk again with the new files */
-                (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
-                sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
-                if (interval_changed)
-                        bus_emit_property_changed(d->bus, "IntervalUSec");
-                mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
-                         d->cfg.policy_dir);
-        }
-        sd_notify(0, "READY=1");
-        notify_status(d);
-        return r;
-}
-
-int daemon_set_mode(struct daemon *d, enum mthp_mode mode, uid_t uid, char *err, size_t errsz) {
-        char why[64];
-        snprintf(why, sizeof(why), "mode %s set by uid %u", daemon_mode_name(mode), (unsigned) uid);
-        int r = switch_mode(d, mode, why, err, errsz);
-        if (d->cfg.mode == mode)
-                d->mode_override = mode; /* a reload keeps it */
-        return r;
-}
-
-int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz) {
-        char why[64];
-        snprintf(why, sizeof(why), "restore requested by uid %u", (unsigned) uid);
-        for (unsigned i = 0; i < d->caps.n_knobs; i++)
-                if (d->pin[i].active) {
-                        mthp_log(LOG_NOTICE, "%s: %s: the pin to '%s' is dropped", why, d->caps.knobs[i].id,
-                                 d->pin[i].value);
-                        memset(&d->pin[i], 0, sizeof(d->pin[i]));
-                }
-        int r = d->cfg.mode == MTHP_MODE_DRY_RUN ? restore_all(d, why, err, errsz)
-                                                 : switch_mode(d, MTHP_MODE_DRY_RUN, why, err, errsz);
-        d->mode_override = MTHP_MODE_DRY_RUN;
-        return r;
-}
-
-static int find_knob(const struct daemon *d, const char *id, char *err, size_t errsz) {
-        int k = mthp_caps_find_knob(&d->caps, id);
-        if (k < 0) {
-                snprintf(err, errsz, "no knob '%s' on this host (knob ids look like 64K/anon, 2M/shmem, "
-                         "global/defrag)", id);
-                return -EINVAL;
-        }
-        return k;
-}
-
-int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t until_usec, uid_t uid, char *err,
-               size_t errsz) {
-        int k = find_knob(d, id, err, errsz);
-        if (k < 0)
-                return k;
-        const struct mthp_knob *knob = &d->caps.knobs[k];
-        if (!mthp_knob_allows(knob, value)) {
-                char offered[MTHP_VALUES_MAX * (MTHP_VALUE_MAX + 2)] = "";
-                for (unsigned i = 0; i < knob->n_allowed; i++) {
-                        strcat(offered, i ? ", " : "");
-                        strcat(offered, knob->allowed[i]);
-                }
-                snprintf(err, errsz, "%s does not accept '%s': this kernel offers %s", id, value, offered);
-                return -EINVAL;
-        }
-        if (until_usec && until_usec <= mthp_now_usec(CLOCK_REALTIME)) {
-                snprintf(err, errsz, "until (%llu, µs since the epoch) has passed; 0 pins until Unpin",
-                         (unsigned long long) until_usec);
-                return -EINVAL;
-        }
-        if (mthp_actuator_is_foreign(&d->act, k)) {
-                snprintf(err, errsz, "%s was changed by someone else and mthpd leaves it alone; Resume it first", id);
-                return -EBUSY;
-        }
-        struct knob_pin pin = { .active = true, .until_usec = until_usec, .uid = uid };
-        char reason[MTHP_REASON_MAX];
-        mthp_strcpy(pin.value, sizeof(pin.value), value);
-        pin_reason(&pin, reason, sizeof(reason));
-        /* now, so that a value the kernel refuses fails the call */
-        int r = knob_write(d, k, value, reason, err, errsz);
-        if (r < 0) {
-                mthp_log_knob(LOG_ERR, id, "pin by uid %u failed: %s", (unsigned) uid, err);
-                return r;
-        }
-        d->pin[k] = pin;
-        mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
-                 d->act.dry_run ? " (observing: applies once mthpd manages)" : "");
-        return 0;
-}
-
-int daemon_unpin(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
-        int k = find_knob(d, id, err, errsz);
-        if (k < 0)
-                return k;
-        if (!d->pin[k].active) {
-                snprintf(err, errsz, "%s is not pinned", id);
-                return -EINVAL;
-        }
-        mthp_log(LOG_NOTICE, "%s: unpinned by uid %u (was held at '%s'); the engine decides it from the next tick",
-                 id, (unsigned) uid, d->pin[k].value);
-        memset(&d->pin[k], 0, sizeof(d->pin[k]));
-        return 0;
-}
-
-int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
-        int k = find_knob(d, id, err, errsz);
-        if (k < 0)
-                return k;
-        int r = mthp_actuator_resume(&d->act, k);
-        if (r == -ENOENT) {
-                snprintf(err, errsz, "%s is not marked as changed by someone else: there is nothing to resume", id);
-                return -EINVAL;
-        }
-        if (r < 0) {
-                snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, d->act.journal_file,
-                         mthp_errno_words(r));
-                return r;
-        }
-        char current[MTHP_VALUE_MAX] = "?";
-        (void) mthp_knob_read(d->host, &d->caps.knobs[k], current);
-        mthp_log(LOG_NOTICE, "%s: resumed by uid %u: mthpd manages it again, and restores it to '%s', the value "
-                 "the other writer set", id, (unsigned) uid, current);
-        return 0;
 }
 
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -717,176 +95,8 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
-static int take_lock(struct daemon *d, int dfd) {
-        char why[MTHP_PATH_MAX + 256];
-        d->lock_fd = mthp_safe_open_lock(dfd, d->cfg.state_dir, "lock", why, sizeof(why));
-        if (d->lock_fd < 0) {
-                mthp_log(d->cfg.mode == MTHP_MODE_DRY_RUN ? LOG_WARNING : LOG_ERR, "%s", why);
-                return d->lock_fd;
-        }
-        if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
-                return -errno;
-        return 0;
-}
-
-static int startup(struct daemon *d) {
-        int r;
-        char buf[4096];
-
-        char err[4096];
-        if (load_config(d, &d->cfg, &d->policies, err, sizeof(err)) < 0) {
-                log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
-                /* STATUS=: the first error, not EINVAL's "the kernel rejected the value" */
-                snprintf(d->start_failure, sizeof(d->start_failure), "invalid configuration: %.*s",
-                         (int) strcspn(err, "\n"), err);
-                return -EINVAL;
-        }
-        r = mthp_host_open(d->root, &d->host);
-        if (r < 0) {
-                mthp_log(LOG_ERR, "cannot open host root %s: %s", d->root, mthp_errno_words(r));
-                return r;
-        }
-        r = mthp_probe(d->host, &d->caps);
-        if (r < 0) {
-                mthp_log(LOG_ERR, "no transparent hugepage support under %s" MTHP_THP_DIR ": %s", d->root,
-                         mthp_errno_words(r));
-                return r;
-        }
-        mthp_caps_describe(&d->caps, buf, sizeof(buf));
-        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-                mthp_log(LOG_INFO, "probe: %s", line);
-        mthp_deciders_log(d->host, &d->caps);
-
-        bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
-        char why[MTHP_PATH_MAX + 256];
-        /* made if missing, and refused when not root's or writable by others */
-        int dfd = mthp_safe_open_dir(d->cfg.state_dir, MTHP_SAFE_OWNER, true, why, sizeof(why));
-        if (dfd < 0) {
-                r = dfd;
-                if (!dry || r == -EPERM) {
-                        /* without a journal we could not undo our writes: refuse */
-                        mthp_log(LOG_ERR, "state directory: %s; refusing to %s", why,
-                                 dry ? "use it" : "change knobs without a restore journal");
-                        return r;
-                }
-        } else {
-                r = take_lock(d, dfd);
-                close(dfd);
-                if (r == -EWOULDBLOCK) {
-                        mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
-                        return r;
-                }
-                /* a read-only /run: the lock may exist, the journal cannot */
-                if (r == 0 && access(d->cfg.state_dir, W_OK) < 0)
-                        r = -errno;
-                if (r < 0) {
-                        if (d->lock_fd >= 0)
-                                close(d->lock_fd);
-                        d->lock_fd = -1;
-                        if (!dry) {
-                                mthp_log(LOG_ERR, "state directory %s is not writable (%s); refusing to change "
-                                         "knobs without a restore journal", d->cfg.state_dir, strerror(-r));
-                                return r;
-                        }
-                        mthp_log(LOG_WARNING, "state directory %s is not writable (%s); observing without a "
-                                 "lock, status file or journal", d->cfg.state_dir, strerror(-r));
-                }
-        }
-        r = mthp_actuator_init(&d->act, d->host, &d->caps, d->cfg.state_dir, dry);
-        if (r < 0) {
-                mthp_log(LOG_ERR, "cannot prepare %s: %s", d->cfg.state_dir, mthp_errno_words(r));
-                return r;
-        }
-        d->act.on_change = on_knob_changed;
-        d->act.on_foreign = on_knob_foreign;
-        d->act.user = d;
-        /* Managing knobs that cannot be written would log an error per knob
-         * and leave a state that claims sizes the kernel never got: say it
-         * once and stop, unless asked to observe (restarting cannot help:
-         * its own exit status). */
-        r = mthp_actuator_check_writable(&d->act, d->not_writable, sizeof(d->not_writable));
-        if (r < 0 && !dry) {
-                mthp_log(LOG_ERR, "cannot write the mTHP knobs (%s), so mthpd does not start: make them writable, "
-                         "or run it with --mode observe (Mode=observe) to only decide and explain", d->not_writable);
-                d->exit_code = MTHPD_EXIT_NOT_WRITABLE;
-                return r;
-        }
-        if (r < 0)
-                mthp_log(LOG_WARNING, "observe mode: the mTHP knobs cannot be written (%s); mthpd decides and "
-                         "explains, and writes nothing", d->not_writable);
-        if (access(d->act.journal_file, F_OK) == 0) {
-                /* the last run died without restoring: put things back first */
-                unsigned n = 0;
-                mthp_log(LOG_WARNING, "found restore journal %s from a run that did not stop cleanly; restoring",
-                         d->act.journal_file);
-                r = mthp_actuator_restore_file(d->host, d->act.journal_file, &n);
-                if (r != 0) {
-                        /* never restart over it: a loop of failing restores helps nobody */
-                        char left[32] = "";
-                        if (r > 0)
-                                snprintf(left, sizeof(left), " (%d knob(s) left)", r);
-                        snprintf(d->start_failure, sizeof(d->start_failure),
-                                 "the restore journal %s of a run that did not stop cleanly cannot be restored%s; "
-                                 "see the errors above, put the knobs back or fix the cause, run 'mthpctl restore', "
-                                 "then start mthpd again", d->act.journal_file, left);
-                        mthp_log(LOG_ERR, "not starting: %s", d->start_failure);
-                        d->exit_code = MTHPD_EXIT_JOURNAL;
-                        return r < 0 ? r : -EIO;
-                }
-                mthp_log(LOG_INFO, "restored %u knobs from the previous run", n);
-        }
-        r = mthp_sampler_new(d->host, &d->caps, &d->sampler);
-        if (r < 0)
-                return r;
-        unsigned sizes[MTHP_SIZES_MAX], n = 0;
-        for (unsigned i = 0; i < d->caps.n_sizes; i++)
-                if (d->caps.sizes[i].kb <= MTHP_DENSITY_MAX_KB)
-                        sizes[n++] = d->caps.sizes[i].kb;
-        r = mthp_procinfo_new(d->host, &d->caps, &d->procinfo);
-        if (r < 0)
-                return r;
-        r = mthp_density_new(d->host, sizes, n, NULL, &d->density);
-        if (r < 0) {
-                mthp_log(LOG_WARNING, "density sampler unavailable: %s; sizes above %uK stay off",
-                         mthp_errno_words(r), d->cfg.engine.unmeasured_max_kb);
-                d->density = NULL;
-        }
-        mthp_log(LOG_INFO, "%u policy file(s) from %s", d->policies->n, d->cfg.policy_dir);
-        r = mthp_cgmon_new(d->host, &d->caps, &d->cgmon);
-        if (r < 0) {
-                mthp_log(LOG_WARNING, "cgroup monitor unavailable: %s; policy files match processes only",
-                         mthp_errno_words(r));
-                d->cgmon = NULL;
-        } else
-                mthp_cgmon_set_match(d->cgmon, cgroup_managed, d);
-        struct mthp_collapse_budget cb;
-        mthp_collapse_budget_default(&cb);
-        cb.max_kb_per_tick = d->cfg.collapse_budget_kb;
-        if (mthp_collapser_new(d->host, &cb, &d->collapser) < 0)
-                d->collapser = NULL;
-        return 0;
-}
-
-/* Releases whatever startup() and main() set up, on every way out of main(). */
-static void daemon_free(struct daemon *d) {
-        bus_free(d->bus);
-        guard_free(d->guard);
-        sd_event_source_unref(d->timer);
-        sd_event_unref(d->event);
-        if (mthp_record_close_write(d->recorder) < 0)
-                mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d->record_file);
-        mthp_sampler_free(d->sampler);
-        mthp_density_free(d->density);
-        mthp_procinfo_free(d->procinfo);
-        mthp_cgmon_free(d->cgmon);
-        mthp_collapser_free(d->collapser);
-        mthp_policy_set_free(d->policies);
-        mthp_host_free(d->host);
-        if (d->lock_fd >= 0)
-                close(d->lock_fd);
-}
-
-int main(int argc, char **argv) {
+/* The command line into d; returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
         static const struct option opts[] = {
                 { "config", required_argument, NULL, 'c' }, { "interval", required_argument, NULL, 'i' },
                 { "dry-run", no_argument, NULL, 'n' },      { "once", no_argument, NULL, '1' },
@@ -897,17 +107,13 @@ int main(int argc, char **argv) {
                 { "mode", required_argument, NULL, 'm' },
                 {},
         };
-        _cleanup_(daemon_free) struct daemon d = {
-                .root = "/", .config_file = DEFAULT_CONFIG, .lock_fd = -1, .mode_override = -1,
-        };
-        bool verbose = false;
-        int c, r;
+        int c;
 
         while ((c = getopt_long(argc, argv, "c:i:m:n1p:r:s:vh", opts, NULL)) >= 0) {
                 switch (c) {
-                case 'c': d.config_file = optarg; d.config_explicit = true; break;
+                case 'c': d->config_file = optarg; d->config_explicit = true; break;
                 case 'i':
-                        if (mthp_parse_duration(optarg, &d.interval_cli) < 0 || d.interval_cli < 100000) {
+                        if (mthp_parse_duration(optarg, &d->interval_cli) < 0 || d->interval_cli < 100000) {
                                 fprintf(stderr, "mthpd: --interval: expected a duration of at least 100ms, got '%s'\n",
                                         optarg);
                                 return 2;
@@ -919,17 +125,17 @@ int main(int argc, char **argv) {
                                 fprintf(stderr, "mthpd: --mode: expected manage or observe, got '%s'\n", optarg);
                                 return 2;
                         }
-                        d.mode_override = (int) mode;
+                        d->mode_override = (int) mode;
                         break;
                 }
-                case 'n': d.mode_override = MTHP_MODE_DRY_RUN; break;
-                case '1': d.once = true; break;
-                case 'r': d.root = optarg; break;
-                case 's': d.state_dir_cli = optarg; break;
-                case 'v': verbose = true; break;
-                case 'R': d.record_file = optarg; break;
-                case 'B': d.no_bus_cli = true; break;
-                case 'p': d.policy_dir_cli = optarg; break;
+                case 'n': d->mode_override = MTHP_MODE_DRY_RUN; break;
+                case '1': d->once = true; break;
+                case 'r': d->root = optarg; break;
+                case 's': d->state_dir_cli = optarg; break;
+                case 'v': *verbose = true; break;
+                case 'R': d->record_file = optarg; break;
+                case 'B': d->no_bus_cli = true; break;
+                case 'p': d->policy_dir_cli = optarg; break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("mthpd %s\n", MTHP_VERSION); return 0;
                 default: usage(stderr); return 2;
@@ -939,6 +145,44 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "mthpd: unexpected argument '%s'\n", argv[optind]);
                 return 2;
         }
+        return -1;
+}
+
+/* The signals, the tick timer and the watchdog on d->event, then the guard
+ * and the bus, which live on it. */
+static int setup_loop(struct daemon *d) {
+        int r;
+        if ((r = sd_event_default(&d->event)) < 0 ||
+            (r = sd_event_add_signal(d->event, NULL, SIGTERM, on_stop, d)) < 0 ||
+            (r = sd_event_add_signal(d->event, NULL, SIGINT, on_stop, d)) < 0 ||
+            (r = sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d)) < 0 ||
+            (r = sd_event_add_time(d->event, &d->timer, CLOCK_MONOTONIC, mthp_now_usec(CLOCK_MONOTONIC), 0, on_timer, d)) < 0 ||
+            (r = sd_event_source_set_enabled(d->timer, SD_EVENT_ON)) < 0 ||
+            (r = watchdog_start(d->event)) < 0) {
+                mthp_log(LOG_ERR, "event loop setup failed: %s", strerror(-r));
+                return r;
+        }
+        sd_event_source_set_time_accuracy(d->timer, 1000);
+        if (guard_new(d, &d->guard) < 0)
+                mthp_log(LOG_WARNING, "no memory cgroup hierarchy: the limited-cgroup guard is off");
+        if (d->cfg.bus)
+                (void) bus_open(d, &d->bus); /* it says why not; mthpd works without it */
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_(daemon_freep) struct daemon *d = NULL;
+        bool verbose = false;
+        int r;
+
+        if (daemon_new(&d) < 0) {
+                fprintf(stderr, "mthpd: out of memory\n");
+                return 1;
+        }
+        d->config_file = DEFAULT_CONFIG;
+        r = parse_args(argc, argv, d, &verbose);
+        if (r >= 0)
+                return r;
         mthp_log_init("mthpd", verbose);
 
         sigset_t mask;
@@ -948,74 +192,31 @@ int main(int argc, char **argv) {
         sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
-        r = startup(&d);
+        r = daemon_startup(d);
         if (r < 0) {
-                if (d.exit_code == MTHPD_EXIT_NOT_WRITABLE)
+                if (d->exit_code == MTHPD_EXIT_NOT_WRITABLE)
                         sd_notifyf(0, "STATUS=not started: cannot write the mTHP knobs (%s); --mode observe only "
-                                   "decides and explains\nERRNO=%d", d.not_writable, -r);
+                                   "decides and explains\nERRNO=%d", d->not_writable, -r);
                 else
                         sd_notifyf(0, "STATUS=failed to start: %s\nERRNO=%d",
-                                   d.start_failure[0] ? d.start_failure : mthp_errno_words(r), -r);
-                return d.exit_code ? d.exit_code : 1;
+                                   d->start_failure[0] ? d->start_failure : mthp_errno_words(r), -r);
+                return d->exit_code ? d->exit_code : 1;
         }
-        if (d.record_file && (r = mthp_record_open_write(d.record_file, &d.caps, &d.recorder)) < 0) {
-                mthp_log(LOG_ERR, "cannot record to %s: %s", d.record_file, mthp_errno_words(r));
+        if (d->record_file && (r = mthp_record_open_write(d->record_file, &d->caps, &d->recorder)) < 0) {
+                mthp_log(LOG_ERR, "cannot record to %s: %s", d->record_file, mthp_errno_words(r));
                 return 1;
         }
         mthp_log(LOG_INFO, "%s every %.1fs (%s; state in %s)",
-                 d.cfg.mode == MTHP_MODE_DRY_RUN ? "observing: deciding and explaining without writing"
-                                                 : "managing mTHP knobs",
-                 (double) d.cfg.interval_usec / 1e6, d.once ? "once" : "until stopped", d.cfg.state_dir);
+                 d->cfg.mode == MTHP_MODE_DRY_RUN ? "observing: deciding and explaining without writing"
+                                                  : "managing mTHP knobs",
+                 (double) d->cfg.interval_usec / 1e6, d->once ? "once" : "until stopped", d->cfg.state_dir);
 
-        if ((r = sd_event_default(&d.event)) < 0 ||
-            (r = sd_event_add_signal(d.event, NULL, SIGTERM, on_stop, &d)) < 0 ||
-            (r = sd_event_add_signal(d.event, NULL, SIGINT, on_stop, &d)) < 0 ||
-            (r = sd_event_add_signal(d.event, NULL, SIGHUP, on_reload, &d)) < 0 ||
-            (r = sd_event_add_time(d.event, &d.timer, CLOCK_MONOTONIC, mthp_now_usec(CLOCK_MONOTONIC), 0, on_timer, &d)) < 0 ||
-            (r = sd_event_source_set_enabled(d.timer, SD_EVENT_ON)) < 0 ||
-            (r = watchdog_start(d.event)) < 0) {
-                mthp_log(LOG_ERR, "event loop setup failed: %s", strerror(-r));
+        if (setup_loop(d) < 0)
                 return 1;
-        }
-        sd_event_source_set_time_accuracy(d.timer, 1000);
-        if (guard_new(&d, &d.guard) < 0)
-                mthp_log(LOG_WARNING, "no memory cgroup hierarchy: the limited-cgroup guard is off");
-        if (d.cfg.bus)
-                (void) bus_open(&d, &d.bus); /* it says why not; mthpd works without it */
         sd_notify(0, "READY=1");
 
-        r = sd_event_loop(d.event);
+        r = sd_event_loop(d->event);
         if (r < 0)
                 mthp_log(LOG_ERR, "event loop failed: %s", strerror(-r));
-
-        d.exit_code = r < 0 ? 1 : 0;
-        if (d.guard) {
-                char g[160];
-                guard_describe(d.guard, g, sizeof(g));
-                mthp_log(LOG_INFO, "guard: %s", g);
-        }
-        if (!d.once) {
-                sd_notify(0, "STOPPING=1");
-                /* say what was really put back: the knobs mthpd changed and
-                 * still owns (others' changes stay, and the restore says so) */
-                unsigned ours = 0;
-                for (unsigned i = 0; i < d.act.journal.n; i++)
-                        ours += d.act.journal.e[i].state != MTHP_ENTRY_FOREIGN;
-                int left = mthp_actuator_restore(&d.act);
-                if (left != 0) {
-                        mthp_log(LOG_ERR, "%d knob(s) could not be restored; the journal %s keeps their originals",
-                                 left < 0 ? -1 : left, d.act.journal_file);
-                        d.exit_code = 1;
-                } else if (d.act.dry_run && d.act.journal.n > 0)
-                        mthp_log(LOG_INFO, "observing: leaving %u knob(s) to the journal %s ('mthpctl restore' or "
-                                 "the next start puts them back); exiting", d.act.journal.n, d.act.journal_file);
-                else if (ours == 0)
-                        mthp_log(LOG_INFO, "mthpd changed no knob: nothing to restore; exiting");
-                else
-                        mthp_log(LOG_INFO, "all knobs restored; exiting (the %u mthpd had changed)", ours);
-        } else if (d.act.journal.n > 0)
-                mthp_log(LOG_INFO, "--once: leaving %u knob(s) set; 'mthpctl restore' puts them back",
-                         d.act.journal.n);
-        mthp_status_file_remove(d.cfg.state_dir);
-        return d.exit_code;
+        return daemon_stop(d, r < 0 ? 1 : 0);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,8 +14,26 @@
 #include "mthp/safe-io.h"
 #include "mthp/util.h"
 
-int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
-                       const char *state_dir, bool dry_run) {
+struct mthp_actuator {
+        const struct mthp_host *host;
+        const struct mthp_caps *caps;
+        char journal_file[MTHP_PATH_MAX];
+        struct mthp_journal journal;
+        bool dry_run;
+        /* dry run: the value each knob would have now ("" = untouched) */
+        char simulated[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        mthp_change_cb on_change;
+        mthp_foreign_cb on_foreign;
+        void *user;
+        unsigned n_history, history_head;
+        struct mthp_change history[MTHP_HISTORY_MAX];
+        /* mthp_actuator_batch(): writes back to the original value leave the
+         * journal file to one save at the end */
+        bool batch, batch_dirty;
+};
+
+static int actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
+                         const char *state_dir, bool dry_run) {
         memset(a, 0, sizeof(*a));
         a->host = h;
         a->caps = caps;
@@ -28,6 +47,60 @@ int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const
         if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
+}
+
+int mthp_actuator_new(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir, bool dry_run,
+                      struct mthp_actuator **ret) {
+        struct mthp_actuator *a = malloc(sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        int r = actuator_init(a, h, caps, state_dir, dry_run);
+        if (r < 0) {
+                free(a);
+                return r;
+        }
+        *ret = a;
+        return 0;
+}
+
+void mthp_actuator_free(struct mthp_actuator *a) {
+        free(a);
+}
+
+void mthp_actuator_set_hooks(struct mthp_actuator *a, mthp_change_cb on_change, mthp_foreign_cb on_foreign,
+                             void *user) {
+        a->on_change = on_change;
+        a->on_foreign = on_foreign;
+        a->user = user;
+}
+
+bool mthp_actuator_dry_run(const struct mthp_actuator *a) {
+        return a->dry_run;
+}
+
+void mthp_actuator_set_dry_run(struct mthp_actuator *a, bool dry_run) {
+        a->dry_run = dry_run;
+}
+
+void mthp_actuator_forget_simulated(struct mthp_actuator *a) {
+        memset(a->simulated, 0, sizeof(a->simulated));
+}
+
+const char *mthp_actuator_journal_file(const struct mthp_actuator *a) {
+        return a->journal_file;
+}
+
+const struct mthp_journal *mthp_actuator_journal(const struct mthp_actuator *a) {
+        return &a->journal;
+}
+
+unsigned mthp_actuator_n_history(const struct mthp_actuator *a) {
+        return a->n_history;
+}
+
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i) {
+        unsigned oldest = (a->history_head + MTHP_HISTORY_MAX - a->n_history) % MTHP_HISTORY_MAX;
+        return &a->history[(oldest + i) % MTHP_HISTORY_MAX];
 }
 
 static void record(struct mthp_actuator *a, const struct mthp_knob *k, const char *old, const char *new,

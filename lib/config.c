@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,9 +197,6 @@ static int parse_rate(const char *s, double *out) {
         return 0;
 }
 
-#define BAD(what) \
-        (mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value), -EINVAL)
-
 /* Parser state: the config and where each key was set, so that a repeated
  * key is an error naming both lines, as in policy files (it silently
  * overrode). */
@@ -236,9 +234,165 @@ static int handler_once(struct mthp_ini *ini, const char *section, const char *k
         return r;
 }
 
+/* The keys of mthpd.conf: where each value goes, how it is read and what
+ * the error says was expected. A parser returns 0 or < 0 for a bad value. */
+struct key {
+        const char *section, *name;
+        int (*parse)(const struct key *k, struct mthp_config *c, const char *value);
+        size_t offset;                  /* of the field in struct mthp_config */
+        unsigned lo, hi;                /* key_count's range; key_sizes' kind */
+        const char *expected;
+};
+
+#define FIELD(c, k, type) ((type *) ((char *) (c) + (k)->offset))
+#define ENGINE(field) offsetof(struct mthp_config, engine.field)
+
+static int key_count(const struct key *k, struct mthp_config *c, const char *value) {
+        return parse_count(value, k->lo, k->hi, FIELD(c, k, unsigned));
+}
+
+static int key_rate(const struct key *k, struct mthp_config *c, const char *value) {
+        return parse_rate(value, FIELD(c, k, double));
+}
+
+static int key_percent(const struct key *k, struct mthp_config *c, const char *value) {
+        return mthp_parse_percent(value, FIELD(c, k, double));
+}
+
+static int key_boolean(const struct key *k, struct mthp_config *c, const char *value) {
+        return mthp_parse_boolean(value, FIELD(c, k, bool));
+}
+
+static int key_max_bloat(const struct key *k, struct mthp_config *c, const char *value) {
+        return mthp_parse_max_bloat(value, FIELD(c, k, double));
+}
+
+static int key_interval(const struct key *k, struct mthp_config *c, const char *value) {
+        uint64_t u;
+        (void) k;
+        if (mthp_parse_duration(value, &u) < 0 || u < 100000 || u > 3600000000ULL)
+                return -EINVAL;
+        c->interval_usec = u;
+        return 0;
+}
+
+static int key_mode(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        if (strcmp(value, "manage") == 0)
+                c->mode = MTHP_MODE_MANAGE;
+        /* dry-run: the mode's old name, still accepted */
+        else if (strcmp(value, "observe") == 0 || strcmp(value, "dry-run") == 0)
+                c->mode = MTHP_MODE_DRY_RUN;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int key_policy_dir(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        return mthp_config_set_policy_dir(c, value);
+}
+
+static int key_state_dir(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        return mthp_config_set_state_dir(c, value);
+}
+
+static int key_sizes(const struct key *k, struct mthp_config *c, const char *value) {
+        return mthp_parse_size_range(value, &c->engine.min_kb[k->lo], &c->engine.max_kb[k->lo]);
+}
+
+static int key_unmeasured_max(const struct key *k, struct mthp_config *c, const char *value) {
+        unsigned kb;
+        (void) k;
+        if (strcasecmp(value, "none") == 0)
+                kb = 0;
+        else if (mthp_parse_ladder_size(value, &kb) < 0)
+                return -EINVAL;
+        c->engine.unmeasured_max_kb = kb;
+        return 0;
+}
+
+static int key_guard_headroom(const struct key *k, struct mthp_config *c, const char *value) {
+        double v;
+        (void) k;
+        if (mthp_parse_percent(value, &v) < 0 || v <= 0 || v >= 100)
+                return -EINVAL;
+        c->engine.guard_headroom = v;
+        return 0;
+}
+
+static int key_guard_floor(const struct key *k, struct mthp_config *c, const char *value) {
+        double v;
+        (void) k;
+        if (mthp_parse_percent(value, &v) < 0 || v > 100)
+                return -EINVAL;
+        c->engine.guard_floor = v;
+        return 0;
+}
+
+static int key_compaction_stall(const struct key *k, struct mthp_config *c, const char *value) {
+        uint64_t us;
+        (void) k;
+        if (mthp_parse_duration(value, &us) < 0 || us > 1000000)
+                return -EINVAL;
+        c->engine.max_compact_ms = (double) us / 1000.0;
+        return 0;
+}
+
+static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
+        unsigned kb;
+        (void) k;
+        if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
+                kb = 0;
+        else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
+                return -EINVAL;
+        c->collapse_budget_kb = kb;
+        return 0;
+}
+
+static const struct key keys[] = {
+        { "Daemon", "Interval", key_interval, 0, 0, 0, "a duration from 100ms to 1h (e.g. 1s, 500ms)" },
+        { "Daemon", "Mode", key_mode, 0, 0, 0, "manage or observe" },
+        { "Daemon", "Bus", key_boolean, offsetof(struct mthp_config, bus), 0, 0, "yes or no" },
+        { "Daemon", "PolicyDirectory", key_policy_dir, 0, 0, 0, "an absolute directory path of less than 256 bytes" },
+        { "Daemon", "StateDirectory", key_state_dir, 0, 0, 0, "an absolute directory path of at most 223 bytes" },
+        { "Engine", "AnonSizes", key_sizes, 0, MTHP_ANON, 0,
+          "a size range like 16K-64K, one size like 64K (mTHP sizes: powers of two, 8K or more), or none" },
+        { "Engine", "ShmemSizes", key_sizes, 0, MTHP_SHMEM, 0,
+          "a size range like 16K-64K, one size like 64K (mTHP sizes: powers of two, 8K or more), or none" },
+        { "Engine", "RaiseFaultRate", key_rate, ENGINE(raise_fault_rate), 0, 0,
+          "pages per second (e.g. 25000 or 25k)" },
+        { "Engine", "LowerFaultRate", key_rate, ENGINE(lower_fault_rate), 0, 0,
+          "pages per second (e.g. 2500 or 2.5k)" },
+        { "Engine", "ConfirmTicks", key_count, ENGINE(confirm_ticks), 1, 100, "a whole number from 1 to 100" },
+        { "Engine", "DensityConfirmTicks", key_count, ENGINE(density_confirm_ticks), 1, 100,
+          "a whole number from 1 to 100" },
+        { "Engine", "LowerTicks", key_count, ENGINE(lower_ticks), 1, 1000, "a whole number from 1 to 1000" },
+        { "Engine", "DwellTicks", key_count, ENGINE(dwell_ticks), 0, 1000, "a whole number from 0 to 1000" },
+        { "Engine", "PressureMax", key_percent, ENGINE(psi_some_max), 0, 0, "a percentage (PSI some avg10)" },
+        { "Engine", "MinAvailable", key_percent, ENGINE(min_available), 0, 0, "a percentage of MemTotal" },
+        { "Engine", "MaxBloat", key_max_bloat, ENGINE(max_bloat), 0, 0,
+          "a percentage of extra RSS, 0-10000 (e.g. 20%)" },
+        { "Engine", "MinProcessFaultRate", key_rate, ENGINE(min_proc_fault_rate), 0, 0,
+          "faults per second (e.g. 100)" },
+        { "Engine", "MinProcessShare", key_percent, ENGINE(min_proc_share), 0, 0, "a percentage of the kind's faults" },
+        { "Engine", "UnmeasuredMaxSize", key_unmeasured_max, 0, 0, 0,
+          "an mTHP size like 64K (a power of two, 8K or more), or none" },
+        { "Engine", "CgroupHeadroom", key_percent, ENGINE(cgroup_headroom), 0, 0,
+          "a percentage of the cgroup's limit" },
+        { "Engine", "GuardHeadroom", key_guard_headroom, 0, 0, 0,
+          "a percentage of a limited cgroup's headroom, above 0 and below 100" },
+        { "Engine", "GuardFloor", key_guard_floor, 0, 0, 0, "a percentage of a limited cgroup's limit, 0-100" },
+        { "Engine", "MaxCompactionStall", key_compaction_stall, 0, 0, 0, "a stall per second, 0-1s (e.g. 50ms)" },
+        { "Engine", "DefaultPriority", key_count, ENGINE(default_priority), 0, 100, "a whole number from 0 to 100" },
+        { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
+        { "Engine", "VerifyTicks", key_count, ENGINE(verify_ticks), 1, 100, "a whole number from 1 to 100" },
+        { "Engine", "MaxFallback", key_percent, ENGINE(max_fallback), 0, 0, "a percentage of mTHP faults" },
+};
+
 static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
         struct mthp_config *c = ini->user;
-        struct mthp_engine_config *e = &c->engine;
 
         if (!key) {
                 if (strcmp(section, "Daemon") != 0 && strcmp(section, "Engine") != 0) {
@@ -247,118 +401,16 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 }
                 return 0;
         }
-
-        if (strcmp(section, "Daemon") == 0) {
-                if (strcmp(key, "Interval") == 0) {
-                        uint64_t u;
-                        if (mthp_parse_duration(value, &u) < 0 || u < 100000 || u > 3600000000ULL)
-                                return BAD("a duration from 100ms to 1h (e.g. 1s, 500ms)");
-                        c->interval_usec = u;
-                        return 0;
-                }
-                if (strcmp(key, "Mode") == 0) {
-                        if (strcmp(value, "manage") == 0)
-                                c->mode = MTHP_MODE_MANAGE;
-                        /* dry-run: the mode's old name, still accepted */
-                        else if (strcmp(value, "observe") == 0 || strcmp(value, "dry-run") == 0)
-                                c->mode = MTHP_MODE_DRY_RUN;
-                        else
-                                return BAD("manage or observe");
-                        return 0;
-                }
-                if (strcmp(key, "Bus") == 0)
-                        return mthp_parse_boolean(value, &c->bus) < 0 ? BAD("yes or no") : 0;
-                if (strcmp(key, "PolicyDirectory") == 0)
-                        return mthp_config_set_policy_dir(c, value) < 0
-                                       ? BAD("an absolute directory path of less than 256 bytes")
-                                       : 0;
-                if (strcmp(key, "StateDirectory") == 0)
-                        return mthp_config_set_state_dir(c, value) < 0
-                                       ? BAD("an absolute directory path of at most 223 bytes")
-                                       : 0;
-        } else if (strcmp(section, "Engine") == 0) {
-                if (strcmp(key, "AnonSizes") == 0 || strcmp(key, "ShmemSizes") == 0) {
-                        int k = key[0] == 'A' ? MTHP_ANON : MTHP_SHMEM;
-                        if (mthp_parse_size_range(value, &e->min_kb[k], &e->max_kb[k]) < 0)
-                                return BAD("a size range like 16K-64K, one size like 64K (mTHP sizes: powers of two, 8K or more), or none");
-                        return 0;
-                }
-                if (strcmp(key, "RaiseFaultRate") == 0)
-                        return parse_rate(value, &e->raise_fault_rate) < 0 ? BAD("pages per second (e.g. 25000 or 25k)") : 0;
-                if (strcmp(key, "LowerFaultRate") == 0)
-                        return parse_rate(value, &e->lower_fault_rate) < 0 ? BAD("pages per second (e.g. 2500 or 2.5k)") : 0;
-                if (strcmp(key, "ConfirmTicks") == 0)
-                        return parse_count(value, 1, 100, &e->confirm_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
-                if (strcmp(key, "DensityConfirmTicks") == 0)
-                        return parse_count(value, 1, 100, &e->density_confirm_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
-                if (strcmp(key, "LowerTicks") == 0)
-                        return parse_count(value, 1, 1000, &e->lower_ticks) < 0 ? BAD("a whole number from 1 to 1000") : 0;
-                if (strcmp(key, "DwellTicks") == 0)
-                        return parse_count(value, 0, 1000, &e->dwell_ticks) < 0 ? BAD("a whole number from 0 to 1000") : 0;
-                if (strcmp(key, "PressureMax") == 0)
-                        return mthp_parse_percent(value, &e->psi_some_max) < 0 ? BAD("a percentage (PSI some avg10)") : 0;
-                if (strcmp(key, "MinAvailable") == 0)
-                        return mthp_parse_percent(value, &e->min_available) < 0 ? BAD("a percentage of MemTotal") : 0;
-                if (strcmp(key, "MaxBloat") == 0)
-                        return mthp_parse_max_bloat(value, &e->max_bloat) < 0
-                                       ? BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)")
-                                       : 0;
-                if (strcmp(key, "MinProcessFaultRate") == 0)
-                        return parse_rate(value, &e->min_proc_fault_rate) < 0 ? BAD("faults per second (e.g. 100)") : 0;
-                if (strcmp(key, "MinProcessShare") == 0)
-                        return mthp_parse_percent(value, &e->min_proc_share) < 0 ? BAD("a percentage of the kind's faults") : 0;
-                if (strcmp(key, "UnmeasuredMaxSize") == 0) {
-                        unsigned kb;
-                        if (strcasecmp(value, "none") == 0)
-                                kb = 0;
-                        else if (mthp_parse_ladder_size(value, &kb) < 0)
-                                return BAD("an mTHP size like 64K (a power of two, 8K or more), or none");
-                        e->unmeasured_max_kb = kb;
-                        return 0;
-                }
-                if (strcmp(key, "CgroupHeadroom") == 0)
-                        return mthp_parse_percent(value, &e->cgroup_headroom) < 0 ? BAD("a percentage of the cgroup's limit") : 0;
-                if (strcmp(key, "GuardHeadroom") == 0) {
-                        double v;
-                        if (mthp_parse_percent(value, &v) < 0 || v <= 0 || v >= 100)
-                                return BAD("a percentage of a limited cgroup's headroom, above 0 and below 100");
-                        e->guard_headroom = v;
-                        return 0;
-                }
-                if (strcmp(key, "GuardFloor") == 0) {
-                        double v;
-                        if (mthp_parse_percent(value, &v) < 0 || v > 100)
-                                return BAD("a percentage of a limited cgroup's limit, 0-100");
-                        e->guard_floor = v;
-                        return 0;
-                }
-                if (strcmp(key, "MaxCompactionStall") == 0) {
-                        uint64_t us;
-                        if (mthp_parse_duration(value, &us) < 0 || us > 1000000)
-                                return BAD("a stall per second, 0-1s (e.g. 50ms)");
-                        e->max_compact_ms = (double) us / 1000.0;
-                        return 0;
-                }
-                if (strcmp(key, "DefaultPriority") == 0)
-                        return parse_count(value, 0, 100, &e->default_priority) < 0 ? BAD("a whole number from 0 to 100") : 0;
-                if (strcmp(key, "CollapseBudget") == 0) {
-                        unsigned kb;
-                        if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
-                                kb = 0;
-                        else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
-                                return BAD("a size per tick like 64M, or none");
-                        c->collapse_budget_kb = kb;
-                        return 0;
-                }
-                if (strcmp(key, "VerifyTicks") == 0)
-                        return parse_count(value, 1, 100, &e->verify_ticks) < 0 ? BAD("a whole number from 1 to 100") : 0;
-                if (strcmp(key, "MaxFallback") == 0)
-                        return mthp_parse_percent(value, &e->max_fallback) < 0 ? BAD("a percentage of mTHP faults") : 0;
-        } else {
+        if (strcmp(section, "Daemon") != 0 && strcmp(section, "Engine") != 0) {
                 if (!*section) /* a key before any [Section] header */
                         mthp_ini_error(ini, "unknown section []: key '%s' must follow [Daemon] or [Engine]", key);
                 return -EINVAL; /* others were reported once, at their header */
         }
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, key) == 0)
+                        return keys[i].parse(&keys[i], c, value) < 0
+                                       ? mthp_ini_bad(ini, section, key, value, keys[i].expected)
+                                       : 0;
         mthp_ini_error(ini, "unknown key '%s' in [%s]", key, section);
         return -EINVAL;
 }

@@ -96,6 +96,7 @@ struct proc_ctx {
         uint8_t *unlisted;                  /* the process's entry: persists across ticks */
         unsigned windows[_MTHP_KIND_MAX];
         bool census[_MTHP_KIND_MAX];
+        struct mthp_shm_mapping shm;        /* the largest shmem mapping */
 };
 
 struct mthp_density_sampler {
@@ -109,6 +110,7 @@ struct mthp_density_sampler {
         uint64_t wbytes;
         uint64_t rng;
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
+        int kpf_fd;                         /* /proc/kpageflags, -1: not readable here */
         pid_t self;
 
         struct mthp_proc_scan ps;           /* the rotating /proc scan: who faults */

@@ -76,6 +76,10 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
         s->rng = b.seed;
         mthp_proc_scan_init(&s->ps, h);
         s->self = getpid();
+        /* folio sizes of shmem pages: root on the real host only */
+        s->kpf_fd = h->real ? mthp_host_open_file(h, "/proc/kpageflags", O_RDONLY) : -1;
+        if (s->kpf_fd < 0)
+                s->kpf_fd = -1;
         s->procs = calloc(b.max_procs, sizeof(*s->procs));
         s->rbuf = aligned_alloc(PAGE, READ_BATCH * PAGE);
         s->vmf = calloc(VMF_CACHE, sizeof(*s->vmf));
@@ -91,6 +95,8 @@ void mthp_density_free(struct mthp_density_sampler *s) {
         if (!s)
                 return;
         mthp_proc_scan_free(&s->ps);
+        if (s->kpf_fd >= 0)
+                close(s->kpf_fd);
         free(s->targets);
         free(s->procs);
         free(s->text);
@@ -271,6 +277,56 @@ static unsigned vmf_flags_at(const struct vmf_entry *v, uint64_t start) {
         return 0;
 }
 
+/* Which knobs reach a shared mapping (mthp_shm_reach), by its maps name. */
+static uint8_t shm_reach(const struct mthp_mapping *m) {
+        static const char deleted[] = " (deleted)";
+        size_t dl = sizeof(deleted) - 1;
+        if (m->name_len >= 5 && memcmp(m->name, "/SYSV", 5) == 0)
+                return MTHP_SHM_SYSV;
+        /* unlinked before mmap, a tmpfs file is anonymous shmem to the kernel;
+         * one unlinked after mmap is taken for that too (maps cannot tell) */
+        if (m->name_len >= 9 && memcmp(m->name, "/dev/shm/", 9) == 0 &&
+            !(m->name_len > dl && memcmp(m->name + m->name_len - dl, deleted, dl) == 0))
+                return MTHP_SHM_TMPFS_FILE;
+        return MTHP_SHM_PER_SIZE;
+}
+
+/* The largest folio a shared mapping's faults can get: its address and
+ * file offset must agree modulo the folio size. */
+static unsigned shm_align_kb(const struct mthp_mapping *m) {
+        uint64_t v = (m->start - m->offset) / PAGE;
+        if (v == 0)
+                return MTHP_DENSITY_MAX_KB;
+        uint64_t kb = (v & -v) * (PAGE / 1024);
+        return kb < MTHP_DENSITY_MAX_KB ? (unsigned) kb : MTHP_DENSITY_MAX_KB;
+}
+
+/* Of up to MTHP_DENSITY_SHM_PROBES present pages of the largest shmem
+ * mapping, evenly spread, how many sit in a large folio (kpageflags
+ * COMPOUND_HEAD or COMPOUND_TAIL). A few preads; unknown (sampled 0)
+ * without a readable kpageflags or PFNs (not root). */
+static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_ctx *c) {
+        struct mthp_shm_mapping *m = &c->shm;
+        if (s->kpf_fd < 0 || m->bytes == 0)
+                return;
+        uint64_t pages = m->bytes / PAGE, step = pages / MTHP_DENSITY_SHM_PROBES;
+        if (step == 0)
+                step = 1;
+        for (uint64_t i = step / 2; i < pages && m->sampled < MTHP_DENSITY_SHM_PROBES; i += step) {
+                uint64_t e, f, pfn;
+                if (pread(c->fd, &e, sizeof(e), (off_t) ((m->addr / PAGE + i) * sizeof(e))) != sizeof(e))
+                        return;
+                pfn = e & ((1ULL << 55) - 1);
+                if (!(e & PM_PRESENT) || pfn == 0)
+                        continue;
+                if (pread(s->kpf_fd, &f, sizeof(f), (off_t) (pfn * sizeof(f))) != sizeof(f))
+                        return;
+                m->sampled++;
+                if (f & ((1ULL << 15) | (1ULL << 16)))   /* KPF_COMPOUND_HEAD, KPF_COMPOUND_TAIL */
+                        m->large++;
+        }
+}
+
 static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, size_t len,
                            const struct mthp_density_target *t) {
         const char *p = s->text, *end = s->text + len;
@@ -311,6 +367,13 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
                                 c->span[kind] += b - a;
                                 if (flags & MTHP_VMA_HUGEPAGE)
                                         c->advised_span[kind] += b - a;
+                                if (kind == MTHP_SHMEM && m.end - m.start > c->shm.bytes)
+                                        c->shm = (struct mthp_shm_mapping) {
+                                                .addr = m.start,
+                                                .bytes = m.end - m.start,
+                                                .align_kb = shm_align_kb(&m),
+                                                .reach = shm_reach(&m),
+                                        };
                         }
                 }
                 p = eol + 1;
@@ -445,6 +508,7 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
                 s->scan = density_pm_scan(s, fd, 0, PAGE, 1, 1, &n) == 0 ? 1 : -1;
         }
         c.can_read = s->host->real && s->b.reads_per_window > 0;
+        probe_shm_folios(s, &c);
 
         /* split the draws between the kinds by resident size (by span if
          * status does not say); a kind with nothing resident is skipped */
@@ -476,6 +540,7 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
         memset(out, 0, sizeof(*out));
         fold(s, &c, out);
         proc_done(e, &c, out, t0, t0_cpu);
+        out->shm = c.shm;
         return 0;
 }
 
@@ -614,6 +679,7 @@ void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_dens
         mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
         o->fault_rate = p->minflt_rate;
         o->new_proc = p->rate_from_lifetime;
+        o->shm = p->shm;
         o->thp_disabled = p->thp_disabled;
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                 o->rss_kb[k] = p->kind[k].rss_bytes / 1024;

@@ -376,3 +376,60 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
                 }
         }
 }
+
+/* A shmem size the kernel cannot give a recently sampled process's largest
+ * shared mapping (measured on 6.18: README, "Shmem as it really behaves"):
+ * a mapping whose address and file offset are not aligned for the size, a
+ * linked tmpfs file or a SysV segment (the per-size knobs never reach
+ * them), or one whose sampled pages all sit in 4K folios (the page cache
+ * was filled before the raise, and a fault maps the folio it finds). The
+ * most faulting such process is described in buf. */
+static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
+        const struct mthp_shm_mapping *m = &p->shm;
+        /* one that holds shmem worth a folio of the size */
+        if (m->reach == MTHP_SHM_NONE || m->bytes < (uint64_t) kb * 1024 || p->rss_kb[MTHP_SHMEM] < kb)
+                return false;
+        char sz[16], al[16], who[64];
+        mthp_format_size(kb, sz, sizeof(sz));
+        mthp_format_size(m->align_kb, al, sizeof(al));
+        snprintf(who, sizeof(who), "pid %d (%s)'s %llu MiB", p->pid, p->comm, (unsigned long long) (m->bytes >> 20));
+        if (m->reach == MTHP_SHM_TMPFS_FILE)
+                snprintf(buf, n,
+                         "%s tmpfs file mapping at 0x%llx is a linked file: the per-size knobs never reach it (its "
+                         "mount's huge= does, 2M only); MADV_COLLAPSE can",
+                         who, (unsigned long long) m->addr);
+        else if (m->reach == MTHP_SHM_SYSV)
+                snprintf(buf, n,
+                         "%s SysV segment at 0x%llx takes large folios only from the global shmem_enabled (2M), "
+                         "never from the per-size knobs",
+                         who, (unsigned long long) m->addr);
+        else if (m->align_kb < kb)
+                snprintf(buf, n,
+                         "%s segment at 0x%llx is not %s-aligned (its address allows %s): its faults keep folios of "
+                         "%s at most; restart it with the size on",
+                         who, (unsigned long long) m->addr, sz, al, al);
+        else if (m->sampled >= 4 && m->large == 0)
+                snprintf(buf, n,
+                         "%s segment at 0x%llx holds 4K folios (%u of %u sampled pages in large folios): its page "
+                         "cache was filled before the raise and keeps its folios; MADV_COLLAPSE (2M) can repair it",
+                         who, (unsigned long long) m->addr, m->large, m->sampled);
+        else
+                return false;
+        return true;
+}
+
+bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n) {
+        int best = -1;
+        char tmp[512];
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *p = &st->proc[j];
+                if (!p->pid || tick > p->seen_tick + PROC_RECENT_TICKS || !shm_describe(p, kb, tmp, sizeof(tmp)))
+                        continue;
+                if (best < 0 || p->fault_rate > st->proc[best].fault_rate)
+                        best = (int) j;
+        }
+        if (best < 0)
+                return false;
+        shm_describe(&st->proc[best], kb, buf, n);
+        return true;
+}

@@ -78,3 +78,7 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
                             const struct mthp_engine_state *st, const struct mthp_snapshot *snap, enum mthp_kind kind,
                             const struct density_verdict *v, const unsigned *ladder, unsigned n_ladder, char *buf,
                             size_t n);
+/* A shmem size 'always' that cannot reach a sampled process's shared
+ * mapping (remembered processes seen in the last PROC_RECENT_TICKS): true
+ * and why in buf. */
+bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n);

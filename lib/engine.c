@@ -27,11 +27,6 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
         return n;
 }
 
-static double size_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i, const char *name) {
-        int j = mthp_stat_index(&caps->sizes[i], name);
-        return j < 0 ? 0 : snap->size[i].stat[j].rate;
-}
-
 /* How much of a block of this size a process really uses. Content is not
  * use: while no folio of this size or larger is handed out (folios_on
  * false), pagemap coverage says exactly what was touched, and a written
@@ -166,6 +161,18 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                         fold_usage(&m->wp[k][z], &m->up[k][z], pu, pw);
                                 else /* all hg: nothing of the others seen */
                                         m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
+                        }
+                }
+                if (p->shm.reach != MTHP_SHM_NONE) {
+                        struct mthp_shm_mapping old = m->shm;
+                        bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
+                        if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
+                                m->shm = p->shm;
+                                m->shm_tick = snap->tick;
+                                if (same) { /* a few probes a tick: half the last ones still count */
+                                        m->shm.sampled = (uint16_t) (old.sampled / 2 + p->shm.sampled);
+                                        m->shm.large = (uint16_t) (old.large / 2 + p->shm.large);
+                                }
                         }
                 }
                 m->seen_tick = snap->tick;
@@ -350,7 +357,7 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         double madvised = 0;
         for (unsigned z = 0; z < caps->n_sizes; z++)
                 if (engine_size_madvised(caps, snap, kind, z))
-                        madvised += size_rate(caps, snap, z, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") *
+                        madvised += mthp_stat_rate(caps, snap, z, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") *
                                     caps->sizes[z].kb / mthp_caps_page_kb(caps);
         s->madvised = madvised < snap->kind_pages_rate[kind] ? madvised : snap->kind_pages_rate[kind];
         s->demand -= s->madvised;
@@ -358,9 +365,9 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         /* The kernel counts a fallback at every size it tries, so only the
          * largest enabled size's own ratio says whether it is failing. */
         if (top_size >= 0) {
-                double alloc = size_rate(caps, snap, (unsigned) top_size,
+                double alloc = mthp_stat_rate(caps, snap, (unsigned) top_size,
                                          kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc");
-                double fb = size_rate(caps, snap, (unsigned) top_size,
+                double fb = mthp_stat_rate(caps, snap, (unsigned) top_size,
                                       kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback");
                 s->top_alloc = alloc;
                 if (alloc + fb >= 10) {
@@ -694,21 +701,27 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
 
 /* A failed probe: back to the largest enabled size the kernel did use. */
 static void step_back_probe(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                            const struct mthp_snapshot *snap, struct kind_step *k) {
+                            const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                            struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         char to[16];
         unsigned back = st->verify_from < st->level ? st->verify_from : st->level - 1;
+        const char *alloc = k->kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc";
         for (unsigned r = st->level - 1; r > back; r--)
-                if (size_rate(caps, snap, k->ladder[r - 1], k->kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") >
-                    0) {
+                if (mthp_stat_rate(caps, snap, k->ladder[r - 1], alloc) > 0) {
                         back = r;
                         break;
                 }
         engine_level_name(caps, k->ladder, back, to, sizeof(to));
+        char cause[380] = "";
+        if (k->kind == MTHP_SHMEM &&
+            engine_shm_unreachable(next, snap->tick, caps->sizes[k->ladder[st->level - 1]].kb, cause + 2,
+                                   sizeof(cause) - 2))
+                memcpy(cause, "; ", 2);
         snprintf(k->why, sizeof(k->why),
                  "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
-                 "demand: back to %s, the largest size in use",
-                 k->kname, k->top, k->kname, k->top, cfg->verify_ticks, k->sig.demand, to);
+                 "demand: back to %s, the largest size in use%s",
+                 k->kname, k->top, k->kname, k->top, cfg->verify_ticks, k->sig.demand, to, cause);
         step_down_failed(cfg, st, back, snap->tick);
         st->ceiling = back + 1; /* every size above it went unused */
 }
@@ -736,7 +749,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 step_down_failed(cfg, st, st->level - 1, snap->tick);
                 st->pressure_streak = 0; /* PSI lags: give the step time to show */
         } else if (k->probe_failed) {
-                step_back_probe(cfg, caps, snap, k);
+                step_back_probe(cfg, caps, snap, next, k);
         } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
                 /* bloat guard: no dwell, a faulting sparse process pays now */
                 char hd[320];
@@ -804,8 +817,9 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
 /* One decision for every per-size knob of this kind: sizes off the ladder
  * (e.g. after a reload narrowed it) go back to their original value
  * instead of staying as we left them. */
-static void emit_size_decisions(const struct mthp_caps *caps, const struct kind_step *k, struct mthp_decision *out,
-                                size_t *n, size_t n_out) {
+static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st_all, const struct kind_step *k,
+                                struct mthp_decision *out, size_t *n, size_t n_out) {
         const struct mthp_engine_kind *st = k->st;
         for (unsigned i = 0; i < caps->n_sizes && *n < n_out; i++) {
                 int knob = caps->sizes[i].knob[k->kind];
@@ -816,21 +830,28 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct kind_
                         if (k->ladder[r] == i)
                                 rung = (int) r;
                 struct mthp_decision *d = &out[(*n)++];
-                char sname[16];
+                char sname[16], status[400];
                 mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
                 d->knob = knob;
                 bool on = rung >= 0 && (unsigned) rung < st->level;
                 const char *adv = k->kind == MTHP_ANON ? "madvise" : "advise";
                 bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
                 snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv ? adv : "");
+                /* "in use" only where the kernel can use it: a shmem size
+                 * does not reach mappings made or filled before it */
+                char unreach[360];
+                if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach)))
+                        snprintf(status, sizeof(status), "always, but %s", unreach);
+                else
+                        snprintf(status, sizeof(status), "%s",
+                                 on     ? "in use"
+                                 : madv ? "madvise: a policy wants it where programs ask"
+                                        : "not needed: original value");
                 if (rung < 0)
                         snprintf(d->reason, sizeof(d->reason),
                                  "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
                 else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
-                                  k->n_ladder, sname,
-                                  on     ? "in use"
-                                  : madv ? "madvise: a policy wants it where programs ask"
-                                         : "not needed: original value",
+                                  k->n_ladder, sname, status,
                                   k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked,
                                   k->left_out[0] ? "; " : "", k->left_out) >=
                          (int) sizeof(d->reason))
@@ -890,7 +911,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 kind_target(cfg, caps, snap, next, &k);
                 decide_kind(cfg, caps, snap, next, &k);
                 settle_kind(caps, snap, &k, &want_defer, defer_why, sizeof(defer_why));
-                emit_size_decisions(caps, &k, out, &n, n_out);
+                emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
         }
         decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
         shrinker_net(cfg, caps, next, out, &n, n_out);

@@ -126,3 +126,8 @@ int mthp_ini_parse_string(const char *name, const char *text, mthp_ini_handler h
         struct reader r = { .ini = &ini, .p = text, .h = h };
         return parse(&r);
 }
+
+int mthp_ini_bad(struct mthp_ini *ini, const char *section, const char *key, const char *value, const char *what) {
+        mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value);
+        return -EINVAL;
+}

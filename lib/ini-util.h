@@ -27,3 +27,6 @@ int mthp_ini_parse_file(const char *file, unsigned flags, mthp_ini_handler h, vo
 int mthp_ini_parse_string(const char *name, const char *text, mthp_ini_handler h, void *user, char *err,
                           size_t errsz);
 void mthp_ini_error(struct mthp_ini *ini, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A bad value, said the one way: "key 'K' in [S]: expected WHAT, got 'V'".
+ * Returns -EINVAL. */
+int mthp_ini_bad(struct mthp_ini *ini, const char *section, const char *key, const char *value, const char *what);

@@ -54,9 +54,6 @@ static void policy_defaults(struct mthp_policy *p, const char *name) {
         p->max_pressure = NAN;
 }
 
-#define BAD(what) \
-        (mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value), -EINVAL)
-
 static int valid_pattern(const char *v, bool path) {
         if (!*v)
                 return -EINVAL;
@@ -72,73 +69,129 @@ static int valid_pattern(const char *v, bool path) {
         return 0;
 }
 
-static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
-        struct parse *ps = ini->user;
+/* A section header: [Match] and [Policy], each once. */
+static int section_header(struct mthp_ini *ini, struct parse *ps, const char *section) {
+        unsigned *seen = strcmp(section, "Match") == 0    ? &ps->match_line
+                         : strcmp(section, "Policy") == 0 ? &ps->policy_line
+                                                          : NULL;
+        if (!seen) {
+                mthp_ini_error(ini, "unknown section [%s]: expected [Match] or [Policy]", section);
+                return -EINVAL;
+        }
+        if (*seen) {
+                mthp_ini_error(ini, "section [%s] repeated (first at line %u): expected each section once",
+                               section, *seen);
+                return -EINVAL;
+        }
+        *seen = ini->line;
+        return 0;
+}
+
+/* [Match]: Cgroup= and Unit= patterns (each at most MTHP_POLICY_MATCH_MAX,
+ * none twice), Delegated= once. */
+static int match_key(struct mthp_ini *ini, struct parse *ps, const char *key, const char *value) {
         struct mthp_policy *p = ps->p;
-
-        ps->last_line = ini->line;
-        if (!key) {
-                unsigned *seen = strcmp(section, "Match") == 0    ? &ps->match_line
-                                 : strcmp(section, "Policy") == 0 ? &ps->policy_line
-                                                                  : NULL;
-                if (!seen) {
-                        mthp_ini_error(ini, "unknown section [%s]: expected [Match] or [Policy]", section);
+        bool cg = strcmp(key, "Cgroup") == 0;
+        if (strcmp(key, "Delegated") == 0) {
+                if (ps->line[K_DELEGATED]) {
+                        mthp_ini_error(ini, "key '%s' in [Match]: already set at line %u", key,
+                                       ps->line[K_DELEGATED]);
                         return -EINVAL;
                 }
-                if (*seen) {
-                        mthp_ini_error(ini, "section [%s] repeated (first at line %u): expected each section once",
-                                       section, *seen);
-                        return -EINVAL;
-                }
-                *seen = ini->line;
-                return 0;
+                ps->line[K_DELEGATED] = ini->line;
+                return mthp_parse_boolean(value, &p->delegated) < 0 ? mthp_ini_bad(ini, "Match", key, value, "yes or no")
+                                                                    : 0;
         }
-
-        if (strcmp(section, "Match") == 0) {
-                bool cg = strcmp(key, "Cgroup") == 0;
-                if (strcmp(key, "Delegated") == 0) {
-                        if (ps->line[K_DELEGATED]) {
-                                mthp_ini_error(ini, "key '%s' in [Match]: already set at line %u", key,
-                                               ps->line[K_DELEGATED]);
-                                return -EINVAL;
-                        }
-                        ps->line[K_DELEGATED] = ini->line;
-                        return mthp_parse_boolean(value, &p->delegated) < 0 ? BAD("yes or no") : 0;
-                }
-                if (!cg && strcmp(key, "Unit") != 0) {
-                        mthp_ini_error(ini, "unknown key '%s' in [Match]: expected Cgroup=, Unit= or Delegated=",
-                                       key);
+        if (!cg && strcmp(key, "Unit") != 0) {
+                mthp_ini_error(ini, "unknown key '%s' in [Match]: expected Cgroup=, Unit= or Delegated=",
+                               key);
+                return -EINVAL;
+        }
+        unsigned *n = cg ? &p->n_cgroup : &p->n_unit;
+        char(*pat)[MTHP_POLICY_PATTERN_MAX] = cg ? p->cgroup : p->unit;
+        unsigned *lines = cg ? p->cgroup_line : p->unit_line;
+        int vr = valid_pattern(value, cg);
+        if (vr == -ENAMETOOLONG) {
+                mthp_ini_error(ini, "key '%s' in [Match]: pattern of %zu bytes is too long, expected at most %d",
+                               key, strlen(value), MTHP_POLICY_PATTERN_MAX - 1);
+                return -EINVAL;
+        }
+        if (vr < 0)
+                return mthp_ini_bad(ini, "Match", key, value,
+                                    cg ? "a cgroup path or glob starting with '/' (e.g. /system.slice/*.service)"
+                                       : "a unit name or glob without '/' (e.g. redis.service)");
+        for (unsigned i = 0; i < *n; i++)
+                if (strcmp(pat[i], value) == 0) {
+                        mthp_ini_error(ini, "key '%s' in [Match]: '%s' repeats line %u", key, value, lines[i]);
                         return -EINVAL;
                 }
-                unsigned *n = cg ? &p->n_cgroup : &p->n_unit;
-                char(*pat)[MTHP_POLICY_PATTERN_MAX] = cg ? p->cgroup : p->unit;
-                unsigned *lines = cg ? p->cgroup_line : p->unit_line;
-                int vr = valid_pattern(value, cg);
-                if (vr == -ENAMETOOLONG) {
-                        mthp_ini_error(ini, "key '%s' in [Match]: pattern of %zu bytes is too long, expected at most %d",
-                                       key, strlen(value), MTHP_POLICY_PATTERN_MAX - 1);
-                        return -EINVAL;
-                }
-                if (vr < 0)
-                        return BAD(cg ? "a cgroup path or glob starting with '/' (e.g. /system.slice/*.service)"
-                                      : "a unit name or glob without '/' (e.g. redis.service)");
-                for (unsigned i = 0; i < *n; i++)
-                        if (strcmp(pat[i], value) == 0) {
-                                mthp_ini_error(ini, "key '%s' in [Match]: '%s' repeats line %u", key, value, lines[i]);
-                                return -EINVAL;
-                        }
-                if (*n >= MTHP_POLICY_MATCH_MAX)
-                        return BAD("at most 8 of these keys per file");
-                mthp_strcpy(pat[*n], MTHP_POLICY_PATTERN_MAX, value);
-                lines[(*n)++] = ini->line;
-                return 0;
-        }
-        if (strcmp(section, "Policy") != 0) {
-                if (!*section)
-                        mthp_ini_error(ini, "unknown section []: key '%s' must follow [Match] or [Policy]", key);
-                return -EINVAL; /* unknown sections were reported at their header */
-        }
+        if (*n >= MTHP_POLICY_MATCH_MAX)
+                return mthp_ini_bad(ini, "Match", key, value, "at most 8 of these keys per file");
+        mthp_strcpy(pat[*n], MTHP_POLICY_PATTERN_MAX, value);
+        lines[(*n)++] = ini->line;
+        return 0;
+}
 
+/* The keys of [Policy], in the order of policy_keys: each parser returns
+ * 0 or < 0 for a bad value, and expected says what the error asks for. */
+static int key_mode(struct mthp_policy *p, enum mthp_kind kind, const char *value) {
+        for (unsigned m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++)
+                if (strcmp(value, mode_names[m]) == 0) {
+                        p->mode[kind] = (enum mthp_policy_mode) m;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static int key_anon(struct mthp_policy *p, const char *value) {
+        return key_mode(p, MTHP_ANON, value);
+}
+
+static int key_shmem(struct mthp_policy *p, const char *value) {
+        return key_mode(p, MTHP_SHMEM, value);
+}
+
+static int key_sizes(struct mthp_policy *p, const char *value) {
+        unsigned lo, hi;
+        if (strcasecmp(value, "none") == 0 || mthp_parse_size_range(value, &lo, &hi) < 0 || lo < 8 ||
+            (lo & (lo - 1)) || (hi & (hi - 1)))
+                return -EINVAL;
+        p->min_kb = lo;
+        p->max_kb = hi;
+        return 0;
+}
+
+static int key_priority(struct mthp_policy *p, const char *value) {
+        return mthp_parse_whole(value, 0, 100, &p->priority);
+}
+
+static int key_max_bloat(struct mthp_policy *p, const char *value) {
+        return mthp_parse_max_bloat(value, &p->max_bloat);
+}
+
+static int key_max_pressure(struct mthp_policy *p, const char *value) {
+        return mthp_parse_percent(value, &p->max_pressure);
+}
+
+static int key_collapse(struct mthp_policy *p, const char *value) {
+        return mthp_parse_boolean(value, &p->collapse);
+}
+
+static const struct {
+        int (*parse)(struct mthp_policy *p, const char *value);
+        const char *expected;
+} policy_parsers[_K_MAX] = {
+        [K_ANON] = { key_anon, "auto, always, madvise or never" },
+        [K_SHMEM] = { key_shmem, "auto, always, madvise or never" },
+        [K_SIZES] = { key_sizes, "a size range like 16K-2M or one size like 64K (powers of two, 8K or more)" },
+        [K_PRIORITY] = { key_priority, "a whole number from 0 to 100" },
+        [K_MAXBLOAT] = { key_max_bloat, "a percentage of extra RSS, 0-10000 (e.g. 20%)" },
+        [K_MAXPRESSURE] = { key_max_pressure, "a percentage (PSI some avg10, e.g. 10%)" },
+        [K_COLLAPSE] = { key_collapse, "yes or no" },
+};
+
+/* [Policy]: each key once. */
+static int policy_key(struct mthp_ini *ini, struct parse *ps, const char *key, const char *value) {
         int k;
         for (k = 0; k < _K_MAX; k++)
                 if (strcmp(key, policy_keys[k]) == 0)
@@ -155,40 +208,25 @@ static int handler(struct mthp_ini *ini, const char *section, const char *key, c
                 return -EINVAL;
         }
         ps->line[k] = ini->line;
+        return policy_parsers[k].parse(ps->p, value) < 0
+                       ? mthp_ini_bad(ini, "Policy", key, value, policy_parsers[k].expected)
+                       : 0;
+}
 
-        switch (k) {
-        case K_ANON:
-        case K_SHMEM: {
-                enum mthp_kind kind = k == K_ANON ? MTHP_ANON : MTHP_SHMEM;
-                for (unsigned m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++)
-                        if (strcmp(value, mode_names[m]) == 0) {
-                                p->mode[kind] = (enum mthp_policy_mode) m;
-                                return 0;
-                        }
-                return BAD("auto, always, madvise or never");
+static int handler(struct mthp_ini *ini, const char *section, const char *key, const char *value) {
+        struct parse *ps = ini->user;
+
+        ps->last_line = ini->line;
+        if (!key)
+                return section_header(ini, ps, section);
+        if (strcmp(section, "Match") == 0)
+                return match_key(ini, ps, key, value);
+        if (strcmp(section, "Policy") != 0) {
+                if (!*section)
+                        mthp_ini_error(ini, "unknown section []: key '%s' must follow [Match] or [Policy]", key);
+                return -EINVAL; /* unknown sections were reported at their header */
         }
-        case K_SIZES: {
-                unsigned lo, hi;
-                if (strcasecmp(value, "none") == 0 || mthp_parse_size_range(value, &lo, &hi) < 0 || lo < 8 ||
-                    (lo & (lo - 1)) || (hi & (hi - 1)))
-                        return BAD("a size range like 16K-2M or one size like 64K (powers of two, 8K or more)");
-                p->min_kb = lo;
-                p->max_kb = hi;
-                return 0;
-        }
-        case K_PRIORITY:
-                return mthp_parse_whole(value, 0, 100, &p->priority) < 0 ? BAD("a whole number from 0 to 100") : 0;
-        case K_MAXBLOAT:
-                return mthp_parse_max_bloat(value, &p->max_bloat) < 0
-                               ? BAD("a percentage of extra RSS, 0-10000 (e.g. 20%)")
-                               : 0;
-        case K_MAXPRESSURE:
-                return mthp_parse_percent(value, &p->max_pressure) < 0 ? BAD("a percentage (PSI some avg10, e.g. 10%)")
-                                                                        : 0;
-        case K_COLLAPSE:
-                return mthp_parse_boolean(value, &p->collapse) < 0 ? BAD("yes or no") : 0;
-        }
-        return -EINVAL;
+        return policy_key(ini, ps, key, value);
 }
 
 static void add_error(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

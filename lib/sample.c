@@ -206,8 +206,7 @@ int mthp_stat_index(const struct mthp_size *sz, const char *name) {
         return -ENOENT;
 }
 
-static double stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i,
-                        const char *name) {
+double mthp_stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i, const char *name) {
         int j = mthp_stat_index(&caps->sizes[i], name);
         return j < 0 ? 0 : snap->size[i].stat[j].rate;
 }
@@ -221,14 +220,14 @@ void mthp_snapshot_derive(const struct mthp_caps *caps, struct mthp_snapshot *sn
                 snap->kind_pages_rate[k] = snap->kind_alloc_rate[k] = snap->kind_fallback_rate[k] = 0;
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 double npages = (double) caps->sizes[i].kb / mthp_caps_page_kb(caps);
-                double anon = stat_rate(caps, snap, i, "anon_fault_alloc");
-                double shmem = stat_rate(caps, snap, i, "shmem_alloc");
+                double anon = mthp_stat_rate(caps, snap, i, "anon_fault_alloc");
+                double shmem = mthp_stat_rate(caps, snap, i, "shmem_alloc");
                 snap->kind_pages_rate[MTHP_ANON] += anon * npages;
                 snap->kind_pages_rate[MTHP_SHMEM] += shmem * npages;
                 snap->kind_alloc_rate[MTHP_ANON] += anon;
                 snap->kind_alloc_rate[MTHP_SHMEM] += shmem;
-                snap->kind_fallback_rate[MTHP_ANON] += stat_rate(caps, snap, i, "anon_fault_fallback");
-                snap->kind_fallback_rate[MTHP_SHMEM] += stat_rate(caps, snap, i, "shmem_fallback");
+                snap->kind_fallback_rate[MTHP_ANON] += mthp_stat_rate(caps, snap, i, "anon_fault_fallback");
+                snap->kind_fallback_rate[MTHP_SHMEM] += mthp_stat_rate(caps, snap, i, "shmem_fallback");
                 /* since 6.18 a shmem fault maps the whole folio too (one
                  * pgfault for N pages); tmpfs write(2) allocations are counted
                  * here as well, which only overstates demand for tmpfs I/O */

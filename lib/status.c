@@ -15,9 +15,8 @@
 #include "mthp/status.h"
 #include "mthp/util.h"
 
-int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
-                           uint64_t tick_usec) {
+int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
+                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec) {
         char why[MTHP_PATH_MAX + 256];
         int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
         if (dfd < 0)
@@ -40,11 +39,14 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, 
         char clean[4 * MTHP_REASON_MAX];
         if (not_writable && not_writable[0])
                 fprintf(f, "not_writable=%s\n", mthp_escape(clean, sizeof(clean), not_writable));
-        for (int i = 0; i < n; i++) {
-                char id[4 * 32], value[4 * MTHP_VALUE_MAX];
-                fprintf(f, "\n[knob %s]\ndecision=%s\n", mthp_escape(id, sizeof(id), caps->knobs[d[i].knob].id),
-                        mthp_escape(value, sizeof(value), d[i].value[0] ? d[i].value : "original"));
-                fprintf(f, "reason=%s\n", mthp_escape(clean, sizeof(clean), d[i].reason));
+        for (unsigned i = 0; i < n; i++) {
+                char id[4 * sizeof(k[i].id)], value[4 * MTHP_VALUE_MAX];
+                fprintf(f, "\n[knob %s]\ndecision=%s\n", mthp_escape(id, sizeof(id), k[i].id),
+                        mthp_escape(value, sizeof(value), k[i].decision[0] ? k[i].decision : "original"));
+                fprintf(f, "reason=%s\n", mthp_escape(clean, sizeof(clean), k[i].reason));
+                if (k[i].set_by[0])
+                        fprintf(f, "set_by=%s\n", mthp_escape(value, sizeof(value), k[i].set_by));
+                fprintf(f, "pinned=%d\n", k[i].pinned);
         }
         if (fclose(f) != 0) {
                 free(text);
@@ -104,6 +106,10 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 mthp_escape(k->decision, sizeof(k->decision), value);
         else if (strcmp(key, "reason") == 0)
                 mthp_escape(k->reason, sizeof(k->reason), value);
+        else if (strcmp(key, "set_by") == 0)
+                mthp_escape(k->set_by, sizeof(k->set_by), value);
+        else if (strcmp(key, "pinned") == 0)
+                k->pinned = atoi(value) != 0;
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {

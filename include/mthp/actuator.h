@@ -6,31 +6,33 @@
 #include "mthp/journal.h"
 #include "mthp/probe.h"
 
+/* Opaque: its users go through the functions below (the journal, the
+ * history ring and the dry-run copy of the knobs are the actuator's). */
 struct mthp_actuator;
 typedef void (*mthp_change_cb)(void *user, const struct mthp_change *c);
 /* Called once when a knob mthpd manages was changed by someone else. */
 typedef void (*mthp_foreign_cb)(void *user, const struct mthp_knob *k, const char *ours, const char *theirs);
 
-struct mthp_actuator {
-        const struct mthp_host *host;
-        const struct mthp_caps *caps;
-        char journal_file[MTHP_PATH_MAX];
-        struct mthp_journal journal;
-        bool dry_run;
-        /* dry run: the value each knob would have now ("" = untouched) */
-        char simulated[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
-        mthp_change_cb on_change;
-        mthp_foreign_cb on_foreign;
-        void *user;
-        unsigned n_history, history_head;
-        struct mthp_change history[MTHP_HISTORY_MAX];
-        /* mthp_actuator_batch(): writes back to the original value leave the
-         * journal file to one save at the end */
-        bool batch, batch_dirty;
-};
-
-int mthp_actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
-                       const char *state_dir, bool dry_run);
+/* h and caps must outlive it. -ENAMETOOLONG when state_dir leaves no room
+ * for the journal's name (never a cut path). */
+int mthp_actuator_new(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir, bool dry_run,
+                      struct mthp_actuator **ret);
+/* NULL is fine. */
+void mthp_actuator_free(struct mthp_actuator *a);
+/* on_change: every write (and, observing, every write it would make). */
+void mthp_actuator_set_hooks(struct mthp_actuator *a, mthp_change_cb on_change, mthp_foreign_cb on_foreign,
+                             void *user);
+/* Observing (dry run): writes are logged and simulated, never made. */
+bool mthp_actuator_dry_run(const struct mthp_actuator *a);
+void mthp_actuator_set_dry_run(struct mthp_actuator *a, bool dry_run);
+/* Forget the simulated values, so observing starts from the host as it is. */
+void mthp_actuator_forget_simulated(struct mthp_actuator *a);
+const char *mthp_actuator_journal_file(const struct mthp_actuator *a);
+const struct mthp_journal *mthp_actuator_journal(const struct mthp_actuator *a);
+/* The history ring: the last changes, at most MTHP_HISTORY_MAX;
+ * mthp_actuator_history(a, 0) is the oldest kept, n - 1 the newest. */
+unsigned mthp_actuator_n_history(const struct mthp_actuator *a);
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i);
 
 /* The one function that writes a knob. value "" means "give it back its
  * original value". Journals the original before the first write, validates

@@ -69,6 +69,7 @@
 #define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
 #define MTHP_DENSITY_COMM_MAX MTHP_PROC_COMM_MAX
 #define MTHP_DENSITY_VMFLAGS_USEC (10 * 1000000ULL)   /* smaps is read again after this */
+#define MTHP_DENSITY_SHM_PROBES 16
 
 struct mthp_density_budget {
         unsigned max_procs;           /* processes sampled per tick, most faulting first */
@@ -128,6 +129,10 @@ struct mthp_density_proc {
         bool complete;                /* the budget did not cut this process short */
         bool thp_disabled;            /* "THP_enabled: 0": not measured */
         struct mthp_density_kind kind[_MTHP_KIND_MAX];
+        /* Its largest shmem mapping from maps, and for up to
+         * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread) whether
+         * they sit in a large folio (/proc/kpageflags: root, real host only). */
+        struct mthp_shm_mapping shm;
         uint64_t pages_examined, pages_read, usec;
 };
 

@@ -64,6 +64,12 @@ struct mthp_engine_proc {
         bool hg[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         double wp[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         double up[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* its largest shmem mapping (a map/unmap loop is caught between
+         * mappings in some ticks: a smaller one seen meanwhile does not
+         * replace it for PROC_FORGET_TICKS); folio counts decay by half a
+         * sample; reach MTHP_SHM_NONE: never seen */
+        struct mthp_shm_mapping shm;
+        uint64_t shm_tick;              /* when shm was last seen */
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are

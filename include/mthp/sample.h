@@ -81,6 +81,9 @@ struct mthp_proc_density {
          * (memory.max/high on v2, limit_in_bytes on v1); limit 0 = none */
         char cgroup[MTHP_CGROUP_PATH_MAX];
         uint64_t cg_usage_kb, cg_limit_kb;
+        /* its largest shmem mapping: can a shmem raise reach it? (reach
+         * MTHP_SHM_NONE: none seen, or a recording from before this field) */
+        struct mthp_shm_mapping shm;
 };
 
 struct mthp_density_view {
@@ -161,4 +164,8 @@ void mthp_parse_vmstat(const char *text, uint64_t v[_MTHP_VM_MAX], bool seen[_MT
 void mthp_parse_meminfo(const char *text, struct mthp_meminfo *m);
 int mthp_parse_psi(const char *text, struct mthp_psi *psi);
 int mthp_stat_index(const struct mthp_size *sz, const char *name);
+/* The rate of per-size stat name of caps size i in snap; 0 when this
+ * kernel does not have that stat. The one helper for the sampler, the
+ * engine and mthpctl. */
+double mthp_stat_rate(const struct mthp_caps *caps, const struct mthp_snapshot *snap, unsigned i, const char *name);
 void mthp_snapshot_derive(const struct mthp_caps *caps, struct mthp_snapshot *snap);

@@ -10,8 +10,12 @@
 
 struct mthp_status_knob {
         char id[32];
-        char decision[MTHP_VALUE_MAX];  /* "" = original */
+        char decision[MTHP_VALUE_MAX];  /* "" = original; with pins and failed writes applied */
         char reason[MTHP_REASON_MAX];
+        /* the rest of mthpd's knob view (daemon/daemon.h), "" / false when
+         * the file is from an mthpd that did not write them */
+        char set_by[16];                /* original | mthpd | other | pinned */
+        bool pinned;
 };
 
 struct mthp_status {
@@ -25,10 +29,10 @@ struct mthp_status {
         struct mthp_status_knob k[MTHP_KNOBS_MAX];
 };
 
-/* not_writable: why mthpd cannot write the knobs ("" or NULL: it can). */
-int mthp_status_file_write(const char *state_dir, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                           const struct mthp_decision *d, int n, bool dry_run, const char *not_writable,
-                           uint64_t tick_usec);
+/* k: one row per knob the last tick decided, as the reader gets them
+ * back; not_writable: why mthpd cannot write the knobs ("" or NULL: it can). */
+int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
+                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec);
 void mthp_status_file_remove(const char *state_dir);
 /* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */
 int mthp_status_file_read(const char *state_dir, struct mthp_status *st);

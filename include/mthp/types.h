@@ -35,6 +35,28 @@ enum mthp_knob_type {
 enum mthp_kind { MTHP_ANON, MTHP_SHMEM, _MTHP_KIND_MAX };
 const char *mthp_kind_name(enum mthp_kind k);
 
+/* Which knobs can give a shared mapping large folios on its faults (Linux
+ * 6.18, measured: README "Shmem as it really behaves"). */
+enum mthp_shm_reach {
+        MTHP_SHM_NONE,            /* no shmem mapping seen */
+        MTHP_SHM_PER_SIZE,        /* shared anonymous, memfd, a tmpfs file unlinked before mmap:
+                                   * the per-size shmem_enabled knobs, where the mapping's
+                                   * address and file offset are aligned for the size */
+        MTHP_SHM_TMPFS_FILE,      /* a linked tmpfs file (/dev/shm/NAME): its mount's huge=
+                                   * (PMD only), never the per-size knobs */
+        MTHP_SHM_SYSV,            /* a SysV segment: the global shmem_enabled (PMD only) */
+};
+
+/* A process's largest shmem mapping: what a raise of shmem sizes is for. */
+struct mthp_shm_mapping {
+        uint64_t addr, bytes;
+        unsigned align_kb;        /* the largest folio its address and file offset
+                                   * allow (capped at 2048) */
+        uint8_t reach;            /* enum mthp_shm_reach */
+        uint16_t sampled, large;  /* present pages looked up in /proc/kpageflags, and
+                                   * those in a large folio (sampled 0: unknown) */
+};
+
 /* One writable selection file. The accepted values come from the file itself
  * (MTHP_KNOB_NUMBER: none listed; any unsigned number, the kernel checks the
  * range). */

@@ -33,6 +33,7 @@ MTHP_DEFINE_FREEP(struct mthp_collapser, mthp_collapser_free, mthp_collapser_fre
 MTHP_DEFINE_FREEP(struct mthp_policy_set, mthp_policy_set_free, mthp_policy_set_freep)
 MTHP_DEFINE_FREEP(struct mthp_taskstats, mthp_taskstats_close, mthp_taskstats_closep)
 MTHP_DEFINE_FREEP(struct mthp_record_reader, mthp_record_close_read, mthp_record_close_readp)
+MTHP_DEFINE_FREEP(struct mthp_actuator, mthp_actuator_free, mthp_actuator_freep)
 
 /* The one clock: CLOCK_MONOTONIC for intervals and deadlines,
  * CLOCK_REALTIME for what a person reads (history, status, pins). */

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,7 +199,7 @@ int main(int argc, char **argv) {
                 perror(PROG ": mmap");
                 return 1;
         }
-        pid_t pids[MAX_TASKS];
+        pid_t pids[MAX_TASKS], self = getpid();
         for (int i = 0; i < tasks; i++) {
                 pids[i] = fork();
                 if (pids[i] < 0) {
@@ -208,8 +209,14 @@ int main(int argc, char **argv) {
                                 waitpid(pids[j], NULL, 0);
                         return 1;
                 }
-                if (pids[i] == 0)
+                if (pids[i] == 0) {
+                        /* a task must not outlive its parent: killed, the
+                         * parent never sets stop, and a task looping on would
+                         * keep whatever its parent held (a test's lock fd) */
+                        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != self)
+                                _exit(1);
                         task(sh, i, shape, dir, (size_t) size_mib << 20, align2m);
+                }
         }
         usleep(100000); /* files made */
         int64_t t0 = now_ns(), deadline = t0 + (int64_t) seconds * 1000000000LL, next = t0 + 1000000000LL;

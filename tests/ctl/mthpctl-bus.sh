@@ -130,6 +130,19 @@ grep -Eq "^128K +always +pinned" <<<"$OUT" || fail "status pinned: $OUT"
 ctl --sample 0 status --json | json_check '
 k = {x["id"]: x for x in d["knobs"]}["128K/anon"]
 assert k["set_by"] == "pinned" and k["pinned"] is True, k' || fail "status --json pinned"
+# off the bus mthpctl reads mthpd's status file: who set the knob and
+# whether it is pinned as over the bus
+offbus_pinned() {
+        local bus
+        bus=$(ctl --sample 0 status --json) || return 1
+        DBUS_SYSTEM_BUS_ADDRESS="unix:path=$T/no-bus" ctl --sample 0 status --json | BUS=$bus json_check '
+import os
+b = {x["id"]: x for x in json.loads(os.environ["BUS"])["knobs"]}["128K/anon"]
+k = {x["id"]: x for x in d["knobs"]}["128K/anon"]
+assert d["source"] == "status-file", d["source"]
+assert (k["set_by"], k["pinned"]) == (b["set_by"], b["pinned"]) == ("pinned", True), (k, b)'
+}
+wait_for 3 offbus_pinned || fail "status off the bus does not show the pin (status file)"
 expect_rc 1 ctl pin 128K/anon bogus
 grep -q "^mthpctl: pin: .*bogus" <<<"$ERR" || fail "pin bad value: $ERR"
 expect_rc 1 ctl pin 3K/anon always

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,7 +40,15 @@ enum pattern {
         THP_SPARSE,     /* MADV_HUGEPAGE, one page per 64K: 2M folios if the host gives them */
         CHURN,          /* keeps mapping, touching, unmapping: a steady fault rate */
         ADVISED,        /* first half MADV_NOHUGEPAGE, second half MADV_HUGEPAGE, every page */
+        SHM_MISALIGNED, /* MAP_SHARED|MAP_ANONYMOUS 8K past a 2M boundary, every page */
+        SHM_FILE,       /* a /dev/shm file, linked while mapped, every page */
+        SHM_SYSV,       /* a SysV segment, every page */
 };
+
+/* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */
+static void shm_file_name(pid_t pid, char *buf, size_t n) {
+        snprintf(buf, n, "/dev/shm/mthpd-density-test.%d", (int) pid);
+}
 
 struct child {
         pid_t pid;
@@ -76,7 +85,28 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 flags |= MAP_NORESERVE;
         if (p == THP_SPARSE || p == ADVISED)
                 maplen = len + 2 * MiB;
-        if (p == MEMFD_SPARSE) {
+        if (p == SHM_MISALIGNED) {
+                char *r = mmap(NULL, len + 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (r == MAP_FAILED)
+                        _exit(2);
+                uintptr_t a = (((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1)) + 8192;
+                m = mmap((void *) a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        } else if (p == SHM_FILE) {
+                char name[64];
+                shm_file_name(getpid(), name, sizeof(name));
+                int fd = open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+                if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
+                        _exit(2);
+                m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        } else if (p == SHM_SYSV) {
+                int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+                if (id < 0)
+                        _exit(2);
+                m = shmat(id, NULL, 0);
+                shmctl(id, IPC_RMID, NULL);   /* gone when we are */
+                if (m == (void *) -1)
+                        _exit(2);
+        } else if (p == MEMFD_SPARSE) {
                 int fd = memfd_create("density-test", 0);
                 if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
                         _exit(2);
@@ -99,6 +129,9 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         case SHMEM_DENSE:
         case CHURN:
         case ADVISED:
+        case SHM_MISALIGNED:
+        case SHM_FILE:
+        case SHM_SYSV:
                 touch(m, len, P4K);
                 break;
         case SPARSE:
@@ -391,6 +424,56 @@ static void test_shmem(void **state) {
         reap(&c);
 }
 
+/* Each process's largest shmem mapping: which knobs reach it and the
+ * largest folio its alignment allows (README, "Shmem as it really behaves"),
+ * and, where kpageflags is readable, its folios (4K: the child has THP off). */
+static void test_shm_mapping(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        bool kpf = access("/proc/kpageflags", R_OK) == 0 && geteuid() == 0;
+
+        struct child c = spawn(SHM_MISALIGNED, 16 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, false, &b, &s, &rep);
+        printf("# misaligned: reach %u addr %#llx bytes %llu align %uK folios %u/%u large\n", p->shm.reach,
+               (unsigned long long) p->shm.addr, (unsigned long long) p->shm.bytes, p->shm.align_kb, p->shm.large,
+               p->shm.sampled);
+        assert_int_equal(p->shm.reach, MTHP_SHM_PER_SIZE);
+        assert_int_equal(p->shm.addr, c.addr);
+        assert_int_equal(p->shm.bytes, 16 * MiB);
+        assert_int_equal(p->shm.align_kb, 8);
+        if (kpf) {
+                assert_int_equal(p->shm.sampled, MTHP_DENSITY_SHM_PROBES);
+                assert_int_equal(p->shm.large, 0);
+        } else
+                printf("# /proc/kpageflags not readable here: folio sizes not checked\n");
+        mthp_density_free(s);
+        reap(&c);
+
+        c = spawn(SHM_SYSV, 16 * MiB, 0);
+        p = sample(&c, false, &b, &s, &rep);
+        assert_int_equal(p->shm.reach, MTHP_SHM_SYSV);
+        assert_int_equal(p->shm.addr, c.addr);
+        mthp_density_free(s);
+        reap(&c);
+
+        if (access("/dev/shm", W_OK) != 0) {
+                printf("# no writable /dev/shm: the tmpfs file case is not checked\n");
+                return;
+        }
+        char name[64];
+        c = spawn(SHM_FILE, 16 * MiB, 0);
+        shm_file_name(c.pid, name, sizeof(name));
+        p = sample(&c, false, &b, &s, &rep);
+        struct mthp_shm_mapping m = p->shm;
+        mthp_density_free(s);
+        reap(&c);
+        assert_int_equal(unlink(name), 0); /* before any assertion can leave it behind */
+        assert_int_equal(m.reach, MTHP_SHM_TMPFS_FILE);
+        assert_int_equal(m.addr, c.addr);
+}
+
 /* Children that exit while being sampled, at varying moments: never an error. */
 static void test_exit_mid_tick(void **state) {
         (void) state;
@@ -573,6 +656,7 @@ int main(void) {
                 cmocka_unit_test(test_whole_process),
                 cmocka_unit_test(test_sparse_reservation),
                 cmocka_unit_test(test_shmem),
+                cmocka_unit_test(test_shm_mapping),
                 cmocka_unit_test(test_exit_mid_tick),
                 cmocka_unit_test(test_zombie_and_dead),
                 cmocka_unit_test(test_host_wide),

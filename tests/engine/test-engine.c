@@ -1326,6 +1326,100 @@ static void test_density_probe_fails_reverts(void **state) {
         assert_int_equal(changes(s, MTHP_ANON), 2);
 }
 
+/* ---- shmem as it really behaves: a raise that cannot reach a mapping ---- */
+
+static const struct mthp_decision *size_decision(const struct sim *s, enum mthp_kind kind, unsigned kb) {
+        int knob = s->caps.sizes[size_index(&s->caps, kb)].knob[kind];
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->dec[i].knob == knob)
+                        return &s->dec[i];
+        fail_msg("no decision for %uK", kb);
+        return NULL;
+}
+
+/* A dense shmem faulter whose largest shared mapping is 2 GiB at addr. */
+static void shm_proc(struct mthp_proc_density *p, int pid, uint64_t addr, unsigned align_kb, uint8_t reach) {
+        dens_proc(p, pid, 1, 0);
+        p->rss_kb[MTHP_ANON] = 0; /* a pure shmem faulter: demand is all shmem */
+        p->rss_kb[MTHP_SHMEM] = 2000000;
+        p->shm = (struct mthp_shm_mapping) { .addr = addr, .bytes = 2ULL << 30, .align_kb = align_kb, .reach = reach };
+}
+
+/* PostgreSQL under a late raise: its segment was mapped while shmem mTHP
+ * was off, at an address aligned for 8K only. The kernel gives it no
+ * larger folio; the reason must say so, not "in use". */
+static void test_shmem_misaligned_segment_explained(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        shm_proc(&v.proc[0], 700, 0x7f0000002000ULL, 8, MTHP_SHM_PER_SIZE);
+        w.dens = &v;
+        w.never_kb = 16; /* what the kernel does with it: nothing above 8K */
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        const char *r = size_decision(s, MTHP_SHMEM, 64)->reason;
+        if (strstr(r, "64K in use"))
+                fail_msg("claims a size the mapping cannot get is in use: %s", r);
+        assert_contains(r, "64K always, but pid 700 (proc700)'s 2048 MiB segment at 0x7f0000002000 is not "
+                           "64K-aligned (its address allows 8K)");
+        assert_contains(r, "restart it");
+        /* caught between two mappings, its 4K control page is its largest:
+         * the segment is still what it maps */
+        struct mthp_shm_mapping seg = v.proc[0].shm;
+        v.proc[0].shm = (struct mthp_shm_mapping) { .addr = 0x7f0000900000ULL, .bytes = 4096, .align_kb = 4,
+                                                    .reach = MTHP_SHM_PER_SIZE };
+        sim_step(s, &w);
+        assert_contains(size_decision(s, MTHP_SHMEM, 64)->reason, "segment at 0x7f0000002000 is not 64K-aligned");
+        v.proc[0].shm = seg;
+        /* the probe fails (verify_ticks after the raise) and its reason
+         * names the cause */
+        sim_run(s, &w, s->cfg.verify_ticks - 1);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "probe of shmem 2M failed");
+        assert_contains(kind_reason(s, MTHP_SHMEM), "is not 2M-aligned");
+}
+
+/* The page cache of an aligned mapping filled before the raise: 4K folios
+ * stay (page_fault3 on a tmpfs file unlinked before mmap). */
+static void test_shmem_prefilled_cache_explained(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        shm_proc(&v.proc[0], 701, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        v.proc[0].shm.sampled = 16;
+        w.dens = &v;
+        w.never_kb = 16;
+        sim_run(s, &w, 2);
+        const char *r = size_decision(s, MTHP_SHMEM, 2048)->reason;
+        /* the probes of the last ticks add up, the older ones at half weight */
+        assert_contains(r, "2M always, but pid 701 (proc701)'s 2048 MiB segment at 0x7f0000200000 holds 4K folios "
+                           "(0 of 24 sampled pages in large folios)");
+        assert_contains(r, "MADV_COLLAPSE");
+        /* the same with its pages in large folios: in use */
+        v.proc[0].shm.large = 16;
+        sim_run(s, &w, 1);
+        assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason, "2M in use");
+}
+
+/* A linked /dev/shm file and a SysV segment: the per-size knobs never
+ * reach them. */
+static void test_shmem_tmpfs_file_and_sysv_explained(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        shm_proc(&v.proc[0], 702, 0x7f0000200000ULL, 2048, MTHP_SHM_TMPFS_FILE);
+        w.dens = &v;
+        w.never_kb = 16;
+        sim_run(s, &w, 2);
+        assert_contains(size_decision(s, MTHP_SHMEM, 64)->reason, "is a linked file: the per-size knobs never reach it");
+        v.proc[0].shm.reach = MTHP_SHM_SYSV;
+        sim_run(s, &w, 1);
+        assert_contains(size_decision(s, MTHP_SHMEM, 64)->reason,
+                        "SysV segment at 0x7f0000200000 takes large folios only from the global shmem_enabled");
+}
+
 static void test_density_unmeasured_capped(void **state) {
         struct sim *s = *state;
         wide(s);
@@ -2242,6 +2336,9 @@ int main(void) {
                 T(test_density_bloat_steps_down_fast),
                 T(test_density_probe_fails_reverts),
                 T(test_density_unmeasured_capped),
+                T(test_shmem_misaligned_segment_explained),
+                T(test_shmem_prefilled_cache_explained),
+                T(test_shmem_tmpfs_file_and_sysv_explained),
                 T(test_defrag_defer_for_large_fallbacks),
                 T(test_cgroup_headroom_steps_down),
                 T(test_compaction_stall_steps_down),

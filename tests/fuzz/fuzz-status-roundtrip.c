@@ -30,9 +30,8 @@ static void expect(char *out, size_t size, const char *value) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static struct mthp_caps caps;
         static struct mthp_snapshot snap;
-        static struct mthp_decision d[4];
+        static struct mthp_status_knob d[4];
         static struct mthp_status st;
         if (!file[0]) {
                 fuzz_tmpdir(dir, sizeof(dir), "status-rt");
@@ -55,19 +54,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 }
         const char *not_writable = nf > 0 ? f[0] : "";
         int n = nf > 1 ? (int) (nf - 1 + 2) / 3 : 0;
-        memset(&caps, 0, sizeof(caps));
         memset(d, 0, sizeof(d));
-        caps.n_knobs = (unsigned) n;
         for (int i = 0; i < n; i++) {
                 const char *id = f[1 + 3 * i], *value = 1 + 3 * i + 1 < (int) nf ? f[2 + 3 * i] : "",
                            *reason = 1 + 3 * i + 2 < (int) nf ? f[3 + 3 * i] : "";
                 /* distinct ids: a knob is a section, and equal ones are one */
-                snprintf(caps.knobs[i].id, sizeof(caps.knobs[i].id), "%d%.20s", i, id);
-                d[i].knob = i;
-                snprintf(d[i].value, sizeof(d[i].value), "%s", value);
+                snprintf(d[i].id, sizeof(d[i].id), "%d%.20s", i, id);
+                snprintf(d[i].decision, sizeof(d[i].decision), "%s", value);
                 snprintf(d[i].reason, sizeof(d[i].reason), "%s", reason);
         }
-        FUZZ_CHECK(mthp_status_file_write(dir, &caps, &snap, d, n, false, not_writable, 0) == 0, "write");
+        FUZZ_CHECK(mthp_status_file_write(dir, &snap, d, (unsigned) n, false, not_writable, 0) == 0, "write");
         FUZZ_CHECK(mthp_status_file_read(dir, &st) == 0, "read");
         FUZZ_CHECK(st.pid == getpid(), "pid %d", st.pid);
         FUZZ_CHECK((int) st.n == n, "%d knobs written, %u read", n, st.n);
@@ -81,9 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                    mthp_text_is_clean(k->reason),
                            "knob %d not clean", i);
                 /* ids are mthpd's own and short: escaped, whole or cut */
-                expect(want, sizeof(k->id), caps.knobs[i].id);
+                expect(want, sizeof(k->id), d[i].id);
                 FUZZ_CHECK(strcmp(k->id, want) == 0, "id '%s' != '%s'", k->id, want);
-                expect(want, sizeof(k->decision), d[i].value[0] ? d[i].value : "original");
+                expect(want, sizeof(k->decision), d[i].decision[0] ? d[i].decision : "original");
                 FUZZ_CHECK(strcmp(k->decision, want) == 0, "decision '%s' != '%s'", k->decision, want);
                 expect(want, sizeof(k->reason), d[i].reason);
                 FUZZ_CHECK(strcmp(k->reason, want) == 0, "reason %d differs", i);

@@ -5,7 +5,7 @@
 # and JOURNAL_STREAM names mthpd's stderr, as systemd would. mthpd starts on
 # a fake host over a leftover journal it cannot restore (the knob's write
 # fails with EACCES), so it logs its probe, a knob failure and exits 6.
-# Checks: CODE_FILE/CODE_LINE/CODE_FUNC name the caller (startup,
+# Checks: CODE_FILE/CODE_LINE/CODE_FUNC name the caller (open_host,
 # restore_entry), never lib/log.c's wrapper; the failure carries
 # MESSAGE_ID=3e5b7a91c2d44f6e8a0b1c9d7f2e4a68 and MTHP_KNOB=16K/anon.
 # (tests/systemd checks the same under a real journald.)
@@ -86,8 +86,8 @@ for e in bad[:3]:
 if bad:
     sys.exit(f"{len(bad)} of {len(es)} entries name the log wrapper, not the caller")
 probe = [e for e in es if e.get("MESSAGE", "").startswith("probe:")]
-if not probe or any(e["CODE_FUNC"] != "startup" or not e["CODE_FILE"].endswith("daemon/mthpd.c") for e in probe):
-    sys.exit("the probe lines do not name startup() in daemon/mthpd.c")
+if not probe or any(e["CODE_FUNC"] != "open_host" or not e["CODE_FILE"].endswith("daemon/manager.c") for e in probe):
+    sys.exit("the probe lines do not name open_host() in daemon/manager.c")
 print(f"ok - every entry names its caller (e.g. {probe[0]['CODE_FILE']}:{probe[0]['CODE_LINE']} {probe[0]['CODE_FUNC']})")
 fail = [e for e in es if e.get("MESSAGE_ID") == "3e5b7a91c2d44f6e8a0b1c9d7f2e4a68"]
 if not fail:

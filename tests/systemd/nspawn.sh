@@ -241,10 +241,10 @@ for line in open(sys.argv[1]):
             print(f"  entry '{e.get('MESSAGE', '')[:60]}': CODE_FILE={f} CODE_LINE={e.get('CODE_LINE')} CODE_FUNC={fn}",
                   file=sys.stderr)
 print(f"# {n} entries of mthpd, {bad} naming the log wrapper; functions: {' '.join(sorted(funcs))}")
-sys.exit(0 if n > 0 and bad == 0 and "startup" in funcs else 1)
+sys.exit(0 if n > 0 and bad == 0 and "open_host" in funcs else 1)
 PY
 }
-check "journal: every entry's CODE_FILE/CODE_LINE/CODE_FUNC name the caller (e.g. startup)" code_fields
+check "journal: every entry's CODE_FILE/CODE_LINE/CODE_FUNC name the caller (e.g. open_host)" code_fields
 
 # ---- 3. mthpctl over the system bus, root and user -------------------------
 check "root: mthpctl status" in_ct sh -c 'mthpctl status >/dev/null'

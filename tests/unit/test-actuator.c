@@ -11,7 +11,7 @@
 
 struct afix {
         struct fixture *f;
-        struct mthp_actuator a;         /* ~150 kB: on the heap */
+        struct mthp_actuator *a;
         unsigned n_changes, n_foreign;
         struct mthp_change last_change;
         char foreign_id[32], foreign_ours[MTHP_VALUE_MAX], foreign_theirs[MTHP_VALUE_MAX];
@@ -42,10 +42,8 @@ static int afix_setup_mode(void **state, bool dry_run) {
         if (snprintf(run, sizeof(run), "%s/run", x->f->dir) >= (int) sizeof(run))
                 fail_msg("path too long");
         assert_int_equal(mkdir(run, 0755), 0);
-        assert_ok(mthp_actuator_init(&x->a, x->f->host, &x->f->caps, x->f->state_dir, dry_run));
-        x->a.on_change = on_change;
-        x->a.on_foreign = on_foreign;
-        x->a.user = x;
+        assert_ok(mthp_actuator_new(x->f->host, &x->f->caps, x->f->state_dir, dry_run, &x->a));
+        mthp_actuator_set_hooks(x->a, on_change, on_foreign, x);
         *state = x;
         return 0;
 }
@@ -61,12 +59,13 @@ static int afix_setup_dry(void **state) {
 static int afix_teardown(void **state) {
         struct afix *x = *state;
         void *fs = x->f;
+        mthp_actuator_free(x->a);
         free(x);
         return fixture_teardown(&fs);
 }
 
 static int knob_write(struct afix *x, const char *id, const char *value) {
-        return mthp_knob_write(&x->a, fixture_knob(x->f, id), value, "test reason", x->err, sizeof(x->err));
+        return mthp_knob_write(x->a, fixture_knob(x->f, id), value, "test reason", x->err, sizeof(x->err));
 }
 
 static bool journal_exists(const struct afix *x) {
@@ -96,14 +95,14 @@ static void test_write(void **state) {
         assert_string_equal(j.e[0].written, "always");
         assert_string_equal(j.e[0].previous, "never");
         assert_int_equal(j.e[0].state, MTHP_ENTRY_MANAGED);
-        assert_int_equal(x->a.journal.n, 1);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 1);
         /* recorded with its reason */
-        assert_int_equal(x->a.n_history, 1);
-        assert_string_equal(x->a.history[0].id, "64K/anon");
-        assert_string_equal(x->a.history[0].old, "never");
-        assert_string_equal(x->a.history[0].new, "always");
-        assert_string_equal(x->a.history[0].reason, "test reason");
-        assert_true(x->a.history[0].realtime_usec > 0);
+        assert_int_equal(mthp_actuator_n_history(x->a), 1);
+        assert_string_equal(mthp_actuator_history(x->a, 0)->id, "64K/anon");
+        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0)->reason, "test reason");
+        assert_true(mthp_actuator_history(x->a, 0)->realtime_usec > 0);
         assert_int_equal(x->n_changes, 1);
         assert_string_equal(x->last_change.new, "always");
 
@@ -114,7 +113,7 @@ static void test_write(void **state) {
         assert_string_equal(j.e[0].original, "never");
         assert_string_equal(j.e[0].written, "madvise");
         assert_string_equal(j.e[0].previous, "always");
-        assert_string_equal(x->a.history[1].old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 1)->old, "always");
         assert_int_equal(x->n_changes, 2);
 }
 
@@ -167,8 +166,8 @@ static void test_read_back_mismatch(void **state) {
                             "64K/anon (" THP "/hugepages-64kB/enabled): wrote 'always' but the kernel reads back 'never'");
         /* the kernel kept the original: nothing to restore, nothing recorded */
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.journal.n, 0);
-        assert_int_equal(x->a.n_history, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
+        assert_int_equal(mthp_actuator_n_history(x->a), 0);
         assert_int_equal(x->n_changes, 0);
 }
 
@@ -184,9 +183,9 @@ static void test_value_not_offered(void **state) {
         assert_contains(x->err, "(always, inherit, within_size, advise, never)");
         /* nothing written, nothing journaled */
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.journal.n, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "never");
-        assert_int_equal(x->a.n_history, 0);
+        assert_int_equal(mthp_actuator_n_history(x->a), 0);
 }
 
 static void test_kernel_rejects(void **state) {
@@ -198,7 +197,7 @@ static void test_kernel_rejects(void **state) {
                                     "the kernel rejected the value (EINVAL)");
         assert_string_equal(fixture_knob_value(x->f, "64K/shmem"), "never");
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.journal.n, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         /* the PMD size may inherit */
         assert_int_equal(knob_write(x, "2M/shmem", "never"), 1);
         assert_int_equal(knob_write(x, "2M/shmem", "inherit"), 1);
@@ -213,7 +212,7 @@ static void test_injected_errors(void **state) {
         assert_string_equal(x->err, "16K/anon (" THP "/hugepages-16kB/enabled): writing 'always' failed: "
                                     "permission denied (EACCES): run as root");
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.journal.n, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         assert_string_equal(fixture_knob_value(x->f, "16K/anon"), "never");
 
         /* a knob mthpd already manages: the journal keeps the truth */
@@ -228,7 +227,7 @@ static void test_injected_errors(void **state) {
         assert_string_equal(j.e[0].original, "never");
         assert_string_equal(j.e[0].written, "always");
         assert_string_equal(j.e[0].previous, "always");
-        assert_int_equal(x->a.n_history, 1);
+        assert_int_equal(mthp_actuator_n_history(x->a), 1);
 
         assert_ok(fakehost_knob_fail(x->f->dir, "64K/anon", NULL));
         assert_int_equal(knob_write(x, "64K/anon", ""), 1);
@@ -244,14 +243,14 @@ static void test_restore_with_empty_value(void **state) {
         assert_int_equal(knob_write(x, "128K/anon", "always"), 1);
         assert_int_equal(knob_write(x, "64K/anon", ""), 1);
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "never");
-        assert_int_equal(x->a.journal.n, 1);
-        assert_string_equal(x->a.journal.e[0].id, "128K/anon");
-        assert_int_equal(x->a.n_history, 3);
-        assert_string_equal(x->a.history[2].old, "always");
-        assert_string_equal(x->a.history[2].new, "never");
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 1);
+        assert_string_equal(mthp_actuator_journal(x->a)->e[0].id, "128K/anon");
+        assert_int_equal(mthp_actuator_n_history(x->a), 3);
+        assert_string_equal(mthp_actuator_history(x->a, 2)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 2)->new, "never");
         /* the last one back: the journal goes away */
         assert_int_equal(knob_write(x, "128K/anon", ""), 1);
-        assert_int_equal(x->a.journal.n, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         assert_false(journal_exists(x));
         /* writing the original value by name forgets the knob too */
         assert_int_equal(knob_write(x, "2M/anon", "always"), 1);
@@ -264,10 +263,10 @@ static void test_same_value_is_noop(void **state) {
         assert_int_equal(knob_write(x, "64K/anon", "never"), 0);
         assert_int_equal(knob_write(x, "global/defrag", "madvise"), 0);
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.n_history, 0);
+        assert_int_equal(mthp_actuator_n_history(x->a), 0);
         assert_int_equal(knob_write(x, "64K/anon", "always"), 1);
         assert_int_equal(knob_write(x, "64K/anon", "always"), 0);
-        assert_int_equal(x->a.n_history, 1);
+        assert_int_equal(mthp_actuator_n_history(x->a), 1);
 }
 
 static void read_all(const struct afix *x, char cur[][MTHP_VALUE_MAX]) {
@@ -283,21 +282,21 @@ static void test_foreign(void **state) {
         assert_int_equal(knob_write(x, "64K/anon", "always"), 1);
         assert_int_equal(knob_write(x, "32K/anon", "always"), 1);
         read_all(x, cur);
-        assert_int_equal(mthp_actuator_check_foreign(&x->a, (const char (*)[MTHP_VALUE_MAX]) cur), 0);
-        assert_string_equal(mthp_knob_owner(&x->a.journal, &x->f->caps.knobs[k64], cur[k64]), "mthpd");
+        assert_int_equal(mthp_actuator_check_foreign(x->a, (const char (*)[MTHP_VALUE_MAX]) cur), 0);
+        assert_string_equal(mthp_knob_owner(mthp_actuator_journal(x->a), &x->f->caps.knobs[k64], cur[k64]), "mthpd");
 
         /* the admin sets 64K by hand */
         assert_ok(fakehost_knob_write(x->f->dir, "64K/anon", "madvise"));
         read_all(x, cur);
-        assert_int_equal(mthp_actuator_check_foreign(&x->a, (const char (*)[MTHP_VALUE_MAX]) cur), 1);
-        assert_true(mthp_actuator_is_foreign(&x->a, k64));
-        assert_false(mthp_actuator_is_foreign(&x->a, fixture_knob(x->f, "32K/anon")));
-        assert_false(mthp_actuator_is_foreign(&x->a, fixture_knob(x->f, "16K/anon")));
+        assert_int_equal(mthp_actuator_check_foreign(x->a, (const char (*)[MTHP_VALUE_MAX]) cur), 1);
+        assert_true(mthp_actuator_is_foreign(x->a, k64));
+        assert_false(mthp_actuator_is_foreign(x->a, fixture_knob(x->f, "32K/anon")));
+        assert_false(mthp_actuator_is_foreign(x->a, fixture_knob(x->f, "16K/anon")));
         assert_int_equal(x->n_foreign, 1);
         assert_string_equal(x->foreign_id, "64K/anon");
         assert_string_equal(x->foreign_ours, "always");
         assert_string_equal(x->foreign_theirs, "madvise");
-        assert_string_equal(mthp_knob_owner(&x->a.journal, &x->f->caps.knobs[k64], cur[k64]), "other");
+        assert_string_equal(mthp_knob_owner(mthp_actuator_journal(x->a), &x->f->caps.knobs[k64], cur[k64]), "other");
         /* recorded durably */
         load_journal(x, &j);
         struct mthp_journal_entry *e = mthp_journal_find(&j, THP "/hugepages-64kB/enabled");
@@ -306,18 +305,18 @@ static void test_foreign(void **state) {
         assert_string_equal(e->foreign_value, "madvise");
         assert_string_equal(e->original, "never");
         /* reported once */
-        assert_int_equal(mthp_actuator_check_foreign(&x->a, (const char (*)[MTHP_VALUE_MAX]) cur), 0);
+        assert_int_equal(mthp_actuator_check_foreign(x->a, (const char (*)[MTHP_VALUE_MAX]) cur), 0);
         assert_int_equal(x->n_foreign, 1);
         /* and left alone from now on */
         assert_int_equal(knob_write(x, "64K/anon", "never"), 0);
         assert_int_equal(knob_write(x, "64K/anon", ""), 0);
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "madvise");
         /* a clean stop restores what is ours only */
-        assert_int_equal(mthp_actuator_restore(&x->a), 0);
+        assert_int_equal(mthp_actuator_restore(x->a), 0);
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "madvise");
         assert_string_equal(fixture_knob_value(x->f, "32K/anon"), "never");
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.journal.n, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
 }
 
 static void test_changed_behind_our_back(void **state) {
@@ -341,22 +340,22 @@ static void test_unreadable_knob(void **state) {
 static void test_dry_run(void **state) {
         struct afix *x = *state;
         struct stat st;
-        assert_true(x->a.dry_run);
+        assert_true(mthp_actuator_dry_run(x->a));
         assert_int_equal(stat(x->f->state_dir, &st), -1);   /* not even created */
         assert_int_equal(knob_write(x, "64K/anon", "always"), 0);
         assert_int_equal(knob_write(x, "global/defrag", "never"), 0);
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "never");
         assert_string_equal(fixture_knob_value(x->f, "global/defrag"), "madvise");
         assert_int_equal(stat(x->f->state_dir, &st), -1);
-        assert_int_equal(x->a.journal.n, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         /* but what it would have done is recorded */
-        assert_int_equal(x->a.n_history, 2);
-        assert_string_equal(x->a.history[0].old, "never");
-        assert_string_equal(x->a.history[0].new, "always");
+        assert_int_equal(mthp_actuator_n_history(x->a), 2);
+        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
         assert_int_equal(x->n_changes, 2);
         /* a bad value is still an error */
         assert_int_equal(knob_write(x, "64K/anon", "bogus"), -EINVAL);
-        assert_int_equal(mthp_actuator_restore(&x->a), 0);
+        assert_int_equal(mthp_actuator_restore(x->a), 0);
 }
 
 static void test_actuator_restore(void **state) {
@@ -365,13 +364,13 @@ static void test_actuator_restore(void **state) {
         assert_int_equal(knob_write(x, "16K/shmem", "advise"), 1);
         assert_int_equal(knob_write(x, "global/defrag", "never"), 1);
         assert_true(journal_exists(x));
-        assert_int_equal(mthp_actuator_restore(&x->a), 0);
+        assert_int_equal(mthp_actuator_restore(x->a), 0);
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "never");
         assert_string_equal(fixture_knob_value(x->f, "16K/shmem"), "never");
         assert_string_equal(fixture_knob_value(x->f, "global/defrag"), "madvise");
         assert_false(journal_exists(x));
-        assert_int_equal(x->a.journal.n, 0);
-        assert_string_equal(x->a.journal.root, x->f->dir);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
+        assert_string_equal(mthp_actuator_journal(x->a)->root, x->f->dir);
         /* and it can manage again afterwards */
         assert_int_equal(knob_write(x, "64K/anon", "always"), 1);
         assert_true(journal_exists(x));
@@ -380,11 +379,11 @@ static void test_actuator_restore(void **state) {
 static void test_owner(void **state) {
         struct afix *x = *state;
         const struct mthp_knob *k = &x->f->caps.knobs[fixture_knob(x->f, "64K/anon")];
-        assert_string_equal(mthp_knob_owner(&x->a.journal, k, "never"), "original");
+        assert_string_equal(mthp_knob_owner(mthp_actuator_journal(x->a), k, "never"), "original");
         assert_int_equal(knob_write(x, "64K/anon", "always"), 1);
-        assert_string_equal(mthp_knob_owner(&x->a.journal, k, "always"), "mthpd");
-        assert_string_equal(mthp_knob_owner(&x->a.journal, k, "madvise"), "other");
-        assert_string_equal(mthp_knob_owner(&x->a.journal, k, "never"), "original");
+        assert_string_equal(mthp_knob_owner(mthp_actuator_journal(x->a), k, "always"), "mthpd");
+        assert_string_equal(mthp_knob_owner(mthp_actuator_journal(x->a), k, "madvise"), "other");
+        assert_string_equal(mthp_knob_owner(mthp_actuator_journal(x->a), k, "never"), "original");
 }
 
 static void test_journal_save_fails(void **state) {
@@ -397,19 +396,20 @@ static void test_journal_save_fails(void **state) {
         assert_contains(x->err, "/run/mthpd/restore.journal");
         /* so the knob was not touched */
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "never");
-        assert_int_equal(x->a.journal.n, 0);
-        assert_int_equal(x->a.n_history, 0);
+        assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
+        assert_int_equal(mthp_actuator_n_history(x->a), 0);
 }
 
 static void test_history_ring(void **state) {
         struct afix *x = *state;
         for (unsigned i = 0; i < MTHP_HISTORY_MAX + 10; i++)
                 assert_int_equal(knob_write(x, "64K/anon", i % 2 ? "madvise" : "always"), 1);
-        assert_int_equal(x->a.n_history, MTHP_HISTORY_MAX);
-        assert_int_equal(x->a.history_head, 10);
-        /* the newest is just before the head */
-        assert_string_equal(x->a.history[9].new, "madvise");
-        assert_string_equal(x->a.history[9].old, "always");
+        assert_int_equal(mthp_actuator_n_history(x->a), MTHP_HISTORY_MAX);
+        /* the newest last, the oldest kept the 11th write */
+        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1)->new, "madvise");
+        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "madvise");
         assert_int_equal(x->n_changes, MTHP_HISTORY_MAX + 10);
 }
 

@@ -45,6 +45,7 @@ static void test_every_key(void **state) {
                                         "Mode=observe\n"
                                         "StateDirectory=/var/lib/mthpd-test\n"
                                         "PolicyDirectory=/etc/mthpd-test/policy.d\n"
+                                        "Bus=no\n"
                                         "\n"
                                         "[Engine]\n"
                                         "AnonSizes=16K-2M\n"
@@ -52,6 +53,7 @@ static void test_every_key(void **state) {
                                         "RaiseFaultRate=40k\n"
                                         "LowerFaultRate=1.5k\n"
                                         "ConfirmTicks=3\n"
+                                        "DensityConfirmTicks=4\n"
                                         "LowerTicks=20\n"
                                         "DwellTicks=0\n"
                                         "PressureMax=25%\n"
@@ -62,7 +64,12 @@ static void test_every_key(void **state) {
                                         "UnmeasuredMaxSize=32K\n"
                                         "VerifyTicks=5\n"
                                         "DefaultPriority=30\n"
-                                        "CollapseBudget=16M\n",
+                                        "CollapseBudget=16M\n"
+                                        "MinProcessShare=7%\n"
+                                        "CgroupHeadroom=12%\n"
+                                        "GuardHeadroom=40%\n"
+                                        "GuardFloor=3%\n"
+                                        "MaxCompactionStall=20ms\n",
                                         &c, err, sizeof(err));
         if (r != 0)
                 fail_msg("load failed: %d: %s", r, err);
@@ -89,6 +96,13 @@ static void test_every_key(void **state) {
         assert_int_equal(c.engine.unmeasured_max_kb, 32);
         assert_int_equal(c.engine.verify_ticks, 5);
         assert_double_equal(c.engine.max_fallback, 75.5);
+        assert_false(c.bus);
+        assert_int_equal(c.engine.density_confirm_ticks, 4);
+        assert_double_equal(c.engine.min_proc_share, 7);
+        assert_double_equal(c.engine.cgroup_headroom, 12);
+        assert_double_equal(c.engine.guard_headroom, 40);
+        assert_double_equal(c.engine.guard_floor, 3);
+        assert_double_equal(c.engine.max_compact_ms, 20);
 
         /* a later file changes only what it names; inih syntax variants */
         assert_int_equal(mthp_config_load_string("more.conf",

@@ -125,19 +125,15 @@ static void item02_long_unknown_section(void **state) {
 static void item04_status_file_not_forged(void **state) {
         (void) state;
         char *dir = make_dir();
-        static struct mthp_caps caps;
         static struct mthp_snapshot snap;
-        static struct mthp_decision d[1];
+        static struct mthp_status_knob d[1];
         static struct mthp_status st;
-        memset(&caps, 0, sizeof(caps));
-        caps.n_knobs = 1;
-        snprintf(caps.knobs[0].id, sizeof(caps.knobs[0].id), "64K/anon");
-        d[0].knob = 0;
-        snprintf(d[0].value, sizeof(d[0].value), "never");
+        snprintf(d[0].id, sizeof(d[0].id), "64K/anon");
+        snprintf(d[0].decision, sizeof(d[0].decision), "never");
         /* what a process named itself (comm) can put into a reason */
         snprintf(d[0].reason, sizeof(d[0].reason),
                  "process 'x\n\n[knob 2M/anon]\ndecision=always\nreason=forged' \x1b[2J faults \xff\xfe hard");
-        assert_int_equal(mthp_status_file_write(dir, &caps, &snap, d, 1, false, "not\nwritable \x1b", 0), 0);
+        assert_int_equal(mthp_status_file_write(dir, &snap, d, 1, false, "not\nwritable \x1b", 0), 0);
         assert_int_equal(mthp_status_file_read(dir, &st), 0);
         assert_int_equal(st.n, 1); /* no forged [knob 2M/anon] */
         assert_string_equal(st.k[0].id, "64K/anon");
@@ -253,9 +249,8 @@ static void item06_symlinks_in_state_dir(void **state) {
         /* status.tmp likewise */
         snprintf(link, sizeof(link), "%s/status.tmp", dir);
         assert_int_equal(symlink(victim, link), 0);
-        static struct mthp_caps caps;
         static struct mthp_snapshot snap;
-        (void) mthp_status_file_write(dir, &caps, &snap, NULL, 0, false, NULL, 0);
+        (void) mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0);
         assert_string_equal(fixture_file(NULL, victim), "precious\n");
         unlink(victim);
         rm_dir(dir);
@@ -300,8 +295,9 @@ static void item07_long_state_dir(void **state) {
         struct fixture *f = *state;
         char dir[300];
         snprintf(dir, sizeof(dir), "/%s", repeat('d', 243)); /* 244 characters */
-        static struct mthp_actuator a;
-        assert_int_equal(mthp_actuator_init(&a, f->host, &f->caps, dir, true), -ENAMETOOLONG);
+        struct mthp_actuator *a = NULL;
+        assert_int_equal(mthp_actuator_new(f->host, &f->caps, dir, true, &a), -ENAMETOOLONG);
+        assert_null(a);
 #ifndef ON_MAIN
         struct mthp_config c;
         mthp_config_defaults(&c);

@@ -1,0 +1,834 @@
+/* SPDX-License-Identifier: MIT */
+/* The manager: mthpd's state and what it does with it. One tick samples
+ * the host, lets the engine decide, lets pins override, applies through the
+ * actuator and explains; the operations the D-Bus service offers (reload,
+ * mode, restore, pin, unpin, resume) are here too. mthpd.c drives it from
+ * the event loop. */
+#include <errno.h>
+#include <math.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "guard.h"
+#include "daemon.h"
+#include "mthp/deciders.h"
+#include "mthp/log.h"
+#include "mthp/probe.h"
+#include "mthp/safe-io.h"
+#include "mthp/status.h"
+#include "mthp/util.h"
+
+const char *daemon_mode_name(enum mthp_mode mode) {
+        return mode == MTHP_MODE_DRY_RUN ? "observe" : "manage";
+}
+
+int daemon_mode_from_name(const char *name, enum mthp_mode *ret) {
+        if (strcmp(name, "manage") == 0)
+                *ret = MTHP_MODE_MANAGE;
+        else if (strcmp(name, "observe") == 0)
+                *ret = MTHP_MODE_DRY_RUN;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* Log text line by line at prio, leaving text as it is. */
+static void log_lines(int prio, const char *text) {
+        for (const char *line = text; *line;) {
+                size_t len = strcspn(line, "\n");
+                if (len > 0)
+                        mthp_log(prio, "%.*s", (int) len, line);
+                line += len + (line[len] == '\n');
+        }
+}
+
+static bool cgroup_user_owned(void *user, const char *cgroup) {
+        const struct daemon *d = user;
+        return d->host && mthp_cgroup_owned_by_user(d->host, &d->caps, cgroup);
+}
+
+/* The configuration file with the command line's and D-Bus's overrides.
+ * err gets every "FILE:LINE: ..." error, one per line. */
+static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_policy_set **policies, char *err,
+                       size_t errsz) {
+        struct mthp_config c;
+        mthp_config_defaults(&c);
+        if (d->config_explicit || access(d->config_file, F_OK) == 0) {
+                int r = mthp_config_load(d->config_file, &c, err, errsz);
+                if (r < 0)
+                        return r;
+        }
+        if (d->interval_cli)
+                c.interval_usec = d->interval_cli;
+        if (d->mode_override >= 0)
+                c.mode = (enum mthp_mode) d->mode_override;
+        if (d->state_dir_cli && mthp_config_set_state_dir(&c, d->state_dir_cli) < 0) {
+                snprintf(err, errsz, "--state-dir %s: expected an absolute path of at most %d bytes\n",
+                         d->state_dir_cli, MTHP_STATE_DIR_MAX);
+                return -EINVAL;
+        }
+        if (d->policy_dir_cli && mthp_config_set_policy_dir(&c, d->policy_dir_cli) < 0) {
+                snprintf(err, errsz, "--policy-dir %s: expected an absolute path of less than %d bytes\n",
+                         d->policy_dir_cli, MTHP_PATH_MAX);
+                return -EINVAL;
+        }
+        if (d->no_bus_cli || d->once)
+                c.bus = false;
+        /* the policy files with it: all of them or, on any error, none */
+        struct mthp_policy_set *set = NULL;
+        int r = mthp_policy_load_dir(c.policy_dir, true, &set, err, errsz);
+        if (r < 0)
+                return r;
+        /* Unit= stays out of cgroups owned by users unless Delegated=yes */
+        set->user_owned = cgroup_user_owned;
+        set->user_owned_data = d;
+        c.engine.policies = set;
+        *out = c;
+        *policies = set;
+        return 0;
+}
+
+/* Who set a knob: a pin counts as "pinned" while the knob holds the pinned
+ * value and nobody else took it over. */
+static const char *knob_setter(const struct daemon *d, int knob, const char *current) {
+        const struct knob_pin *p = &d->pin[knob];
+        if (p->active && !mthp_actuator_is_foreign(d->act, knob) && strcmp(current, p->value) == 0)
+                return "pinned";
+        return mthp_knob_owner(mthp_actuator_journal(d->act), &d->caps.knobs[knob], current);
+}
+
+void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v) {
+        memset(v, 0, sizeof(*v));
+        v->knob = &d->caps.knobs[knob];
+        if (!(flags & DAEMON_VIEW_READ) || mthp_knob_read(d->host, v->knob, v->current) < 0)
+                mthp_strcpy(v->current, sizeof(v->current), d->known[knob]);
+        v->set_by = knob_setter(d, knob, v->current);
+        v->engine_value = d->engine_value[knob][0] ? d->engine_value[knob] : "original";
+        v->pinned = daemon_knob_pinned(d, knob);
+        for (int i = 0; i < d->n_decisions && !v->decision; i++)
+                if (d->decisions[i].knob == knob)
+                        v->decision = &d->decisions[i];
+}
+
+void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v) {
+        memset(v, 0, sizeof(*v));
+        v->cgroup = &d->snap.cgroup[i];
+        v->policy = mthp_engine_policy(&d->cfg.engine, v->cgroup->path, NULL, 0);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                v->mode[k] = v->policy ? mthp_policy_mode_name(v->policy->mode[k]) : "auto";
+                v->dense_kb[k] = mthp_engine_cgroup_dense_kb(&d->cfg.engine, &d->caps, &d->engine, v->cgroup->path, k,
+                                                             NULL);
+        }
+        v->priority = v->policy ? v->policy->priority : d->cfg.engine.default_priority;
+}
+
+/* Every knob write mthpd makes, whoever asked for it, goes through here:
+ * the Changes property counts them. */
+static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
+        int r = mthp_knob_write(d->act, knob, value, reason, err, errsz);
+        if (r > 0)
+                d->changes++;
+        return r;
+}
+
+/* The actuator's hook: KnobChanged for every write (not for the changes an
+ * observing mthpd only logs). */
+static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *ours, const char *theirs) {
+        struct daemon *d = user;
+        (void) ours;
+        (void) mthp_deciders_foreign_noticed(d->host, &d->caps, d->cfg.state_dir, k, theirs);
+}
+
+static void on_knob_changed(void *user, const struct mthp_change *c) {
+        struct daemon *d = user;
+        if (mthp_actuator_dry_run(d->act))
+                return;
+        int k = mthp_caps_find_knob(&d->caps, c->id);
+        if (k >= 0)
+                mthp_strcpy(d->known[k], sizeof(d->known[k]), c->new);
+        bus_emit_knob_changed(d->bus, c);
+}
+
+/* Write the tick's decisions; a write that fails leaves its decision
+ * saying what the knob holds and why, and the engine's state follows what
+ * was really written (mthp_engine_note_applied). */
+static void apply(struct daemon *d) {
+        bool failed[MTHP_KNOBS_MAX] = { false }, any = false;
+        for (int i = 0; i < d->n_decisions; i++) {
+                struct mthp_decision *dec = &d->decisions[i];
+                char err[512];
+                int r = knob_write(d, dec->knob, dec->value, dec->reason, err, sizeof(err));
+                if (r == 0 && !dec->value[0] && d->last_error[dec->knob][0] && !daemon_knob_pinned(d, dec->knob))
+                        continue; /* the engine took back what failed: not cleared until a write works */
+                if (r >= 0) {
+                        /* each condition is logged once, and once when it clears */
+                        if (d->last_error[dec->knob][0])
+                                mthp_log(LOG_NOTICE, "%s: no longer failing (%s)", d->caps.knobs[dec->knob].id,
+                                         r > 0 ? "written now" : "nothing to write any more");
+                        d->last_error[dec->knob][0] = 0;
+                        continue;
+                }
+                if (strcmp(d->last_error[dec->knob], err) != 0) {
+                        mthp_log_knob(LOG_ERR, d->caps.knobs[dec->knob].id, "%s", err);
+                        snprintf(d->last_error[dec->knob], sizeof(d->last_error[0]), "%s", err);
+                }
+                /* the engine's choice, not an administrator's pin */
+                if (!daemon_knob_pinned(d, dec->knob))
+                        failed[dec->knob] = any = true;
+                /* explain and the status file show what the knob holds, and
+                 * why not what the engine wanted: never a value it lacks */
+                char cur[MTHP_VALUE_MAX] = "unknown", why[MTHP_REASON_MAX];
+                (void) mthp_knob_read(d->host, &d->caps.knobs[dec->knob], cur);
+                /* the engine's why without its "(level 2/9; 32K in use)": the size is not */
+                const char *lvl = strstr(dec->reason, " (level ");
+                int why_len = lvl ? (int) (lvl - dec->reason) : (int) strlen(dec->reason);
+                snprintf(why, sizeof(why), "not applied: %.300s; it holds '%s', mthpd wanted '%s' (%.*s)", err, cur,
+                         dec->value[0] ? dec->value : "original", why_len < 250 ? why_len : 250, dec->reason);
+                mthp_strcpy(dec->reason, sizeof(dec->reason), why);
+                mthp_strcpy(dec->value, sizeof(dec->value), cur);
+        }
+        if (any)
+                mthp_engine_note_applied(&d->cfg.engine, &d->caps, &d->engine, failed);
+}
+
+static void notify_status(struct daemon *d) {
+        char s[1024], mode[600], failing[600] = "", top[_MTHP_KIND_MAX][16];
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                unsigned ladder[MTHP_SIZES_MAX];
+                unsigned n = mthp_engine_ladder(&d->cfg.engine, &d->caps, k, ladder);
+                unsigned lvl = d->engine.kind[k].level;
+                if (lvl && lvl <= n)
+                        mthp_format_size(d->caps.sizes[ladder[lvl - 1]].kb, top[k], sizeof(top[k]));
+                else
+                        snprintf(top[k], sizeof(top[k]), "original");
+        }
+        if (d->cfg.mode == MTHP_MODE_DRY_RUN && d->not_writable[0])
+                snprintf(mode, sizeof(mode), "observing, the knobs are not writable (%s)", d->not_writable);
+        else
+                snprintf(mode, sizeof(mode), "%s", d->cfg.mode == MTHP_MODE_DRY_RUN ? "observing" : "managing");
+        /* the writes that fail now: the sizes above are what the kernel holds */
+        unsigned n_failing = 0;
+        for (unsigned i = 0; i < d->caps.n_knobs; i++)
+                if (d->last_error[i][0] && n_failing++ == 0)
+                        snprintf(failing, sizeof(failing), "; not applied: %.500s", d->last_error[i]);
+        if (n_failing > 1)
+                snprintf(failing + strlen(failing), sizeof(failing) - strlen(failing), " (and %u more)", n_failing - 1);
+        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes%s", mode,
+                 top[MTHP_ANON], top[MTHP_SHMEM], d->snap.fault_pages_rate, (unsigned long long) d->changes, failing);
+        sd_notify(0, s);
+}
+
+/* Reduce the density sampler's report to what the engine and a recording
+ * need: the most faulting processes, per kind and size. */
+static void density_view(struct daemon *d, const struct mthp_density_report *rep, struct mthp_density_view *v) {
+        memset(v, 0, sizeof(*v));
+        v->valid = true;
+        v->usec = (double) rep->usec;
+        for (unsigned i = 0; i < rep->n_procs && v->n_procs < MTHP_DENSITY_PROCS; i++) {
+                const struct mthp_density_proc *p = &rep->procs[i];
+                mthp_density_proc_view(&d->caps, rep, p, &v->proc[v->n_procs++]);
+        }
+}
+
+/* --record: the snapshot exactly as the engine gets it. A failed write
+ * stops the recording, never the daemon. */
+static void record_tick(struct daemon *d) {
+        if (!d->recorder)
+                return;
+        int r = mthp_record_write(d->recorder, &d->snap);
+        if (r < 0) {
+                mthp_log(LOG_ERR, "recording to %s failed: %s; recording stops, mthpd carries on", d->record_file,
+                         mthp_errno_words(r));
+                mthp_record_close_write(d->recorder);
+                d->recorder = NULL;
+        }
+}
+
+/* cgmon's predicate: a cgroup some policy file names (not its children:
+ * they count with it, through its hierarchical memory.stat) */
+static bool cgroup_managed(const char *path, void *user) {
+        const struct daemon *d = user;
+        for (unsigned i = 0; d->policies && i < d->policies->n; i++)
+                if (mthp_policy_set_matches(d->policies, i, path))
+                        return true;
+        return false;
+}
+
+#define COLLAPSE_DIRS_MAX 64
+#define COLLAPSE_PIDS_MAX 256
+
+/* The processes of a cgroup and its children (bounded), from cgroup.procs
+ * in the memory hierarchy. */
+static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pids, unsigned max) {
+        char dirs[COLLAPSE_DIRS_MAX][MTHP_PATH_MAX];
+        unsigned n_dirs = 0, n = 0;
+        const char *base = d->caps.cg_memory[0] ? d->caps.cg_memory : d->caps.cg_unified;
+        if (!base[0])
+                return 0;
+        snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%s%s", base, strcmp(path, "/") == 0 ? "" : path);
+        for (unsigned i = 0; i < n_dirs && n < max; i++) {
+                char file[MTHP_PATH_MAX + 16], buf[8192];
+                if (snprintf(file, sizeof(file), "%s/cgroup.procs", dirs[i]) >= (int) sizeof(file))
+                        continue;
+                if (mthp_host_read(d->host, file, buf, sizeof(buf)) >= 0)
+                        for (char *l = strtok(buf, "\n"); l && n < max; l = strtok(NULL, "\n"))
+                                if (atoi(l) > 0)
+                                        pids[n++] = atoi(l);
+                int dfd = mthp_host_open_file(d->host, dirs[i], O_RDONLY | O_DIRECTORY);
+                if (dfd < 0)
+                        continue;
+                DIR *dir = fdopendir(dfd);
+                if (!dir) {
+                        close(dfd);
+                        continue;
+                }
+                struct dirent *de;
+                while ((de = readdir(dir)) && n_dirs < COLLAPSE_DIRS_MAX)
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+                            snprintf(dirs[n_dirs], MTHP_PATH_MAX, "%s/%s", dirs[i], de->d_name) < MTHP_PATH_MAX)
+                                n_dirs++;
+                closedir(dir);
+        }
+        return n;
+}
+
+/* Collapse=yes: MADV_COLLAPSE the dense, long-lived regions of those
+ * cgroups' processes, within the tick's budget (mthp_collapser_run). */
+static void collapse(struct daemon *d, uint64_t t) {
+        memset(&d->collapse_last, 0, sizeof(d->collapse_last));
+        if (!d->collapser || mthp_actuator_dry_run(d->act) || !d->cfg.collapse_budget_kb)
+                return;
+        mthp_collapser_begin_tick(d->collapser, t);
+        for (unsigned c = 0; c < d->snap.n_cgroups; c++) {
+                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, d->snap.cgroup[c].path, NULL, 0);
+                if (!pol || !pol->collapse)
+                        continue;
+                pid_t pids[COLLAPSE_PIDS_MAX];
+                unsigned n = cgroup_pids(d, d->snap.cgroup[c].path, pids, COLLAPSE_PIDS_MAX);
+                for (unsigned i = 0; i < n; i++) {
+                        struct mthp_collapse_result res;
+                        int r = mthp_collapser_run_in(d->collapser, pids[i], d->snap.cgroup[c].path,
+                                                      d->caps.cg_layout, t, &res);
+                        if (r == -ESRCH)
+                                continue;
+                        if (r < 0) {
+                                if (r != d->collapse_error)
+                                        mthp_log(LOG_WARNING, "MADV_COLLAPSE for cgroup %s (policy %s) failed: %s%s",
+                                                 d->snap.cgroup[c].path, pol->name, mthp_errno_words(r),
+                                                 r == -EOPNOTSUPP ? "; Collapse= has no effect on this host" : "");
+                                d->collapse_error = r;
+                                if (r == -EOPNOTSUPP)
+                                        return;
+                                continue;
+                        }
+                        d->collapse_last.candidates += res.candidates;
+                        d->collapse_last.attempted += res.attempted;
+                        d->collapse_last.collapsed += res.collapsed;
+                        d->collapse_last.failed += res.failed;
+                        d->collapse_last.kb_collapsed += res.kb_collapsed;
+                        d->collapse_last.usec += res.usec;
+                        if (res.collapsed)
+                                mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d in cgroup %s "
+                                         "(policy %s, Collapse=yes) in %.1f ms",
+                                         res.collapsed, (unsigned long long) res.kb_collapsed / 1024, pids[i],
+                                         d->snap.cgroup[c].path, pol->name, (double) res.usec / 1000.0);
+                }
+        }
+        mthp_collapser_totals(d->collapser, &d->collapse_total);
+}
+
+/* The status file: the last tick's decisions in the engine's order, each
+ * as the knob view says it. */
+static void write_status(const struct daemon *d) {
+        struct mthp_status_knob rows[MTHP_KNOBS_MAX];
+        unsigned n = 0;
+        for (int i = 0; i < d->n_decisions; i++) {
+                struct daemon_knob_view v;
+                daemon_knob_view(d, d->decisions[i].knob, 0, &v);
+                struct mthp_status_knob *row = &rows[n++];
+                mthp_strcpy(row->id, sizeof(row->id), v.knob->id);
+                mthp_strcpy(row->decision, sizeof(row->decision), v.decision->value);
+                mthp_strcpy(row->reason, sizeof(row->reason), v.decision->reason);
+                mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
+                row->pinned = v.pinned;
+        }
+        (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_DRY_RUN,
+                                      d->not_writable, d->last_tick_usec);
+}
+
+static int tick(struct daemon *d) {
+        struct mthp_engine_state next;
+        uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
+        d->ticks++;
+        int r = mthp_sampler_take(d->sampler, t, &d->snap);
+        if (r < 0) {
+                /* once when it starts failing, once when it works again */
+                if (d->sample_failures++ == 0)
+                        mthp_log(LOG_ERR, "sampling failed: %s; keeping the current settings until it works again",
+                                 mthp_errno_words(r));
+                return 0;
+        }
+        if (d->sample_failures) {
+                mthp_log(LOG_NOTICE, "sampling works again after %llu failed ticks",
+                         (unsigned long long) d->sample_failures);
+                d->sample_failures = 0;
+        }
+        memcpy(d->known, d->snap.knob, sizeof(d->known));
+        d->snap.n_cgroups = 0;
+        if (d->cgmon && d->policies->n) {
+                r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
+                if (r < 0 && mthp_once_set(&d->cgmon_error_logged))
+                        mthp_log(LOG_WARNING, "cgroup sampling failed: %s; deciding without cgroup figures",
+                                 mthp_errno_words(r));
+                else if (r >= 0 && mthp_once_clear(&d->cgmon_error_logged))
+                        mthp_log(LOG_INFO, "cgroup sampling works again");
+        }
+        d->snap.density.valid = false;
+        d->snap.density.n_procs = 0;
+        if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
+                struct mthp_density_report rep;
+                r = mthp_density_tick(d->density, t, &rep);
+                if (r == 0) {
+                        density_view(d, &rep, &d->snap.density);
+                        mthp_procinfo_enrich(d->procinfo, &d->snap.density);
+                }
+                else if (mthp_once_set(&d->density_error_logged))
+                        mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
+                                 mthp_errno_words(r));
+        }
+        guard_scan(d->guard);
+        record_tick(d);
+        mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
+        daemon_expire_pins(d);
+        d->n_decisions = mthp_engine_decide(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &next, d->decisions,
+                                            MTHP_KNOBS_MAX);
+        d->engine = next;
+        daemon_apply_pins(d);
+        for (int i = 0; i < d->n_decisions; i++)
+                mthp_log(LOG_DEBUG, "tick %llu %s: %s", (unsigned long long) d->snap.tick,
+                         d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
+        apply(d);
+        guard_arm(d->guard);
+        collapse(d, t);
+        write_status(d);
+        d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
+        notify_status(d);
+        return 0;
+}
+
+/* For the guard (guard.c): the one knob writer, and a tick between ticks. */
+int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
+        return knob_write(d, knob, value, reason, err, errsz);
+}
+
+void daemon_run_tick(struct daemon *d) {
+        (void) tick(d);
+}
+
+/* Put back every knob mthpd changed, also while observing (what the
+ * journal still holds is from managing). Each goes through knob_write() so
+ * History and KnobChanged show it; mthp_actuator_restore() then deals with
+ * the rest (knobs someone else changed, the per-size/global order the kernel
+ * may insist on) and forgets the journal. err says what could not be put back. */
+static int restore_all(struct daemon *d, const char *why, char *err, size_t errsz) {
+        char reason[MTHP_REASON_MAX];
+        bool dry_run = mthp_actuator_dry_run(d->act);
+        snprintf(reason, sizeof(reason), "original value restored: %s", why);
+        mthp_actuator_set_dry_run(d->act, false);
+        for (unsigned i = 0; i < d->caps.n_knobs; i++)
+                (void) knob_write(d, (int) i, "", reason, NULL, 0);
+        int left = mthp_actuator_restore(d->act);
+        mthp_actuator_set_dry_run(d->act, dry_run);
+        if (left == 0)
+                return 0;
+        snprintf(err, errsz, "%d knob(s) could not be restored; the journal %s keeps their originals",
+                 left < 0 ? -1 : left, mthp_actuator_journal_file(d->act));
+        mthp_log(LOG_ERR, "%s", err);
+        return left < 0 ? left : -EIO;
+}
+
+/* Going to observe puts every knob back first (and switches even if some
+ * could not be); going to manage needs the restore journal. */
+static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, char *err, size_t errsz) {
+        int r = 0;
+        if (mode == d->cfg.mode)
+                return 0;
+        if (mode == MTHP_MODE_MANAGE && d->lock_fd < 0) {
+                snprintf(err, errsz, "cannot manage knobs: the state directory %s is not usable, and without a "
+                         "restore journal mthpd could not undo its writes", d->cfg.state_dir);
+                mthp_log(LOG_ERR, "%s: %s", why, err);
+                return -EROFS;
+        }
+        if (mode == MTHP_MODE_MANAGE) {
+                /* the knobs may have become writable since (a remount) */
+                char nw[sizeof(d->not_writable)] = "";
+                mthp_actuator_set_dry_run(d->act, false);
+                r = mthp_actuator_check_writable(d->act, nw, sizeof(nw));
+                mthp_actuator_set_dry_run(d->act, true);
+                if (strcmp(nw, d->not_writable) != 0) {
+                        mthp_strcpy(d->not_writable, sizeof(d->not_writable), nw);
+                        bus_emit_property_changed(d->bus, "NotWritable");
+                }
+                if (r < 0) {
+                        snprintf(err, errsz, "cannot manage: the mTHP knobs cannot be written (%s)", nw);
+                        mthp_log(LOG_ERR, "%s: %s; still observing", why, err);
+                        return r;
+                }
+        }
+        if (mode == MTHP_MODE_DRY_RUN) {
+                r = restore_all(d, why, err, errsz);
+                mthp_actuator_forget_simulated(d->act); /* observe from the host as it is */
+        }
+        mthp_actuator_set_dry_run(d->act, mode == MTHP_MODE_DRY_RUN);
+        d->cfg.mode = mode;
+        mthp_log(LOG_NOTICE, "%s: %s", why,
+                 mode == MTHP_MODE_DRY_RUN ? "observing: deciding and logging, writing nothing" : "managing mTHP knobs");
+        bus_emit_property_changed(d->bus, "Mode");
+        notify_status(d);
+        return r;
+}
+
+int daemon_reload(struct daemon *d, char *err, size_t errsz) {
+        struct mthp_config c;
+        struct mthp_policy_set *policies = NULL;
+        char buf[64];
+        snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) mthp_now_usec(CLOCK_MONOTONIC));
+        sd_notify(0, buf);
+        int r = load_config(d, &c, &policies, err, errsz);
+        if (r < 0) {
+                log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
+                mthp_log(LOG_ERR, "reload of %s failed: keeping the running configuration", d->config_file);
+        } else {
+                char mode_err[512];
+                if (strcmp(c.state_dir, d->cfg.state_dir) != 0) {
+                        mthp_log(LOG_WARNING, "StateDirectory cannot change on reload; keeping %s", d->cfg.state_dir);
+                        snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->cfg.state_dir);
+                }
+                if (c.bus != d->cfg.bus) {
+                        mthp_log(LOG_WARNING, "Bus= takes effect at the next start; %s", d->cfg.bus ?
+                                 "keeping the D-Bus interface" : "staying off the bus");
+                        c.bus = d->cfg.bus;
+                }
+                bool interval_changed = c.interval_usec != d->cfg.interval_usec;
+                enum mthp_mode mode = c.mode;
+                c.mode = d->cfg.mode; /* switch_mode() changes it, restoring first if need be */
+                d->cfg = c;
+                mthp_policy_set_free(d->policies);
+                d->policies = policies;
+                if (d->cgmon)
+                        mthp_cgmon_set_match(d->cgmon, cgroup_managed, d); /* walk again with the new files */
+                (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
+                sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
+                if (interval_changed)
+                        bus_emit_property_changed(d->bus, "IntervalUSec");
+                mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
+                         d->cfg.policy_dir);
+        }
+        sd_notify(0, "READY=1");
+        notify_status(d);
+        return r;
+}
+
+int daemon_set_mode(struct daemon *d, enum mthp_mode mode, uid_t uid, char *err, size_t errsz) {
+        char why[64];
+        snprintf(why, sizeof(why), "mode %s set by uid %u", daemon_mode_name(mode), (unsigned) uid);
+        int r = switch_mode(d, mode, why, err, errsz);
+        if (d->cfg.mode == mode)
+                d->mode_override = mode; /* a reload keeps it */
+        return r;
+}
+
+int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz) {
+        char why[64];
+        snprintf(why, sizeof(why), "restore requested by uid %u", (unsigned) uid);
+        for (unsigned i = 0; i < d->caps.n_knobs; i++)
+                if (d->pin[i].active) {
+                        mthp_log(LOG_NOTICE, "%s: %s: the pin to '%s' is dropped", why, d->caps.knobs[i].id,
+                                 d->pin[i].value);
+                        memset(&d->pin[i], 0, sizeof(d->pin[i]));
+                }
+        int r = d->cfg.mode == MTHP_MODE_DRY_RUN ? restore_all(d, why, err, errsz)
+                                                 : switch_mode(d, MTHP_MODE_DRY_RUN, why, err, errsz);
+        d->mode_override = MTHP_MODE_DRY_RUN;
+        return r;
+}
+
+int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t errsz) {
+        int k = daemon_find_knob(d, id, err, errsz);
+        if (k < 0)
+                return k;
+        int r = mthp_actuator_resume(d->act, k);
+        if (r == -ENOENT) {
+                snprintf(err, errsz, "%s is not marked as changed by someone else: there is nothing to resume", id);
+                return -EINVAL;
+        }
+        if (r < 0) {
+                snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, mthp_actuator_journal_file(d->act),
+                         mthp_errno_words(r));
+                return r;
+        }
+        char current[MTHP_VALUE_MAX] = "?";
+        (void) mthp_knob_read(d->host, &d->caps.knobs[k], current);
+        mthp_log(LOG_NOTICE, "%s: resumed by uid %u: mthpd manages it again, and restores it to '%s', the value "
+                 "the other writer set", id, (unsigned) uid, current);
+        return 0;
+}
+
+static int take_lock(struct daemon *d, int dfd) {
+        char why[MTHP_PATH_MAX + 256];
+        d->lock_fd = mthp_safe_open_lock(dfd, d->cfg.state_dir, "lock", why, sizeof(why));
+        if (d->lock_fd < 0) {
+                mthp_log(d->cfg.mode == MTHP_MODE_DRY_RUN ? LOG_WARNING : LOG_ERR, "%s", why);
+                return d->lock_fd;
+        }
+        if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The configuration, then the host root and what it offers. */
+static int open_host(struct daemon *d) {
+        int r;
+        char buf[4096];
+
+        char err[4096];
+        if (load_config(d, &d->cfg, &d->policies, err, sizeof(err)) < 0) {
+                log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
+                /* STATUS=: the first error, not EINVAL's "the kernel rejected the value" */
+                snprintf(d->start_failure, sizeof(d->start_failure), "invalid configuration: %.*s",
+                         (int) strcspn(err, "\n"), err);
+                return -EINVAL;
+        }
+        r = mthp_host_open(d->root, &d->host);
+        if (r < 0) {
+                mthp_log(LOG_ERR, "cannot open host root %s: %s", d->root, mthp_errno_words(r));
+                return r;
+        }
+        r = mthp_probe(d->host, &d->caps);
+        if (r < 0) {
+                mthp_log(LOG_ERR, "no transparent hugepage support under %s" MTHP_THP_DIR ": %s", d->root,
+                         mthp_errno_words(r));
+                return r;
+        }
+        mthp_caps_describe(&d->caps, buf, sizeof(buf));
+        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+                mthp_log(LOG_INFO, "probe: %s", line);
+        mthp_deciders_log(d->host, &d->caps);
+        return 0;
+}
+
+/* The state directory and its lock: refused when not safe, and without
+ * them only observing is possible. */
+static int open_state_dir(struct daemon *d) {
+        int r;
+        bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
+        char why[MTHP_PATH_MAX + 256];
+        /* made if missing, and refused when not root's or writable by others */
+        int dfd = mthp_safe_open_dir(d->cfg.state_dir, MTHP_SAFE_OWNER, true, why, sizeof(why));
+        if (dfd < 0) {
+                r = dfd;
+                if (!dry || r == -EPERM) {
+                        /* without a journal we could not undo our writes: refuse */
+                        mthp_log(LOG_ERR, "state directory: %s; refusing to %s", why,
+                                 dry ? "use it" : "change knobs without a restore journal");
+                        return r;
+                }
+        } else {
+                r = take_lock(d, dfd);
+                close(dfd);
+                if (r == -EWOULDBLOCK) {
+                        mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
+                        return r;
+                }
+                /* a read-only /run: the lock may exist, the journal cannot */
+                if (r == 0 && access(d->cfg.state_dir, W_OK) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        if (d->lock_fd >= 0)
+                                close(d->lock_fd);
+                        d->lock_fd = -1;
+                        if (!dry) {
+                                mthp_log(LOG_ERR, "state directory %s is not writable (%s); refusing to change "
+                                         "knobs without a restore journal", d->cfg.state_dir, strerror(-r));
+                                return r;
+                        }
+                        mthp_log(LOG_WARNING, "state directory %s is not writable (%s); observing without a "
+                                 "lock, status file or journal", d->cfg.state_dir, strerror(-r));
+                }
+        }
+        return 0;
+}
+
+/* The actuator, whether it can write, and a leftover journal restored. */
+static int open_actuator(struct daemon *d) {
+        bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
+        int r = mthp_actuator_new(d->host, &d->caps, d->cfg.state_dir, dry, &d->act);
+        if (r < 0) {
+                mthp_log(LOG_ERR, "cannot prepare %s: %s", d->cfg.state_dir, mthp_errno_words(r));
+                return r;
+        }
+        mthp_actuator_set_hooks(d->act, on_knob_changed, on_knob_foreign, d);
+        /* Managing knobs that cannot be written would log an error per knob
+         * and leave a state that claims sizes the kernel never got: say it
+         * once and stop, unless asked to observe (restarting cannot help:
+         * its own exit status). */
+        r = mthp_actuator_check_writable(d->act, d->not_writable, sizeof(d->not_writable));
+        if (r < 0 && !dry) {
+                mthp_log(LOG_ERR, "cannot write the mTHP knobs (%s), so mthpd does not start: make them writable, "
+                         "or run it with --mode observe (Mode=observe) to only decide and explain", d->not_writable);
+                d->exit_code = MTHPD_EXIT_NOT_WRITABLE;
+                return r;
+        }
+        if (r < 0)
+                mthp_log(LOG_WARNING, "observe mode: the mTHP knobs cannot be written (%s); mthpd decides and "
+                         "explains, and writes nothing", d->not_writable);
+        if (access(mthp_actuator_journal_file(d->act), F_OK) == 0) {
+                /* the last run died without restoring: put things back first */
+                unsigned n = 0;
+                mthp_log(LOG_WARNING, "found restore journal %s from a run that did not stop cleanly; restoring",
+                         mthp_actuator_journal_file(d->act));
+                r = mthp_actuator_restore_file(d->host, mthp_actuator_journal_file(d->act), &n);
+                if (r != 0) {
+                        /* never restart over it: a loop of failing restores helps nobody */
+                        char left[32] = "";
+                        if (r > 0)
+                                snprintf(left, sizeof(left), " (%d knob(s) left)", r);
+                        snprintf(d->start_failure, sizeof(d->start_failure),
+                                 "the restore journal %s of a run that did not stop cleanly cannot be restored%s; "
+                                 "see the errors above, put the knobs back or fix the cause, run 'mthpctl restore', "
+                                 "then start mthpd again", mthp_actuator_journal_file(d->act), left);
+                        mthp_log(LOG_ERR, "not starting: %s", d->start_failure);
+                        d->exit_code = MTHPD_EXIT_JOURNAL;
+                        return r < 0 ? r : -EIO;
+                }
+                mthp_log(LOG_INFO, "restored %u knobs from the previous run", n);
+        }
+        return 0;
+}
+
+/* The samplers: the host's counters, the processes, density, cgroups, and
+ * the collapser. Only the first is required. */
+static int open_samplers(struct daemon *d) {
+        int r = mthp_sampler_new(d->host, &d->caps, &d->sampler);
+        if (r < 0)
+                return r;
+        unsigned sizes[MTHP_SIZES_MAX], n = 0;
+        for (unsigned i = 0; i < d->caps.n_sizes; i++)
+                if (d->caps.sizes[i].kb <= MTHP_DENSITY_MAX_KB)
+                        sizes[n++] = d->caps.sizes[i].kb;
+        r = mthp_procinfo_new(d->host, &d->caps, &d->procinfo);
+        if (r < 0)
+                return r;
+        r = mthp_density_new(d->host, sizes, n, NULL, &d->density);
+        if (r < 0) {
+                mthp_log(LOG_WARNING, "density sampler unavailable: %s; sizes above %uK stay off",
+                         mthp_errno_words(r), d->cfg.engine.unmeasured_max_kb);
+                d->density = NULL;
+        }
+        mthp_log(LOG_INFO, "%u policy file(s) from %s", d->policies->n, d->cfg.policy_dir);
+        r = mthp_cgmon_new(d->host, &d->caps, &d->cgmon);
+        if (r < 0) {
+                mthp_log(LOG_WARNING, "cgroup monitor unavailable: %s; policy files match processes only",
+                         mthp_errno_words(r));
+                d->cgmon = NULL;
+        } else
+                mthp_cgmon_set_match(d->cgmon, cgroup_managed, d);
+        struct mthp_collapse_budget cb;
+        mthp_collapse_budget_default(&cb);
+        cb.max_kb_per_tick = d->cfg.collapse_budget_kb;
+        if (mthp_collapser_new(d->host, &cb, &d->collapser) < 0)
+                d->collapser = NULL;
+        return 0;
+}
+
+int daemon_startup(struct daemon *d) {
+        int r = open_host(d);
+        if (r >= 0)
+                r = open_state_dir(d);
+        if (r >= 0)
+                r = open_actuator(d);
+        if (r >= 0)
+                r = open_samplers(d);
+        return r;
+}
+
+int daemon_new(struct daemon **ret) {
+        struct daemon *d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        d->root = "/";
+        d->lock_fd = -1;
+        d->mode_override = -1;
+        *ret = d;
+        return 0;
+}
+
+/* After the loop: put back what mthpd changed (unless --once) and say what
+ * was done; returns the exit status, exit_code unless the restore failed. */
+int daemon_stop(struct daemon *d, int exit_code) {
+        d->exit_code = exit_code;
+        if (d->guard) {
+                char g[160];
+                guard_describe(d->guard, g, sizeof(g));
+                mthp_log(LOG_INFO, "guard: %s", g);
+        }
+        if (!d->once) {
+                sd_notify(0, "STOPPING=1");
+                /* say what was really put back: the knobs mthpd changed and
+                 * still owns (others' changes stay, and the restore says so) */
+                unsigned ours = 0;
+                const struct mthp_journal *j = mthp_actuator_journal(d->act);
+                for (unsigned i = 0; i < j->n; i++)
+                        ours += j->e[i].state != MTHP_ENTRY_FOREIGN;
+                int left = mthp_actuator_restore(d->act);
+                if (left != 0) {
+                        mthp_log(LOG_ERR, "%d knob(s) could not be restored; the journal %s keeps their originals",
+                                 left < 0 ? -1 : left, mthp_actuator_journal_file(d->act));
+                        d->exit_code = 1;
+                } else if (mthp_actuator_dry_run(d->act) && mthp_actuator_journal(d->act)->n > 0)
+                        mthp_log(LOG_INFO, "observing: leaving %u knob(s) to the journal %s ('mthpctl restore' or "
+                                 "the next start puts them back); exiting", mthp_actuator_journal(d->act)->n, mthp_actuator_journal_file(d->act));
+                else if (ours == 0)
+                        mthp_log(LOG_INFO, "mthpd changed no knob: nothing to restore; exiting");
+                else
+                        mthp_log(LOG_INFO, "all knobs restored; exiting (the %u mthpd had changed)", ours);
+        } else if (mthp_actuator_journal(d->act)->n > 0)
+                mthp_log(LOG_INFO, "--once: leaving %u knob(s) set; 'mthpctl restore' puts them back",
+                         mthp_actuator_journal(d->act)->n);
+        mthp_status_file_remove(d->cfg.state_dir);
+        return d->exit_code;
+}
+
+/* Releases whatever daemon_startup() and main() set up, on every way out of
+ * main(). NULL is fine. */
+void daemon_free(struct daemon *d) {
+        if (!d)
+                return;
+        bus_free(d->bus);
+        guard_free(d->guard);
+        sd_event_source_unref(d->timer);
+        sd_event_unref(d->event);
+        if (mthp_record_close_write(d->recorder) < 0)
+                mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d->record_file);
+        mthp_sampler_free(d->sampler);
+        mthp_density_free(d->density);
+        mthp_procinfo_free(d->procinfo);
+        mthp_cgmon_free(d->cgmon);
+        mthp_collapser_free(d->collapser);
+        mthp_policy_set_free(d->policies);
+        mthp_actuator_free(d->act);
+        mthp_host_free(d->host);
+        if (d->lock_fd >= 0)
+                close(d->lock_fd);
+        free(d);
+}
