@@ -236,26 +236,7 @@ static void density_view(struct daemon *d, const struct mthp_density_report *rep
         v->usec = (double) rep->usec;
         for (unsigned i = 0; i < rep->n_procs && v->n_procs < MTHP_DENSITY_PROCS; i++) {
                 const struct mthp_density_proc *p = &rep->procs[i];
-                struct mthp_proc_density *o = &v->proc[v->n_procs++];
-                o->pid = p->pid;
-                mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
-                o->fault_rate = p->minflt_rate;
-                o->new_proc = p->rate_from_lifetime;
-                o->shm = p->shm;
-                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        o->rss_kb[k] = p->kind[k].rss_bytes / 1024;
-                        for (unsigned j = 0; j < d->caps.n_sizes; j++) {
-                                o->coverage[k][j] = NAN;
-                                o->zero[k][j] = NAN;
-                                o->blocks[k][j] = 0;
-                                for (unsigned m = 0; m < rep->n_sizes; m++)
-                                        if (p->kind[k].size[m].kb == d->caps.sizes[j].kb) {
-                                                o->coverage[k][j] = p->kind[k].size[m].coverage;
-                                                o->zero[k][j] = p->kind[k].size[m].zero_fraction;
-                                                o->blocks[k][j] = (double) p->kind[k].size[m].blocks;
-                                        }
-                        }
-                }
+                mthp_density_proc_view(&d->caps, rep, p, &v->proc[v->n_procs++]);
         }
 }
 

@@ -26,6 +26,7 @@ struct region {
         uint64_t delta;              /* alignment key = address + delta: file offset for shmem */
         double cum;                  /* running sum of draw weights */
         bool data;                   /* a subpage read in it held data */
+        bool hg;                     /* MADV_HUGEPAGE: measured on its own too */
 };
 
 /* A window: the part of one aligned block of the largest size that lies in
@@ -59,12 +60,38 @@ struct acc {
         uint64_t blocks, full, read, zero;
 };
 
+/* What smaps said of a process's hg and nh mappings, kept between reads
+ * (mthp/density.h: smaps costs a page-table walk). */
+#define VMF_RANGES 32                /* flagged mappings kept per process; more are read as plain */
+#define VMF_CACHE 64                 /* processes remembered */
+struct vmf_range {
+        uint64_t start, end, rss;    /* rss in bytes */
+        int8_t kind;                 /* mthp_proc_mapping_kind() */
+        uint8_t flags;               /* MTHP_VMA_* */
+};
+struct vmf_entry {
+        pid_t pid;                   /* 0: free */
+        uint64_t starttime, t_usec;  /* t_usec: when smaps was read */
+        uint64_t layout;             /* hash of its anon/shmem mappings' bounds then */
+        uint64_t cost_usec;          /* CPU time that read took */
+        /* per kind, the share of its Rss in nh mappings, from one smaps
+         * read (both sides at one instant), at least 3/4 of the previous
+         * read's: a program that maps, faults and unmaps nh memory in a loop
+         * is caught at any point of the loop by a read */
+        double nh_share[_MTHP_KIND_MAX];
+        unsigned n;
+        struct vmf_range r[VMF_RANGES];
+};
+
 struct proc_ctx {
         pid_t pid;
         int fd;                      /* /proc/PID/pagemap */
         bool can_read, gone, cut;
         uint64_t examined, queued, reads;   /* window pages; subpage reads queued, done */
         uint64_t rss[_MTHP_KIND_MAX], span[_MTHP_KIND_MAX];
+        uint64_t nohuge_span[_MTHP_KIND_MAX], nohuge_rss[_MTHP_KIND_MAX], advised_span[_MTHP_KIND_MAX];
+        bool thp_disabled;
+        const struct vmf_entry *vmf;        /* its hg/nh mappings, NULL: unknown */
         bool rss_known[_MTHP_KIND_MAX];
         uint8_t *unlisted;                  /* the process's entry: persists across ticks */
         unsigned windows[_MTHP_KIND_MAX];
@@ -105,6 +132,8 @@ struct mthp_density_sampler {
         struct win *listed;
         size_t cap_listed;
         struct acc acc[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        struct acc acc_hg[_MTHP_KIND_MAX][MTHP_SIZES_MAX];   /* the hg mappings' part */
+        struct vmf_entry *vmf;              /* VMF_CACHE entries */
         struct read_req rq[READ_BATCH];
         struct iovec riov[READ_BATCH];
         size_t n_rq;

@@ -299,8 +299,9 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
         count_levels(m->touched, &tc);
         count_levels(m->present, &pc);
 
+        bool hg = s->reg[kind][rec->reg].hg;
         for (unsigned i = 0; i < s->n_sizes; i++) {
-                struct acc *a = &s->acc[kind][i];
+                struct acc *a = &s->acc[kind][i], *ah = &s->acc_hg[kind][i];
                 unsigned bp = s->bp[i], lbp = s->lbp[i];
                 /* only blocks wholly inside the mapping: a folio cannot cross it */
                 for (unsigned j = (w->lo + bp - 1) / bp; (j + 1) * bp <= w->hi; j++) {
@@ -310,8 +311,14 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
                         a->blocks++;
                         a->cov_num += u * t;
                         a->cov_den += u * bp;
+                        if (hg) {
+                                ah->blocks++;
+                                ah->cov_num += u * t;
+                                ah->cov_den += u * bp;
+                        }
                         if (t == bp) {
                                 a->full++;
+                                ah->full += hg;
                                 set_bits(full[i], j, 1);
                                 rec->full_present[i] += block_count(&pc, lbp, j);
                         }

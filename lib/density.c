@@ -85,7 +85,8 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
                 s->kpf_fd = -1;
         s->procs = calloc(b.max_procs, sizeof(*s->procs));
         s->rbuf = aligned_alloc(PAGE, READ_BATCH * PAGE);
-        if (!s->procs || !s->rbuf) {
+        s->vmf = calloc(VMF_CACHE, sizeof(*s->vmf));
+        if (!s->procs || !s->rbuf || !s->vmf) {
                 mthp_density_free(s);
                 return -ENOMEM;
         }
@@ -107,6 +108,7 @@ void mthp_density_free(struct mthp_density_sampler *s) {
         free(s->recs);
         free(s->listed);
         free(s->rbuf);
+        free(s->vmf);
         free(s);
 }
 
@@ -145,11 +147,137 @@ static int read_all(struct mthp_density_sampler *s, int dfd, const char *name, s
 
 static void rss_cb(void *user, const char *key, unsigned long long value) {
         struct proc_ctx *c = user;
+        if (strcmp(key, "THP_enabled") == 0) {
+                /* 0 after PR_SET_THP_DISABLE (6.18: without
+                 * PR_THP_DISABLE_EXCEPT_ADVISED, which leaves 1) */
+                c->thp_disabled = value == 0;
+                return;
+        }
         int k = strcmp(key, "RssAnon") == 0 ? MTHP_ANON : strcmp(key, "RssShmem") == 0 ? MTHP_SHMEM : -1;
         if (k >= 0) {
                 c->rss[k] = value * 1024;
                 c->rss_known[k] = true;
         }
+}
+
+/* ---- opt-outs: the hg and nh mappings, from smaps ---- */
+
+/* The cache entry of this process, or the slot to read it into (a free one
+ * or the least recently read). */
+static struct vmf_entry *vmf_slot(struct mthp_density_sampler *s, const struct mthp_proc_entry *e) {
+        struct vmf_entry *old = &s->vmf[0];
+        for (unsigned i = 0; i < VMF_CACHE; i++) {
+                struct vmf_entry *v = &s->vmf[i];
+                if (v->pid == e->pid && v->starttime == e->starttime)
+                        return v;
+                if (old->pid && (!v->pid || v->t_usec < old->t_usec))
+                        old = v;
+        }
+        memset(old, 0, sizeof(*old));
+        return old;
+}
+
+/* A hash of the bounds of the anon and shmem mappings in maps (or smaps)
+ * text: when it changes, mappings came or went since smaps was read. */
+static uint64_t layout_hash(const char *text, size_t len) {
+        const char *p = text, *end = text + len;
+        uint64_t h = 0xcbf29ce484222325ULL;
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                size_t n = eol ? (size_t) (eol - p) : (size_t) (end - p);
+                struct mthp_mapping m;
+                if (mthp_proc_parse_maps_line(p, n, &m) == 0 && mthp_proc_mapping_kind(&m) >= 0)
+                        h = (h ^ m.start ^ (m.end << 1)) * 0x100000001b3ULL;
+                p += n + 1;
+        }
+        return h;
+}
+
+static void vmf_parse(struct vmf_entry *v, const char *text, size_t len) {
+        const char *p = text, *end = text + len;
+        struct vmf_range cur = { .kind = -1 };
+        bool in_map = false;
+        uint64_t rss[_MTHP_KIND_MAX] = { 0 }, nh[_MTHP_KIND_MAX] = { 0 };
+
+        v->n = 0;
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                size_t n = eol ? (size_t) (eol - p) : (size_t) (end - p);
+                struct mthp_mapping m;
+                if (n > 8 && memcmp(p, "VmFlags:", 8) == 0) {
+                        cur.flags = (uint8_t) mthp_proc_parse_vmflags(p + 8, n - 8);
+                        if (in_map && cur.kind >= 0) {
+                                rss[cur.kind] += cur.rss;
+                                if (cur.flags & MTHP_VMA_NOHUGEPAGE)
+                                        nh[cur.kind] += cur.rss;
+                        }
+                        if (in_map && cur.flags && cur.kind >= 0 && v->n < VMF_RANGES)
+                                v->r[v->n++] = cur;
+                        in_map = false;
+                } else if (n > 4 && memcmp(p, "Rss:", 4) == 0) {
+                        cur.rss = strtoull(p + 4, NULL, 10) * 1024;
+                } else if (mthp_proc_parse_maps_line(p, n, &m) == 0) {
+                        int kind = mthp_proc_mapping_kind(&m);
+                        cur = (struct vmf_range) { .start = m.start, .end = m.end, .kind = (int8_t) (kind >= 0 ? kind : -1) };
+                        in_map = true;
+                }
+                p += n + 1;
+        }
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                double share = rss[k] ? (double) nh[k] / (double) rss[k] : 0;
+                v->nh_share[k] = share > v->nh_share[k] * 0.75 ? share : v->nh_share[k] * 0.75;
+        }
+}
+
+/* The process's mappings into s->text (*len) and its hg and nh mappings.
+ * smaps (whose header lines are maps lines) at first sight, again once the
+ * cached reading is MTHP_DENSITY_VMFLAGS_USEC old, and again, at most once
+ * a second, when the anon/shmem mappings have changed since (a program
+ * that maps, madvises and unmaps in a loop); never sooner than 100 times
+ * what the last read cost; maps otherwise. *vmf NULL if
+ * smaps cannot be read (a fake host): no mapping is flagged then. */
+static int read_mappings(struct mthp_density_sampler *s, int dfd, const struct mthp_proc_entry *e,
+                         const struct vmf_entry **vmf, size_t *len) {
+        uint64_t now = s->t0_ns / 1000;
+        struct vmf_entry *v = vmf_slot(s, e);
+        int r = read_all(s, dfd, "maps", len);
+        if (r < 0)
+                return r;
+        *vmf = NULL;
+        if (v->pid) {
+                /* smaps takes at most 1% of a CPU per process: a 64 GiB
+                 * database of 4K pages (~10 ms/GiB measured) is read again
+                 * after a minute, not every second */
+                uint64_t floor = 100 * v->cost_usec;
+                uint64_t every = layout_hash(s->text, *len) != v->layout ? 1000000 : MTHP_DENSITY_VMFLAGS_USEC;
+                if (now < v->t_usec + (every > floor ? every : floor)) {
+                        *vmf = v;
+                        return 0;
+                }
+        }
+        size_t slen;
+        uint64_t t0 = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        if (read_all(s, dfd, "smaps", &slen) < 0) {
+                v->pid = 0;
+                return read_all(s, dfd, "maps", len);   /* the text was overwritten */
+        }
+        *len = slen;
+        vmf_parse(v, s->text, slen);
+        v->pid = e->pid;
+        v->starttime = e->starttime;
+        v->t_usec = now;
+        v->layout = layout_hash(s->text, slen);
+        v->cost_usec = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - t0) / 1000;
+        *vmf = v;
+        return 0;
+}
+
+/* The flags of the mapping starting at start (a maps line), 0 if none. */
+static unsigned vmf_flags_at(const struct vmf_entry *v, uint64_t start) {
+        for (unsigned i = 0; v && i < v->n; i++)
+                if (v->r[i].start <= start && start < v->r[i].end)
+                        return v->r[i].flags;
+        return 0;
 }
 
 /* Which knobs reach a shared mapping (mthp_shm_reach), by its maps name. */
@@ -223,7 +351,11 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
                         }
                         a = (a + PAGE - 1) & ~(uint64_t) (PAGE - 1);
                         b &= ~(uint64_t) (PAGE - 1);
-                        if (a < b) {
+                        unsigned flags = vmf_flags_at(c->vmf, m.start);
+                        if (a < b && (flags & MTHP_VMA_NOHUGEPAGE)) {
+                                /* no large folio here whatever the knobs say */
+                                c->nohuge_span[kind] += b - a;
+                        } else if (a < b) {
                                 int r = mthp_grow((void **) &s->reg[kind], &s->cap_reg[kind], s->n_reg[kind] + 1,
                                              sizeof(struct region));
                                 if (r < 0)
@@ -233,8 +365,11 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
                                         .start = a,
                                         .end = b,
                                         .delta = kind == MTHP_SHMEM ? m.offset - m.start : 0,
+                                        .hg = flags & MTHP_VMA_HUGEPAGE,
                                 };
                                 c->span[kind] += b - a;
+                                if (flags & MTHP_VMA_HUGEPAGE)
+                                        c->advised_span[kind] += b - a;
                                 if (kind == MTHP_SHMEM && m.end - m.start > c->shm.bytes)
                                         c->shm = (struct mthp_shm_mapping) {
                                                 .addr = m.start,
@@ -258,6 +393,18 @@ static int still_alive(int fd) {
         return k == sizeof(e) ? 0 : -ESRCH;
 }
 
+static struct mthp_density_size size_of(unsigned kb, const struct acc *a) {
+        return (struct mthp_density_size) {
+                .kb = kb,
+                .blocks = a->blocks,
+                .coverage = a->cov_den > 0 ? a->cov_num / a->cov_den : NAN,
+                .full_blocks = a->full,
+                .read_pages = a->read,
+                .zero_pages = a->zero,
+                .zero_fraction = a->zero_den > 0 ? a->zero_num / a->zero_den : NAN,
+        };
+}
+
 static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp_density_proc *out) {
         for (size_t j = 0; j < s->n_recs; j++) {
                 const struct window_rec *rec = &s->recs[j];
@@ -265,17 +412,19 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
                  * only zeros may be untouched or written with zeros (calloc,
                  * memset, will-it-scale's page_fault1), so it says nothing of
                  * bloat. Zeros count only in mappings that hold some data. */
-                bool data = s->reg[rec->kind][rec->reg].data;
+                bool data = s->reg[rec->kind][rec->reg].data, hg = s->reg[rec->kind][rec->reg].hg;
                 for (unsigned i = 0; i < s->n_sizes; i++) {
-                        struct acc *a = &s->acc[rec->kind][i];
                         if (!rec->read[i])
                                 continue;
-                        a->read += rec->read[i];
-                        a->zero += rec->zero[i];
-                        if (!data)
-                                continue;
-                        a->zero_num += rec->u * rec->full_present[i] * rec->zero[i] / rec->read[i];
-                        a->zero_den += rec->u * rec->full_present[i];
+                        for (int part = 0; part < 1 + hg; part++) {
+                                struct acc *a = part ? &s->acc_hg[rec->kind][i] : &s->acc[rec->kind][i];
+                                a->read += rec->read[i];
+                                a->zero += rec->zero[i];
+                                if (!data)
+                                        continue;
+                                a->zero_num += rec->u * rec->full_present[i] * rec->zero[i] / rec->read[i];
+                                a->zero_den += rec->u * rec->full_present[i];
+                        }
                 }
         }
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
@@ -284,22 +433,31 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
                 o->rss_bytes = c->rss[k];
                 o->windows = c->windows[k];
                 o->census = c->census[k];
+                o->nohuge_bytes = c->nohuge_span[k];
+                o->nohuge_rss_bytes = c->nohuge_rss[k];
+                o->advised_bytes = c->advised_span[k];
                 for (unsigned i = 0; i < s->n_sizes; i++) {
-                        const struct acc *a = &s->acc[k][i];
-                        o->size[i] = (struct mthp_density_size) {
-                                .kb = s->kb[i],
-                                .blocks = a->blocks,
-                                .coverage = a->cov_den > 0 ? a->cov_num / a->cov_den : NAN,
-                                .full_blocks = a->full,
-                                .read_pages = a->read,
-                                .zero_pages = a->zero,
-                                .zero_fraction = a->zero_den > 0 ? a->zero_num / a->zero_den : NAN,
-                        };
+                        o->size[i] = size_of(s->kb[i], &s->acc[k][i]);
+                        o->advised[i] = size_of(s->kb[i], &s->acc_hg[k][i]);
                 }
         }
         out->pages_examined = c->examined;
         out->pages_read = c->reads;
         out->complete = !c->cut;
+}
+
+/* The rest of a process's report, and what it cost. */
+static void proc_done(const struct mthp_proc_entry *e, const struct proc_ctx *c, struct mthp_density_proc *out,
+                      uint64_t t0, uint64_t t0_cpu) {
+        out->pid = e->pid;
+        memcpy(out->comm, e->comm, sizeof(out->comm));
+        out->minflt_rate = e->rate;
+        out->rate_from_lifetime = e->from_lifetime;
+        out->thp_disabled = c->thp_disabled;
+        /* measured as the tick's cost is (elapsed_usec): CPU time, at least a
+         * quarter of the wall time, so a process never costs more than its tick */
+        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - t0_cpu) / 1000, wall = (mthp_now_nsec(CLOCK_MONOTONIC) - t0) / 1000;
+        out->usec = cpu > wall / 4 ? cpu : wall / 4;
 }
 
 static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e, const struct mthp_density_target *t,
@@ -320,7 +478,19 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
         if (r < 0)
                 return r;
         mthp_parse_kv(s->text, rss_cb, &c);
-        r = read_all(s, dfd, "maps", &len);
+        if (c.thp_disabled && !s->b.measure_thp_disabled) {
+                /* no large folio for it whatever the knobs say: nothing to measure */
+                memset(s->acc, 0, sizeof(s->acc));
+                memset(s->acc_hg, 0, sizeof(s->acc_hg));
+                s->n_recs = 0;
+                memset(out, 0, sizeof(*out));
+                fold(s, &c, out);
+                proc_done(e, &c, out, t0, t0_cpu);
+                return 0;
+        }
+        r = read_mappings(s, dfd, e, &c.vmf, &len);
+        for (int k = 0; r == 0 && c.vmf && k < _MTHP_KIND_MAX; k++)
+                c.nohuge_rss[k] = (uint64_t) ((double) c.rss[k] * c.vmf->nh_share[k]);
         if (r < 0)
                 return r;
         r = collect_regions(s, &c, len, t);
@@ -348,12 +518,14 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
         uint64_t draws = s->b.max_pages_per_proc / density_window_cost(s, &c);
         uint64_t weight[_MTHP_KIND_MAX], wsum = 0;
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                weight[k] = !s->n_reg[k] ? 0 : c.rss_known[k] ? c.rss[k] : c.span[k];
+                uint64_t rss = c.rss[k] > c.nohuge_rss[k] ? c.rss[k] - c.nohuge_rss[k] : 0;
+                weight[k] = !s->n_reg[k] ? 0 : c.rss_known[k] && rss ? rss : c.span[k];
                 wsum += weight[k];
         }
         s->n_recs = 0;
         s->n_rq = 0;
         memset(s->acc, 0, sizeof(s->acc));
+        memset(s->acc_hg, 0, sizeof(s->acc_hg));
         for (int k = 0; k < _MTHP_KIND_MAX && r == 0; k++) {
                 if (!weight[k])
                         continue;
@@ -369,16 +541,9 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
         s->tick_reads += c.reads;
 
         memset(out, 0, sizeof(*out));
-        out->pid = e->pid;
-        memcpy(out->comm, e->comm, sizeof(out->comm));
-        out->minflt_rate = e->rate;
-        out->rate_from_lifetime = e->from_lifetime;
         fold(s, &c, out);
+        proc_done(e, &c, out, t0, t0_cpu);
         out->shm = c.shm;
-        /* measured as the tick's cost is (elapsed_usec): CPU time, at least a
-         * quarter of the wall time, so a process never costs more than its tick */
-        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - t0_cpu) / 1000, wall = (mthp_now_nsec(CLOCK_MONOTONIC) - t0) / 1000;
-        out->usec = cpu > wall / 4 ? cpu : wall / 4;
         return 0;
 }
 
@@ -490,4 +655,33 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         out->budget_exhausted = s->exhausted;
         out->usec = density_elapsed_usec(s);
         return 0;
+}
+
+void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
+                            const struct mthp_density_proc *p, struct mthp_proc_density *o) {
+        o->pid = p->pid;
+        mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
+        o->fault_rate = p->minflt_rate;
+        o->new_proc = p->rate_from_lifetime;
+        o->shm = p->shm;
+        o->thp_disabled = p->thp_disabled;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                o->rss_kb[k] = p->kind[k].rss_bytes / 1024;
+                o->nohuge_kb[k] = p->kind[k].nohuge_rss_bytes / 1024;
+                for (unsigned j = 0; j < caps->n_sizes; j++) {
+                        o->coverage[k][j] = o->hg_coverage[k][j] = NAN;
+                        o->zero[k][j] = o->hg_zero[k][j] = NAN;
+                        o->blocks[k][j] = o->hg_blocks[k][j] = 0;
+                        for (unsigned m = 0; m < rep->n_sizes; m++)
+                                if (p->kind[k].size[m].kb == caps->sizes[j].kb) {
+                                        const struct mthp_density_size *a = &p->kind[k].size[m], *h = &p->kind[k].advised[m];
+                                        o->coverage[k][j] = a->coverage;
+                                        o->zero[k][j] = a->zero_fraction;
+                                        o->blocks[k][j] = (double) a->blocks;
+                                        o->hg_coverage[k][j] = h->coverage;
+                                        o->hg_zero[k][j] = h->zero_fraction;
+                                        o->hg_blocks[k][j] = (double) h->blocks;
+                                }
+                }
+        }
 }

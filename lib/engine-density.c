@@ -13,11 +13,13 @@
 
 #include "engine-internal.h"
 
-/* What a process faults in of one kind, in 4K pages per second: its fault
+/* What a process faults in of one kind, in base pages per second: its fault
  * rate split by the memory it holds of each kind (a shmem workload's small
- * heap must not speak for anon), times the pages each fault brings in: a
+ * heap must not speak for anon; memory no size can reach, nh mappings or a
+ * process with THP disabled, speaks for nothing), times the pages each
+ * fault brings in: a
  * process that uses the current top size densely gets folios of that size,
- * one fault each; any other counts 4K a fault. Counting events instead
+ * one fault each; any other counts a base page a fault. Counting events instead
  * would let a compiler's 700 faults/s outvote a workload faulting 2M
  * folios 2000 times a second. */
 static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, const struct mthp_caps *caps, int top,
@@ -27,8 +29,8 @@ static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, c
                 return 0;
         double pages_per_fault = 1;
         if (top >= 0 && m->w[kind][top] > 0 && m->u[kind][top] / m->w[kind][top] >= keep_thr)
-                pages_per_fault = caps->sizes[top].kb / 4.0;
-        return m->fault_rate * (double) m->rss_kb[kind] / all * pages_per_fault;
+                pages_per_fault = caps->sizes[top].kb / (double) mthp_caps_page_kb(caps);
+        return m->fault_rate * engine_eligible_kb(m, kind) / all * pages_per_fault;
 }
 
 /* Which processes count: recently seen, and faulting memory of this kind
@@ -172,7 +174,7 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
  * is a party whose ceilings its remembered density sets. */
 static void process_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                             const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
-                            unsigned n_ladder, int top, double keep_default, double total,
+                            unsigned n_ladder, int top, double keep_default, double total, const bool *madvised,
                             struct density_verdict *v) {
         /* processes under auto (a policy's or the defaults) speak for themselves */
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
@@ -204,7 +206,9 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };
                 for (unsigned r = 0; r < cap; r++) {
-                        double u = engine_remembered(m, kind, ladder[r]);
+                        /* at a size that is madvise now, its hg mappings have the
+                         * folios already: the others alone say what always costs */
+                        double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
                         bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc;
@@ -215,6 +219,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                                 pt->keep = r;
                                 pt->fail_size = ladder[r];
                                 pt->fail_usage = u;
+                                pt->fail_plain = madvised[r] && m->hg[kind][ladder[r]];
                                 pt->capped = false;
                                 break;
                         }
@@ -298,7 +303,10 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
                         total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
 
-        process_parties(cfg, caps, st, kind, ladder, n_ladder, top, keep_default, total, v);
+        bool madvised[MTHP_SIZES_MAX];
+        for (unsigned r = 0; r < n_ladder; r++)
+                madvised[r] = engine_size_madvised(caps, snap, kind, ladder[r]);
+        process_parties(cfg, caps, st, kind, ladder, n_ladder, top, keep_default, total, madvised, v);
 
         engine_madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
         cgroup_parties(cfg, caps, snap, st, kind, ladder, n_ladder, v);
@@ -335,12 +343,37 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
         if (p->proc >= 0 && !p->capped) {
                 double bloat = p->pol && !isnan(p->pol->max_bloat) ? p->pol->max_bloat : cfg->max_bloat;
                 mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
-                snprintf(buf, n, "%s uses %.2f of each %s block (predicted RSS x%.1f > MaxBloat %.0f%%)", who,
-                         p->fail_usage, hs, p->fail_usage > 0 ? 1 / p->fail_usage : 99.0, bloat);
+                snprintf(buf, n, "%s uses %.2f of each %s block%s (predicted RSS x%.1f > MaxBloat %.0f%%)", who,
+                         p->fail_usage, hs, p->fail_plain ? " outside its MADV_HUGEPAGE mappings" : "",
+                         p->fail_usage > 0 ? 1 / p->fail_usage : 99.0, bloat);
         } else {
                 unsigned r = p->keep < n_ladder ? p->keep : n_ladder - 1;
                 mthp_format_size(caps->sizes[ladder[r]].kb, hs, sizeof(hs));
                 snprintf(buf, n, "%s accepts no %s folios of %s as always", who, mthp_kind_name(kind), hs);
+        }
+}
+
+void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, enum mthp_kind kind,
+                     char *buf, size_t n) {
+        size_t len = 0;
+        if (n)
+                buf[0] = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS && n; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || all <= 0 || !m->rss_kb[kind] ||
+                    engine_eligible_kb(m, kind) > 0 ||
+                    m->fault_rate * (double) m->rss_kb[kind] / all < cfg->min_proc_fault_rate)
+                        continue;
+                int w = snprintf(buf + len, n - len, "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm,
+                                 m->thp_off ? "THP disabled for it (prctl)"
+                                 : kind == MTHP_ANON ? "its anon memory is mostly MADV_NOHUGEPAGE"
+                                                     : "its shmem memory is mostly MADV_NOHUGEPAGE");
+                len += w > 0 ? (size_t) w : 0;
+                if (len >= n) {
+                        len = n - 1;
+                        break;
+                }
         }
 }
 

@@ -19,6 +19,7 @@ struct party {
         unsigned keep, raise;     /* ceilings with the keep / raise density thresholds */
         unsigned fail_size;       /* auto: caps size index its density failed at (keep) */
         double fail_usage;
+        bool fail_plain;          /* fail_usage is over its mappings that are not hg */
         bool capped;              /* keep limited by its Sizes=, not by density */
 };
 
@@ -40,6 +41,22 @@ struct density_verdict {
 
 /* engine.c: what the engine remembers of processes and cgroups */
 double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size);
+/* Its usage of a size as a raise to always would change it: with madvised
+ * (the size is at "madvise" now) over its mappings that are not hg. */
+double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size, bool madvised);
+/* The memory of a kind a process holds that the engine's sizes can reach
+ * (kB): none with THP disabled, none of its nh mappings, none at all when
+ * they hold most of it. */
+double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
+/* Is the size at "madvise" now (its own value, or inherit under a global
+ * madvise; shmem: advise)? */
+bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                          unsigned size);
+/* The processes that fault enough to count but are left out for the
+ * kind, and why ("pid N (redis) left out: THP disabled for it (prctl)"),
+ * "; "-separated into buf ("" none). */
+void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, enum mthp_kind kind,
+                     char *buf, size_t n);
 const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
 void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
 /* engine-limits.c: the limited-cgroup invariant */

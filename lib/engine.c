@@ -10,7 +10,7 @@
 
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
-#define DEFRAG_MIN_KB 512         /* sizes whose allocation needs compaction */
+#define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
 #define DEFRAG_FALLBACK_PCT 20.0
 
 unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, enum mthp_kind kind,
@@ -61,6 +61,39 @@ static int largest_always(const struct mthp_caps *caps, const struct mthp_snapsh
         return top;
 }
 
+/* Fold one sample (usage u seen over w blocks) into a decayed average. A
+ * full-weight sample far from the memory means the process changed phase
+ * (dense -> sparse -> dense): start over from it. A light one (a few blocks
+ * seen between two mappings) only nudges the average. */
+static void fold_usage(double *mw, double *mu, double u, double w) {
+        double old_w = *mw * PROC_DECAY;
+        if (old_w > 0 && w >= old_w / 2 && fabs(u - *mu / *mw) > 0.5)
+                *mw = *mu = 0;
+        *mw = *mw * PROC_DECAY + w;
+        *mu = *mu * PROC_DECAY + u * w;
+}
+
+/* The usage of the sample's mappings that are not hg, at one size: the hg
+ * part taken out of the whole by its blocks (exact for a census, where
+ * every block weighs the same). NAN: none there, or no hg part to take out
+ * (then *pw = 0). */
+static double plain_usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned z, bool folios_on,
+                          double *pw) {
+        double b = p->blocks[kind][z], hb = p->hg_blocks[kind][z];
+        *pw = 0;
+        if (!(hb > 0) || isnan(p->coverage[kind][z]) || isnan(p->hg_coverage[kind][z]))
+                return NAN;
+        if (b - hb <= 0)
+                return NAN;
+        double c = (p->coverage[kind][z] * b - p->hg_coverage[kind][z] * hb) / (b - hb);
+        c = c < 0 ? 0 : c > 1 ? 1 : c;
+        double z0 = p->zero[kind][z];
+        if (folios_on && !isnan(z0) && 1 - z0 < c)
+                c = 1 - z0;
+        *pw = b - hb;
+        return c;
+}
+
 /* Fold this tick's density samples into the remembered processes. */
 static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
         const struct mthp_density_view *dv = &snap->density;
@@ -99,23 +132,35 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 m->fault_rate = p->fault_rate;
                 m->new_proc = p->new_proc;
                 bool fresh = m->seen_tick == 0 && m->w[0][0] == 0 && m->rss_kb[0] == 0 && m->rss_kb[1] == 0;
+                m->thp_off = p->thp_disabled;
+                if (m->thp_off) {
+                        /* it gets no folio of any size: what it uses of one says nothing */
+                        memset(m->w, 0, sizeof(m->w));
+                        memset(m->u, 0, sizeof(m->u));
+                        memset(m->wp, 0, sizeof(m->wp));
+                        memset(m->up, 0, sizeof(m->up));
+                        memset(m->hg, 0, sizeof(m->hg));
+                }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         /* smoothed: a map/unmap loop's RSS depends on the instant */
                         m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
-                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++) {
+                        m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
+                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX && !m->thp_off; z++) {
                                 double u = usage(p, k, z, (int) z <= on[k]);
                                 if (isnan(u))
                                         continue; /* no sample: keep what we knew */
-                                double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1;
-                                /* A full-weight sample far from the memory means the
-                                 * process changed phase (dense -> sparse -> dense): start
-                                 * over from it. A light one (a few blocks seen between two
-                                 * mappings) only nudges the average. */
-                                double old_w = m->w[k][z] * PROC_DECAY;
-                                if (old_w > 0 && w >= old_w / 2 && fabs(u - m->u[k][z] / m->w[k][z]) > 0.5)
-                                        m->w[k][z] = m->u[k][z] = 0;
-                                m->w[k][z] = m->w[k][z] * PROC_DECAY + w;
-                                m->u[k][z] = m->u[k][z] * PROC_DECAY + u * w;
+                                double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
+                                fold_usage(&m->w[k][z], &m->u[k][z], u, w);
+                                /* the mappings that are not hg: all of them when the
+                                 * sample saw no hg one */
+                                m->hg[k][z] = p->hg_blocks[k][z] > 0;
+                                double pu = m->hg[k][z] ? plain_usage(p, k, z, (int) z <= on[k], &pw) : u;
+                                if (!m->hg[k][z])
+                                        pw = w;
+                                if (!isnan(pu))
+                                        fold_usage(&m->wp[k][z], &m->up[k][z], pu, pw);
+                                else /* all hg: nothing of the others seen */
+                                        m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
                         }
                 }
                 if (p->shm.reach != MTHP_SHM_NONE) {
@@ -179,8 +224,38 @@ double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, 
         return m->w[kind][size] > 0 ? m->u[kind][size] / m->w[kind][size] : NAN;
 }
 
+double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size, bool madvised) {
+        if (!madvised)
+                return engine_remembered(m, kind, size);
+        /* a tiny remainder after the decay is no sample */
+        return m->wp[kind][size] > 1e-3 ? m->up[kind][size] / m->wp[kind][size] : NAN;
+}
+
+/* No per-mapping fault counts exist: where a process's memory of a kind is
+ * mostly (at least half) nh, that is taken as where it faults, and the rest
+ * (stacks, a small heap, libc's data) as memory that does not fault. */
+double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind) {
+        if (m->thp_off || 2 * m->nohuge_kb[kind] >= m->rss_kb[kind])
+                return 0;
+        return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
+}
+
+bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                          unsigned size) {
+        int k = caps->sizes[size].knob[kind];
+        const char *adv = kind == MTHP_ANON ? "madvise" : "advise";
+        if (k < 0)
+                return false;
+        if (strcmp(snap->knob[k], adv) == 0)
+                return true;
+        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
+        return strcmp(snap->knob[k], "inherit") == 0 && g >= 0 && strcmp(snap->knob[g], adv) == 0;
+}
+
 
 struct signals {
+        double opted_out;              /* pages/s of processes that opted out, not in demand */
+        double madvised;               /* pages/s in folios of sizes at madvise, not in demand */
         double demand, fallback_pct, avail_pct, share, top_alloc, stall_ms;
         int stall_pid;                 /* a process stalling in compaction, or 0 */
         bool pressure, fragmented, measured;
@@ -197,7 +272,7 @@ static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_
          * anon-only workload does not raise shmem sizes too. */
         double explained = snap->kind_pages_rate[MTHP_ANON] + snap->kind_pages_rate[MTHP_SHMEM];
         double unexplained = snap->fault_pages_rate > explained ? snap->fault_pages_rate - explained : 0;
-        double w_kind = 0, w_all = 0;
+        double w_kind = 0, w_all = 0, opted_out = 0;
         for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
                 const struct mthp_engine_proc *p = &mem->proc[i];
                 double rss = (double) p->rss_kb[MTHP_ANON] + (double) p->rss_kb[MTHP_SHMEM];
@@ -206,6 +281,8 @@ static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_
                         continue; /* only processes that fault enough to count speak */
                 w_kind += p->fault_rate * (double) p->rss_kb[kind] / rss;
                 w_all += p->fault_rate;
+                /* 4K faults no size can change: THP disabled for it, or nh memory */
+                opted_out += p->fault_rate * ((double) p->rss_kb[kind] - engine_eligible_kb(p, kind)) / rss;
         }
         if (w_all > 0)
                 s->share = w_kind / w_all;
@@ -215,7 +292,10 @@ static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_
                                                   total_kb
                                         : 0.5;
         }
-        s->demand = snap->kind_pages_rate[kind] + unexplained * s->share;
+        /* a process that opted out asks for no size: its faults are no demand */
+        double small = unexplained * s->share;
+        s->opted_out = opted_out < small ? opted_out : small;
+        s->demand = snap->kind_pages_rate[kind] + small - s->opted_out;
 }
 
 /* Pressure from cgroups: a faulting process near its cgroup's limit, a
@@ -272,6 +352,15 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         memset(s, 0, sizeof(*s));
         s->measured = snap->dt > 0;
         kind_demand(cfg, snap, mem, kind, s);
+        /* Folios of a size at "madvise" go to hg (MADV_HUGEPAGE) mappings
+         * alone, which have them whatever mthpd does: no demand for always. */
+        double madvised = 0;
+        for (unsigned z = 0; z < caps->n_sizes; z++)
+                if (engine_size_madvised(caps, snap, kind, z))
+                        madvised += mthp_stat_rate(caps, snap, z, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc") *
+                                    caps->sizes[z].kb / mthp_caps_page_kb(caps);
+        s->madvised = madvised < snap->kind_pages_rate[kind] ? madvised : snap->kind_pages_rate[kind];
+        s->demand -= s->madvised;
 
         /* The kernel counts a fallback at every size it tries, so only the
          * largest enabled size's own ratio says whether it is failing. */
@@ -314,10 +403,7 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
 }
 
 void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n) {
-        if (level)
-                mthp_format_size(caps->sizes[ladder[level - 1]].kb, buf, n);
-        else
-                snprintf(buf, n, "4K");
+        mthp_format_size(level ? caps->sizes[ladder[level - 1]].kb : mthp_caps_page_kb(caps), buf, n);
 }
 
 /* Step down after a failure (pressure, fragmentation, a probe that did not
@@ -369,7 +455,7 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         bool held = false;
         for (unsigned r = 0; r < st->kind[MTHP_ANON].level && r < n_ladder; r++)
                 held = held || ladder[r] == (unsigned) pmd;
-        unsigned subpages = caps->pmd_kb / mthp_caps_page_kb(caps);
+        unsigned subpages = caps->pmd_kb / mthp_caps_page_kb(caps);   /* max_ptes_none counts base pages */
         double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
         unsigned val = (unsigned) ceil((double) subpages * (1 - keep_default));
         char why[300], pmd_name[16];
@@ -430,10 +516,13 @@ static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = sk;
                 snprintf(d->value, sizeof(d->value), "%s", held || linger ? "1" : "");
-                snprintf(d->reason, sizeof(d->reason), "%s",
-                         held ? "anon 2M is always: the shrinker of underused 2M folios stays on"
-                         : linger ? "anon 2M was always lately: the shrinker of underused 2M folios stays on"
-                                  : "mthpd does not hold anon 2M always: original value");
+                if (held || linger)
+                        snprintf(d->reason, sizeof(d->reason),
+                                 "anon %s %s: the shrinker of underused %s folios stays on", pmd_name,
+                                 held ? "is always" : "was always lately", pmd_name);
+                else
+                        snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
+                                 pmd_name);
         }
 }
 
@@ -454,6 +543,7 @@ struct kind_step {
         int lim_blocker;
         char lim_why[400];
         char top[16], who[96], raiser[200], keeper[200];
+        char left_out[240];             /* processes that opted out, for the reasons */
         char why[MTHP_REASON_MAX - 96];
 };
 
@@ -485,6 +575,7 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
                 st->sparse_streak = k->dens.measured && k->dens.keep < st->level ? st->sparse_streak + 1 : 0;
         }
         k->dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
+        engine_left_out(cfg, next, k->kind, k->left_out, sizeof(k->left_out));
 }
 
 /* Where a raise may go, what bars it, who wants the sizes, and whether the
@@ -713,7 +804,8 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
 
         /* large sizes that fall back a lot: let kcompactd work in the
          * background instead of stalling faults or giving up */
-        if (st->level && caps->sizes[k->ladder[st->level - 1]].kb >= DEFRAG_MIN_KB && k->sig.measured &&
+        if (st->level && caps->sizes[k->ladder[st->level - 1]].kb >= DEFRAG_MIN_PAGES * mthp_caps_page_kb(caps) &&
+            k->sig.measured &&
             k->sig.fallback_pct >= DEFRAG_FALLBACK_PCT && !k->sig.pressure) {
                 *want_defer = true;
                 snprintf(defer_why, defer_size,
@@ -758,9 +850,10 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 if (rung < 0)
                         snprintf(d->reason, sizeof(d->reason),
                                  "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
-                else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s", k->why, st->level,
+                else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
                                   k->n_ladder, sname, status,
-                                  k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked) >=
+                                  k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked,
+                                  k->left_out[0] ? "; " : "", k->left_out) >=
                          (int) sizeof(d->reason))
                         d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
         }

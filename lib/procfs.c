@@ -213,3 +213,22 @@ int mthp_proc_mapping_kind(const struct mthp_mapping *m) {
                 return MTHP_SHMEM;
         return -ENOENT;
 }
+
+unsigned mthp_proc_parse_vmflags(const char *value, size_t len) {
+        unsigned flags = 0;
+        size_t i = 0;
+        while (i < len) {
+                while (i < len && (value[i] == ' ' || value[i] == '\t'))
+                        i++;
+                size_t w = i;
+                while (i < len && value[i] != ' ' && value[i] != '\t' && value[i] != '\n')
+                        i++;
+                if (i - w == 2 && memcmp(value + w, "hg", 2) == 0)
+                        flags |= MTHP_VMA_HUGEPAGE;
+                else if (i - w == 2 && memcmp(value + w, "nh", 2) == 0)
+                        flags |= MTHP_VMA_NOHUGEPAGE;
+                if (i < len && value[i] == '\n')
+                        break;
+        }
+        return flags;
+}

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include "mthp/host.h"
 #include "mthp/procfs.h"
+#include "mthp/sample.h"
 #include "mthp/types.h"
 
 /* Density sampler: how densely do the processes that fault most touch their
@@ -25,6 +26,26 @@
  *    a process that writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
+ *
+ * Opt-outs (processes choose for themselves): a process whose status says
+ * "THP_enabled: 0" (PR_SET_THP_DISABLE: Redis, systemd's MemoryTHP=,
+ * container shims) gets no large folio whatever the knobs say, so it is
+ * reported (thp_disabled) but not measured. Mappings marked nh in smaps
+ * (MADV_NOHUGEPAGE) are left out of every measure (their span and RSS are
+ * reported); mappings marked hg (MADV_HUGEPAGE) are measured with the rest
+ * and again on their own (advised[]), since under "madvise" values they
+ * alone get large folios. smaps costs a page-table walk (measured: 2-3 ms
+ * for 512 MiB of 4K pages, 9-32 ms for 1 GiB under load), so it is read at
+ * first sight of a process (that tick may overrun its budget by it), again
+ * after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when its
+ * anon/shmem mappings changed; never sooner than 100 times what the last
+ * read cost (1% of a CPU per process), not every tick. The nh share of a
+ * kind's Rss comes from one smaps read (both sides at one instant) and is
+ * held at 3/4 of the previous read's at least, so that a program mapping,
+ * faulting and unmapping nh memory in a loop is not judged by the instant
+ * a read caught. PR_SET_THP_DISABLE's
+ * PR_THP_DISABLE_EXCEPT_ADVISED (6.18) leaves "THP_enabled: 1" and is not
+ * visible from outside the process.
  *
  * "Touched" = present in the page table (not the shared zero page) or
  * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
@@ -47,6 +68,7 @@
 #define MTHP_DENSITY_PAGE 4096u
 #define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
 #define MTHP_DENSITY_COMM_MAX MTHP_PROC_COMM_MAX
+#define MTHP_DENSITY_VMFLAGS_USEC (10 * 1000000ULL)   /* smaps is read again after this */
 #define MTHP_DENSITY_SHM_PROBES 16
 
 struct mthp_density_budget {
@@ -63,6 +85,11 @@ struct mthp_density_budget {
          * still queued for the process at hand. */
         uint64_t max_usec;
         uint64_t seed;                /* same seed, same draws */
+        /* Measure processes with THP disabled too (still reported
+         * thp_disabled): for tests whose workloads use PR_SET_THP_DISABLE to
+         * keep 4K folios whatever the host's knobs. Default false: such a
+         * process's density decides nothing, and its pages cost budget. */
+        bool measure_thp_disabled;
 };
 void mthp_density_budget_default(struct mthp_density_budget *b);
 
@@ -90,6 +117,11 @@ struct mthp_density_kind {
         unsigned windows;             /* windows examined */
         bool census;                  /* every window was examined (exact) */
         struct mthp_density_size size[MTHP_SIZES_MAX];
+        /* per process only (the report's aggregate leaves them 0): */
+        uint64_t nohuge_bytes;        /* span of nh mappings, in no measure */
+        uint64_t nohuge_rss_bytes;    /* rss_bytes x their share of it when smaps was last read */
+        uint64_t advised_bytes;       /* span of hg mappings */
+        struct mthp_density_size advised[MTHP_SIZES_MAX];  /* size[] over the hg mappings alone */
 };
 
 struct mthp_density_proc {
@@ -98,6 +130,7 @@ struct mthp_density_proc {
         double minflt_rate;           /* minor faults/s */
         bool rate_from_lifetime;      /* first sight: minflt / age instead of a delta */
         bool complete;                /* the budget did not cut this process short */
+        bool thp_disabled;            /* "THP_enabled: 0": not measured */
         struct mthp_density_kind kind[_MTHP_KIND_MAX];
         /* Its largest shmem mapping from maps, and for up to
          * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread) whether
@@ -135,6 +168,11 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
+
+/* One sampled process as the engine takes it (mthp/sample.h): its
+ * measures at the caps sizes the report has (NAN elsewhere), its opt-outs. */
+void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
+                            const struct mthp_density_proc *p, struct mthp_proc_density *o);
 
 /* Pure helpers, exposed for tests. */
 /* Coverage of n pagemap entries (bit 63 present, bit 62 swapped) cut in

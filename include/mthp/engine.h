@@ -51,6 +51,19 @@ struct mthp_engine_proc {
         uint64_t rss_kb[_MTHP_KIND_MAX];
         double w[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed weight */
         double u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];  /* decayed usage x weight */
+        /* Opt-outs: a process that gets no folio of a size has no say on
+         * it. thp_off: THP_enabled 0 (PR_SET_THP_DISABLE), no size at all;
+         * nohuge_kb: RSS in MADV_NOHUGEPAGE mappings (smoothed like rss_kb),
+         * which take no part in its fault share. A size at "madvise" gives
+         * MADV_HUGEPAGE (hg) mappings its folios already, so only the other
+         * mappings' usage judges a raise of it to always: wp/up like w/u
+         * over them (the same as w/u while no hg mapping is seen), hg[k][z]:
+         * the last sample there saw one. */
+        bool thp_off;
+        uint64_t nohuge_kb[_MTHP_KIND_MAX];
+        bool hg[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double wp[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double up[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         /* its largest shmem mapping (a map/unmap loop is caught between
          * mappings in some ticks: a smaller one seen meanwhile does not
          * replace it for PROC_FORGET_TICKS); folio counts decay by half a

@@ -52,3 +52,13 @@ int mthp_proc_parse_maps_line(const char *line, size_t len, struct mthp_mapping 
  * MTHP_SHMEM (shared anonymous, SysV, memfd, /dev/shm, [anon_shmem:*]), or
  * -ENOENT for anything else (files, PROT_NONE reservations, [vdso]...). */
 int mthp_proc_mapping_kind(const struct mthp_mapping *m);
+
+/* The VmFlags that decide whether a mapping may get large folios (smaps'
+ * "VmFlags: rd wr mr mw me ac hg" line): hg = MADV_HUGEPAGE (large folios
+ * under "madvise" values too), nh = MADV_NOHUGEPAGE (none, whatever the
+ * knobs say). */
+#define MTHP_VMA_HUGEPAGE 1u
+#define MTHP_VMA_NOHUGEPAGE 2u
+/* The MTHP_VMA_* bits of a VmFlags value (the text after "VmFlags:", len
+ * bytes, two-letter words separated by blanks). */
+unsigned mthp_proc_parse_vmflags(const char *value, size_t len);

@@ -53,6 +53,12 @@ struct mthp_proc_density {
         double fault_rate;                 /* minor faults/s */
         bool new_proc;                     /* first sight: fault_rate is its lifetime average */
         uint64_t rss_kb[_MTHP_KIND_MAX];   /* RssAnon, RssShmem */
+        /* Opt-outs (all 0: none, as in recordings made before them).
+         * thp_disabled: "THP_enabled: 0" (PR_SET_THP_DISABLE), no large folio
+         * at all. nohuge_kb: RSS in MADV_NOHUGEPAGE (nh) mappings, which are
+         * in no measure below. */
+        bool thp_disabled;
+        uint64_t nohuge_kb[_MTHP_KIND_MAX];
         /* per caps size index: share of pages touched in blocks of that size
          * (pagemap, before large folios) and share of all-zero subpages in
          * fully populated blocks (after them); NAN = no sample */
@@ -61,6 +67,11 @@ struct mthp_proc_density {
         /* how many blocks of each size the sample saw: its weight (NAN or 0:
          * unknown, counts as one) */
         double blocks[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* the same three over the MADV_HUGEPAGE (hg) mappings alone, a part
+         * of the above; hg_blocks 0: none seen */
+        double hg_coverage[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double hg_zero[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double hg_blocks[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         /* taskstats delay accounting, ms stalled per second (NAN: unknown,
          * e.g. kernel.task_delayacct=0) */
         double compact_ms;

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +58,7 @@ struct config {
 	enum kind kind;
 	enum pattern pattern;
 	enum madv madv;
+	bool thp_disable;       /* prctl(PR_SET_THP_DISABLE) before mapping: no large folio */
 	size_t stride;
 	size_t size;
 	unsigned threads;
@@ -261,6 +263,8 @@ static void usage(FILE *f)
 		"                           0 leaves every page's data all zero\n"
 		"  -m, --madvise ADV        hugepage or nohugepage: madvise() the region\n"
 		"                           (default: none, the knobs alone decide)\n"
+		"  -D, --thp-disable        prctl(PR_SET_THP_DISABLE, 1) first, as Redis does:\n"
+		"                           no large folio for this process whatever the knobs\n"
 		"  -q, --quiet              no per-second lines\n"
 		"  -j, --json               print the summary as one JSON object on stdout\n"
 		"                           (per-second lines then go to stderr)\n"
@@ -303,6 +307,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 		{ "once", no_argument, NULL, '1' },
 		{ "value", required_argument, NULL, 'V' },
 		{ "madvise", required_argument, NULL, 'm' },
+		{ "thp-disable", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -323,7 +328,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 	};
 
 	opterr = 0; /* we print our own, clearer messages */
-	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:1V:m:qjh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:1V:m:Dqjh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'k':
 			if (!strcmp(optarg, "anon"))
@@ -402,6 +407,9 @@ static int parse_args(int argc, char **argv, struct config *c)
 			else
 				return usage_error("invalid --madvise '%s' (expected hugepage, nohugepage or none)",
 						   optarg);
+			break;
+		case 'D':
+			c->thp_disable = true;
 			break;
 		case 'q':
 			c->quiet = true;
@@ -766,6 +774,10 @@ int main(int argc, char **argv)
 		return 0;
 	if (rc)
 		return rc;
+	if (g_cfg.thp_disable && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0) {
+		fprintf(stderr, PROG ": prctl(PR_SET_THP_DISABLE): %s\n", strerror(errno));
+		return 1;
+	}
 
 	/* Block before creating threads so only sigtimedwait() in main sees them. */
 	sigemptyset(&sigs);

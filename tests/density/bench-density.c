@@ -131,6 +131,7 @@ int main(int argc, char **argv) {
                 (double) (now_usec() - t) / 1e6);
 
         mthp_density_budget_default(&b);
+        b.measure_thp_disabled = true;   /* the child keeps 4K folios with PR_SET_THP_DISABLE */
         struct mthp_density_target target = { .pid = pid };
         if ((r = mthp_density_new(h, sizes, n, &b, &s)) < 0 ||
             (!host_wide && (r = mthp_density_set_targets(s, &target, 1)) < 0)) {

@@ -677,6 +677,26 @@ static void test_fake_listing(void **state) {
         mthp_density_free(s);
 }
 
+/* smaps VmFlags: hg (MADV_HUGEPAGE) and nh (MADV_NOHUGEPAGE) as words,
+ * never inside another word. */
+static void test_vmflags(void **state) {
+        (void) state;
+        static const struct {
+                const char *v;
+                unsigned want;
+        } cases[] = {
+                { " rd wr mr mw me ac sd", 0 },
+                { " rd wr mr mw me ac hg ", MTHP_VMA_HUGEPAGE },
+                { "\trd wr mr mw me ac nh", MTHP_VMA_NOHUGEPAGE },
+                { " hg nh", MTHP_VMA_HUGEPAGE | MTHP_VMA_NOHUGEPAGE },
+                { " hgx nhy xhg", 0 },
+                { "", 0 },
+                { " rd\nhg", 0 },   /* the line ends before it */
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                assert_int_equal(mthp_proc_parse_vmflags(cases[i].v, strlen(cases[i].v)), cases[i].want);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_plain),
@@ -686,6 +706,7 @@ int main(void) {
                 cmocka_unit_test(test_maps_lines),
                 cmocka_unit_test(test_maps_bad),
                 cmocka_unit_test(test_maps_self),
+                cmocka_unit_test(test_vmflags),
                 cmocka_unit_test(test_coverage),
                 cmocka_unit_test(test_zero_pages),
                 cmocka_unit_test(test_new_validation),

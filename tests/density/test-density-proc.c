@@ -39,6 +39,7 @@ enum pattern {
         RESERVE,        /* 64 GiB NORESERVE: first 64 MiB dense, 4 lone pages far apart */
         THP_SPARSE,     /* MADV_HUGEPAGE, one page per 64K: 2M folios if the host gives them */
         CHURN,          /* keeps mapping, touching, unmapping: a steady fault rate */
+        ADVISED,        /* first half MADV_NOHUGEPAGE, second half MADV_HUGEPAGE, every page */
         SHM_MISALIGNED, /* MAP_SHARED|MAP_ANONYMOUS 8K past a 2M boundary, every page */
         SHM_FILE,       /* a /dev/shm file, linked while mapped, every page */
         SHM_SYSV,       /* a SysV segment, every page */
@@ -76,13 +77,13 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* keep the host's THP settings (others may change them meanwhile)
          * out of the coverage tests: 4K folios only */
-        if (p != THP_SPARSE)
+        if (p != THP_SPARSE && p != ADVISED)
                 prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
         if (p == SHMEM_DENSE)
                 flags = MAP_SHARED | MAP_ANONYMOUS;
         if (p == RESERVE)
                 flags |= MAP_NORESERVE;
-        if (p == THP_SPARSE)
+        if (p == THP_SPARSE || p == ADVISED)
                 maplen = len + 2 * MiB;
         if (p == SHM_MISALIGNED) {
                 char *r = mmap(NULL, len + 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -118,10 +119,16 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 m = (char *) (((uintptr_t) m + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1));
                 madvise(m, len, MADV_HUGEPAGE);
         }
+        if (p == ADVISED) {
+                m = (char *) (((uintptr_t) m + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1));
+                if (madvise(m, len / 2, MADV_NOHUGEPAGE) < 0 || madvise(m + len / 2, len / 2, MADV_HUGEPAGE) < 0)
+                        _exit(2);
+        }
         switch (p) {
         case DENSE:
         case SHMEM_DENSE:
         case CHURN:
+        case ADVISED:
         case SHM_MISALIGNED:
         case SHM_FILE:
         case SHM_SYSV:
@@ -195,6 +202,7 @@ static struct mthp_density_budget roomy(void) {
         mthp_density_budget_default(&b);
         b.max_usec = 2000000;   /* tests assert values, not speed; ASan and load are slow */
         b.max_pages_per_proc = 65536;   /* 64 MiB mappings are read whole */
+        b.measure_thp_disabled = true;  /* the children keep 4K folios with PR_SET_THP_DISABLE */
         return b;
 }
 
@@ -570,6 +578,54 @@ static void test_thp_bloat(void **state) {
         reap(&c);
 }
 
+/* Opt-outs: a process with THP disabled (PR_SET_THP_DISABLE, as every
+ * child but THP_SPARSE and ADVISED runs) is reported, not measured. */
+static void test_thp_disabled_not_measured(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(DENSE, 64 * MiB, 0);
+        b.measure_thp_disabled = false;
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        print_kind("thp disabled", p, MTHP_ANON);
+        assert_true(p->thp_disabled);
+        assert_int_equal(p->kind[MTHP_ANON].windows, 0);
+        assert_int_equal(p->pages_examined, 0);
+        assert_true(isnan(p->kind[MTHP_ANON].size[1].coverage));
+        assert_true(p->kind[MTHP_ANON].rss_bytes >= 60 * MiB);
+        mthp_density_free(s);
+        reap(&c);
+}
+
+/* nh mappings are in no measure (their span and RSS are reported); hg ones
+ * are measured with the rest and again on their own. */
+static void test_nohuge_left_out_hg_apart(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child c = spawn(ADVISED, 64 * MiB, 0);
+        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
+        print_kind("nh+hg", p, MTHP_ANON);
+        printf("#   nohuge %llu bytes (rss %llu), advised %llu bytes, hg 64K blocks %llu coverage %.4f\n",
+               (unsigned long long) k->nohuge_bytes, (unsigned long long) k->nohuge_rss_bytes,
+               (unsigned long long) k->advised_bytes, (unsigned long long) k->advised[1].blocks,
+               k->advised[1].coverage);
+        assert_false(p->thp_disabled);
+        assert_int_equal(k->nohuge_bytes, 32 * MiB);
+        /* RssAnon x the nh share of it: the 32 MiB and a little of the rest */
+        assert_true(k->nohuge_rss_bytes >= 30 * MiB && k->nohuge_rss_bytes <= 34 * MiB);
+        assert_int_equal(k->mapped_bytes, 32 * MiB);
+        assert_int_equal(k->advised_bytes, 32 * MiB);
+        assert_int_equal(k->size[1].blocks, 512);    /* the hg half's 64K blocks only */
+        assert_int_equal(k->advised[1].blocks, 512);
+        assert_true(k->advised[1].coverage >= 0.95);
+        mthp_density_free(s);
+        reap(&c);
+}
+
 static int group_setup(void **state) {
         (void) state;
         return mthp_host_open("/", &host);
@@ -591,6 +647,8 @@ int main(void) {
         setvbuf(stdout, NULL, _IOLBF, 0);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dense_anon),
+                cmocka_unit_test(test_thp_disabled_not_measured),
+                cmocka_unit_test(test_nohuge_left_out_hg_apart),
                 cmocka_unit_test(test_sparse_anon),
                 cmocka_unit_test(test_zero_fraction),
                 cmocka_unit_test(test_zero_writer),

@@ -53,19 +53,21 @@ static int add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, 
         return (int) c->n_knobs++;
 }
 
-static void caps_init(struct mthp_caps *c) {
+/* Sizes are orders 1..PMD of the base page (arm64 also has 16K and 64K). */
+static void caps_init_base(struct mthp_caps *c, unsigned page_kb, unsigned pmd_kb) {
         memset(c, 0, sizeof(*c));
-        c->pmd_kb = 2048;
+        c->pmd_kb = pmd_kb;
+        c->page_kb = page_kb;
         c->psi = true;
         c->cg_layout = MTHP_CG_HYBRID;
-        for (unsigned kb = 8; kb <= 2048; kb *= 2) {
+        for (unsigned kb = 2 * page_kb; kb <= pmd_kb; kb *= 2) {
                 struct mthp_size *sz = &c->sizes[c->n_sizes];
                 char name[16], id[32], path[MTHP_PATH_MAX];
                 sz->kb = kb;
-                sz->order = __builtin_ctz(kb / 4);
+                sz->order = __builtin_ctz(kb / page_kb);
                 mthp_format_size(kb, name, sizeof(name));
                 sz->knob[MTHP_ANON] = -1;
-                if (kb > 8) { /* orders 2..PMD only */
+                if (sz->order > 1) { /* orders 2..PMD only */
                         snprintf(id, sizeof(id), "%s/anon", name);
                         snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/enabled", kb);
                         sz->knob[MTHP_ANON] = add_knob(c, MTHP_KNOB_SIZE_ANON, kb, id, path, anon_values);
@@ -85,6 +87,10 @@ static void caps_init(struct mthp_caps *c) {
         add_knob(c, MTHP_KNOB_DEFRAG, 0, "global/defrag", MTHP_THP_DIR "/defrag", defrag_values);
         add_knob(c, MTHP_KNOB_SHMEM_ENABLED, 0, "global/shmem_enabled", MTHP_THP_DIR "/shmem_enabled",
                  shmem_global_values);
+}
+
+static void caps_init(struct mthp_caps *c) {
+        caps_init_base(c, 4, 2048);
 }
 
 static int size_index(const struct mthp_caps *c, unsigned kb) {
@@ -115,6 +121,12 @@ struct workload {
         unsigned n_cgroups;
         const struct mthp_limited_cgroup *limited; /* every memory-limited cgroup, or NULL: not scanned */
         unsigned n_limited;
+        /* 4K pages/s faulted by processes that opted out (THP disabled, nh
+         * mappings): 4K faults whatever the knobs, and no demand */
+        double optout_pages[_MTHP_KIND_MAX];
+        /* 4K pages/s faulted as PMD folios by MADV_HUGEPAGE mappings while
+         * the PMD size is at madvise (the boot default): no demand either */
+        double madvised_pages[_MTHP_KIND_MAX];
 };
 
 /* What the reason of a kind should quote this tick. */
@@ -124,6 +136,8 @@ struct expect {
         bool fallback_counted;
 };
 
+struct sim;
+static void sim_knobs_init(struct sim *s);
 struct sim {
         struct mthp_engine_config cfg;
         struct mthp_caps caps;
@@ -149,6 +163,11 @@ static void sim_init(struct sim *s) {
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 s->cfg.max_kb[k] = 64;
         caps_init(&s->caps);
+        sim_knobs_init(s);
+}
+/* The boot state: global enabled and defrag madvise, shmem_enabled never,
+ * the PMD size inherit, every other size never. */
+static void sim_knobs_init(struct sim *s) {
         for (unsigned i = 0; i < s->caps.n_knobs; i++) {
                 const struct mthp_knob *k = &s->caps.knobs[i];
                 const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
@@ -205,17 +224,20 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                         double f = s->caps.sizes[i].kb >= w->fail_min_kb ? w->fail : 0;
                         alloc[i] = reach * (1 - f);
                         fallback[i] = reach * f;
-                        pages_per_fault += alloc[i] * s->caps.sizes[i].kb / 4;
+                        pages_per_fault += alloc[i] * s->caps.sizes[i].kb / mthp_caps_page_kb(&s->caps);
                         reach *= f;
                         if (alloc[i] > 0 && s->caps.sizes[i].kb > largest)
                                 largest = s->caps.sizes[i].kb;
                 }
                 pages_per_fault += reach; /* the rest get a 4K page */
                 double faults = snap->dt > 0 ? w->pages[kind] / pages_per_fault : 0;
-                pgfault += faults;
+                pgfault += faults + (snap->dt > 0 ? w->optout_pages[kind] : 0);
                 four_k[kind] = faults * reach;
+                double hg_faults = snap->dt > 0 ? w->madvised_pages[kind] * mthp_caps_page_kb(&s->caps) / s->caps.pmd_kb : 0;
+                pgfault += hg_faults;
                 for (unsigned i = 0; i < s->caps.n_sizes; i++) {
-                        set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc", faults * alloc[i]);
+                        set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc",
+                                 faults * alloc[i] + (s->caps.sizes[i].kb == s->caps.pmd_kb ? hg_faults : 0));
                         set_rate(s, snap, i, kind == MTHP_ANON ? "anon_fault_fallback" : "shmem_fallback",
                                  faults * fallback[i]);
                 }
@@ -234,8 +256,8 @@ static void kernel_model(struct sim *s, const struct workload *w, struct mthp_sn
                 s->expect[kind].fallback_counted = top_tries >= 10;
         }
         /* resident memory follows what each kind faults in */
-        snap->mem.anon_kb = (uint64_t) w->pages[MTHP_ANON] * 4;
-        snap->mem.shmem_kb = (uint64_t) w->pages[MTHP_SHMEM] * 4;
+        snap->mem.anon_kb = (uint64_t) w->pages[MTHP_ANON] * mthp_caps_page_kb(&s->caps);
+        snap->mem.shmem_kb = (uint64_t) w->pages[MTHP_SHMEM] * mthp_caps_page_kb(&s->caps);
         double mem_total = (double) snap->mem.anon_kb + (double) snap->mem.shmem_kb;
         /* 4K faults carry no kind: the engine splits them by resident memory */
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
@@ -1768,6 +1790,134 @@ static void test_policy_cgroup_headroom(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "cgroup /dense at 95% of its 976 MiB limit");
 }
 
+/* ---- opt-outs: processes that choose for themselves (issue 14) ---- */
+
+/* A sparse process with THP disabled for it (PR_SET_THP_DISABLE: Redis's
+ * default) beside a dense one: it gets no large folio whatever the knobs
+ * say, so it cannot bloat and must not hold the host back. */
+static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 400, 1, 0);
+        dens_proc(&v.proc[1], 401, 0.25, 0);
+        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "redis-server");
+        v.proc[1].thp_disabled = true;
+        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (redis-server) left out: THP disabled for it (prctl)");
+        /* the other way round it still holds the host back */
+        sim_init(s);
+        wide(s);
+        v.proc[1].thp_disabled = false;
+        w.optout_pages[MTHP_ANON] = 0;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 401 (redis-server");
+}
+
+/* A process whose anon memory is mostly MADV_NOHUGEPAGE (nh) faults there,
+ * where it gets no folio either: left out, named. */
+static void test_optout_nohugepage_does_not_hold_back(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 410, 1, 0);
+        dens_proc(&v.proc[1], 411, 0.25, 0);
+        v.proc[1].nohuge_kb[MTHP_ANON] = v.proc[1].rss_kb[MTHP_ANON] * 3 / 4; /* stacks, libc beside it */
+        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 411 (proc411) left out: its anon memory is mostly MADV_NOHUGEPAGE");
+}
+
+/* Faults of a process that opted out are no demand: when it alone faults,
+ * nothing is raised, and the reason says who was left out. */
+static void test_optout_faults_are_no_demand(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = { .optout_pages = { [MTHP_ANON] = 100000 } };
+        wide(s);
+        dens_proc(&v.proc[0], 420, 1, 0);
+        snprintf(v.proc[0].comm, sizeof(v.proc[0].comm), "redis-server");
+        v.proc[0].fault_rate = 100000;
+        v.proc[0].thp_disabled = true;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "demand 0 pages/s");
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 420 (redis-server) left out: THP disabled for it (prctl)");
+}
+
+/* Folios of a size at madvise go to MADV_HUGEPAGE mappings whatever mthpd
+ * does (a JVM with its heap madvised, at the boot default): those faults
+ * are no demand for always. */
+static void test_optout_madvised_folios_are_no_demand(void **state) {
+        struct sim *s = *state;
+        struct workload w = { .madvised_pages = { [MTHP_ANON] = 100000 } };
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "demand 0 pages/s");
+        /* beside plain memory faulting as fast, that one still raises */
+        w.pages[MTHP_ANON] = 100000;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 3);
+}
+
+/* Under "madvise" values (the boot default: 2M inherit, global madvise)
+ * the MADV_HUGEPAGE (hg) mappings have 2M folios already; a raise of 2M to
+ * always changes only the others. A JVM-like process: a dense hg heap (950
+ * of its 1000 2M blocks, full) and a sparse plain region (0.10 of each
+ * block): 0.955 over all, but always at 2M would bloat its plain memory
+ * ten times. */
+static void test_optout_madvise_judged_without_hg(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        unsigned z = (unsigned) size_index(&s->caps, 2048);
+        wide(s);
+        dens_proc(&v.proc[0], 430, 1, 0);
+        snprintf(v.proc[0].comm, sizeof(v.proc[0].comm), "java");
+        set_blocks(&v.proc[0], 1000);
+        v.proc[0].coverage[MTHP_ANON][z] = 0.955;
+        v.proc[0].hg_coverage[MTHP_ANON][z] = 1.0;
+        v.proc[0].hg_blocks[MTHP_ANON][z] = 950;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 7); /* up to 1M */
+        assert_contains(kind_reason(s, MTHP_ANON),
+                        "held back by pid 430 (java, 50000 faults/s) uses 0.10 of each 2M block outside its "
+                        "MADV_HUGEPAGE mappings");
+        /* the hg heap goes away, the sparse plain memory stays: still held */
+        v.proc[0].coverage[MTHP_ANON][z] = 0.10;
+        v.proc[0].hg_coverage[MTHP_ANON][z] = NAN;
+        v.proc[0].hg_blocks[MTHP_ANON][z] = 0;
+        unsigned before = changes(s, MTHP_ANON);
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 7);
+        assert_int_equal(changes(s, MTHP_ANON), before); /* no raise to 2M and back */
+        assert_contains(kind_reason(s, MTHP_ANON), "uses 0.10 of each 2M block (predicted");
+        v.proc[0].coverage[MTHP_ANON][z] = 0.955;
+        v.proc[0].hg_coverage[MTHP_ANON][z] = 1.0;
+        v.proc[0].hg_blocks[MTHP_ANON][z] = 950;
+        /* with 2M "never" (no madvise) the hg heap would get 2M folios from
+         * the raise too: the whole process judges, 0.955 is dense enough */
+        sim_init(s);
+        wide(s);
+        int k2m = s->caps.sizes[z].knob[MTHP_ANON];
+        snprintf(s->orig[k2m], MTHP_VALUE_MAX, "never");
+        snprintf(s->knob[k2m], MTHP_VALUE_MAX, "never");
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, sim_setup, sim_teardown)
 
 /* ---- memory-limited cgroups (issue 16): the invariant and the guard ---- */
@@ -2112,6 +2262,32 @@ static void test_net_follows_measured_zero_share(void **state) {
         assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "511");
 }
 
+/* arm64 with 16K base pages: PMD 32M, sizes 32K..32M. The base page is the
+ * unit, not 4K: level 0 is named 16K, a folio counts size/16K pages of
+ * demand, and max_ptes_none counts the 2048 subpages of a 32M folio. */
+static void test_base_page_16k(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        unsigned ladder[MTHP_SIZES_MAX];
+        caps_init_base(&s->caps, 16, 32768);
+        sim_knobs_init(s);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                s->cfg.max_kb[k] = 32768;
+        add_shrinker_knobs(s);
+        dens_proc(&v.proc[0], 100, 1, 0);
+        w.dens = &v;
+        sim_run(s, &w, 1);
+        assert_contains(kind_reason(s, MTHP_ANON), "holding anon at 16K");
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), ladder_of(s, MTHP_ANON, ladder));
+        assert_int_equal(s->caps.sizes[ladder[level(s, MTHP_ANON) - 1]].kb, 32768);
+        /* the MaxBloat 20% boundary: ceil(2048 x (1 - 1/1.2)) = 342 */
+        assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "342");
+        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "more than 342 of 2048 subpages zero");
+        assert_contains(decision_of(s, "global/shrink_underused")->reason, "underused 32M folios");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_ladder_default),
@@ -2142,6 +2318,7 @@ int main(void) {
                 T(test_purity),
                 T(test_net_under_2m),
                 T(test_net_follows_measured_zero_share),
+                T(test_base_page_16k),
                 T(test_net_base_page),
                 T(test_limited_unknown_blocks_2m),
                 T(test_limited_measured_dense_does_not_block),
@@ -2178,6 +2355,11 @@ int main(void) {
                 T(test_policy_madvise_cgroup),
                 T(test_policy_cgroup_pressure),
                 T(test_policy_cgroup_headroom),
+                T(test_optout_prctl_sparse_does_not_hold_back),
+                T(test_optout_nohugepage_does_not_hold_back),
+                T(test_optout_faults_are_no_demand),
+                T(test_optout_madvise_judged_without_hg),
+                T(test_optout_madvised_folios_are_no_demand),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),

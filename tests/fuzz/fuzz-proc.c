@@ -55,6 +55,14 @@ static void check_cgroup(const char *text) {
                 }
 }
 
+/* smaps VmFlags: only the two bits, each only if its word is there. */
+static void check_vmflags(const char *raw, size_t size) {
+        unsigned f = mthp_proc_parse_vmflags(raw, size);
+        FUZZ_CHECK((f & ~(MTHP_VMA_HUGEPAGE | MTHP_VMA_NOHUGEPAGE)) == 0, "flags 0x%x", f);
+        FUZZ_CHECK(!(f & MTHP_VMA_HUGEPAGE) || memmem(raw, size, "hg", 2), "hg without 'hg'");
+        FUZZ_CHECK(!(f & MTHP_VMA_NOHUGEPAGE) || memmem(raw, size, "nh", 2), "nh without 'nh'");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *text = fuzz_strdup(data, size);
         check_stat(text);
@@ -63,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *raw = malloc(size ? size : 1);
         memcpy(raw, data, size);
         check_maps(raw, size);
+        check_vmflags(raw, size);
         free(raw);
         check_cgroup(text);
         free(text);
