@@ -91,6 +91,12 @@ static double limited_bloat(const struct mthp_caps *caps, const struct mthp_engi
                 if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || !m->cgroup[0] ||
                     !path_inside(m->cgroup, c->path))
                         continue;
+                if (m->thp_off || (m->rss_kb[kind] && engine_eligible_kb(m, kind) == 0)) {
+                        procs++; /* opted out (prctl, mostly nh): no size reaches its memory */
+                        if (worst < 1)
+                                worst = 1;
+                        continue;
+                }
                 double u = engine_remembered(m, kind, size);
                 if (isnan(u))
                         continue;

@@ -1819,6 +1819,35 @@ static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 401 (redis-server");
 }
 
+/* A limited cgroup whose only process opted out of THP cannot bloat: it
+ * does not hold the raise back as "assumed sparse" either. */
+static void test_optout_in_limited_cgroup(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 400, 1, 0);
+        dens_proc(&v.proc[1], 401, 0.25, 0);
+        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "redis-server");
+        snprintf(v.proc[1].cgroup, sizeof(v.proc[1].cgroup), "/lim");
+        v.proc[1].thp_disabled = true;
+        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
+        struct mthp_limited_cgroup c = { .path = "/lim", .usage_kb = 64 * 1024, .limit_kb = 200 * 1024,
+                                         .populated = true };
+        w.limited = &c;
+        w.n_limited = 1;
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* the same process not opted out: the small cgroup holds 2M back */
+        sim_init(s);
+        wide(s);
+        v.proc[1].thp_disabled = false;
+        w.optout_pages[MTHP_ANON] = 0;
+        sim_run(s, &w, 30);
+        assert_true(level(s, MTHP_ANON) < 8);
+}
+
 /* A process whose anon memory is mostly MADV_NOHUGEPAGE (nh) faults there,
  * where it gets no folio either: left out, named. */
 static void test_optout_nohugepage_does_not_hold_back(void **state) {
@@ -2356,6 +2385,7 @@ int main(void) {
                 T(test_policy_cgroup_pressure),
                 T(test_policy_cgroup_headroom),
                 T(test_optout_prctl_sparse_does_not_hold_back),
+                T(test_optout_in_limited_cgroup),
                 T(test_optout_nohugepage_does_not_hold_back),
                 T(test_optout_faults_are_no_demand),
                 T(test_optout_madvise_judged_without_hg),
