@@ -64,6 +64,9 @@ void engine_remember_limited(const struct mthp_snapshot *snap, struct mthp_engin
 unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
                                unsigned n_ladder, int *blocker, char *why, size_t n);
+/* engine-limits.c: the safety net under 2M, max_ptes_none and shrink_underused */
+void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out);
 /* engine-density.c: the density judgement and the descriptions reasons quote */
 void engine_madvise_wishes(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                            const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,

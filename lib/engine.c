@@ -425,107 +425,6 @@ static void describe_proc(const struct mthp_engine_proc *p, char *buf, size_t n)
         snprintf(buf, n, "pid %d (%s, %.0f faults/s)", p->pid, p->comm, p->fault_rate);
 }
 
-/* The safety net under 2M (issue 16): while mthpd holds the PMD size at
- * always for anon, the THP shrinker may split, under reclaim, PMD folios
- * whose zero subpages exceed khugepaged/max_ptes_none, and maps those
- * subpages to the zero page (content kept, memory freed). Sizes below PMD
- * have no such shrinker. The kernel counts a subpage as zero by its content
- * (thp_underused(): memchr_inv, pages_identical with ZERO_PAGE), as the
- * density sampler's zero share does, and 511 turns the shrinker off.
- * The value: the MaxBloat boundary (a folio with more zero subpages costs
- * more than MaxBloat), raised to keep whole the folios of every process
- * measured dense enough to hold 2M (its zero subpages + 1/NET_MARGIN of the
- * folio's subpages, 32 of 512 with 4K pages), at most
- * 510. Also khugepaged then collapses only regions at least that full.
- * The net outlives the raise by NET_LINGER_TICKS: stepping 2M down (a tick,
- * or the guard for a limited cgroup heading for its limit) stops new PMD
- * folios, but those faulted meanwhile stay, and under the limit the
- * shrinker splitting them is what saves the cgroup (issue 16: taking the
- * net down with the size got a sparse program OOM-killed). */
-#define NET_MARGIN 16 /* the margin: 1/16 of the subpages */
-#define NET_LINGER_TICKS 600
-static void shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
-        int mk = mthp_caps_find_knob(caps, "khugepaged/max_ptes_none");
-        int sk = mthp_caps_find_knob(caps, "global/shrink_underused");
-        int pmd = mthp_caps_find_size(caps, caps->pmd_kb);
-        if ((mk < 0 && sk < 0) || pmd < 0)
-                return;
-        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, MTHP_ANON, ladder);
-        bool held = false;
-        for (unsigned r = 0; r < st->kind[MTHP_ANON].level && r < n_ladder; r++)
-                held = held || ladder[r] == (unsigned) pmd;
-        unsigned subpages = caps->pmd_kb / mthp_caps_page_kb(caps);   /* max_ptes_none counts base pages */
-        double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
-        unsigned val = (unsigned) ceil((double) subpages * (1 - keep_default));
-        char why[300], pmd_name[16];
-        mthp_format_size(caps->pmd_kb, pmd_name, sizeof(pmd_name));
-        int w = snprintf(why, sizeof(why), "the MaxBloat %.0f%% boundary: %u of %u subpages zero", cfg->max_bloat, val,
-                         subpages);
-        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
-                const struct mthp_engine_proc *m = &st->proc[j];
-                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
-                        continue;
-                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
-                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
-                double u = engine_remembered(m, MTHP_ANON, (unsigned) pmd);
-                if (isnan(u) || u < 1.0 / (1.0 + bloat / 100.0))
-                        continue; /* not one 2M is held for */
-                unsigned margin = subpages / NET_MARGIN;
-                unsigned z = (unsigned) ceil((1 - u) * subpages) + margin;
-                if (z > val) {
-                        val = z;
-                        w = snprintf(why, sizeof(why),
-                                     "pid %d (%s) uses %.2f of each %s block: its %u zero subpages + %u kept whole",
-                                     m->pid, m->comm, u, pmd_name, z - margin, margin);
-                }
-        }
-        (void) w;
-        if (val > subpages - 2)
-                val = subpages - 2;
-        bool linger = !held && st->net_until && st->tick < st->net_until;
-        if (held) {
-                st->net_until = st->tick + NET_LINGER_TICKS;
-                st->net_value = val;
-        } else if (!linger)
-                st->net_until = 0;
-        if (mk >= 0 && *n < n_out) {
-                struct mthp_decision *d = &out[(*n)++];
-                d->knob = mk;
-                if (held) {
-                        snprintf(d->value, sizeof(d->value), "%u", val);
-                        snprintf(d->reason, sizeof(d->reason),
-                                 "anon %s is always: the THP shrinker may split, under reclaim, %s folios with more "
-                                 "than %u of %u subpages zero (%s)",
-                                 pmd_name, pmd_name, val, subpages, why);
-                } else if (linger) {
-                        snprintf(d->value, sizeof(d->value), "%u", st->net_value);
-                        snprintf(d->reason, sizeof(d->reason),
-                                 "anon %s was always until %llu ticks ago: the %s folios faulted then stay until "
-                                 "split, so the THP shrinker keeps splitting those with more than %u of %u subpages "
-                                 "zero for %llu more ticks",
-                                 pmd_name, (unsigned long long) (st->tick + NET_LINGER_TICKS - st->net_until),
-                                 pmd_name, st->net_value, subpages, (unsigned long long) (st->net_until - st->tick));
-                } else {
-                        d->value[0] = 0;
-                        snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
-                                 pmd_name);
-                }
-        }
-        if (sk >= 0 && *n < n_out) {
-                struct mthp_decision *d = &out[(*n)++];
-                d->knob = sk;
-                snprintf(d->value, sizeof(d->value), "%s", held || linger ? "1" : "");
-                if (held || linger)
-                        snprintf(d->reason, sizeof(d->reason),
-                                 "anon %s %s: the shrinker of underused %s folios stays on", pmd_name,
-                                 held ? "is always" : "was always lately", pmd_name);
-                else
-                        snprintf(d->reason, sizeof(d->reason), "mthpd does not hold anon %s always: original value",
-                                 pmd_name);
-        }
-}
-
 /* One kind's decision this tick, as the steps of mthp_engine_decide pass it
  * on: its inputs (signals, density), the level it may go to, the level it
  * goes to and why. */
@@ -914,7 +813,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
         }
         decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
-        shrinker_net(cfg, caps, next, out, &n, n_out);
+        engine_shrinker_net(cfg, caps, next, out, &n, n_out);
         return (int) n;
 }
 
