@@ -70,7 +70,8 @@ static int usage(FILE *f, int rc) {
                 "  -z, --size MiB     file and mapping size per task in MiB (default 128)\n"
                 "  -t, --tasks N      processes, 1..%d (default 2)\n"
                 "  -s, --seconds S    run time, 1..3600 (default 5)\n"
-                "  -a, --align A      none (mmap(NULL), as will-it-scale) or 2M (default none)\n"
+                "  -a, --align A      none (mmap(NULL), as will-it-scale), 2M, or page (one page past\n"
+                "                     a 2M boundary: aligned for no large folio) (default none)\n"
                 "  -j, --json         summary as one JSON object on stdout\n"
                 "  -h, --help\n",
                 MAX_TASKS);
@@ -103,14 +104,17 @@ static void task(struct shared *sh, int idx, int shape, const char *dir, size_t 
         while (!sh->stop) {
                 void *hint = NULL;
                 if (align2m) {
-                        /* reserve size + 2M, keep an aligned window's address */
-                        char *r = mmap(NULL, size + ALIGN_2M, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        /* reserve size + 2M (+ a page), keep an aligned window's
+                         * address, or (align2m 2) the one a page past it */
+                        char *r = mmap(NULL, size + ALIGN_2M + (size_t) pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                       -1, 0);
                         if (r == MAP_FAILED) {
                                 sh->failed = 1;
                                 _exit(1);
                         }
-                        hint = (void *) (((uintptr_t) r + ALIGN_2M - 1) & ~(ALIGN_2M - 1));
-                        munmap(r, size + ALIGN_2M);
+                        hint = (void *) ((((uintptr_t) r + ALIGN_2M - 1) & ~(ALIGN_2M - 1)) +
+                                         (align2m == 2 ? (uintptr_t) pg : 0));
+                        munmap(r, size + ALIGN_2M + (size_t) pg);
                 }
                 char *c = mmap(hint, size, PROT_READ | PROT_WRITE,
                                (shape == 2 ? MAP_PRIVATE : MAP_SHARED) | (hint ? MAP_FIXED_NOREPLACE : 0), fd, 0);
@@ -178,6 +182,8 @@ int main(int argc, char **argv) {
                 case 'a':
                         if (strcmp(optarg, "2M") == 0)
                                 align2m = 1;
+                        else if (strcmp(optarg, "page") == 0)
+                                align2m = 2;
                         else if (strcmp(optarg, "none") != 0)
                                 return usage(stderr, 2);
                         break;
