@@ -44,6 +44,7 @@ struct proc_ent {
         uint64_t last_seen;             /* t_usec of the last run call */
         uint64_t lru;
         bool has_pass, resume, denied;
+        bool shm;                       /* a shmem repair entry (run_shm), apart from the anon one */
         uint64_t resume_at;             /* a pass cut short: where the next one starts */
         struct mthp_collapse_block *set;
         size_t n_set;
@@ -68,6 +69,9 @@ struct mthp_collapser {
         bool perm_logged;
         bool have_ops;
         struct mthp_collapse_ops ops;
+        /* the pass under way repairs shmem in [shm_lo, shm_hi) (run_shm) */
+        bool shm_mode;
+        uint64_t shm_lo, shm_hi;
 
         struct proc_ent ent[MTHP_COLLAPSE_PROCS_MAX];
         uint64_t lru_clock;
@@ -104,6 +108,31 @@ int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, ui
         uint64_t a = (m.start + pmd_bytes - 1) & ~(pmd_bytes - 1);
         uint64_t b = m.end & ~(pmd_bytes - 1);
         if (a < m.start || a >= b)      /* a < start: wrapped at the top of the address space */
+                return 0;
+        *first = a;
+        *end = b;
+        return 1;
+}
+
+int mthp_collapse_shm_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t lo, uint64_t hi,
+                                uint64_t *first, uint64_t *end) {
+        struct mthp_mapping m;
+        int r = mthp_proc_parse_maps_line(line, len, &m);
+        if (r < 0)
+                return r;
+        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_proc_mapping_kind(&m) != MTHP_SHMEM)
+                return 0;
+        /* a PMD folio of the file maps only where address and file offset
+         * agree modulo its size (the kernel's transhuge_vma_suitable: EINVAL
+         * otherwise, for every block of the mapping) */
+        if ((m.start - m.offset) & (pmd_bytes - 1))
+                return 0;
+        uint64_t s = m.start > lo ? m.start : lo, e = m.end < hi ? m.end : hi;
+        if (s >= e)
+                return 0;
+        uint64_t a = (s + pmd_bytes - 1) & ~(pmd_bytes - 1);
+        uint64_t b = e & ~(pmd_bytes - 1);
+        if (a < s || a >= b)
                 return 0;
         *first = a;
         *end = b;
@@ -342,11 +371,11 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
 
 /* ---- one pass ---- */
 
-static struct proc_ent *ent_get(struct mthp_collapser *c, pid_t pid) {
+static struct proc_ent *ent_get(struct mthp_collapser *c, pid_t pid, bool shm) {
         struct proc_ent *free_e = NULL, *old = NULL;
         for (unsigned i = 0; i < MTHP_COLLAPSE_PROCS_MAX; i++) {
                 struct proc_ent *e = &c->ent[i];
-                if (e->pid == pid)
+                if (e->pid == pid && e->shm == shm)
                         return e;
                 if (!e->pid) {
                         if (!free_e)
@@ -360,6 +389,7 @@ static struct proc_ent *ent_get(struct mthp_collapser *c, pid_t pid) {
                 free_e = old;
         }
         free_e->pid = pid;
+        free_e->shm = shm;
         return free_e;
 }
 
@@ -445,7 +475,9 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                 const char *le = nl ? nl : end;
                 uint64_t first, last, ms = 0, me = 0;
                 struct mthp_mapping m;
-                int r = mthp_collapse_maps_line(p, (size_t) (le - p), c->pmd_bytes, &first, &last);
+                int r = c->shm_mode ? mthp_collapse_shm_maps_line(p, (size_t) (le - p), c->pmd_bytes, c->shm_lo,
+                                                                  c->shm_hi, &first, &last)
+                                    : mthp_collapse_maps_line(p, (size_t) (le - p), c->pmd_bytes, &first, &last);
                 if (r < 0)
                         return -EBADMSG;
                 if (r > 0 && mthp_proc_parse_maps_line(p, (size_t) (le - p), &m) == 0) {
@@ -616,6 +648,12 @@ static int collapse(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, siz
                 case -EINVAL:
                         res->failed++;
                         res->last_error = err;
+                        /* shmem repair picked only aligned blocks of a mapping
+                         * without MADV_NOHUGEPAGE: EINVAL there is the mapping
+                         * replaced while the kernel collapsed (a map/unmap
+                         * loop; measured under ASan), so the next may do */
+                        if (c->shm_mode)
+                                break;
                         refuse(e, c->cand[idx[0]].map_start, c->cand[idx[0]].map_end);
                         /* the mapping's other blocks would fail the same way */
                         for (size_t j = i; j < n_cand; j++)
@@ -649,8 +687,10 @@ static int pass(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, uint64_
                 return r;
         if (e->has_pass && e->starttime != starttime) {   /* the PID was reused */
                 pid_t keep = e->pid;
+                bool shm = e->shm;
                 ent_clear(c, e);
                 e->pid = keep;
+                e->shm = shm;
         }
         e->starttime = starttime;
         if (e->denied)
@@ -689,6 +729,11 @@ static int pass(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, uint64_
         r = store_set(c, e, n_next);
         if (r < 0)
                 return r;
+        /* shmem repair: the page cache was filled before the raise and
+         * outlives the mappings; the probe saw it at small folios, so no
+         * second pass is waited for */
+        for (size_t i = 0; c->shm_mode && i < n_cand; i++)
+                c->elig[i] = true;
         for (size_t i = 0; i < n_cand; i++)
                 res->eligible += c->elig[i];
         r = collapse(c, e, pid, n_cand, res, &pending);
@@ -736,12 +781,28 @@ static int run(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mth
                struct mthp_collapse_result *res);
 
 int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, struct mthp_collapse_result *res) {
+        c->shm_mode = false;
         return run(c, pid, NULL, MTHP_CG_NONE, t_usec, res);
 }
 
 int mthp_collapser_run_in(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout,
                           uint64_t t_usec, struct mthp_collapse_result *res) {
+        c->shm_mode = false;
         return run(c, pid, cgroup, layout, t_usec, res);
+}
+
+int mthp_collapser_run_shm(struct mthp_collapser *c, pid_t pid, uint64_t addr, uint64_t bytes, uint64_t t_usec,
+                           struct mthp_collapse_result *res) {
+        if (bytes == 0 || addr + bytes < addr) {
+                memset(res, 0, sizeof(*res));
+                return -EINVAL;
+        }
+        c->shm_mode = true;
+        c->shm_lo = addr;
+        c->shm_hi = addr + bytes;
+        int r = run(c, pid, NULL, MTHP_CG_NONE, t_usec, res);
+        c->shm_mode = false;
+        return r;
 }
 
 static int run(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout, uint64_t t_usec,
@@ -764,10 +825,13 @@ static int run(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mth
                 return -EOPNOTSUPP;
         }
 
-        struct proc_ent *e = ent_get(c, pid);
+        struct proc_ent *e = ent_get(c, pid, c->shm_mode);
         e->last_seen = t_usec;
         e->lru = ++c->lru_clock;
-        if (e->has_pass && !e->resume && t_usec >= e->last_pass && t_usec - e->last_pass < c->b.min_interval_usec) {
+        /* a shmem repair comes back sooner: what it left was busy (a
+         * map/unmap loop between its mappings) or not yet resident */
+        uint64_t interval = c->shm_mode ? c->b.min_interval_usec / MTHP_COLLAPSE_SHM_INTERVAL_DIV : c->b.min_interval_usec;
+        if (e->has_pass && !e->resume && t_usec >= e->last_pass && t_usec - e->last_pass < interval) {
                 res->deferred = true;
                 return 0;
         }

@@ -60,6 +60,21 @@ int mthp_collapser_run(struct mthp_collapser *c, pid_t pid, uint64_t t_usec, str
  * is never collapsed on this cgroup's budget: -ESRCH then. */
 int mthp_collapser_run_in(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mthp_cg_layout layout,
                           uint64_t t_usec, struct mthp_collapse_result *res);
+/* Shmem repair: the same for the shared mapping(s) of pid within [addr,
+ * addr + bytes) (a shmem mapping the density sampler probed: its page cache
+ * was filled at small folios before a 2M raise). Only PMD blocks whose
+ * address and file offset are both PMD-aligned are tried, never a
+ * misaligned mapping (the kernel returns EINVAL for it); a block is
+ * eligible on first sight (the page cache outlives the mappings; the probe
+ * already saw it small), and a process is passed over again after
+ * min_interval_usec / MTHP_COLLAPSE_SHM_INTERVAL_DIV. Kept apart from the
+ * anon collapse of the same process (its own remembered set and interval);
+ * shares the tick's budget with it. EINVAL on a block is a failure but does
+ * not refuse the mapping: with misaligned and MADV_NOHUGEPAGE mappings left
+ * out, it means the mapping was replaced while the kernel collapsed. */
+#define MTHP_COLLAPSE_SHM_INTERVAL_DIV 10u
+int mthp_collapser_run_shm(struct mthp_collapser *c, pid_t pid, uint64_t addr, uint64_t bytes, uint64_t t_usec,
+                           struct mthp_collapse_result *res);
 /* Totals since start. */
 void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_result *tot);
 
@@ -127,6 +142,14 @@ void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse
  * mapping is private writable anon memory holding at least one whole block;
  * 0 if not; -EBADMSG if the line does not parse. */
 int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end);
+
+/* The same for shmem repair: 1 and the PMD blocks [*first, *end) of a shmem
+ * mapping (shared anonymous, memfd, /dev/shm, SysV) that lie inside [lo, hi),
+ * if its address minus its file offset is PMD-aligned and it holds one whole
+ * such block there; 0 if not (a misaligned mapping: none of its blocks can
+ * take a PMD folio); -EBADMSG if the line does not parse. */
+int mthp_collapse_shm_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t lo, uint64_t hi,
+                                uint64_t *first, uint64_t *end);
 
 /* A remembered candidate block and when it was first seen. */
 struct mthp_collapse_block {

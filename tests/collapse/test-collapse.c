@@ -20,6 +20,7 @@
 #define PMD (2ULL << 20)
 #define BASE 0x7f0000000000ULL     /* the fake process's first mapping, PMD-aligned */
 #define BASE2 0x7f8000000000ULL    /* its second */
+#define BASE3 0x7f4000000000ULL    /* its shared one (2 blocks) */
 #define PID 4242
 #define MAXB 6000
 
@@ -137,6 +138,40 @@ static void test_batch_blocks(void **state) {
         assert_int_equal(mthp_collapse_batch_blocks(&b, 0, 0, 1, 0, 8), 0);
 }
 
+static int shm_line(const char *l, uint64_t lo, uint64_t hi, uint64_t *a, uint64_t *b) {
+        return mthp_collapse_shm_maps_line(l, strlen(l), PMD, lo, hi, a, b);
+}
+
+/* shmem repair takes only blocks where address and file offset are both
+ * PMD-aligned: the kernel's MADV_COLLAPSE fails (EINVAL) on the others */
+static void test_shm_maps_line(void **state) {
+        (void) state;
+        uint64_t a = 0, b = 0, all = UINT64_MAX;
+        /* shared anonymous, 2M-aligned: 4 blocks */
+        assert_int_equal(shm_line("7f4000000000-7f4000800000 rw-s 00000000 00:01 5 /dev/zero (deleted)", 0, all, &a, &b), 1);
+        assert_true(a == 0x7f4000000000ULL && b == 0x7f4000800000ULL);
+        /* clipped to the probed range */
+        assert_int_equal(shm_line("7f4000000000-7f4000800000 rw-s 00000000 00:01 5 /dev/zero (deleted)",
+                                  0x7f4000200000ULL, 0x7f4000600000ULL, &a, &b), 1);
+        assert_true(a == 0x7f4000200000ULL && b == 0x7f4000600000ULL);
+        /* outside the range */
+        assert_int_equal(shm_line("7f4000000000-7f4000800000 rw-s 00000000 00:01 5 /dev/zero (deleted)",
+                                  0x7f5000000000ULL, 0x7f5000800000ULL, &a, &b), 0);
+        /* a page past a 2M boundary (PostgreSQL's segment under mthpd): no block */
+        assert_int_equal(shm_line("7f4000001000-7f4000801000 rw-s 00000000 00:01 5 /dev/zero (deleted)", 0, all, &a, &b), 0);
+        /* an unlinked tmpfs file mapped at an aligned address but from offset 4K: no block */
+        assert_int_equal(shm_line("7f4000000000-7f4000800000 rw-s 00001000 00:1a 9 /dev/shm/x (deleted)", 0, all, &a, &b), 0);
+        /* from offset 4K, one page past the boundary: address minus offset aligned */
+        assert_int_equal(shm_line("7f4000001000-7f4000801000 rw-s 00001000 00:1a 9 /memfd:buf (deleted)", 0, all, &a, &b), 1);
+        assert_true(a == 0x7f4000200000ULL && b == 0x7f4000800000ULL);
+        /* SysV, read-only shared: blocks too */
+        assert_int_equal(shm_line("7f4000000000-7f4000400000 r--s 00000000 00:01 32768 /SYSV00000000 (deleted)", 0, all, &a, &b), 1);
+        /* private anon and file mappings are not shmem */
+        assert_int_equal(shm_line("7f4000000000-7f4000800000 rw-p 00000000 00:00 0", 0, all, &a, &b), 0);
+        assert_int_equal(shm_line("7f4000000000-7f4000800000 rw-s 00000000 08:01 12 /var/lib/x.db", 0, all, &a, &b), 0);
+        assert_int_equal(shm_line("garbage", 0, all, &a, &b), -EBADMSG);
+}
+
 /* ---- a fake process ---- */
 
 struct fblock {
@@ -151,7 +186,7 @@ struct fake {
         char dir[PATH_MAX];
         struct mthp_host *host;
         struct mthp_collapser *c;
-        struct fblock b1[MAXB], b2[4];
+        struct fblock b1[MAXB], b2[4], b3[2];
         size_t n1;
         uint64_t clock, cost_usec;      /* clock advanced by cost_usec per block advised */
         uint64_t scan_cost_usec;        /* ... and by this per scan call */
@@ -166,6 +201,8 @@ static struct fblock *fb(struct fake *f, uint64_t addr) {
                 return &f->b1[(addr - BASE) / PMD];
         if (addr >= BASE2 && addr < BASE2 + 4 * PMD)
                 return &f->b2[(addr - BASE2) / PMD];
+        if (addr >= BASE3 && addr < BASE3 + 2 * PMD)
+                return &f->b3[(addr - BASE3) / PMD];
         return NULL;
 }
 
@@ -270,6 +307,8 @@ static struct fake *fake_new(size_t n1, const struct mthp_collapse_budget *b) {
                 f->b1[i].present = 512;
         for (size_t i = 0; i < 4; i++)
                 f->b2[i].present = 512;
+        for (size_t i = 0; i < 2; i++)
+                f->b3[i].present = 512;
         write_proc(f, 777, 1);
         write_maps(f);
         assert_int_equal(mthp_collapser_new(f->host, b, &f->c), 0);
@@ -363,6 +402,69 @@ static void test_two_passes(void **state) {
         mthp_collapser_totals(f->c, &tot);
         assert_int_equal(tot.collapsed, 17);
         assert_int_equal(tot.kb_collapsed, 17 * 2048);
+        fake_free(f);
+}
+
+/* shmem repair: the probed range's aligned blocks collapse on the first
+ * pass, the anon mappings are left to Collapse=; a misaligned mapping is
+ * never advised */
+static void test_shm_pass(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000);
+        struct fake *f = fake_new(16, &b);
+        struct mthp_collapse_result res;
+
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.candidates, 2);
+        assert_int_equal(res.eligible, 2);
+        assert_int_equal(res.collapsed, 2);
+        assert_int_equal(res.kb_collapsed, 2 * 2048);
+        assert_true(f->b3[0].huge && f->b3[1].huge);
+        assert_false(f->b1[0].huge || f->b2[0].huge);
+        /* the anon pass of the same process is its own: not deferred */
+        assert_int_equal(mthp_collapser_run(f->c, PID, f->clock, &res), 0);
+        assert_false(res.deferred);
+        assert_int_equal(res.collapsed, 0);
+        /* a tenth of min_interval later: passed over again, all huge */
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_false(res.deferred);
+        assert_int_equal(res.huge, 2);
+        assert_int_equal(res.candidates, 0);
+
+        /* EINVAL on one block (the mapping replaced while the kernel
+         * collapsed): the other block is still tried, and the next pass
+         * tries the failed one again */
+        f->b3[0].huge = f->b3[1].huge = false;
+        f->b3[0].err = EINVAL;
+        f->b3[0].err_times = 1;
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.failed, 1);
+        assert_int_equal(res.collapsed, 1);
+        assert_true(!f->b3[0].huge && f->b3[1].huge);
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.collapsed, 1);
+        assert_true(f->b3[0].huge);
+
+        /* the same segment a page past its boundary (its offset 4K): nothing */
+        f->b3[0].huge = f->b3[1].huge = false;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/maps", PID);
+        assert_int_equal(fakehost_write_file(f->dir, path, "7f4000000000-7f4000400000 rw-s 00001000 00:01 5 "
+                                                         "/dev/zero (deleted)\n"), 0);
+        unsigned calls = f->advise_calls;
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.candidates, 0);
+        assert_int_equal(f->advise_calls, calls);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 0, f->clock, &res), -EINVAL);
         fake_free(f);
 }
 
@@ -669,6 +771,8 @@ int main(void) {
         static const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_maps_line),
                 cmocka_unit_test(test_merge),
+                cmocka_unit_test(test_shm_maps_line),
+                cmocka_unit_test(test_shm_pass),
                 cmocka_unit_test(test_batch_blocks),
                 cmocka_unit_test(test_fake_root_refused),
                 cmocka_unit_test(test_two_passes),
