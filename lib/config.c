@@ -21,6 +21,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         c->bus = true;
         snprintf(c->policy_dir, sizeof(c->policy_dir), "%s/policy.d", MTHP_SYSCONFDIR);
         c->collapse_budget_kb = 64 * 1024;
+        c->shmem_collapse = true;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay
          * off (2M makes a dense fault loop 46x faster, DESIGN.md 3). */
@@ -387,6 +388,7 @@ static const struct key keys[] = {
         { "Engine", "MaxCompactionStall", key_compaction_stall, 0, 0, 0, "a stall per second, 0-1s (e.g. 50ms)" },
         { "Engine", "DefaultPriority", key_count, ENGINE(default_priority), 0, 100, "a whole number from 0 to 100" },
         { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
+        { "Engine", "ShmemCollapse", key_boolean, offsetof(struct mthp_config, shmem_collapse), 0, 0, "yes or no" },
         { "Engine", "VerifyTicks", key_count, ENGINE(verify_ticks), 1, 100, "a whole number from 1 to 100" },
         { "Engine", "MaxFallback", key_percent, ENGINE(max_fallback), 0, 0, "a percentage of mTHP faults" },
 };

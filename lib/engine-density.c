@@ -406,8 +406,14 @@ static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *bu
         else if (m->align_kb < kb)
                 snprintf(buf, n,
                          "%s segment at 0x%llx is not %s-aligned (its address allows %s): its faults keep folios of "
-                         "%s at most; restart it with the size on",
+                         "%s at most; restart it with the size on (MADV_COLLAPSE cannot repair a misaligned range)",
                          who, (unsigned long long) m->addr, sz, al, al);
+        else if (m->sampled >= 4 && m->large == 0 && p->shm_repaired_kb)
+                snprintf(buf, n,
+                         "%s segment at 0x%llx holds 4K folios (%u of %u sampled pages in large folios): its page "
+                         "cache was filled before the raise; being repaired by MADV_COLLAPSE: %llu MiB so far",
+                         who, (unsigned long long) m->addr, m->large, m->sampled,
+                         (unsigned long long) (p->shm_repaired_kb >> 10));
         else if (m->sampled >= 4 && m->large == 0)
                 snprintf(buf, n,
                          "%s segment at 0x%llx holds 4K folios (%u of %u sampled pages in large folios): its page "
@@ -415,6 +421,25 @@ static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *bu
                          who, (unsigned long long) m->addr, m->large, m->sampled);
         else
                 return false;
+        return true;
+}
+
+bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n) {
+        int best = -1;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *p = &st->proc[j];
+                if (p->pid && tick <= p->seen_tick + PROC_RECENT_TICKS && p->shm_repaired_kb &&
+                    (best < 0 || p->shm_repaired_kb > st->proc[best].shm_repaired_kb))
+                        best = (int) j;
+        }
+        if (best < 0)
+                return false;
+        const struct mthp_engine_proc *p = &st->proc[best];
+        snprintf(buf, n,
+                 "pid %d (%s)'s %llu MiB segment at 0x%llx was held at 4K folios (page cache filled before the "
+                 "raise): repaired by MADV_COLLAPSE: %llu MiB (%u of %u sampled pages now in large folios)",
+                 p->pid, p->comm, (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
+                 (unsigned long long) (p->shm_repaired_kb >> 10), p->shm.large, p->shm.sampled);
         return true;
 }
 

@@ -85,3 +85,6 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
  * mapping (remembered processes seen in the last PROC_RECENT_TICKS): true
  * and why in buf. */
 bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n);
+/* A recently sampled process's shmem mapping the daemon repaired with
+ * MADV_COLLAPSE (shm_repaired_kb): the one repaired most, said in buf. */
+bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n);

@@ -167,6 +167,10 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         struct mthp_shm_mapping old = m->shm;
                         bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
                         if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
+                                if (!same) { /* another mapping: not what was repaired */
+                                        m->shm_repaired_kb = 0;
+                                        m->shm_repair_quiet = 0;
+                                }
                                 m->shm = p->shm;
                                 m->shm_tick = snap->tick;
                                 if (same) { /* a few probes a tick: half the last ones still count */
@@ -530,7 +534,11 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
         int top_knob = st->level ? caps->sizes[k->ladder[st->level - 1]].knob[k->kind] : -1;
         bool holds = top_knob >= 0 && strcmp(snap->knob[top_knob], "always") == 0;
         if (k->sig.measured && st->verify_left && st->level && holds) {
-                if (k->sig.top_alloc > 0)
+                /* a shmem mapping repaired to PMD folios (MADV_COLLAPSE,
+                 * daemon/manager.c) uses 2M without allocating on faults */
+                if (k->sig.top_alloc > 0 ||
+                    (k->kind == MTHP_SHMEM && caps->sizes[k->ladder[st->level - 1]].kb == caps->pmd_kb &&
+                     engine_shm_repaired(next, snap->tick, NULL, 0)))
                         st->verify_left = 0;
                 else if (k->sig.demand >= cfg->raise_fault_rate && --st->verify_left == 0)
                         k->probe_failed = true;
@@ -741,6 +749,9 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 char unreach[360];
                 if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach)))
                         snprintf(status, sizeof(status), "always, but %s", unreach);
+                else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
+                         engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach)))
+                        snprintf(status, sizeof(status), "in use; %s", unreach);
                 else
                         snprintf(status, sizeof(status), "%s",
                                  on     ? "in use"

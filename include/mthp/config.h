@@ -51,6 +51,7 @@ struct mthp_config {
         bool bus;                     /* serve org.mthpd.mthpd1 on the system bus */
         char policy_dir[MTHP_PATH_MAX];
         uint64_t collapse_budget_kb;  /* MADV_COLLAPSE per tick for Collapse=yes cgroups */
+        bool shmem_collapse;          /* repair shmem held at 4K after mthpd's 2M raise (in that budget) */
         struct mthp_engine_config engine;
 };
 

@@ -12,6 +12,7 @@ static void test_defaults(void **state) {
         struct mthp_config c;
         memset(&c, 0xa5, sizeof(c));
         mthp_config_defaults(&c);
+        assert_true(c.shmem_collapse);
         assert_int_equal(c.interval_usec, 1000000);
         assert_int_equal(c.mode, MTHP_MODE_MANAGE);
         assert_string_equal(c.state_dir, "/run/mthpd");
@@ -65,6 +66,7 @@ static void test_every_key(void **state) {
                                         "VerifyTicks=5\n"
                                         "DefaultPriority=30\n"
                                         "CollapseBudget=16M\n"
+                                        "ShmemCollapse=no\n"
                                         "MinProcessShare=7%\n"
                                         "CgroupHeadroom=12%\n"
                                         "GuardHeadroom=40%\n"
@@ -80,6 +82,7 @@ static void test_every_key(void **state) {
         assert_string_equal(c.policy_dir, "/etc/mthpd-test/policy.d");
         assert_int_equal(c.engine.default_priority, 30);
         assert_int_equal(c.collapse_budget_kb, 16384);
+        assert_false(c.shmem_collapse);
         assert_int_equal(c.engine.min_kb[MTHP_ANON], 16);
         assert_int_equal(c.engine.max_kb[MTHP_ANON], 2048);
         assert_int_equal(c.engine.min_kb[MTHP_SHMEM], 64);

@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shmem-collapse: shmem held at 4K after mthpd's 2M raise is repaired with
+# MADV_COLLAPSE. will-it-scale's page_fault3 shape (a tmpfs file in
+# /dev/shm, unlinked, mapped at a 2M-aligned address, every page written,
+# unmapped, in a loop) fills its page cache at 4K before mthpd starts; the
+# faults that follow map those 4K folios whatever the knobs say (README,
+# "Shmem as it really behaves"). mthpd raises 2M for shmem, its probe sees
+# the mapping's pages in 4K folios, and it collapses the aligned blocks
+# (process_madvise MADV_COLLAPSE, within CollapseBudget=): the workload's
+# mapping must then show PMD-mapped shmem (smaps ShmemPmdMapped) within a
+# few seconds, the log must name the collapse, and the tick's explanation
+# must say "repaired by MADV_COLLAPSE: N MiB". Before mthpd the workload's
+# mapping holds no PMD (checked: otherwise nothing is judged). Skipped, with
+# the reason, when the host holds every raise back or mthpd's density
+# sampler does not reach the workload.
+#
+# Usage: shmem-collapse.sh MTHPD MTHPCTL WORKLOAD WIS_FILE_FAULT
+set -uo pipefail
+MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3 WIS=$4
+. "$(dirname "$0")/lib.sh"
+rk_init shmem-collapse
+
+[[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
+[[ -x $WIS ]] || rk_die "wis-file-fault is not an executable: '$WIS'"
+[[ -d /dev/shm && -w /dev/shm ]] || rk_skip "no writable /dev/shm"
+[[ -r /proc/kpageflags ]] || rk_skip "/proc/kpageflags is not readable: mthpd's probe cannot see the page cache's folio sizes"
+# every size starts off: the workload's page cache is filled at 4K
+while read -r f; do
+        case $f in
+        */hugepages-*kB/enabled | */hugepages-*kB/shmem_enabled) rk_set "$f" never || rk_die "writing never to $f: $RK_SET_ERR" ;;
+        esac
+done < <(rk_knob_files)
+rk_set "$THP/shmem_enabled" never || rk_die "writing never to $THP/shmem_enabled: $RK_SET_ERR"
+
+# ShmemSizes=2M: the repair is for the PMD size; AnonSizes=16K: anon's climb
+# is not judged here; density on; VerifyTicks=50 (5 s of 100 ms ticks):
+# after the repair the workload's faults map folios the collapse made, not
+# new shmem allocations, and the raise must stand while it runs
+rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=3 MinProcessFaultRate=100
+
+# ShmemPmdMapped of PID's mappings in kB (0 when unreadable)
+pmd_kb() { awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0; }
+# the most of N samples 100 ms apart
+pmd_max() {
+        local i v m=0
+        for ((i = 0; i < $2; i++)); do
+                v=$(pmd_kb "$1")
+                ((v > m)) && m=$v
+                sleep 0.1
+        done
+        echo "$m"
+}
+
+log=$RK_TMP/mthpd.log
+# 9>&-: the workload must not hold the real-kernel lock
+"$WIS" --shape 3 --tasks 1 --size 64 --seconds 60 --align 2M >"$RK_TMP/wis.out" 2>"$RK_TMP/wis.err" 9>&- &
+wl=$!
+rk_track $wl
+sleep 1 # the page cache fills in its first ~0.1 s
+kid=$(pgrep -P $wl | head -1)
+[[ -n $kid ]] || rk_die "wis-file-fault started no task"$'\n'"$(cat "$RK_TMP/wis.err")"
+rk_track "$kid"
+before=$(pmd_max "$kid" 10)
+[[ $before == 0 ]] || rk_skip "the workload's mapping is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
+rk_log "before mthpd: ShmemPmdMapped 0 kB in 10 samples; $(tail -1 "$RK_TMP/wis.err")"
+
+# -v: every tick's reason, with the status of each size
+"$MTHPD" -v -c "$RK_TMP/mthpd.conf" --state-dir "$(rk_state_dir)" --no-bus 2>"$log" 9>&- &
+mpid=$!
+rk_track $mpid
+rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
+t0=$(rk_now_ms)
+if ! rk_wait_for "$log" "collapsed [0-9]+ region\\(s\\), [0-9]+ MiB, of pid $kid \\(wis-file-fault\\)'s 64 MiB shmem" 30 $mpid; then
+        grep -qE '2M/shmem: [a-z]+ -> always' "$log" ||
+                { rk_stop $mpid TERM 10; rk_skip "mthpd set 2M/shmem always not within 30 s on this host now (e.g. a memory-limited cgroup of another test holds raises back)"; }
+        grep -qE "pid $kid \\(wis-file-fault" "$log" ||
+                { rk_stop $mpid TERM 10; rk_skip "mthpd's density sampler never reached the workload among $(ls /proc | grep -c '^[0-9]') processes: nothing to judge"; }
+        rk_fail "2M/shmem was raised and the workload sampled, but mthpd collapsed none of its shmem in 30 s"
+        grep -E 'MADV_COLLAPSE|2M/shmem' "$log" | tail -5 | cut -c1-600 | sed 's/^/    /'
+fi
+t1=$(rk_now_ms)
+grep -E "collapsed [0-9]+ region\\(s\\).*shmem" "$log" | head -3 | cut -c1-400 | sed 's/^/    /'
+# the repaired page cache is mapped by PMD on the loop's next faults
+after=0
+for ((i = 0; i < 50 && after < 32768; i++)); do
+        v=$(pmd_max "$kid" 2)
+        ((v > after)) && after=$v
+done
+t2=$(rk_now_ms)
+rk_log "after mthpd: ShmemPmdMapped up to $after kB; the first collapse $((t1 - t0)) ms after mthpd started; $(tail -1 "$RK_TMP/wis.err")"
+((after >= 32768)) || rk_fail "the workload's 64 MiB mapping is not PMD-mapped after the collapse (ShmemPmdMapped at most $after kB, want >= 32768)"
+# explain: the repaired mapping is said, not "can repair"
+rk_wait_for "$log" "2M/shmem: .*in use; pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ was held at 4K folios .*repaired by MADV_COLLAPSE: [0-9]+ MiB" 10 $mpid ||
+        rk_fail "no tick said '2M shmem in use; ... repaired by MADV_COLLAPSE: N MiB'"
+said=$(grep -m1 -oE "2M in use; pid $kid .*repaired by MADV_COLLAPSE: [0-9]+ MiB \\([^)]*\\)" "$log")
+rk_log "explained: ${said:-(not found in that form)}" | cut -c1-600
+t3=$(rk_now_ms)
+rk_log "collapsed by then: $(grep -cE 'collapsed [0-9]+ region.*shmem' "$log") passes, $(grep -oE 'region\(s\), [0-9]+ MiB, of pid [0-9]+ \(wis-file-fault\)' "$log" | awk '{ s += $2 } END { print s + 0 }') MiB; ShmemPmdMapped reached $after kB $((t2 - t0)) ms after mthpd started, explained after $((t3 - t0)) ms"
+rk_log "workload iterations/s by second: $(grep -oE 'iterations/s=[0-9]+' "$RK_TMP/wis.err" | cut -d= -f2 | tr '\n' ' ')"
+rk_stop $mpid TERM 10
+rk_stop $wl TERM 5 # its task dies with it (PR_SET_PDEATHSIG)
+rk_stop "$kid" KILL 2
+exit 0
