@@ -26,6 +26,16 @@
  *    a process that writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
+ *    What could tell an untouched subpage from a written-zero one was
+ *    measured (tests/bench/touch-signals; README "Use, not content"): the
+ *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a
+ *    PTE-mapped large folio: exact on re-touched memory, zeros or not), for
+ *    the mappings left out above and only for memory older than the clear
+ *    (x86 faults PTEs in young: a fresh folio reads used whole; a PMD-mapped
+ *    2M folio has one bit; memory written once and left reads unused).
+ *    Soft-dirty and page_idle are not built into this kernel (page_idle is
+ *    per folio anyway); perf fault addresses see one fault per folio after a
+ *    raise. Not wired in yet.
  *
  * Opt-outs (processes choose for themselves): a process whose status says
  * "THP_enabled: 0" (PR_SET_THP_DISABLE: Redis, systemd's MemoryTHP=,

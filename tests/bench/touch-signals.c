@@ -10,7 +10,8 @@
  * 64 MiB private anon each: dense (every 4K page) and sparse (one page per
  * 64K), writing 0 or 1, held and re-touched (--hold), touched once and left
  * (--once), or mapped/written/unmapped in a loop (churn, like will-it-scale
- * page_fault1). For each writer it runs a baseline phase (nothing applied),
+ * page_fault1); and held with MADV_HUGEPAGE (2M folios, PMD-mapped, where
+ * the global enabled is madvise or always). For each writer it runs a baseline phase (nothing applied),
  * then each candidate for TICKS ticks of TICK_MS:
  *
  *   a  clear_refs "1" at the tick's start, smaps Referenced / Rss at its end
@@ -86,6 +87,7 @@ static volatile sig_atomic_t g_stop;
 static char g_saved[32];
 static bool g_knob_written;
 static pid_t g_child = -1;
+static bool g_at_4k;
 
 static void on_signal(int sig) {
         (void) sig;
@@ -387,14 +389,16 @@ struct writer {
         const char *pattern; /* dense | sparse */
         const char *value;   /* "0" | "1" */
         const char *mode;    /* hold | once | churn */
+        bool thp;            /* --madvise hugepage: 2M folios, PMD-mapped (global madvise) */
 };
 
 static const struct writer WRITERS[] = {
-        { "dense-0-hold", "dense", "0", "hold" },   { "dense-1-hold", "dense", "1", "hold" },
-        { "sparse-0-hold", "sparse", "0", "hold" }, { "sparse-1-hold", "sparse", "1", "hold" },
-        { "dense-0-once", "dense", "0", "once" },   { "sparse-0-once", "sparse", "0", "once" },
-        { "dense-0-churn", "dense", "0", "churn" }, { "sparse-0-churn", "sparse", "0", "churn" },
-        { "dense-1-churn", "dense", "1", "churn" },
+        { "dense-0-hold", "dense", "0", "hold", false },   { "dense-1-hold", "dense", "1", "hold", false },
+        { "sparse-0-hold", "sparse", "0", "hold", false }, { "sparse-1-hold", "sparse", "1", "hold", false },
+        { "dense-0-once", "dense", "0", "once", false },   { "sparse-0-once", "sparse", "0", "once", false },
+        { "dense-0-churn", "dense", "0", "churn", false }, { "sparse-0-churn", "sparse", "0", "churn", false },
+        { "dense-1-churn", "dense", "1", "churn", false },
+        { "dense-0-hold-2M", "dense", "0", "hold", true }, { "sparse-0-hold-2M", "sparse", "0", "hold", true },
 };
 #define N_WRITERS (sizeof(WRITERS) / sizeof(WRITERS[0]))
 
@@ -417,6 +421,10 @@ static pid_t spawn(const char *workload, const struct writer *w, unsigned size_m
                         argv[n++] = "--hold";
                 else if (!strcmp(w->mode, "once"))
                         argv[n++] = "--once";
+                if (w->thp) {
+                        argv[n++] = "--madvise";
+                        argv[n++] = "hugepage";
+                }
                 argv[n] = NULL;
                 execv(workload, (char *const *) argv);
                 _exit(127);
@@ -470,8 +478,8 @@ struct result {
 
 static double used_truth(const struct writer *w, const struct vmas *v, unsigned size_mib) {
         double step = !strcmp(w->pattern, "dense") ? (double) PAGE : (double) BLOCK;
-        if (!strcmp(w->mode, "churn"))
-                return (double) PAGE / step; /* every 64K block of a pass is one folio */
+        if (!strcmp(w->mode, "churn")) /* raised: every 64K block of a pass is one folio */
+                return g_at_4k ? 1.0 : (double) PAGE / step;
         if (v->rss_kb == 0)
                 return NAN;
         double touched = (double) size_mib * 1048576.0 / step;
@@ -652,7 +660,7 @@ int main(int argc, char **argv) {
                 case 'm': tick_ms = (unsigned) atoi(optarg); break;
                 case 'z': size_mib = (unsigned) atoi(optarg); break;
                 case 'w': snprintf(workload, sizeof(workload), "%s", optarg); break;
-                case '4': at_4k = true; break;
+                case '4': at_4k = g_at_4k = true; break;
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
                 }
@@ -721,6 +729,7 @@ int main(int argc, char **argv) {
         printf("# c:page_idle/bitmap %s%s\n", pi,
                page_idle ? " (not measured: idle is kept per folio)" : " (CONFIG_IDLE_PAGE_TRACKING not set)");
         printf("# used = estimated used fraction (mean of ticks), truth = pages touched per pass / pages present\n");
+        printf("# (d estimates touched pages / (64K blocks touched x 16): at 4K that is 64K coverage, not used/present)\n");
         printf("# cost = sampler wall us per tick (us per MiB of RSS); minflt/s and pages/s of the writer\n");
         printf("%-15s %-5s %-25s %6s %6s %9s %8s %10s %12s  %s\n", "writer", "fresh", "candidate", "used", "truth",
                "us/tick", "us/MiB", "minflt/s", "pages/s", "note");
