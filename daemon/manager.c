@@ -405,7 +405,8 @@ static int tick(struct daemon *d) {
                 else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
-        }
+        } else if (d->density)
+                (void) mthp_density_idle_tick(d->density, t);   /* a failure shows on the next sampling tick */
         guard_scan(d->guard);
         record_tick(d);
         mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
