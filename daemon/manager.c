@@ -395,6 +395,8 @@ static int tick(struct daemon *d) {
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
+        if (d->density)
+                mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
         if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;
                 r = mthp_density_tick(d->density, t, &rep);

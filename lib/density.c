@@ -657,6 +657,11 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         return 0;
 }
 
+void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec) {
+        if (faults_per_sec >= 0)
+                s->b.min_hot_rate = faults_per_sec;
+}
+
 int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         struct mthp_proc_scan_stats ps;
         struct mthp_density_budget b = s->b;
