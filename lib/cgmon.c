@@ -55,6 +55,7 @@
 #define V1_NO_LIMIT (1ULL << 62)
 
 enum { F_STAT, F_USAGE, F_LIMIT, F_HIGH, F_PSI, _F_MAX };
+#define DROPPED_MAX 16
 
 struct cg {
         char path[MTHP_CGROUP_PATH_MAX];
@@ -98,6 +99,10 @@ struct mthp_cgmon {
 
         struct cg *cg;                  /* managed, sorted by path */
         unsigned n_cg, cap_cg;
+        /* cgroups dropped because a read failed (not gone): when a walk
+         * finds one again it did not appear (ring, the last DROPPED_MAX) */
+        struct found dropped[DROPPED_MAX];
+        unsigned n_dropped;
         struct found *found;            /* scratch of a walk */
         unsigned n_found, cap_found;
         unsigned walk_seen;
@@ -456,6 +461,13 @@ static int cmp_found(const void *a, const void *b) {
         return strcmp(((const struct found *) a)->path, ((const struct found *) b)->path);
 }
 
+static bool was_dropped(const struct mthp_cgmon *m, const struct found *f) {
+        for (unsigned i = 0; i < DROPPED_MAX && i < m->n_dropped; i++)
+                if (m->dropped[i].ino == f->ino && strcmp(m->dropped[i].path, f->path) == 0)
+                        return true;
+        return false;
+}
+
 /* Merge the walk's matches into the managed set (both sorted by path):
  * same path and identity: keep (fds, previous counters); new identity: a
  * recreated cgroup, start over; missing: close. */
@@ -488,7 +500,7 @@ static int merge(struct mthp_cgmon *m) {
                 struct cg *cg = &next[n];
                 memcpy(cg->path, f->path, sizeof(cg->path));
                 cg->ino = f->ino;
-                cg->initial = m->initial_walk;
+                cg->initial = m->initial_walk || was_dropped(m, f);
                 for (int k = 0; k < _F_MAX; k++)
                         cg->fd[k] = -1;
                 if (cg_open(m, cg) == 0)
@@ -675,9 +687,13 @@ static uint64_t next_full(const struct mthp_cgmon *m, const struct cg *c, uint64
 static void cg_gone(struct mthp_cgmon *m, struct cg *c, const char *file, int r) {
         if (vanished(r))
                 mthp_log(LOG_DEBUG, "cgroup monitor: %s is gone", c->path);
-        else
+        else {
                 mthp_log(LOG_WARNING, "cgroup monitor: cannot read %s%s/%s: %s; dropped until the next walk",
                          m->mem_root, strcmp(c->path, "/") ? c->path : "", file, mthp_errno_words(-r));
+                struct found *f = &m->dropped[m->n_dropped++ % DROPPED_MAX];
+                memcpy(f->path, c->path, sizeof(f->path));
+                f->ino = c->ino;
+        }
         c->gone = true;
 }
 

@@ -559,7 +559,15 @@ static void test_appeared(void **state) {
         add_cg(x, "svc-a");
         set_usage(x, "svc-a", 1 << 20);
         add_cg(x, "svc-e"); /* empty */
+        add_cg(x, "svc-x");
+        set_usage(x, "svc-x", 1 << 20);
+        put_file(x, "svc-x", "memory.stat", "garbage\n"); /* unreadable: dropped */
         tick(x, 1000 * SEC);
+        assert_null(find(x, "/svc-x"));
+        /* readable again: a walk finds it, but it did not appear */
+        put_file(x, "svc-x", "memory.stat", "pgfault 1\n");
+        tick(x, 1000 * SEC + 1);
+        assert_int_equal(need(x, "/svc-x")->appeared_usec, 0);
         /* there when the monitor first looked: not seen to appear */
         assert_int_equal(need(x, "/svc-a")->appeared_usec, 0);
         assert_int_equal(need(x, "/svc-e")->appeared_usec, 0);
