@@ -419,6 +419,8 @@ static int tick(struct daemon *d) {
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
+        if (d->density)
+                mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
         if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;
                 r = mthp_density_tick(d->density, t, &rep);
@@ -429,7 +431,8 @@ static int tick(struct daemon *d) {
                 else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
-        }
+        } else if (d->density)
+                (void) mthp_density_idle_tick(d->density, t);   /* a failure shows on the next sampling tick */
         guard_scan(d->guard);
         record_tick(d);
         mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
