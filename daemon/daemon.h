@@ -156,6 +156,10 @@ int daemon_find_knob(const struct daemon *d, const char *id, char *err, size_t e
  * tick run at once after a step-down. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz);
 void daemon_run_tick(struct daemon *d);
+/* guard.c: a memory cgroup was created (inotify). True when a policy that
+ * says always manages it, so a tick now can set its sizes (its start
+ * grace, mthpd.conf StartGrace=) before its process maps memory. */
+bool daemon_cgroup_created(struct daemon *d, const char *path);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

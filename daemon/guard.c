@@ -281,35 +281,51 @@ static void watch_dir(const char *host_path, void *user) {
         mthp_strcpy(w->rel, sizeof(w->rel), rel[0] ? rel : "/");
 }
 
+/* The cgroup a directory-creation event names (path relative to the
+ * hierarchy root), or false for other events. */
+static bool created_cgroup(const struct guard *g, const struct inotify_event *ev, char *rel, size_t size) {
+        if (!(ev->mask & IN_ISDIR) || !(ev->mask & IN_CREATE) || !ev->len)
+                return false;
+        for (unsigned i = 0; i < g->n_watches; i++) {
+                if (g->watches[i].wd != ev->wd)
+                        continue;
+                int w = snprintf(rel, size, "%s/%s", strcmp(g->watches[i].rel, "/") == 0 ? "" : g->watches[i].rel,
+                                 ev->name);
+                return w > 0 && w < (int) size;
+        }
+        return false;
+}
+
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct guard *g = userdata;
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        char rel[MTHP_CGROUP_PATH_MAX];
         (void) s;
         (void) revents;
         ssize_t len = read(fd, buf, sizeof(buf));
+        /* a service a policy wants always for: a tick now sets its sizes
+         * (its start grace) before it maps memory, not up to an interval
+         * later; and the probes below then see the levels it left */
+        bool tick_now = false;
+        for (char *p = buf; len > 0 && p < buf + len && !tick_now;) {
+                const struct inotify_event *ev = (const struct inotify_event *) p;
+                p += sizeof(*ev) + ev->len;
+                tick_now = created_cgroup(g, ev, rel, sizeof(rel)) && daemon_cgroup_created(g->d, rel);
+        }
+        if (tick_now)
+                daemon_run_tick(g->d);
         for (char *p = buf; len > 0 && p < buf + len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) p;
                 p += sizeof(*ev) + ev->len;
-                if (!(ev->mask & IN_ISDIR) || !(ev->mask & IN_CREATE) || !ev->len || !raised(g->d) ||
-                    mthp_actuator_dry_run(g->d->act))
+                if (!created_cgroup(g, ev, rel, sizeof(rel)) || !raised(g->d) || mthp_actuator_dry_run(g->d->act))
                         continue;
-                for (unsigned i = 0; i < g->n_watches; i++) {
-                        if (g->watches[i].wd != ev->wd)
-                                continue;
-                        char rel[MTHP_CGROUP_PATH_MAX];
-                        int w = snprintf(rel, sizeof(rel), "%s/%s", strcmp(g->watches[i].rel, "/") == 0 ? "" :
-                                         g->watches[i].rel, ev->name);
-                        if (w <= 0 || w >= (int) sizeof(rel))
-                                break;
-                        (void) arm(g, rel, 0, GUARD_NEW_KB, true);
-                        unsigned y = 0;
-                        for (unsigned k = 1; k < GUARD_YOUNG; k++)
-                                if (g->young[k].created_usec < g->young[y].created_usec)
-                                        y = k; /* the oldest (or a free) slot */
-                        mthp_strcpy(g->young[y].path, sizeof(g->young[y].path), rel);
-                        g->young[y].created_usec = mthp_now_usec(CLOCK_MONOTONIC);
-                        break;
-                }
+                (void) arm(g, rel, 0, GUARD_NEW_KB, true);
+                unsigned y = 0;
+                for (unsigned k = 1; k < GUARD_YOUNG; k++)
+                        if (g->young[k].created_usec < g->young[y].created_usec)
+                                y = k; /* the oldest (or a free) slot */
+                mthp_strcpy(g->young[y].path, sizeof(g->young[y].path), rel);
+                g->young[y].created_usec = mthp_now_usec(CLOCK_MONOTONIC);
         }
         return 0;
 }

@@ -264,6 +264,30 @@ static bool cgroup_managed(const char *path, void *user) {
         return false;
 }
 
+/* A cgroup the start grace is for: managed by a policy that says always
+ * for a kind, while StartGrace= is on. */
+static bool grace_cgroup(const struct daemon *d, const char *path) {
+        if (!d->cfg.engine.start_grace_usec || !cgroup_managed(path, (void *) d))
+                return false;
+        const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, path, NULL, 0);
+        return pol && (pol->mode[MTHP_ANON] == MTHP_POLICY_ALWAYS || pol->mode[MTHP_SHMEM] == MTHP_POLICY_ALWAYS);
+}
+
+/* cgmon's predicate (a new walk), and whether it looks for new cgroups
+ * every tick: only while some policy could give one a start grace */
+static void cgmon_configure(struct daemon *d) {
+        bool watch = false;
+        for (unsigned i = 0; d->cfg.engine.start_grace_usec && d->policies && i < d->policies->n; i++)
+                watch = watch || d->policies->p[i].mode[MTHP_ANON] == MTHP_POLICY_ALWAYS ||
+                        d->policies->p[i].mode[MTHP_SHMEM] == MTHP_POLICY_ALWAYS;
+        mthp_cgmon_set_match(d->cgmon, cgroup_managed, d);
+        mthp_cgmon_set_watch_new(d->cgmon, watch);
+}
+
+bool daemon_cgroup_created(struct daemon *d, const char *path) {
+        return d->cgmon && d->policies && d->policies->n && grace_cgroup(d, path);
+}
+
 #define COLLAPSE_DIRS_MAX 64
 #define COLLAPSE_PIDS_MAX 256
 
@@ -489,6 +513,8 @@ static int tick(struct daemon *d) {
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
+        if (d->density)
+                mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
         if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;
                 r = mthp_density_tick(d->density, t, &rep);
@@ -499,7 +525,8 @@ static int tick(struct daemon *d) {
                 else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
                                  mthp_errno_words(r));
-        }
+        } else if (d->density)
+                (void) mthp_density_idle_tick(d->density, t);   /* a failure shows on the next sampling tick */
         guard_scan(d->guard);
         record_tick(d);
         mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);
@@ -620,7 +647,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 mthp_policy_set_free(d->policies);
                 d->policies = policies;
                 if (d->cgmon)
-                        mthp_cgmon_set_match(d->cgmon, cgroup_managed, d); /* walk again with the new files */
+                        cgmon_configure(d); /* walk again with the new files */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 if (interval_changed)
@@ -836,7 +863,7 @@ static int open_samplers(struct daemon *d) {
                          mthp_errno_words(r));
                 d->cgmon = NULL;
         } else
-                mthp_cgmon_set_match(d->cgmon, cgroup_managed, d);
+                cgmon_configure(d);
         struct mthp_collapse_budget cb;
         mthp_collapse_budget_default(&cb);
         cb.max_kb_per_tick = d->cfg.collapse_budget_kb;

@@ -47,11 +47,15 @@
 #define DEFAULT_RESCAN_USEC (30ULL * 1000000ULL)
 #define DEFAULT_FULL_USEC (30ULL * 1000000ULL)
 #define FORCED_WALK_RESCANS 10  /* walk at least every 10 rescan intervals */
+/* mthp_cgmon_set_watch_new: a changed count walks at once when the last
+ * walk cost at most 1/WALK_COST_FACTOR of the time since */
+#define WALK_COST_FACTOR 100
 #define STAT_BUF 8192   /* v2 memory.stat of 6.18 is ~1.6 KB, v1 ~1.3 KB */
 /* v1 reports "no limit" as PAGE_COUNTER_MAX pages in bytes (9223372036854771712). */
 #define V1_NO_LIMIT (1ULL << 62)
 
 enum { F_STAT, F_USAGE, F_LIMIT, F_HIGH, F_PSI, _F_MAX };
+#define DROPPED_MAX 16
 
 struct cg {
         char path[MTHP_CGROUP_PATH_MAX];
@@ -63,6 +67,11 @@ struct cg {
         uint64_t usage_t, usage;                /* at the last tick */
         uint64_t full_usage, next_full_t;       /* usage at the last full read; its deadline */
         bool gone;
+        /* its appearance (mthp_cgroup_view.appeared_usec): found by the
+         * monitor's first walk (since the predicate was set); sampled once;
+         * empty when first sampled, waiting for a process */
+        bool initial, sampled, await_populated;
+        uint64_t appeared_t;
         struct mthp_cgroup_view view;
 };
 
@@ -83,11 +92,17 @@ struct mthp_cgmon {
         void *match_user;
         uint64_t rescan_usec, last_walk_t, last_check_t, full_usec;
         bool need_walk, walked;
+        bool initial_walk;              /* the next walk is the first since the predicate was set */
+        bool watch_new;                 /* check the cgroup count every tick */
         int count_fd;                   /* /proc/cgroups, -1 if absent */
         long walk_count;                /* the memory hierarchy's count at the last walk, -1 unknown */
 
         struct cg *cg;                  /* managed, sorted by path */
         unsigned n_cg, cap_cg;
+        /* cgroups dropped because a read failed (not gone): when a walk
+         * finds one again it did not appear (ring, the last DROPPED_MAX) */
+        struct found dropped[DROPPED_MAX];
+        unsigned n_dropped;
         struct found *found;            /* scratch of a walk */
         unsigned n_found, cap_found;
         unsigned walk_seen;
@@ -446,6 +461,13 @@ static int cmp_found(const void *a, const void *b) {
         return strcmp(((const struct found *) a)->path, ((const struct found *) b)->path);
 }
 
+static bool was_dropped(const struct mthp_cgmon *m, const struct found *f) {
+        for (unsigned i = 0; i < DROPPED_MAX && i < m->n_dropped; i++)
+                if (m->dropped[i].ino == f->ino && strcmp(m->dropped[i].path, f->path) == 0)
+                        return true;
+        return false;
+}
+
 /* Merge the walk's matches into the managed set (both sorted by path):
  * same path and identity: keep (fds, previous counters); new identity: a
  * recreated cgroup, start over; missing: close. */
@@ -478,6 +500,7 @@ static int merge(struct mthp_cgmon *m) {
                 struct cg *cg = &next[n];
                 memcpy(cg->path, f->path, sizeof(cg->path));
                 cg->ino = f->ino;
+                cg->initial = m->initial_walk || was_dropped(m, f);
                 for (int k = 0; k < _F_MAX; k++)
                         cg->fd[k] = -1;
                 if (cg_open(m, cg) == 0)
@@ -535,6 +558,8 @@ static int walk(struct mthp_cgmon *m, uint64_t t_usec) {
         } else {
                 r = merge(m);
                 m->st.n_cgroups = m->walk_seen;
+                if (r == 0)
+                        m->initial_walk = false;
         }
         m->need_walk = false;
         m->walked = true;
@@ -575,6 +600,7 @@ int mthp_cgmon_new(const struct mthp_host *h, const struct mthp_caps *caps, stru
         else if (m->layout == MTHP_CG_HYBRID)
                 mthp_strcpy(m->psi_root, sizeof(m->psi_root), caps->cg_unified);
         m->need_walk = true;
+        m->initial_walk = true;
         *ret = m;
         return 0;
 }
@@ -595,6 +621,11 @@ void mthp_cgmon_set_match(struct mthp_cgmon *m, mthp_cgmon_match_fn fn, void *us
         m->match = fn;
         m->match_user = user;
         m->need_walk = true;
+        m->initial_walk = true;
+}
+
+void mthp_cgmon_set_watch_new(struct mthp_cgmon *m, bool on) {
+        m->watch_new = on;
 }
 
 void mthp_cgmon_set_rescan(struct mthp_cgmon *m, uint64_t usec) {
@@ -656,9 +687,13 @@ static uint64_t next_full(const struct mthp_cgmon *m, const struct cg *c, uint64
 static void cg_gone(struct mthp_cgmon *m, struct cg *c, const char *file, int r) {
         if (vanished(r))
                 mthp_log(LOG_DEBUG, "cgroup monitor: %s is gone", c->path);
-        else
+        else {
                 mthp_log(LOG_WARNING, "cgroup monitor: cannot read %s%s/%s: %s; dropped until the next walk",
                          m->mem_root, strcmp(c->path, "/") ? c->path : "", file, mthp_errno_words(-r));
+                struct found *f = &m->dropped[m->n_dropped++ % DROPPED_MAX];
+                memcpy(f->path, c->path, sizeof(f->path));
+                f->ino = c->ino;
+        }
         c->gone = true;
 }
 
@@ -682,6 +717,19 @@ static void cg_sample(struct mthp_cgmon *m, struct cg *c, uint64_t t_usec) {
         if (have_usage && c->have_usage && t_usec > c->usage_t)
                 v->growth_kb_s = ((double) usage - (double) c->usage) / 1024.0 / ((double) (t_usec - c->usage_t) / 1e6);
         v->usage_kb = have_usage ? usage / 1024 : 0;
+        /* its appearance: at first sight, unless the first walk found it
+         * (its start was not seen); again when it was empty then and a
+         * process has since moved in (v1 and v2 both charge a new cgroup
+         * nothing until then) */
+        if (!c->sampled) {
+                c->sampled = true;
+                c->appeared_t = c->initial ? 0 : t_usec ? t_usec : 1;
+                c->await_populated = have_usage && usage == 0;
+        } else if (c->await_populated && have_usage && usage > 0) {
+                c->appeared_t = t_usec ? t_usec : 1;
+                c->await_populated = false;
+        }
+        v->appeared_usec = c->appeared_t;
         c->have_usage = have_usage;
         c->usage = usage;
         c->usage_t = t_usec;
@@ -749,14 +797,19 @@ static void cg_sample(struct mthp_cgmon *m, struct cg *c, uint64_t t_usec) {
 int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_view *out, unsigned n_out,
                     unsigned *n) {
         *n = 0;
+        bool rescan = t_usec - m->last_check_t >= m->rescan_usec;
         if (m->need_walk || !m->walked || t_usec < m->last_check_t)
                 (void) walk(m, t_usec);
-        else if (t_usec - m->last_check_t >= m->rescan_usec) {
+        else if (rescan || m->watch_new) {
                 long count = cgroup_count(m);
-                if (count < 0 || count != m->walk_count ||
-                    t_usec - m->last_walk_t >= FORCED_WALK_RESCANS * m->rescan_usec)
+                uint64_t since = t_usec - m->last_walk_t;
+                bool changed = count >= 0 && count != m->walk_count;
+                /* watching for new cgroups: a changed count walks at once
+                 * while walks stay cheap against the time between them */
+                if ((rescan && (count < 0 || changed)) || since >= FORCED_WALK_RESCANS * m->rescan_usec ||
+                    (changed && since >= WALK_COST_FACTOR * m->st.walk_usec))
                         (void) walk(m, t_usec);
-                else {
+                else if (rescan) {
                         m->last_check_t = t_usec;
                         m->st.checks++;
                 }

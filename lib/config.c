@@ -52,6 +52,10 @@ void mthp_config_defaults(struct mthp_config *c) {
         e->min_available = 10;
         e->max_fallback = 50;
         e->default_priority = 50;
+        /* PostgreSQL maps its shared buffers within a second of its start;
+         * a service that first loads data for longer has its say once it
+         * faults (the say of any managed cgroup) */
+        e->start_grace_usec = 30 * 1000000ULL;
 }
 
 int mthp_parse_decimal(const char *s, double *v, const char **end) {
@@ -341,6 +345,15 @@ static int key_compaction_stall(const struct key *k, struct mthp_config *c, cons
         return 0;
 }
 
+static int key_start_grace(const struct key *k, struct mthp_config *c, const char *value) {
+        uint64_t us;
+        (void) k;
+        if (mthp_parse_duration(value, &us) < 0 || us > 3600000000ULL)
+                return -EINVAL;
+        c->engine.start_grace_usec = us;
+        return 0;
+}
+
 static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
         unsigned kb;
         (void) k;
@@ -386,6 +399,7 @@ static const struct key keys[] = {
           "a percentage of a limited cgroup's headroom, above 0 and below 100" },
         { "Engine", "GuardFloor", key_guard_floor, 0, 0, 0, "a percentage of a limited cgroup's limit, 0-100" },
         { "Engine", "MaxCompactionStall", key_compaction_stall, 0, 0, 0, "a stall per second, 0-1s (e.g. 50ms)" },
+        { "Engine", "StartGrace", key_start_grace, 0, 0, 0, "a duration from 0 (off) to 1h (e.g. 30s)" },
         { "Engine", "DefaultPriority", key_count, ENGINE(default_priority), 0, 100, "a whole number from 0 to 100" },
         { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
         { "Engine", "ShmemCollapse", key_boolean, offsetof(struct mthp_config, shmem_collapse), 0, 0, "yes or no" },

@@ -128,8 +128,8 @@ size_t mthp_density_count_zero_pages(const void *buf, size_t n_pages) {
  * before the second process is read. Wall time still caps it at 4x, so a
  * descheduled tick cannot hold the daemon's loop. */
 uint64_t density_elapsed_usec(const struct mthp_density_sampler *s) {
-        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns) / 1000;
-        uint64_t wall = (mthp_now_nsec(CLOCK_MONOTONIC) - s->t0_ns) / 1000;
+        uint64_t cpu = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - s->t0_cpu_ns - s->ps.list_cpu_ns) / 1000;
+        uint64_t wall = (mthp_now_nsec(CLOCK_MONOTONIC) - s->t0_ns - s->ps.list_wall_ns) / 1000;
         return cpu > wall / 4 ? cpu : wall / 4;
 }
 

@@ -657,6 +657,23 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         return 0;
 }
 
+void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec) {
+        if (faults_per_sec >= 0)
+                s->b.min_hot_rate = faults_per_sec;
+}
+
+int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
+        struct mthp_proc_scan_stats ps;
+        struct mthp_density_budget b = s->b;
+
+        if (s->n_targets)
+                return 0;
+        s->t0_ns = mthp_now_nsec(CLOCK_MONOTONIC);
+        s->t0_cpu_ns = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        b.max_hot = b.max_rescan = 0;   /* only the processes not seen yet */
+        return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, scan_stop, s, &ps);
+}
+
 void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
                             const struct mthp_density_proc *p, struct mthp_proc_density *o) {
         o->pid = p->pid;

@@ -92,6 +92,26 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
         return dense;
 }
 
+bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                         const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s) {
+        if (!cfg->start_grace_usec || !c->appeared_usec || snap->t_usec < c->appeared_usec ||
+            snap->t_usec - c->appeared_usec >= cfg->start_grace_usec)
+                return false;
+        const struct mthp_policy *pol = mthp_engine_policy(cfg, c->path, NULL, 0);
+        if (!pol || pol->mode[kind] != MTHP_POLICY_ALWAYS)
+                return false;
+        if (age_s)
+                *age_s = (double) (snap->t_usec - c->appeared_usec) / 1e6;
+        return true;
+}
+
+bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind) {
+        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++)
+                if (engine_cgroup_grace(cfg, snap, &snap->cgroup[c], kind, NULL))
+                        return true;
+        return false;
+}
+
 /* Rungs of the ladder at or below a policy's top size (all without one). */
 static unsigned sizes_cap(const struct mthp_caps *caps, const unsigned *ladder, unsigned n_ladder,
                           const struct mthp_policy *pol) {
@@ -165,7 +185,12 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
         } else {
                 const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
                 const struct mthp_engine_cgroup *mc = engine_remembered_cgroup(st, c->path);
-                snprintf(buf, n, "cgroup %s (%.0f faults/s%s)", c->path, mc ? mc->fault_rate : c->fault_rate, pol);
+                char grace[64] = "";
+                if (p->grace)
+                        snprintf(grace, sizeof(grace), "appeared %.0f s ago, ",
+                                 (double) (snap->t_usec - c->appeared_usec) / 1e6);
+                snprintf(buf, n, "cgroup %s (%s%.0f faults/s%s)", c->path, grace, mc ? mc->fault_rate : c->fault_rate,
+                         pol);
         }
         (void) caps;
 }
@@ -229,8 +254,9 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
         }
 }
 
-/* The managed cgroups that say always, madvise or never while they fault:
- * each is a party whose ceiling its policy sets. */
+/* The managed cgroups that say always, madvise or never while they fault,
+ * and those that say always in their start grace, faulting or not: each is
+ * a party whose ceiling its policy sets. */
 static void cgroup_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                            const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
                            const unsigned *ladder, unsigned n_ladder, struct density_verdict *v) {
@@ -246,13 +272,17 @@ static void cgroup_parties(const struct mthp_engine_config *cfg, const struct mt
                  * often for the same memory and would lose its say to a
                  * sparse neighbour the moment it got what it asked for. */
                 const struct mthp_engine_cgroup *mc = engine_remembered_cgroup(st, cv->path);
-                if (!mc || !mc->say_tick || st->tick > mc->say_tick + PROC_RECENT_TICKS || kind_kb == 0 ||
-                    v->n_parties >= MAX_PARTIES)
+                /* in its start grace it speaks before it faults or holds
+                 * memory of the kind: a segment mapped with the size off
+                 * is never aligned for it */
+                bool grace = engine_cgroup_grace(cfg, snap, cv, kind, NULL);
+                bool say = mc && mc->say_tick && st->tick <= mc->say_tick + PROC_RECENT_TICKS && kind_kb > 0;
+                if ((!say && !grace) || v->n_parties >= MAX_PARTIES)
                         continue;
                 unsigned ceil = pol->mode[kind] == MTHP_POLICY_ALWAYS ? sizes_cap(caps, ladder, n_ladder, pol) : 0;
                 v->party[v->n_parties++] = (struct party){ .proc = -1, .cgroup = (int) c, .pol = pol,
                                                            .prio = pol->priority, .keep = ceil, .raise = ceil,
-                                                           .capped = true };
+                                                           .capped = true, .grace = grace && !say };
                 v->measured = true;
         }
 }
@@ -297,7 +327,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
 
         memset(v, 0, sizeof(*v));
-        v->holder = v->best = v->unknown = -1;
+        v->holder = v->best = v->unknown = v->grace = -1;
         v->keep = v->raise = n_ladder;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
@@ -325,6 +355,12 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         }
 
         name_outranked(caps, snap, st, kind, n_ladder, v);
+        /* the grace party (the highest priority) that accepts the level
+         * every objection allows: it raises, and holds, without faults */
+        for (unsigned p = 0; p < v->n_parties; p++)
+                if (v->party[p].grace && v->party[p].keep >= v->keep && v->keep > 0 &&
+                    (v->grace < 0 || v->party[p].prio > v->party[v->grace].prio))
+                        v->grace = (int) p;
         for (unsigned r = 0; r < v->keep && r < n_ladder; r++)
                 v->madvise[r] = false; /* always already */
         /* a process that counts but has no sample yet may be sparse: no raise */

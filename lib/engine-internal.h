@@ -21,6 +21,7 @@ struct party {
         double fail_usage;
         bool fail_plain;          /* fail_usage is over its mappings that are not hg */
         bool capped;              /* keep limited by its Sizes=, not by density */
+        bool grace;               /* a cgroup in its start grace (engine_cgroup_grace) */
 };
 
 struct density_verdict {
@@ -33,6 +34,7 @@ struct density_verdict {
         struct party party[MAX_PARTIES];
         bool madvise[MTHP_SIZES_MAX];  /* per rung: madvise wished above the level */
         char outranked[200];      /* parties whose objection or wish lost, for the explanation */
+        int grace;                /* a party in its start grace that accepts keep, or -1 */
 };
 
 #define PROC_DECAY 0.5             /* per tick: a sample counts half as much a tick later */
@@ -57,6 +59,13 @@ bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapsh
  * "; "-separated into buf ("" none). */
 void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, enum mthp_kind kind,
                      char *buf, size_t n);
+/* Is the managed cgroup in its start grace for kind (mthpd.conf
+ * StartGrace=): its policy says always for the kind and it appeared less
+ * than start_grace_usec before this snapshot? *age_s: since when. */
+bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                         const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
+/* Does some managed cgroup of the snapshot have its start grace for kind? */
+bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
 const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
 void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
 /* engine-limits.c: the limited-cgroup invariant */

@@ -459,12 +459,13 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
                 st->level = k->n_ladder; /* config shrank the ladder */
         read_signals(cfg, caps, snap, next, k->kind, st->level ? (int) k->ladder[st->level - 1] : -1, &k->sig);
         /* density speaks for a kind only while the kind faults: a shmem
-         * workload's heap must not decide anon sizes */
-        if (k->sig.demand >= cfg->lower_fault_rate)
+         * workload's heap must not decide anon sizes; or while a cgroup in
+         * its start grace wants the kind before it faults */
+        if (k->sig.demand >= cfg->lower_fault_rate || engine_any_grace(cfg, snap, k->kind))
                 engine_judge_density(cfg, caps, snap, next, k->kind, k->ladder, k->n_ladder, st->level, &k->dens);
         else {
                 memset(&k->dens, 0, sizeof(k->dens));
-                k->dens.holder = k->dens.best = k->dens.unknown = -1;
+                k->dens.holder = k->dens.best = k->dens.unknown = k->dens.grace = -1;
                 k->dens.keep = k->n_ladder;
                 k->dens.raise = st->level;
                 engine_madvise_wishes(cfg, caps, snap, k->kind, k->ladder, k->n_ladder, k->dens.madvise);
@@ -578,6 +579,32 @@ static void explain_raise(const struct mthp_engine_config *cfg, const struct mth
         }
 }
 
+/* The reason of a raise for a cgroup in its start grace. */
+static void explain_grace_raise(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_snapshot *snap, struct kind_step *k) {
+        const struct party *p = &k->dens.party[k->dens.grace];
+        const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
+        char to[16], want[16];
+        engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
+        engine_level_name(caps, k->ladder, p->keep, want, sizeof(want));
+        snprintf(k->why, sizeof(k->why),
+                 "cgroup %s appeared %.0f s ago, policy %s wants %s %s always (%s=always, priority %u): set before "
+                 "its first faults (StartGrace %.0f s; %.0f faults/s so far); %s fault demand %.0f pages/s, no "
+                 "pressure (MemAvailable %.0f%%): raise to %s",
+                 c->path, (double) (snap->t_usec - c->appeared_usec) / 1e6, p->pol->name, k->kname, want,
+                 k->kind == MTHP_ANON ? "Anon" : "Shmem", p->prio, (double) cfg->start_grace_usec / 1e6,
+                 c->fault_rate, k->kname, k->sig.demand, k->sig.avail_pct, to);
+        if (k->lim_capped) {
+                size_t l = strlen(k->why);
+                snprintf(k->why + l, sizeof(k->why) - l, "; stops there: %s", k->lim_why);
+        }
+}
+
+/* Does a cgroup in its start grace want the kind's current level? */
+static bool grace_holds(const struct kind_step *k) {
+        return k->dens.grace >= 0 && k->st->level > 0 && k->dens.party[k->dens.grace].keep >= k->st->level;
+}
+
 /* The reason of holding the level: the numbers, and what holds it back. */
 static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                          const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
@@ -592,6 +619,11 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                 char hd[320];
                 engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
                 snprintf(extra, sizeof(extra), "; held back by %s", hd);
+        } else if (grace_holds(k)) {
+                char who[200];
+                engine_describe_party(caps, next, snap, k->kind, &k->dens.party[k->dens.grace], who, sizeof(who));
+                snprintf(extra, sizeof(extra), "; wanted by %s in its start grace (StartGrace %.0f s): sizes set "
+                         "before its first faults", who, (double) cfg->start_grace_usec / 1e6);
         } else if (k->keeper[0])
                 snprintf(extra, sizeof(extra), "; wanted by %s", k->keeper);
         else if (k->barred)
@@ -677,6 +709,14 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                                  "fragmented, step down",
                                  sig->fallback_pct, k->kname, k->top, cfg->max_fallback);
                 step_down_failed(cfg, st, st->level - 1, snap->tick);
+        } else if (k->dens.grace >= 0 && k->target > st->level && !sig->pressure && !sig->fragmented) {
+                /* no demand, confirmation or dwell: the sizes must be on
+                 * before the new service maps its memory (a shared segment
+                 * mapped with the size off is never aligned for it) */
+                explain_grace_raise(cfg, caps, snap, k);
+                st->verify_from = st->level;
+                st->verify_left = cfg->verify_ticks;
+                st->level = k->target;
         } else if (k->target > st->level &&
                    st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
                    (k->dwell_ok || (k->dens.measured && st->last_dir > 0))) {
@@ -686,7 +726,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 st->verify_from = st->level;
                 st->verify_left = cfg->verify_ticks;
                 st->level = k->target;
-        } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok) {
+        } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k)) {
                 st->level--;
                 snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down",
                          k->kname, sig->demand, cfg->lower_fault_rate, st->lower_streak);

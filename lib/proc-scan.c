@@ -156,7 +156,10 @@ static int discover(struct mthp_proc_scan *s, uint64_t t_usec, bool *full) {
         *full = !s->listed_once || last < 0 || s->last_pid < 0 || range < 0 ||
                 (range > 32 && (size_t) range > s->n_tab / 4) || t_usec - s->listed_usec >= MTHP_PROC_SCAN_RELIST_USEC;
         if (*full) {
+                uint64_t c0 = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID), w0 = mthp_now_nsec(CLOCK_MONOTONIC);
                 r = list_proc(s, &n);
+                s->list_cpu_ns = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - c0;
+                s->list_wall_ns = mthp_now_nsec(CLOCK_MONOTONIC) - w0;
                 if (r < 0)
                         return r;
                 s->listed_once = true;
@@ -267,6 +270,7 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
         int r;
 
         memset(st, 0, sizeof(*st));
+        s->list_cpu_ns = s->list_wall_ns = 0;
         if (n_targets) {
                 r = mthp_grow((void **) &s->pids, &s->cap_pids, n_targets, sizeof(pid_t));
                 if (r < 0)

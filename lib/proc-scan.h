@@ -74,6 +74,10 @@ struct mthp_proc_scan {
         long last_pid;                      /* /proc/loadavg at the last tick, -1 unknown */
         uint64_t listed_usec;               /* last whole listing */
         bool listed_once;
+        /* what this tick's whole listing cost (0 without one): a sampler
+         * that budgets its tick leaves it out, so that the tick the gate
+         * opens on, often the first listing, still reads and samples */
+        uint64_t list_cpu_ns, list_wall_ns;
 };
 
 /* faults/s times resident pages: the order of the hot reads and of sampling */

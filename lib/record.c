@@ -178,6 +178,7 @@ unsigned record_cgroup_fields(struct mthp_cgroup_view *c, struct field *f) {
         f[n++] = SCALAR("growth", FIELD_DOUBLE, &c->growth_kb_s);
         f[n++] = SCALAR("psi", FIELD_BOOL, &c->psi_present);
         f[n++] = SCALAR("psi_some", FIELD_DOUBLE, &c->psi_some_avg10);
+        f[n++] = SCALAR("appeared", FIELD_U64, &c->appeared_usec);
         return n;
 }
 

@@ -47,6 +47,13 @@ void mthp_cgmon_set_match(struct mthp_cgmon *m, mthp_cgmon_match_fn fn, void *us
  * removed and another created in between leave the count alone). Without
  * /proc/cgroups it walks every interval. */
 void mthp_cgmon_set_rescan(struct mthp_cgmon *m, uint64_t usec);
+/* Watch for new cgroups (mthpd: while a policy with an explicit always
+ * could use the start grace): read the cgroup count every tick instead of
+ * every rescan interval, and walk as soon as it changed, as long as the last
+ * walk cost at most 1% of the time since it (a 1 ms walk: every tick; the
+ * ~100 ms walk of 10,000 cgroups: every 10 s at most). A cgroup a walk
+ * finds after the first one gets appeared_usec (mthp/sample.h). */
+void mthp_cgmon_set_watch_new(struct mthp_cgmon *m, bool on);
 /* Full reads. Each tick reads every managed cgroup's usage (one small file);
  * memory.stat, the limits and memory.pressure (the expensive reads: the
  * kernel formats ~60 counters for memory.stat) only when the usage moved

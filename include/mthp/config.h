@@ -39,6 +39,12 @@ struct mthp_engine_config {
         double guard_headroom;
         double guard_floor;
         unsigned default_priority;    /* of processes no policy file manages (0..100) */
+        /* A managed cgroup whose policy says always for a kind has a say on
+         * that kind from its appearance (mthp_cgroup_view.appeared_usec) for
+         * this long, faulting or not, so its sizes are set before its first
+         * faults (a shared segment is aligned for large folios only if the
+         * size is on when it is mapped). 0: off. */
+        uint64_t start_grace_usec;
         /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
          * Owned by whoever loaded them; the engine only reads. */
         const struct mthp_policy_set *policies;

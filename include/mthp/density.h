@@ -26,6 +26,16 @@
  *    a process that writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
+ *    What could tell an untouched subpage from a written-zero one was
+ *    measured (tests/bench/touch-signals; README "Use, not content"): the
+ *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a
+ *    PTE-mapped large folio: exact on re-touched memory, zeros or not), for
+ *    the mappings left out above and only for memory older than the clear
+ *    (x86 faults PTEs in young: a fresh folio reads used whole; a PMD-mapped
+ *    2M folio has one bit; memory written once and left reads unused).
+ *    Soft-dirty and page_idle are not built into this kernel (page_idle is
+ *    per folio anyway); perf fault addresses see one fault per folio after a
+ *    raise. Not wired in yet.
  *
  * Opt-outs (processes choose for themselves): a process whose status says
  * "THP_enabled: 0" (PR_SET_THP_DISABLE: Redis, systemd's MemoryTHP=,
@@ -168,6 +178,19 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
+/* A first-sight (lifetime) fault rate counts as hot from this many faults
+ * per second: the daemon passes MinProcessFaultRate= (it follows a reload). */
+void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec);
+/* A tick on which nothing is sampled (no raise possible, none held): keeps
+ * the process table current at little cost, so that the tick the host
+ * starts to fault on finds the new faulting process at once instead of
+ * listing /proc and reading thousands of stat files first. It lists /proc
+ * when mthp_density_tick would (the first time, once a minute, when many
+ * IDs were handed out) and reads the stat files of processes it has not
+ * seen (IDs handed out since the last tick, from /proc/loadavg), within
+ * half the tick budget; no process is read again and none is sampled.
+ * Nothing to do while targets are set (they are read on every tick). */
+int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec);
 
 /* One sampled process as the engine takes it (mthp/sample.h): its
  * measures at the caps sizes the report has (NAN elsewhere), its opt-outs. */

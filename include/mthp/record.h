@@ -34,6 +34,9 @@
  *        reclaim_ms=X cgroup=S cg_usage=KB cg_limit=KB cov_anon=LIST zero_anon=LIST
  *        blocks_anon=LIST cov_shmem=LIST zero_shmem=LIST blocks_shmem=LIST
  *                                                     (on one line; up to 8 per tick)
+ *   cgroup path=S fault_rate=X new=B anon=KB shmem=KB usage=KB limit=KB growth=X psi=B
+ *          psi_some=X appeared=USEC  (one per managed cgroup, on one line; appeared:
+ *                                     when the monitor saw it appear, 0 not seen)
  *   limits scanned=1                 (every memory-limited cgroup was scanned, issue 16)
  *   limited path=S usage=KB limit=KB populated=B    (one per limited cgroup, up to 32)
  *   end

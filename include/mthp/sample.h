@@ -106,6 +106,13 @@ struct mthp_cgroup_view {
         double growth_kb_s;                /* usage delta per second */
         bool psi_present;
         double psi_some_avg10;             /* percent */
+        /* When the monitor saw it appear (CLOCK_MONOTONIC usec, as t_usec):
+         * found by a walk after the first one, or, if empty then, when its
+         * usage first rose above 0 (a process moved in). 0: it was there,
+         * populated, when the monitor first looked (mthpd's start, a
+         * reload): its start was not seen. The engine's start grace
+         * (mthpd.conf StartGrace=) counts from here. */
+        uint64_t appeared_usec;
 };
 
 /* Every memory-limited cgroup on the host, policy-managed or not (the

@@ -544,6 +544,67 @@ static void test_walk_only_on_count_change(void **state) {
         assert_int_equal(st.walks, 4);
 }
 
+/* A cgroup's appearance (the engine's start grace, issue 12): seen by a
+ * later walk, or populated after the first one found it empty; watching
+ * for new cgroups walks as soon as the count moves. */
+static void test_appeared(void **state) {
+        struct cfix *x = *state;
+        write_count(x, 2);
+        mthp_cgmon_free(x->m);
+        assert_ok(mthp_cgmon_new(x->f->host, &x->f->caps, &x->m));
+        mthp_cgmon_set_match(x->m, match_prefix, x);
+        mthp_cgmon_set_full_interval(x->m, 0);
+        mthp_cgmon_set_rescan(x->m, 30 * SEC);
+        mthp_cgmon_set_watch_new(x->m, true);
+        add_cg(x, "svc-a");
+        set_usage(x, "svc-a", 1 << 20);
+        add_cg(x, "svc-e"); /* empty */
+        add_cg(x, "svc-x");
+        set_usage(x, "svc-x", 1 << 20);
+        put_file(x, "svc-x", "memory.stat", "garbage\n"); /* unreadable: dropped */
+        tick(x, 1000 * SEC);
+        assert_null(find(x, "/svc-x"));
+        /* readable again: a walk finds it, but it did not appear */
+        put_file(x, "svc-x", "memory.stat", "pgfault 1\n");
+        tick(x, 1000 * SEC + 1);
+        assert_int_equal(need(x, "/svc-x")->appeared_usec, 0);
+        /* there when the monitor first looked: not seen to appear */
+        assert_int_equal(need(x, "/svc-a")->appeared_usec, 0);
+        assert_int_equal(need(x, "/svc-e")->appeared_usec, 0);
+        /* created since: the next tick walks (the count moved) */
+        add_cg(x, "svc-b");
+        write_count(x, 3);
+        tick(x, 1001 * SEC);
+        assert_int_equal(need(x, "/svc-b")->appeared_usec, 1001 * SEC);
+        /* the empty one gets a process */
+        set_usage(x, "svc-e", 4096);
+        tick(x, 1002 * SEC);
+        assert_int_equal(need(x, "/svc-e")->appeared_usec, 1002 * SEC);
+        assert_int_equal(need(x, "/svc-a")->appeared_usec, 0);
+        assert_int_equal(need(x, "/svc-b")->appeared_usec, 1001 * SEC);
+        /* created empty, then populated: the grace counts from the process */
+        add_cg(x, "svc-c");
+        write_count(x, 4);
+        tick(x, 1003 * SEC);
+        assert_int_equal(need(x, "/svc-c")->appeared_usec, 1003 * SEC);
+        set_usage(x, "svc-c", 4096);
+        tick(x, 1005 * SEC);
+        assert_int_equal(need(x, "/svc-c")->appeared_usec, 1005 * SEC);
+        tick(x, 1006 * SEC);
+        assert_int_equal(need(x, "/svc-c")->appeared_usec, 1005 * SEC);
+        /* not watching: a new cgroup waits for the rescan interval */
+        mthp_cgmon_set_watch_new(x->m, false);
+        add_cg(x, "svc-d");
+        write_count(x, 5);
+        tick(x, 1007 * SEC);
+        assert_null(find(x, "/svc-d"));
+        /* a reload's walk (new predicate): what it finds was there before */
+        mthp_cgmon_set_match(x->m, match_prefix, x);
+        tick(x, 1008 * SEC);
+        assert_int_equal(need(x, "/svc-d")->appeared_usec, 0);
+        assert_int_equal(need(x, "/svc-b")->appeared_usec, 1001 * SEC);
+}
+
 static bool match_root(const char *path, void *user) {
         (void) user;
         return strcmp(path, "/") == 0;
@@ -611,7 +672,8 @@ static void test_libcgroup_walker_needs_real_root(void **state) {
         cmocka_unit_test_setup_teardown(test_root_and_no_match, setup, cfix_teardown),          \
         cmocka_unit_test_setup_teardown(test_not_a_memory_cgroup, setup, cfix_teardown),             \
         cmocka_unit_test_setup_teardown(test_full_reads_follow_usage, setup, cfix_teardown),         \
-        cmocka_unit_test_setup_teardown(test_walk_only_on_count_change, setup, cfix_teardown)
+        cmocka_unit_test_setup_teardown(test_walk_only_on_count_change, setup, cfix_teardown), \
+        cmocka_unit_test_setup_teardown(test_appeared, setup, cfix_teardown)
 
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_v1_real_uses_totals),

@@ -631,6 +631,58 @@ static void test_fake_scan_follows_activity(void **state) {
         mthp_density_free(s);
 }
 
+/* While nothing is sampled (the host faults too little for a raise), idle
+ * ticks keep the table current: when the host starts to fault, the first
+ * sampling tick reads the new process, the hot ones and a slice, and
+ * samples the newcomer, instead of listing /proc and reading every stat
+ * file first (at 5,000 processes that took the tick's whole budget and
+ * delayed the first raise by a tick). Without the idle ticks (the code
+ * before), that first tick lists /proc and reads all 402. */
+static void test_fake_idle_ticks_keep_table(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        unsigned long hz = (unsigned long) sysconf(_SC_CLK_TCK);
+
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        for (unsigned t = 1; t <= 3; t++)
+                assert_int_equal(mthp_density_idle_tick(s, 1000000ULL * t), 0);
+        put_stat(f, 1400, "newcomer", 'R', 0, 5000000, 999 * hz);
+        put_mem(f, 1400);
+        put_loadavg(f, 1400);
+        assert_int_equal(mthp_density_tick(s, 4000000, &rep), 0);
+        assert_false(rep.procs_full_list);
+        assert_true(sampled(&rep, 1400));
+        assert_in_range(rep.procs_scanned, 2, 1 + 1 + 128);
+        mthp_density_free(s);
+}
+
+/* The hot floor for first-sight rates follows MinProcessFaultRate=: the
+ * idle processes' lifetime averages (80 faults in 900 s) are hot under a
+ * floor of 0.05/s and are read again first; under the default 100/s they are not. */
+static void test_fake_hot_rate_follows_config(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        unsigned tick = 0;
+
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        run_ticks(f, s, &tick, 1, &rep);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_int_equal(rep.procs_scanned, 1 + 128);
+        mthp_density_free(s);
+
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        mthp_density_set_hot_rate(s, 0.05);
+        tick = 0;
+        run_ticks(f, s, &tick, 1, &rep);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_int_equal(rep.procs_scanned, 64 + 128);
+        mthp_density_free(s);
+}
+
 /* /proc is listed whole at the first tick, when more IDs were handed out
  * than reading them costs, after MTHP_PROC_SCAN_RELIST_USEC, and on every
  * tick where /proc/loadavg cannot tell; else the new IDs are read. */
@@ -714,6 +766,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fake_budget_and_rotation, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_scan_follows_activity, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_listing, fake_many_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_idle_ticks_keep_table, fake_many_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_hot_rate_follows_config, fake_many_setup, fake_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

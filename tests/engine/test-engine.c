@@ -2065,6 +2065,103 @@ static void test_limited_small_empty_cgroup_blocks(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
 }
 
+/* ---- the start grace (issue 12): a service's sizes before its first fault ---- */
+
+/* An idle host; then /db appears, managed by a Shmem=always policy, with
+ * no fault yet: PostgreSQL maps its shared buffers at start, and a segment
+ * mapped while the size is off is never aligned for it. */
+static void grace_setup(struct sim *s, struct workload *w, struct mthp_cgroup_view *cg) {
+        wide(s);
+        test_policy_set.n = 0;
+        policy_add(s, "[Match]\nCgroup=/db\n[Policy]\nShmem=always\nSizes=64K-2M\n");
+        static const struct mthp_density_view none = { .valid = true }; /* sampled: nobody faults */
+        memset(w, 0, sizeof(*w));
+        w->dens = &none;
+        sim_run(s, w, 3);
+        cg_view(cg, "/db", 0);
+        cg->anon_kb = 0;
+        cg->new_cgroup = true;
+        cg->appeared_usec = 1000000 * (s->tick + 1); /* the next snapshot's t_usec */
+        w->cgroups = cg;
+        w->n_cgroups = 1;
+}
+
+static void test_grace_new_always_cgroup_raises_before_faults(void **state) {
+        struct sim *s = *state;
+        struct workload w;
+        struct mthp_cgroup_view cg;
+        grace_setup(s, &w, &cg);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        sim_step(s, &w); /* the tick that first sees it */
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        assert_string_equal(knob_of(s, 64, MTHP_SHMEM), "always");
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "always");
+        assert_int_equal(level(s, MTHP_ANON), 0); /* it wants shmem only */
+        assert_contains(kind_reason(s, MTHP_SHMEM), "cgroup /db appeared 0 s ago, policy p0 wants shmem 2M always "
+                                                    "(Shmem=always, priority 50): set before its first faults");
+        /* it never faults: it keeps the sizes for StartGrace (30 s) ... */
+        cg.new_cgroup = false;
+        while (s->snap.t_usec + 1000000 < cg.appeared_usec + s->cfg.start_grace_usec)
+                sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        assert_int_equal(changes(s, MTHP_SHMEM), 1);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "wanted by cgroup /db (appeared 29 s ago, 0 faults/s, policy p0");
+        assert_contains(kind_reason(s, MTHP_SHMEM), "in its start grace");
+        /* ... then it has no say: no demand for 10 ticks steps down at once */
+        sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_SHMEM), 7);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "step down");
+        sim_run(s, &w, 100); /* a step each LowerTicks */
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        /* a cgroup present (populated) when mthpd started: its start was not seen */
+        cg.appeared_usec = 0;
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        /* StartGrace=0 turns it off */
+        s->cfg.start_grace_usec = 0;
+        cg.appeared_usec = 1000000 * (s->tick + 1);
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+}
+
+/* The grace is a say like any other: a limited cgroup that cannot afford a
+ * size still stops it, the new one itself included. */
+static void test_grace_limited_cgroup_still_blocks(void **state) {
+        struct sim *s = *state;
+        struct workload w;
+        struct mthp_cgroup_view cg;
+        grace_setup(s, &w, &cg);
+        w.limited = &lim_600; /* populated, nobody sampled: affords 256K */
+        w.n_limited = 1;
+        sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_SHMEM), 5);
+        assert_string_equal(knob_of(s, 512, MTHP_SHMEM), "never");
+        assert_contains(kind_reason(s, MTHP_SHMEM), "cgroup /db appeared 0 s ago");
+        assert_contains(kind_reason(s, MTHP_SHMEM), "raise to 256K; stops there: limited cgroup /lim");
+        assert_contains(kind_reason(s, MTHP_SHMEM), "cannot afford 512K");
+        /* the new cgroup is itself limited, 100 MiB and empty: no size at all */
+        struct mthp_limited_cgroup small = { .path = "/db", .usage_kb = 0, .limit_kb = 100 * 1024 };
+        w.limited = &small;
+        sim_step(s, &w);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "limited cgroup /db (empty, usage 0 MiB, limit 100 MiB");
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        /* a higher-priority never that faults outranks the grace, too */
+        struct mthp_cgroup_view two[2];
+        two[0] = cg;
+        cg_view(&two[1], "/batch", 50000);
+        two[1].shmem_kb = 500000;
+        policy_add(s, "[Match]\nCgroup=/batch\n[Policy]\nShmem=never\nPriority=80\n");
+        w.limited = NULL;
+        w.n_limited = 0;
+        w.cgroups = two;
+        w.n_cgroups = 2;
+        two[0].appeared_usec = 1000000 * (s->tick + 1);
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+}
+
 /* The burst is what the guard measured, not a constant: a trip that got
  * far past its threshold makes the same empty cgroup unaffordable. */
 static void test_guard_overshoot_learned(void **state) {
@@ -2354,6 +2451,8 @@ int main(void) {
                 T(test_limited_new_cgroup_steps_down_at_once),
                 T(test_limited_policy_priority_cannot_override),
                 T(test_limited_small_empty_cgroup_blocks),
+                T(test_grace_new_always_cgroup_raises_before_faults),
+                T(test_grace_limited_cgroup_still_blocks),
                 T(test_guard_overshoot_learned),
                 T(test_guard_steps_down_and_remembers),
                 T(test_guard_limit_hit_holds_4k_for_the_backoff),

@@ -182,6 +182,7 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                 g->growth_kb_s = -12.25;
                 g->psi_present = c != 1;
                 g->psi_some_avg10 = c == 1 ? 0 : 3.14;
+                g->appeared_usec = c == 1 ? 123456789012ULL : 0;
         }
         s->limited_valid = t % 2 == 0;
         s->n_limited = !s->limited_valid ? 0 : t == 4 ? MTHP_SNAP_LIMITED : t % 3;
@@ -301,6 +302,7 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                 assert_same_double(g->growth_kb_s, h->growth_kb_s, "growth");
                 assert_int_equal(g->psi_present, h->psi_present);
                 assert_same_double(g->psi_some_avg10, h->psi_some_avg10, "cgroup psi");
+                assert_int_equal(g->appeared_usec, h->appeared_usec);
         }
         assert_int_equal(a->limited_valid, b->limited_valid);
         assert_int_equal(a->n_limited, b->n_limited);

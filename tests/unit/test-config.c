@@ -65,6 +65,7 @@ static void test_every_key(void **state) {
                                         "UnmeasuredMaxSize=32K\n"
                                         "VerifyTicks=5\n"
                                         "DefaultPriority=30\n"
+                                        "StartGrace=2min\n"
                                         "CollapseBudget=16M\n"
                                         "ShmemCollapse=no\n"
                                         "MinProcessShare=7%\n"
@@ -81,6 +82,7 @@ static void test_every_key(void **state) {
         assert_string_equal(c.state_dir, "/var/lib/mthpd-test");
         assert_string_equal(c.policy_dir, "/etc/mthpd-test/policy.d");
         assert_int_equal(c.engine.default_priority, 30);
+        assert_int_equal(c.engine.start_grace_usec, 120000000);
         assert_int_equal(c.collapse_budget_kb, 16384);
         assert_false(c.shmem_collapse);
         assert_int_equal(c.engine.min_kb[MTHP_ANON], 16);
@@ -203,6 +205,7 @@ static void test_bad_values(void **state) {
                 { "Engine", "MaxFallback", "50%%", "a percentage of mTHP faults" },
                 { "Daemon", "PolicyDirectory", "policy.d", "an absolute directory path" },
                 { "Engine", "DefaultPriority", "101", "a whole number from 0 to 100" },
+                { "Engine", "StartGrace", "2h", "a duration from 0 (off) to 1h" },
                 { "Engine", "CollapseBudget", "lots", "a size per tick like 64M, or none" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
