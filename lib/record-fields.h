@@ -10,7 +10,7 @@
 #include "mthp/record.h"
 
 #define RECORD_MAGIC "mthp-record"
-#define MAX_FIELDS 24
+#define MAX_FIELDS 40
 #define MAX_TOKENS (MTHP_KNOBS_MAX + 8)
 
 enum field_type {

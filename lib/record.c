@@ -107,6 +107,10 @@ static const char *const rss_keys[] = { "rss_anon", "rss_shmem" };
 static const char *const coverage_keys[] = { "cov_anon", "cov_shmem" };
 static const char *const zero_keys[] = { "zero_anon", "zero_shmem" };
 static const char *const blocks_keys[] = { "blocks_anon", "blocks_shmem" };
+static const char *const nohuge_keys[] = { "nohuge_anon", "nohuge_shmem" };
+static const char *const hg_coverage_keys[] = { "hg_cov_anon", "hg_cov_shmem" };
+static const char *const hg_zero_keys[] = { "hg_zero_anon", "hg_zero_shmem" };
+static const char *const hg_blocks_keys[] = { "hg_blocks_anon", "hg_blocks_shmem" };
 _Static_assert(_MTHP_KIND_MAX == 2, "per-kind keys above");
 
 static unsigned rates_fields(struct mthp_snapshot *s, struct field *f) {
@@ -146,6 +150,21 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
                 f[n++] = DOUBLES(zero_keys[k], p->zero[k], n_sizes);
                 f[n++] = DOUBLES(blocks_keys[k], p->blocks[k], n_sizes);
         }
+        /* the opt-outs and the largest shmem mapping: left out when none,
+         * as in recordings made before them */
+        f[n++] = SCALAR("thp_disabled", FIELD_BOOL, &p->thp_disabled);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                f[n++] = SCALAR(nohuge_keys[k], FIELD_U64, &p->nohuge_kb[k]);
+                f[n++] = DOUBLES(hg_coverage_keys[k], p->hg_coverage[k], n_sizes);
+                f[n++] = DOUBLES(hg_zero_keys[k], p->hg_zero[k], n_sizes);
+                f[n++] = DOUBLES(hg_blocks_keys[k], p->hg_blocks[k], n_sizes);
+        }
+        f[n++] = SCALAR("shm_reach", FIELD_UNSIGNED, &p->shm.reach);
+        f[n++] = SCALAR("shm_addr", FIELD_U64, &p->shm.addr);
+        f[n++] = SCALAR("shm_bytes", FIELD_U64, &p->shm.bytes);
+        f[n++] = SCALAR("shm_align", FIELD_UNSIGNED, &p->shm.align_kb);
+        f[n++] = SCALAR("shm_sampled", FIELD_UNSIGNED, &p->shm.sampled);
+        f[n++] = SCALAR("shm_large", FIELD_UNSIGNED, &p->shm.large);
         return n;
 }
 

@@ -52,8 +52,8 @@ struct mthp_shm_mapping {
         uint64_t addr, bytes;
         unsigned align_kb;        /* the largest folio its address and file offset
                                    * allow (capped at 2048) */
-        uint8_t reach;            /* enum mthp_shm_reach */
-        uint16_t sampled, large;  /* present pages looked up in /proc/kpageflags, and
+        unsigned reach;           /* enum mthp_shm_reach */
+        unsigned sampled, large;  /* present pages looked up in /proc/kpageflags, and
                                    * those in a large folio (sampled 0: unknown) */
 };
 

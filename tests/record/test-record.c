@@ -168,6 +168,19 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                 snprintf(d->cgroup, sizeof(d->cgroup), "/user.slice/a=b c,d");
                 d->cg_usage_kb = 500000;
                 d->cg_limit_kb = p == 0 ? 1000000 : 0;
+                /* the opt-outs and the shmem mapping (left out when none) */
+                d->thp_disabled = p == 1;
+                d->nohuge_kb[MTHP_ANON] = p == 0 ? 4096 : 0;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        for (unsigned j = 0; j < caps->n_sizes; j++) {
+                                d->hg_coverage[k][j] = p == 0 && k == MTHP_ANON ? 0.5 + j / 64.0 : NAN;
+                                d->hg_zero[k][j] = NAN;
+                                d->hg_blocks[k][j] = p == 0 && k == MTHP_ANON ? 3.0 * (j + 1) : 0;
+                        }
+                if (p == 0)
+                        d->shm = (struct mthp_shm_mapping) { .addr = 0x7f0000201000ULL, .bytes = 64ULL << 20,
+                                                             .align_kb = 4, .reach = MTHP_SHM_PER_SIZE,
+                                                             .sampled = 16, .large = 3 };
         }
         s->n_cgroups = t == 5 ? MTHP_SNAP_CGROUPS : t % 3;
         for (unsigned c = 0; c < s->n_cgroups; c++) {
@@ -288,6 +301,22 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                 assert_string_equal(u->cgroup, v->cgroup);
                 assert_int_equal(u->cg_usage_kb, v->cg_usage_kb);
                 assert_int_equal(u->cg_limit_kb, v->cg_limit_kb);
+                assert_int_equal(u->thp_disabled, v->thp_disabled);
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        assert_int_equal(u->nohuge_kb[k], v->nohuge_kb[k]);
+                        for (unsigned j = 0; j < caps->n_sizes; j++) {
+                                assert_same_double(u->hg_coverage[k][j], v->hg_coverage[k][j], "hg_coverage");
+                                assert_same_double(u->hg_zero[k][j], v->hg_zero[k][j], "hg_zero");
+                                assert_same_double(u->hg_blocks[k][j] > 0 ? u->hg_blocks[k][j] : 0,
+                                                   v->hg_blocks[k][j] > 0 ? v->hg_blocks[k][j] : 0, "hg_blocks");
+                        }
+                }
+                assert_int_equal(u->shm.addr, v->shm.addr);
+                assert_int_equal(u->shm.bytes, v->shm.bytes);
+                assert_int_equal(u->shm.align_kb, v->shm.align_kb);
+                assert_int_equal(u->shm.reach, v->shm.reach);
+                assert_int_equal(u->shm.sampled, v->shm.sampled);
+                assert_int_equal(u->shm.large, v->shm.large);
         }
         assert_int_equal(a->n_cgroups, b->n_cgroups);
         for (unsigned c = 0; c < a->n_cgroups; c++) {
