@@ -537,6 +537,22 @@ static void test_shmem_shared_object(void **state) {
         struct mthp_density_report rep;
         pid_t a;
 
+        /* the object is read through map_files: CAP_SYS_ADMIN or
+         * CAP_CHECKPOINT_RESTORE */
+        char *probe = mmap(NULL, P4K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(probe != MAP_FAILED);
+        char name[80];
+        snprintf(name, sizeof(name), "/proc/self/map_files/%lx-%lx", (unsigned long) probe,
+                 (unsigned long) (probe + P4K));
+        int pfd = open(name, O_RDONLY | O_CLOEXEC);
+        int err = errno;
+        munmap(probe, P4K);
+        if (pfd < 0) {
+                printf("# skipped: %s: %s (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)\n", name, strerror(err));
+                skip();
+        }
+        close(pfd);
+
         for (int memfd = 0; memfd < 2; memfd++) {
                 const char *what = memfd ? "memfd" : "MAP_SHARED anon";
                 /* the memfd's last 2M is left to B: the object is not
