@@ -26,6 +26,7 @@ void mthp_density_budget_default(struct mthp_density_budget *b) {
                 .max_hot = 64,
                 .min_hot_rate = 100,   /* MinProcessFaultRate's default */
                 .max_rescan = 128,
+                .max_quiet = 1,
                 .max_pages_per_tick = 131072,
                 .max_pages_per_proc = 16384,
                 .reads_per_window = 4,
@@ -664,6 +665,7 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         /* the tick samples at most max_procs; a few more in case some exit */
         nc = mthp_proc_scan_top(s->ps.tab, order, nc, 4 * (size_t) s->b.max_procs);
 
+        unsigned quiet = 0;
         for (size_t j = 0; j < nc && out->n_procs < s->b.max_procs; j++) {
                 if (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||
                     density_elapsed_usec(s) >= s->b.max_usec) {
@@ -671,6 +673,8 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
                         break;
                 }
                 struct mthp_proc_entry *e = &s->ps.tab[order[j]];
+                if (!s->n_targets && e->from_lifetime && e->rate < s->b.min_hot_rate && quiet++ >= s->b.max_quiet)
+                        continue;
                 r = sample_proc(s, e, find_target(s, e->pid), &s->procs[out->n_procs]);
                 if (r == -ENOMEM) {
                         free(order);

@@ -115,6 +115,11 @@ struct mthp_density_budget {
         unsigned max_hot;             /* of those, processes that faulted at their last read */
         double min_hot_rate;          /* a first-sight (lifetime) rate counts as hot from this */
         unsigned max_rescan;          /* of those, quiet processes re-read, in rotation */
+        /* processes sampled per tick whose only rate is a first-sight
+         * lifetime average below min_hot_rate (an idle process met by the
+         * rotation): sampling one costs a smaps read, and thousands of idle
+         * processes would take the tick's budget one after the other */
+        unsigned max_quiet;
         uint64_t max_pages_per_tick;  /* 4K pages examined: window pages + subpages read */
         uint64_t max_pages_per_proc;
         unsigned reads_per_window;    /* subpages read per window for zero_fraction (<= 512) */

@@ -683,6 +683,24 @@ static void test_fake_hot_rate_follows_config(void **state) {
         mthp_density_free(s);
 }
 
+/* Idle processes met for the first time (lifetime averages far below the
+ * hot floor) are sampled at most max_quiet a tick: at 5,000 processes the
+ * rotation brought 7 new idle ones into every tick's 8 samples, each a
+ * smaps read, 4-7 ms a tick under one dense workload. Before: 1 + 7. */
+static void test_fake_quiet_samples_capped(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        unsigned tick = 0;
+
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        run_ticks(f, s, &tick, 1, &rep);
+        assert_true(sampled(&rep, 100));
+        assert_int_equal(rep.n_procs + rep.procs_skipped, 1 + 1);
+        mthp_density_free(s);
+}
+
 /* /proc is listed whole at the first tick, when more IDs were handed out
  * than reading them costs, after MTHP_PROC_SCAN_RELIST_USEC, and on every
  * tick where /proc/loadavg cannot tell; else the new IDs are read. */
@@ -768,6 +786,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fake_listing, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_idle_ticks_keep_table, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_hot_rate_follows_config, fake_many_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_quiet_samples_capped, fake_many_setup, fake_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
