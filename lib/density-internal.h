@@ -27,6 +27,17 @@ struct region {
         double cum;                  /* running sum of draw weights */
         bool data;                   /* a subpage read in it held data */
         bool hg;                     /* MADV_HUGEPAGE: measured on its own too */
+        /* shmem: the mapped object's page cache (density-window.c,
+         * density_object_*), opened at its first window in a tick */
+        uint64_t map_start, map_end;  /* the whole mapping, as maps names it */
+        uint64_t map_off;             /* its file offset */
+        int8_t obj;                   /* 0 not tried, 1 open, -1 PTE view only */
+        int8_t obj_view;              /* obj_map: 0 not tried, 1 mapped, -1 cannot be */
+        bool obj_whole;               /* every page of the object allocated (fstat) */
+        bool no_cachestat;
+        int obj_fd;                   /* /proc/PID/map_files/START-END */
+        uint64_t obj_size;            /* its size then */
+        unsigned char *obj_map;       /* PROT_READ view of the mapping's range, never touched: mincore */
 };
 
 /* A window: the part of one aligned block of the largest size that lies in
@@ -86,6 +97,7 @@ struct vmf_entry {
 struct proc_ctx {
         pid_t pid;
         int fd;                      /* /proc/PID/pagemap */
+        int dfd;                     /* /proc/PID */
         bool can_read, gone, cut;
         uint64_t examined, queued, reads;   /* window pages; subpage reads queued, done */
         uint64_t rss[_MTHP_KIND_MAX], span[_MTHP_KIND_MAX];
@@ -95,6 +107,7 @@ struct proc_ctx {
         bool rss_known[_MTHP_KIND_MAX];
         uint8_t *unlisted;                  /* the process's entry: persists across ticks */
         unsigned windows[_MTHP_KIND_MAX];
+        unsigned object_windows;            /* shmem windows judged by the object's page cache */
         bool census[_MTHP_KIND_MAX];
         struct mthp_shm_mapping shm;        /* the largest shmem mapping */
 };
@@ -111,6 +124,7 @@ struct mthp_density_sampler {
         uint64_t rng;
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
         int kpf_fd;                         /* /proc/kpageflags, -1: not readable here */
+        bool cap_fowner;                    /* mincore of files we do not own tells the truth */
         pid_t self;
 
         struct mthp_proc_scan ps;           /* the /proc scan: who faults */
@@ -151,5 +165,7 @@ int density_pm_scan(struct mthp_density_sampler *s, int fd, uint64_t start, uint
 uint64_t density_window_cost(const struct mthp_density_sampler *s, const struct proc_ctx *c);
 /* Sample one kind of the process with about `draws` windows. */
 int density_sample_kind(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, uint64_t draws);
+/* Close what density_object_* opened for the process's shmem regions. */
+void density_object_release(struct mthp_density_sampler *s);
 /* Read the queued subpages and tally them. */
 int density_flush_reads(struct mthp_density_sampler *s, struct proc_ctx *c);

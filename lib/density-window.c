@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,7 +187,169 @@ static void window_of(const struct mthp_density_sampler *s, const struct region 
         w->hi = (unsigned) ((off + after) / PAGE);
 }
 
-static int map_window(struct mthp_density_sampler *s, struct proc_ctx *c, const struct win *w, struct wmap *m) {
+/* ---- shmem: the object's page cache ---- */
+
+/* What a larger shmem folio costs is decided by the object's page cache,
+ * which every process mapping it shares, not by which of its pages this
+ * process has mapped: a process that mapped 1 page in 4 of a segment
+ * another process filled would read 0.25 from its PTEs while a larger
+ * folio there would cost nothing. So a shmem window's touched pages are
+ * its PTE-touched ones plus the pages the mapped object holds, read
+ * through /proc/PID/map_files/START-END (CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE in the host user namespace), cheapest first:
+ *  - fstat: an object whose every page is allocated (st_blocks; swapped
+ *    pages count, as pagemap's swapped bit does) fills every window;
+ *  - cachestat(2) over the window (6.5+; EPERM under a seccomp filter that
+ *    does not know it): wholly resident or wholly empty needs no more;
+ *  - else mincore() over a PROT_READ view of the mapping's range mapped
+ *    into mthpd and never touched (mincore of a file mapping reports the
+ *    page cache, not PTEs).
+ * Without map_files (not privileged, another namespace, a fake host) the
+ * window keeps the PTE view. */
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+struct cachestat_range_ {
+        uint64_t off, len;
+};
+struct cachestat_ {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+static struct region *region_at(struct mthp_density_sampler *s, int kind, uint64_t a) {
+        struct region *r = NULL;
+        for (size_t lo = 0, hi = s->n_reg[kind]; lo < hi;) {
+                size_t mid = (lo + hi) / 2;
+                if (s->reg[kind][mid].end <= a)
+                        lo = mid + 1;
+                else
+                        hi = mid, r = &s->reg[kind][mid];
+        }
+        return r && r->start <= a ? r : NULL;
+}
+
+/* mincore() of a file mapping tells the page cache only to the file's
+ * owner, CAP_FOWNER or who may write it; anyone else reads every page
+ * resident (mm/mincore.c can_do_mincore), which would be a lie here. */
+static bool mincore_truthful(const struct mthp_density_sampler *s, int fd) {
+        struct stat st;
+        char path[40];
+        if (fstat(fd, &st) < 0)
+                return false;
+        if (s->cap_fowner || st.st_uid == geteuid())
+                return true;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+}
+
+static void object_open(struct mthp_density_sampler *s, struct proc_ctx *c, struct region *g) {
+        char name[64];
+        struct stat st;
+        g->obj = -1;
+        if (!s->host->real || c->dfd < 0)
+                return;
+        snprintf(name, sizeof(name), "map_files/%llx-%llx", (unsigned long long) g->map_start,
+                 (unsigned long long) g->map_end);
+        /* O_NOATIME: mthpd looking is not a use of a /dev/shm file */
+        int fd = openat(c->dfd, name, O_RDONLY | O_CLOEXEC | O_NOATIME);
+        if (fd < 0 && errno == EPERM)
+                fd = openat(c->dfd, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                return;
+        }
+        g->obj_fd = fd;
+        g->obj_size = (uint64_t) st.st_size;
+        g->obj_whole = st.st_size > 0 &&
+                       (uint64_t) st.st_blocks * 512 >= ((uint64_t) st.st_size + PAGE - 1) / PAGE * PAGE;
+        g->obj = 1;
+}
+
+static bool object_view(const struct mthp_density_sampler *s, struct region *g) {
+        if (g->obj_view == 0) {
+                g->obj_view = -1;
+                if (!mincore_truthful(s, g->obj_fd))
+                        return false;
+                void *v = mmap(NULL, g->map_end - g->map_start, PROT_READ, MAP_SHARED, g->obj_fd, (off_t) g->map_off);
+                if (v == MAP_FAILED)
+                        return false;
+                g->obj_map = v;
+                g->obj_view = 1;
+        }
+        return g->obj_view > 0;
+}
+
+void density_object_release(struct mthp_density_sampler *s) {
+        for (size_t i = 0; i < s->n_reg[MTHP_SHMEM]; i++) {
+                struct region *g = &s->reg[MTHP_SHMEM][i];
+                if (g->obj_view > 0)
+                        munmap(g->obj_map, g->map_end - g->map_start);
+                if (g->obj > 0)
+                        close(g->obj_fd);
+                g->obj = g->obj_view = 0;
+                g->obj_fd = -1;
+                g->obj_map = NULL;
+        }
+}
+
+/* Add the window's pages the mapped object holds to its touched bits.
+ * 1 if the object was read, 0 if the PTE view stays. */
+static int object_window(struct mthp_density_sampler *s, struct proc_ctx *c, const struct win *w, struct wmap *m) {
+        struct region *g = region_at(s, MTHP_SHMEM, w->start);
+        if (!g)
+                return 0;
+        if (g->obj == 0)
+                object_open(s, c, g);
+        if (g->obj < 0)
+                return 0;
+        unsigned n = (unsigned) ((w->end - w->start) / PAGE);
+        uint64_t off = w->start - g->map_start, foff = g->map_off + off;
+        if (g->obj_whole && foff + (uint64_t) n * PAGE <= g->obj_size) {
+                set_bits(m->touched, w->lo, n);
+                return 1;
+        }
+        if (!g->no_cachestat) {
+                struct cachestat_range_ cr = { foff, (uint64_t) n * PAGE };
+                struct cachestat_ cs;
+                if (syscall(__NR_cachestat, g->obj_fd, &cr, &cs, 0) == 0) {
+                        if (cs.nr_cache == 0)
+                                return 1;                       /* nothing resident: the PTE view is it */
+                        if (cs.nr_cache >= n) {
+                                set_bits(m->touched, w->lo, n); /* every page resident */
+                                return 1;
+                        }
+                } else {
+                        g->no_cachestat = true;   /* ENOSYS, a seccomp filter's EPERM: mincore alone */
+                }
+        }
+        if (!object_view(s, g))
+                return 0;
+        unsigned char vec[WIN_PAGES_MAX];
+        if (mincore(g->obj_map + off, (size_t) n * PAGE, vec) < 0)
+                return 0;
+        for (unsigned i = 0; i < n; i++)
+                if (vec[i] & 1)
+                        set_bits(m->touched, w->lo + i, 1);
+        return 1;
+}
+
+static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, const struct win *w, struct wmap *m);
+
+static int map_window(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, const struct win *w,
+                      struct wmap *m) {
+        int r = map_window_ptes(s, c, w, m);
+        if (r < 0 || kind != MTHP_SHMEM)
+                return r;
+        r = object_window(s, c, w, m);
+        if (r > 0)
+                c->object_windows++;
+        return r < 0 ? r : 0;
+}
+
+static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, const struct win *w, struct wmap *m) {
         memset(m, 0, sizeof(*m));
         if (s->scan > 0) {
                 size_t n = 0;
@@ -362,7 +527,7 @@ uint64_t density_window_cost(const struct mthp_density_sampler *s, const struct 
 
 static int window_at(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, const struct win *w, double u) {
         struct wmap m;
-        int r = map_window(s, c, w, &m);
+        int r = map_window(s, c, kind, w, &m);
         return r < 0 ? r : tally_window(s, c, kind, w, &m, u);
 }
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +33,15 @@ void mthp_density_budget_default(struct mthp_density_budget *b) {
                 .max_usec = 5000,
                 .seed = 0x6d746870,
         };
+}
+
+/* CAP_FOWNER in our effective set (mincore tells us any file's page cache) */
+static bool has_cap_fowner(void) {
+        struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct data[2];
+        if (syscall(SYS_capget, &hdr, data) < 0)
+                return false;
+        return data[0].effective & (1u << CAP_FOWNER);
 }
 
 static int cmp_unsigned(const void *a, const void *b) {
@@ -80,6 +91,7 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
         s->rng = b.seed;
         mthp_proc_scan_init(&s->ps, h);
         s->self = getpid();
+        s->cap_fowner = has_cap_fowner();
         /* folio sizes of shmem pages: root on the real host only */
         s->kpf_fd = h->real ? mthp_host_open_file(h, "/proc/kpageflags", O_RDONLY) : -1;
         if (s->kpf_fd < 0)
@@ -367,6 +379,10 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
                                         .end = b,
                                         .delta = kind == MTHP_SHMEM ? m.offset - m.start : 0,
                                         .hg = flags & MTHP_VMA_HUGEPAGE,
+                                        .map_start = m.start,
+                                        .map_end = m.end,
+                                        .map_off = m.offset,
+                                        .obj_fd = -1,
                                 };
                                 c->span[kind] += b - a;
                                 if (flags & MTHP_VMA_HUGEPAGE)
@@ -433,6 +449,7 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
                 o->mapped_bytes = c->span[k];
                 o->rss_bytes = c->rss[k];
                 o->windows = c->windows[k];
+                o->object_windows = k == MTHP_SHMEM ? c->object_windows : 0;
                 o->census = c->census[k];
                 o->nohuge_bytes = c->nohuge_span[k];
                 o->nohuge_rss_bytes = c->nohuge_rss[k];
@@ -461,10 +478,14 @@ static void proc_done(const struct mthp_proc_entry *e, const struct proc_ctx *c,
         out->usec = cpu > wall / 4 ? cpu : wall / 4;
 }
 
+static int sample_proc_regions(struct mthp_density_sampler *s, struct proc_ctx *c, int dfd,
+                               const struct mthp_proc_entry *e, struct mthp_density_proc *out, uint64_t t0,
+                               uint64_t t0_cpu);
+
 static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e, const struct mthp_density_target *t,
                        struct mthp_density_proc *out) {
         uint64_t t0 = mthp_now_nsec(CLOCK_MONOTONIC), t0_cpu = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
-        struct proc_ctx c = { .pid = e->pid, .fd = -1, .unlisted = e->unlisted };
+        struct proc_ctx c = { .pid = e->pid, .fd = -1, .dfd = -1, .unlisted = e->unlisted };
         char path[32];
         size_t len;
         int r;
@@ -497,10 +518,23 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
         r = collect_regions(s, &c, len, t);
         if (r < 0)
                 return r;
+        c.dfd = dfd;
+        r = sample_proc_regions(s, &c, dfd, e, out, t0, t0_cpu);
+        /* the shmem objects opened for it: an fd or a view of ours would
+         * keep a segment the process frees alive */
+        density_object_release(s);
+        return r;
+}
+
+/* The rest of sample_proc, once the process's regions are known. */
+static int sample_proc_regions(struct mthp_density_sampler *s, struct proc_ctx *c, int dfd,
+                               const struct mthp_proc_entry *e, struct mthp_density_proc *out, uint64_t t0,
+                               uint64_t t0_cpu) {
+        int r = 0;
         _cleanup_close_ int fd = openat(dfd, "pagemap", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        c.fd = fd;
+        c->fd = fd;
         /* also keeps PAGEMAP_SCAN away from an mm-less pagemap, which
          * crashed kernels before the fix for it */
         r = still_alive(fd);
@@ -511,16 +545,16 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
                 /* ENOTTY (before 6.7, or a fake tree): read pagemap entries */
                 s->scan = density_pm_scan(s, fd, 0, PAGE, 1, 1, &n) == 0 ? 1 : -1;
         }
-        c.can_read = s->host->real && s->b.reads_per_window > 0;
-        probe_shm_folios(s, &c);
+        c->can_read = s->host->real && s->b.reads_per_window > 0;
+        probe_shm_folios(s, c);
 
         /* split the draws between the kinds by resident size (by span if
          * status does not say); a kind with nothing resident is skipped */
-        uint64_t draws = s->b.max_pages_per_proc / density_window_cost(s, &c);
+        uint64_t draws = s->b.max_pages_per_proc / density_window_cost(s, c);
         uint64_t weight[_MTHP_KIND_MAX], wsum = 0;
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                uint64_t rss = c.rss[k] > c.nohuge_rss[k] ? c.rss[k] - c.nohuge_rss[k] : 0;
-                weight[k] = !s->n_reg[k] ? 0 : c.rss_known[k] && rss ? rss : c.span[k];
+                uint64_t rss = c->rss[k] > c->nohuge_rss[k] ? c->rss[k] - c->nohuge_rss[k] : 0;
+                weight[k] = !s->n_reg[k] ? 0 : c->rss_known[k] && rss ? rss : c->span[k];
                 wsum += weight[k];
         }
         s->n_recs = 0;
@@ -531,20 +565,20 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
                 if (!weight[k])
                         continue;
                 uint64_t dk = draws * weight[k] / wsum;
-                r = density_sample_kind(s, &c, k, dk ? dk : 1);
+                r = density_sample_kind(s, c, k, dk ? dk : 1);
         }
         if (r == 0 && s->n_rq)
-                r = density_flush_reads(s, &c);
+                r = density_flush_reads(s, c);
         if (r == 0)
                 r = still_alive(fd);
         if (r < 0)
                 return r;
-        s->tick_reads += c.reads;
+        s->tick_reads += c->reads;
 
         memset(out, 0, sizeof(*out));
-        fold(s, &c, out);
-        proc_done(e, &c, out, t0, t0_cpu);
-        out->shm = c.shm;
+        fold(s, c, out);
+        proc_done(e, c, out, t0, t0_cpu);
+        out->shm = c->shm;
         return 0;
 }
 
@@ -566,6 +600,7 @@ static void aggregate(struct mthp_density_sampler *s, struct mthp_density_report
                         o->mapped_bytes += pk->mapped_bytes;
                         o->rss_bytes += pk->rss_bytes;
                         o->windows += pk->windows;
+                        o->object_windows += pk->object_windows;
                 }
                 o->census = out->n_procs > 0;
                 for (unsigned p = 0; p < out->n_procs; p++)

@@ -61,6 +61,34 @@
  * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
  * for shmem, and never cross a mapping, as folios do not.
  *
+ * Shmem is judged by the object, not the process (issue 12: a process's
+ * share of a shared segment is not its density). What a larger shmem folio
+ * costs is decided by the object's page cache, shared by every process
+ * mapping it: a postgres backend that mapped 78% of the shared buffers it
+ * touched reads 0.78 from its PTEs while the segment is fully populated.
+ * So a shmem window's touched pages are the process's PTE-touched ones plus
+ * the pages the mapped object holds (MAP_SHARED anon, memfd, /dev/shm and
+ * SysV alike), read through /proc/PID/map_files/START-END, cheapest first:
+ * fstat (an object whose every page is allocated, st_blocks, fills every
+ * window: one call per mapping per tick), cachestat(2) over the window
+ * (wholly resident or empty: done), else mincore() over a PROT_READ view of
+ * the mapping mapped into mthpd and never touched (a file mapping's mincore
+ * reports the page cache, not PTEs). Windows are still chosen by the
+ * process's own touched pages, so a process is judged over the part of the
+ * segment it uses. The fd and view are closed after the process (they
+ * would keep a freed segment alive). Measured on a 1 GiB segment, default
+ * budget (~30 windows a tick; tests/density/bench-density 1 shared|
+ * shared-sparse): fully allocated 0.7-0.8 us a window (0.02 ms a tick);
+ * not whole, dense windows (cachestat) 12-14 us (0.35-0.40 ms a tick);
+ * mincore alone (cachestat refused) 48-57 us (1.4-1.6 ms a tick); 1 page
+ * in 16 (mincore) 17-23 us (0.5-0.7 ms a tick); all within the tick's time
+ * budget, which is checked before each window. Falls back to the PTE view
+ * (object_windows 0) where map_files cannot be opened (it needs
+ * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE in the host user namespace: not
+ * root, another namespace, a fake host), and where mincore would not tell
+ * the truth (a file mthpd neither owns nor may write, without CAP_FOWNER:
+ * the kernel reports every page resident) and cachestat cannot say.
+ *
  * Work is in windows of the largest size (at most one PMD): one pagemap walk
  * (PAGEMAP_SCAN, Linux 6.7+, else 8-byte pagemap entries) per window gives
  * every smaller size's blocks. Per process and kind, the windows holding a
@@ -130,6 +158,7 @@ struct mthp_density_kind {
         uint64_t mapped_bytes;        /* eligible mappings (address span) */
         uint64_t rss_bytes;           /* RssAnon / RssShmem from /proc/PID/status */
         unsigned windows;             /* windows examined */
+        unsigned object_windows;      /* shmem: of those, judged by the object's page cache */
         bool census;                  /* every window was examined (exact) */
         struct mthp_density_size size[MTHP_SIZES_MAX];
         /* per process only (the report's aggregate leaves them 0): */

@@ -2,8 +2,12 @@
 /* Cost of the density sampler: a child maps N GiB of anon memory, then the
  * sampler, with its default per-tick budget, ticks over it.
  *
- *   bench-density [GiB (4)] [dense|sparse|zero|thp (dense)] [ticks (20)] [host]
+ *   bench-density [GiB (4)] [dense|sparse|zero|thp|shared|shared-sparse (dense)] [ticks (20)] [host]
  *
+ * shared: the child fills a MAP_SHARED|MAP_ANONYMOUS segment, then forks a
+ * grandchild that maps every 4th page of it, which is the one sampled (its
+ * shmem: PTEs sparse, the segment's page cache full). shared-sparse: the
+ * same, with every 16th page written by either.
  * With "host" the sampler is not restricted to the child: it chooses among
  * all processes by fault rate, as mthpd does, and the child is one of them.
  * "sampled X GiB" is the process memory the sample stands for (the child's
@@ -44,13 +48,35 @@ static pid_t spawn(uint64_t len, const char *mode, bool churn) {
                 return -errno;
         pid_t pid = fork();
         if (pid != 0) {
-                char c;
+                char c[sizeof(pid_t)];
                 close(fds[1]);
-                ssize_t n = read(fds[0], &c, 1);
+                ssize_t n = read(fds[0], c, sizeof(c));
                 close(fds[0]);
-                return n == 1 ? pid : -EIO;
+                if (n == sizeof(pid_t))   /* shared: the grandchild is sampled */
+                        memcpy(&pid, c, sizeof(pid));
+                return n >= 1 ? pid : -EIO;
         }
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (strncmp(mode, "shared", 6) == 0) {
+                uint64_t a = strcmp(mode, "shared") == 0 ? 4096 : 16 * 4096, b = strcmp(mode, "shared") == 0 ? 4 * 4096 : a;
+                prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+                char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED)
+                        _exit(1);
+                for (uint64_t off = 0; off < len; off += a)
+                        m[off] = 1;
+                if (fork() != 0)
+                        for (;;)
+                                pause();   /* holds the segment; dies with us */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (uint64_t off = 0; off < len; off += b)
+                        m[off] = 1;
+                pid_t self = getpid();
+                if (write(fds[1], &self, sizeof(self)) != sizeof(self))
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
         bool thp = strcmp(mode, "thp") == 0;
         if (!thp)
                 prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -92,6 +118,7 @@ int main(int argc, char **argv) {
         double gib = argc > 1 ? atof(argv[1]) : 4;
         const char *mode = argc > 2 ? argv[2] : "dense";
         int ticks = argc > 3 ? atoi(argv[3]) : 20;
+        int kind = strncmp(mode, "shared", 6) == 0 ? MTHP_SHMEM : MTHP_ANON;
         bool host_wide = argc > 4 && strcmp(argv[4], "host") == 0;
         static struct mthp_caps caps;
         unsigned sizes[MTHP_SIZES_MAX], n = 0;
@@ -102,7 +129,7 @@ int main(int argc, char **argv) {
         int r;
 
         if (gib <= 0 || ticks <= 0 || ticks > 10000) {
-                fprintf(stderr, "usage: %s [GiB] [dense|sparse|zero|thp] [ticks]\n", argv[0]);
+                fprintf(stderr, "usage: %s [GiB] [dense|sparse|zero|thp|shared|shared-sparse] [ticks]\n", argv[0]);
                 return 2;
         }
         if ((r = mthp_host_open("/", &h)) < 0) {
@@ -158,21 +185,21 @@ int main(int argc, char **argv) {
                 pages += rep.pages_examined;
                 reads += rep.pages_read;
                 represented = rss_gib(&rep);
-                const struct mthp_density_size *big = &rep.kind[MTHP_ANON].size[n - 1];
+                const struct mthp_density_size *big = &rep.kind[kind].size[n - 1];
                 if (big->read_pages)
                         zsum += big->zero_fraction, zn++;
                 if (big->blocks)
                         csum += big->coverage, cn++;
                 usleep(10000);
         }
-        const struct mthp_density_size *z = &rep.kind[MTHP_ANON].size[0];
+        const struct mthp_density_size *z = &rep.kind[kind].size[0];
         if (host_wide)
                 printf("host-wide: %u processes listed, %u scanned, %u sampled in the last tick\n", rep.procs_listed,
                        rep.procs_scanned, rep.n_procs);
         printf("sizes %uK..%uK; budget %llu pages/process, %u reads/window, %llu us/tick\n", sizes[0], sizes[n - 1],
                (unsigned long long) b.max_pages_per_proc, b.reads_per_window, (unsigned long long) b.max_usec);
         printf("last tick: %u windows, coverage %uK %.4f; mean over ticks at %uK: coverage %.4f, zero fraction %.4f\n",
-               rep.kind[MTHP_ANON].windows, z->kb, z->coverage, sizes[n - 1], cn ? csum / cn : NAN,
+               rep.kind[kind].windows, z->kb, z->coverage, sizes[n - 1], cn ? csum / cn : NAN,
                zn ? zsum / zn : NAN);
         qsort(us, (size_t) ticks, sizeof(*us), cmp_u64);
         double med = (double) us[ticks / 2] / 1000, max = (double) us[ticks - 1] / 1000;
@@ -199,7 +226,7 @@ int main(int argc, char **argv) {
                 if (mthp_density_tick(s, t, &rep) == 0 && rep.n_procs == 1) {
                         double ms = (double) (now_usec() - t) / 1000;
                         printf("census (no budget): %u windows, %.2f GiB examined + %llu read in %.1f ms = %.2f ms/GiB\n",
-                               rep.kind[MTHP_ANON].windows, (double) rep.pages_examined * 4096 / GiB,
+                               rep.kind[kind].windows, (double) rep.pages_examined * 4096 / GiB,
                                (unsigned long long) rep.pages_read, ms, ms / rss_gib(&rep));
                 }
                 mthp_density_free(s);

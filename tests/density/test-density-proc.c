@@ -5,6 +5,7 @@
  * rate. Needs root (pagemap of another process, process_vm_readv); else 77. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -14,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/shm.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -424,6 +427,171 @@ static void test_shmem(void **state) {
         reap(&c);
 }
 
+/* Two processes share a segment: A writes every `a_stride`-th page of its
+ * first a_len bytes, then forks B (a shared mapping's PTEs are not copied:
+ * B starts with none), which writes every `b_stride`-th page of all of it.
+ * B is returned (addr, len); *a gets A. memfd: a memfd instead of
+ * MAP_SHARED|MAP_ANONYMOUS. */
+static struct child spawn_pair(bool memfd, uint64_t len, uint64_t a_len, uint64_t a_stride, uint64_t b_stride,
+                               pid_t *a) {
+        struct child c = { .len = len };
+        uint64_t msg[2];
+        int fds[2];
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        *a = fork();
+        assert_true(*a >= 0);
+        if (*a == 0) {
+                close(fds[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);   /* 4K folios whatever the knobs */
+                char *m;
+                if (memfd) {
+                        int fd = memfd_create("density-pair", 0);
+                        if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
+                                _exit(2);
+                        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                } else
+                        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED)
+                        _exit(2);
+                touch(m, a_len, a_stride * P4K);
+                pid_t b = fork();
+                if (b < 0)
+                        _exit(2);
+                if (b == 0) {
+                        prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        touch(m, len, b_stride * P4K);
+                        msg[0] = (uint64_t) getpid();
+                        msg[1] = (uintptr_t) m;
+                        if (write(fds[1], msg, sizeof(msg)) != sizeof(msg))
+                                _exit(2);
+                        close(fds[1]);
+                        for (;;)
+                                pause();
+                }
+                close(fds[1]);
+                for (;;)
+                        pause();
+        }
+        close(fds[1]);
+        ssize_t n = read(fds[0], msg, sizeof(msg));
+        close(fds[0]);
+        assert_int_equal(n, sizeof(msg));
+        c.pid = (pid_t) msg[0];
+        c.addr = msg[1];
+        return c;
+}
+
+/* In a child without CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE (no
+ * /proc/PID/map_files), B's shmem 16K coverage and object windows. */
+static void sample_without_map_files(const struct child *c, const struct mthp_density_budget *b, double *cov,
+                                     unsigned *obj) {
+        double msg[2] = { NAN, -1 };
+        int fds[2];
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+                struct __user_cap_data_struct d[2];
+                struct mthp_density_sampler *s;
+                struct mthp_density_report rep;
+                struct mthp_density_target t = { .pid = c->pid, .start = c->addr, .end = c->addr + c->len };
+                if (syscall(SYS_capget, &hdr, d) < 0)
+                        _exit(2);
+                d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+                d[CAP_TO_INDEX(CAP_CHECKPOINT_RESTORE)].effective &= ~CAP_TO_MASK(CAP_CHECKPOINT_RESTORE);
+                if (syscall(SYS_capset, &hdr, d) < 0)
+                        _exit(2);
+                if (mthp_density_new(host, sizes, 3, b, &s) == 0 && mthp_density_set_targets(s, &t, 1) == 0 &&
+                    mthp_density_tick(s, now_usec(), &rep) == 0 && rep.n_procs == 1) {
+                        msg[0] = rep.procs[0].kind[MTHP_SHMEM].size[0].coverage;
+                        msg[1] = rep.procs[0].kind[MTHP_SHMEM].object_windows;
+                }
+                _exit(write(fds[1], msg, sizeof(msg)) == sizeof(msg) ? 0 : 2);
+        }
+        close(fds[1]);
+        ssize_t n = read(fds[0], msg, sizeof(msg));
+        close(fds[0]);
+        assert_int_equal(waitpid(pid, NULL, 0), pid);
+        assert_int_equal(n, sizeof(msg));
+        *cov = msg[0];
+        *obj = msg[1] < 0 ? UINT_MAX : (unsigned) msg[1];
+}
+
+static void reap_pair(struct child *b, pid_t a) {
+        kill(b->pid, SIGKILL);   /* A's child: A reaps it, or init once A is gone */
+        kill(a, SIGKILL);
+        assert_int_equal(waitpid(a, NULL, 0), a);
+}
+
+/* A process's share of a shared segment is not its density (issue 12):
+ * what a larger shmem folio costs is the object's page cache, shared by
+ * every process mapping it. B maps 1 page in 4 of a segment A filled: its
+ * PTEs say 0.25, the page cache says full. Control: a segment of which
+ * only 1 page in 16 was ever written by anyone stays sparse. */
+static void test_shmem_shared_object(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        pid_t a;
+
+        /* the object is read through map_files: CAP_SYS_ADMIN or
+         * CAP_CHECKPOINT_RESTORE */
+        char *probe = mmap(NULL, P4K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(probe != MAP_FAILED);
+        char name[80];
+        snprintf(name, sizeof(name), "/proc/self/map_files/%lx-%lx", (unsigned long) probe,
+                 (unsigned long) (probe + P4K));
+        int pfd = open(name, O_RDONLY | O_CLOEXEC);
+        int err = errno;
+        munmap(probe, P4K);
+        if (pfd < 0) {
+                printf("# skipped: %s: %s (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)\n", name, strerror(err));
+                skip();
+        }
+        close(pfd);
+
+        for (int memfd = 0; memfd < 2; memfd++) {
+                const char *what = memfd ? "memfd" : "MAP_SHARED anon";
+                /* the memfd's last 2M is left to B: the object is not
+                 * whole, so its windows are read one by one (cachestat,
+                 * mincore) */
+                struct child c = spawn_pair(memfd, 64 * MiB, memfd ? 62 * MiB : 64 * MiB, 1, 4, &a);
+                const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+                char label[64];
+                snprintf(label, sizeof(label), "%s, B maps 1/4 of a segment A filled", what);
+                print_kind(label, p, MTHP_SHMEM);
+                printf("#   object windows %u of %u\n", p->kind[MTHP_SHMEM].object_windows, p->kind[MTHP_SHMEM].windows);
+                assert_true(p->kind[MTHP_SHMEM].windows > 0);
+                assert_true(p->kind[MTHP_SHMEM].size[0].coverage >= 0.95);   /* 16K */
+                assert_true(p->kind[MTHP_SHMEM].size[1].coverage >= 0.95);   /* 64K */
+                assert_true(rep.kind[MTHP_SHMEM].size[1].coverage >= 0.95);
+                mthp_density_free(s);
+                if (!memfd) {
+                        /* without map_files: the PTE view, as before */
+                        double cov;
+                        unsigned obj;
+                        sample_without_map_files(&c, &b, &cov, &obj);
+                        printf("#   without map_files: 16K coverage %.4f, object windows %u\n", cov, obj);
+                        assert_int_equal(obj, 0);
+                        assert_true(cov > 0.2 && cov < 0.3);
+                }
+                reap_pair(&c, a);
+
+                c = spawn_pair(memfd, 64 * MiB, 64 * MiB, 16, 32, &a);
+                p = sample(&c, true, &b, &s, &rep);
+                snprintf(label, sizeof(label), "%s, 1/16 written by anyone", what);
+                print_kind(label, p, MTHP_SHMEM);
+                assert_true(p->kind[MTHP_SHMEM].windows > 0);
+                assert_true(p->kind[MTHP_SHMEM].size[1].coverage <= 0.1);
+                assert_true(rep.kind[MTHP_SHMEM].size[1].coverage <= 0.1);
+                mthp_density_free(s);
+                reap_pair(&c, a);
+        }
+}
+
 /* Each process's largest shmem mapping: which knobs reach it and the
  * largest folio its alignment allows (README, "Shmem as it really behaves"),
  * and, where kpageflags is readable, its folios (4K: the child has THP off). */
@@ -657,6 +825,7 @@ int main(void) {
                 cmocka_unit_test(test_sparse_reservation),
                 cmocka_unit_test(test_shmem),
                 cmocka_unit_test(test_shm_mapping),
+                cmocka_unit_test(test_shmem_shared_object),
                 cmocka_unit_test(test_exit_mid_tick),
                 cmocka_unit_test(test_zombie_and_dead),
                 cmocka_unit_test(test_host_wide),
