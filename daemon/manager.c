@@ -484,11 +484,29 @@ static void write_status(const struct daemon *d) {
                                       d->not_writable, d->last_tick_usec);
 }
 
+/* May the next tick read the per-size alloc/fallback counters only with
+ * the cold ones (mthp_sampler_set_idle)? When nothing is raised and demand
+ * is below a raise, and no size below the PMD may allocate at all (every
+ * such knob "never", as at boot): then a stale per-size rate hides no
+ * demand, since PMD folios are counted fresh in /proc/vmstat. */
+static bool per_size_idle(const struct daemon *d) {
+        if (mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine))
+                return false;
+        for (unsigned i = 0; i < d->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &d->caps.knobs[i];
+                if ((k->type == MTHP_KNOB_SIZE_ANON || k->type == MTHP_KNOB_SIZE_SHMEM) &&
+                    k->size_kb < d->caps.pmd_kb && strcmp(d->snap.knob[i], "never") != 0)
+                        return false;
+        }
+        return true;
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
         d->ticks++;
         int r = mthp_sampler_take(d->sampler, t, &d->snap);
+        mthp_sampler_set_idle(d->sampler, false);   /* until this tick shows otherwise */
         if (r < 0) {
                 /* once when it starts failing, once when it works again */
                 if (d->sample_failures++ == 0)
@@ -542,6 +560,7 @@ static int tick(struct daemon *d) {
         guard_arm(d->guard);
         collapse(d, t);
         write_status(d);
+        mthp_sampler_set_idle(d->sampler, per_size_idle(d));
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
         notify_status(d);
         return 0;

@@ -91,6 +91,22 @@ int mthp_read_fd(int fd, char *buf, size_t size) {
         return (int) len;
 }
 
+int mthp_read_fd_whole(int fd, char *buf, size_t size) {
+        ssize_t n;
+
+        if (size == 0)
+                return -ENOBUFS;
+        do
+                n = pread(fd, buf, size - 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n == size - 1)
+                return mthp_read_fd(fd, buf, size);   /* full: maybe more, read as usual */
+        buf[n] = 0;
+        return (int) n;
+}
+
 int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_t size) {
         _cleanup_close_ int fd = mthp_host_open_file(h, path, O_RDONLY);
         if (fd < 0)

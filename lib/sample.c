@@ -41,6 +41,12 @@ struct mthp_sampler {
         bool have_cold;
         uint64_t cold_t_usec;
         struct mthp_size_stats cold[MTHP_SIZES_MAX];
+        /* idle: the engine needs no per-size rate this tick (nothing raised,
+         * demand below a raise), so its counters are read with the cold ones,
+         * every COLD_TICKS ticks: ~50 sysfs reads, a third of an idle tick.
+         * hot_fresh: the last tick read them, so its values pair with
+         * prev's time; else a rate pairs with the last cold read. */
+        bool idle, hot_fresh;
 };
 
 #define COLD_TICKS 10
@@ -64,16 +70,21 @@ static int reopen(struct mthp_sampler *s, int *fd, const char *path) {
 
 /* pread a persistent fd; if the file went away (knob dir recreated, a
  * hot-unplugged size) drop the fd so the next tick reopens it. */
-static int read_hot(struct mthp_sampler *s, int *fd, const char *path, char *buf, size_t size) {
+/* whole: the file comes in one piece (mthp_read_fd_whole), one pread */
+static int read_hot(struct mthp_sampler *s, int *fd, const char *path, char *buf, size_t size, bool whole) {
         int r = reopen(s, fd, path);
         if (r < 0)
                 return r;
-        r = mthp_read_fd(*fd, buf, size);
+        r = whole ? mthp_read_fd_whole(*fd, buf, size) : mthp_read_fd(*fd, buf, size);
         if (r < 0) {
                 close(*fd);
                 *fd = -1;
         }
         return r;
+}
+
+void mthp_sampler_set_idle(struct mthp_sampler *s, bool idle) {
+        s->idle = idle;
 }
 
 int mthp_sampler_new(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_sampler **ret) {
@@ -247,7 +258,7 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
         snap->tick = prev ? prev->tick + 1 : 0;
         snap->dt = prev && t_usec > prev->t_usec ? (double) (t_usec - prev->t_usec) / 1e6 : 0;
 
-        r = read_hot(s, &s->vmstat_fd, "/proc/vmstat", buf, sizeof(buf));
+        r = read_hot(s, &s->vmstat_fd, "/proc/vmstat", buf, sizeof(buf), false);
         if (r < 0)
                 return r;
         uint64_t vm[_MTHP_VM_MAX];
@@ -257,14 +268,14 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
                 if (seen[i])
                         mthp_counter_update(&snap->vm[i], prev ? &prev->vm[i] : NULL, vm[i], snap->dt);
 
-        r = read_hot(s, &s->meminfo_fd, "/proc/meminfo", buf, sizeof(buf));
+        r = read_hot(s, &s->meminfo_fd, "/proc/meminfo", buf, sizeof(buf), true);
         if (r < 0)
                 return r;
         mthp_parse_meminfo(buf, &snap->mem);
 
         /* PSI can be absent (CONFIG_PSI=n, psi=0 on the command line): mark it
          * absent and carry on. */
-        if (caps->psi && read_hot(s, &s->psi_fd, "/proc/pressure/memory", buf, sizeof(buf)) > 0 &&
+        if (caps->psi && read_hot(s, &s->psi_fd, "/proc/pressure/memory", buf, sizeof(buf), true) > 0 &&
             mthp_parse_psi(buf, &snap->psi) == 0) {
                 uint64_t some = snap->psi.some_total.value, full = snap->psi.full_total.value;
                 mthp_counter_update(&snap->psi.some_total, prev ? &prev->psi.some_total : NULL, some, snap->dt);
@@ -279,16 +290,16 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
                 for (unsigned j = 0; j < sz->n_stats; j++) {
                         char path[MTHP_PATH_MAX + MTHP_STAT_NAME_MAX];
                         char v[64];
-                        bool hot = stat_is_hot(sz->stats[j]);
+                        bool hot = stat_is_hot(sz->stats[j]) && !s->idle;
                         if (!hot && !cold) {
                                 snap->size[i].stat[j] = prev->size[i].stat[j]; /* as last read */
                                 snap->size[i].stat[j].reset = false;
                                 continue;
                         }
                         snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/stats/%s", sz->kb, sz->stats[j]);
-                        if (read_hot(s, &s->stat_fd[i][j], path, v, sizeof(v)) <= 0)
+                        if (read_hot(s, &s->stat_fd[i][j], path, v, sizeof(v), true) <= 0)
                                 continue;   /* stays !present: no rate this tick */
-                        if (hot)
+                        if (hot && s->hot_fresh)
                                 mthp_counter_update(&snap->size[i].stat[j], prev ? &prev->size[i].stat[j] : NULL,
                                                     strtoull(v, NULL, 10), snap->dt);
                         else
@@ -302,9 +313,10 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
                 s->cold_t_usec = t_usec;
                 s->have_cold = true;
         }
+        s->hot_fresh = !s->idle;
 
         for (unsigned i = 0; i < caps->n_knobs; i++) {
-                if (read_hot(s, &s->knob_fd[i], caps->knobs[i].path, buf, 256) <= 0 ||
+                if (read_hot(s, &s->knob_fd[i], caps->knobs[i].path, buf, 256, true) <= 0 ||
                     mthp_knob_value(&caps->knobs[i], buf, snap->knob[i]) < 0)
                         snap->knob[i][0] = 0;
         }

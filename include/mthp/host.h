@@ -22,6 +22,12 @@ bool mthp_host_exists(const struct mthp_host *h, const char *path);
 
 /* pread() from offset 0 into buf (NUL-terminated); returns bytes read or -errno. */
 int mthp_read_fd(int fd, char *buf, size_t size);
+/* The same for a file the kernel produces in one piece (a sysfs attribute,
+ * /proc/meminfo, /proc/pressure/memory: one show, not a sequence of records) or
+ * a regular file: a read that does not fill buf is the whole file, so the
+ * usual second read that returns 0 is saved. Not for /proc/vmstat and the
+ * like, whose reads end at a page of records. */
+int mthp_read_fd_whole(int fd, char *buf, size_t size);
 int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_t size);
 /* Writes value as one write(2), as sysfs expects; returns 0 or -errno. */
 int mthp_host_write(const struct mthp_host *h, const char *path, const char *value);

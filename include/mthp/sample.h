@@ -162,6 +162,11 @@ int mthp_sampler_new(const struct mthp_host *h, const struct mthp_caps *caps, st
 void mthp_sampler_free(struct mthp_sampler *s);
 /* Take a snapshot at t_usec; rates are against the sampler's previous one. */
 int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snapshot *snap);
+/* idle: the next takes may read the per-size counters the engine uses
+ * (alloc, fallback) only every 10th tick with the others, their rates then
+ * 10-tick averages: for ticks on which nothing is raised and demand is below
+ * a raise (mthp_engine_wants_density() false). Default false. */
+void mthp_sampler_set_idle(struct mthp_sampler *s, bool idle);
 
 /* Pure helpers, exposed for tests and record/replay. */
 void mthp_counter_update(struct mthp_counter *c, const struct mthp_counter *prev, uint64_t value, double dt);

@@ -137,6 +137,33 @@ static void test_cold_stats_every_tenth_tick(void **state) {
         assert_double_equal(size_stat(x, 64, "split")->rate, 5);
 }
 
+/* Idle (nothing raised, no demand, every size below the PMD never): the
+ * engine's per-size counters are read with the cold ones, every 10th tick
+ * (a third of an idle tick's preads); back to busy, the first rate pairs
+ * with the last cold read, not with a value 9 ticks old. */
+static void test_idle_reads_engine_stats_cold(void **state) {
+        struct sfix *x = *state;
+        take(x, 0);
+        mthp_sampler_set_idle(x->s, true);
+        assert_ok(fakehost_add_size_stat(x->f->dir, 64, "anon_fault_alloc", 30));
+        for (uint64_t t = 1; t < 10; t++) {
+                take(x, t * SEC);
+                assert_int_equal(size_stat(x, 64, "anon_fault_alloc")->value, 0);   /* as last read */
+        }
+        take(x, 10 * SEC);   /* tick 10: read with the cold ones */
+        assert_int_equal(size_stat(x, 64, "anon_fault_alloc")->value, 30);
+        assert_double_equal(size_stat(x, 64, "anon_fault_alloc")->rate, 3);   /* 30 over 10 s */
+        take(x, 11 * SEC);
+        assert_ok(fakehost_add_size_stat(x->f->dir, 64, "anon_fault_alloc", 120));
+        mthp_sampler_set_idle(x->s, false);
+        take(x, 12 * SEC);   /* busy again: read at once, paired with tick 10's read */
+        assert_int_equal(size_stat(x, 64, "anon_fault_alloc")->value, 150);
+        assert_double_equal(size_stat(x, 64, "anon_fault_alloc")->rate, 60);   /* 120 over 2 s */
+        assert_ok(fakehost_add_size_stat(x->f->dir, 64, "anon_fault_alloc", 10));
+        take(x, 13 * SEC);
+        assert_double_equal(size_stat(x, 64, "anon_fault_alloc")->rate, 10);
+}
+
 static void test_fault_pages_rate(void **state) {
         struct sfix *x = *state;
         take(x, 1 * SEC);
@@ -380,6 +407,7 @@ int main(void) {
                 T(test_first_snapshot),
                 T(test_rates),
                 T(test_cold_stats_every_tenth_tick),
+                T(test_idle_reads_engine_stats_cold),
                 T(test_fault_pages_rate),
                 T(test_counter_backwards),
                 cmocka_unit_test(test_counter_update_pure),
