@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
@@ -144,6 +145,11 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 }
 
 /* The /proc scan gets at most half of the tick's time. */
+static bool never_stop(void *user) {
+        (void) user;
+        return false;
+}
+
 static bool scan_stop(void *user) {
         const struct mthp_density_sampler *s = user;
         return density_elapsed_usec(s) >= s->b.max_usec / 2;
@@ -710,6 +716,13 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         s->t0_ns = mthp_now_nsec(CLOCK_MONOTONIC);
         s->t0_cpu_ns = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
         b.max_hot = b.max_rescan = 0;   /* only the processes not seen yet */
+        /* The first one (the daemon's start) reads every process at once:
+         * ~5 us a stat file, 26 ms at 5,000 processes, paid once at start
+         * instead of half the budget on each of the next ten idle ticks */
+        if (!s->ps.listed_once) {
+                b.max_scan = UINT_MAX;
+                return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, never_stop, s, &ps);
+        }
         return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, scan_stop, s, &ps);
 }
 
