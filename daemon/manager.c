@@ -340,6 +340,16 @@ static bool shmem_pmd_raised(const struct daemon *d) {
         return false;
 }
 
+/* The tick's collapse figures, anon and shmem together. */
+static void add_result(struct mthp_collapse_result *sum, const struct mthp_collapse_result *r) {
+        sum->candidates += r->candidates;
+        sum->attempted += r->attempted;
+        sum->collapsed += r->collapsed;
+        sum->failed += r->failed;
+        sum->kb_collapsed += r->kb_collapsed;
+        sum->usec += r->usec;
+}
+
 /* Shmem repair (ShmemCollapse=yes, the default): while mthpd's own raise
  * keeps 2M on for shmem and the host is not under memory pressure, the
  * recently sampled, faulting processes whose largest shmem mapping the
@@ -352,6 +362,7 @@ static bool shmem_pmd_raised(const struct daemon *d) {
  * policy says Shmem=never is left alone; misaligned mappings are never
  * tried (explain says why). */
 #define SHM_REPAIR_QUIET_PASSES 3
+
 static void collapse_shmem(struct daemon *d, uint64_t t) {
         if (!d->cfg.shmem_collapse || !d->caps.pmd_kb || !shmem_pmd_raised(d))
                 return;
@@ -396,12 +407,7 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                                 return;
                         continue;
                 }
-                d->collapse_last.candidates += res.candidates;
-                d->collapse_last.attempted += res.attempted;
-                d->collapse_last.collapsed += res.collapsed;
-                d->collapse_last.failed += res.failed;
-                d->collapse_last.kb_collapsed += res.kb_collapsed;
-                d->collapse_last.usec += res.usec;
+                add_result(&d->collapse_last, &res);
                 p->shm_repaired_kb += res.kb_collapsed;
                 if (res.candidates || res.collapsed)
                         p->shm_repair_quiet = 0;
@@ -448,12 +454,7 @@ static void collapse(struct daemon *d, uint64_t t) {
                                         return;
                                 continue;
                         }
-                        d->collapse_last.candidates += res.candidates;
-                        d->collapse_last.attempted += res.attempted;
-                        d->collapse_last.collapsed += res.collapsed;
-                        d->collapse_last.failed += res.failed;
-                        d->collapse_last.kb_collapsed += res.kb_collapsed;
-                        d->collapse_last.usec += res.usec;
+                        add_result(&d->collapse_last, &res);
                         if (res.collapsed)
                                 mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d in cgroup %s "
                                          "(policy %s, Collapse=yes) in %.1f ms",
