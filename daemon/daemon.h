@@ -160,6 +160,9 @@ void daemon_run_tick(struct daemon *d);
  * says always manages it, so a tick now can set its sizes (its start
  * grace, mthpd.conf StartGrace=) before its process maps memory. */
 bool daemon_cgroup_created(struct daemon *d, const char *path);
+/* collapse.c: one tick's MADV_COLLAPSE work (Collapse=yes, shmem repair),
+ * within the tick's budget; nothing while observing */
+void daemon_collapse(struct daemon *d, uint64_t t);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

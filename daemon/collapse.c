@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/* MADV_COLLAPSE from the daemon: Collapse=yes policies' anon regions and
+ * the repair of shmem that mthpd's own 2M raise left at small folios
+ * (moved from manager.c; lib/collapse.c does the walking and advising). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "daemon.h"
+#include "mthp/log.h"
+#include "mthp/util.h"
+
+#define COLLAPSE_DIRS_MAX 64
+#define COLLAPSE_PIDS_MAX 256
+
+/* The processes of a cgroup and its children (bounded), from cgroup.procs
+ * in the memory hierarchy. */
+static unsigned cgroup_pids(const struct daemon *d, const char *path, pid_t *pids, unsigned max) {
+        char dirs[COLLAPSE_DIRS_MAX][MTHP_PATH_MAX];
+        unsigned n_dirs = 0, n = 0;
+        const char *base = d->caps.cg_memory[0] ? d->caps.cg_memory : d->caps.cg_unified;
+        if (!base[0])
+                return 0;
+        snprintf(dirs[n_dirs++], MTHP_PATH_MAX, "%s%s", base, strcmp(path, "/") == 0 ? "" : path);
+        for (unsigned i = 0; i < n_dirs && n < max; i++) {
+                char file[MTHP_PATH_MAX + 16], buf[8192];
+                if (snprintf(file, sizeof(file), "%s/cgroup.procs", dirs[i]) >= (int) sizeof(file))
+                        continue;
+                if (mthp_host_read(d->host, file, buf, sizeof(buf)) >= 0)
+                        for (char *l = strtok(buf, "\n"); l && n < max; l = strtok(NULL, "\n"))
+                                if (atoi(l) > 0)
+                                        pids[n++] = atoi(l);
+                int dfd = mthp_host_open_file(d->host, dirs[i], O_RDONLY | O_DIRECTORY);
+                if (dfd < 0)
+                        continue;
+                DIR *dir = fdopendir(dfd);
+                if (!dir) {
+                        close(dfd);
+                        continue;
+                }
+                struct dirent *de;
+                while ((de = readdir(dir)) && n_dirs < COLLAPSE_DIRS_MAX)
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+                            snprintf(dirs[n_dirs], MTHP_PATH_MAX, "%s/%s", dirs[i], de->d_name) < MTHP_PATH_MAX)
+                                n_dirs++;
+                closedir(dir);
+        }
+        return n;
+}
+
+/* Is the PMD size on for shmem because mthpd raised it: the engine's
+ * choice at this tick is 'always', the knob holds it, and no pin or other
+ * writer put it there? */
+static bool shmem_pmd_raised(const struct daemon *d) {
+        for (unsigned i = 0; i < d->caps.n_sizes; i++) {
+                int k = d->caps.sizes[i].knob[MTHP_SHMEM];
+                if (d->caps.sizes[i].kb != d->caps.pmd_kb || k < 0)
+                        continue;
+                return !daemon_knob_pinned(d, k) && strcmp(d->engine_value[k], "always") == 0 &&
+                       strcmp(d->known[k], "always") == 0 && !mthp_actuator_is_foreign(d->act, k);
+        }
+        return false;
+}
+
+/* The tick's collapse figures, anon and shmem together. */
+static void add_result(struct mthp_collapse_result *sum, const struct mthp_collapse_result *r) {
+        sum->candidates += r->candidates;
+        sum->attempted += r->attempted;
+        sum->collapsed += r->collapsed;
+        sum->failed += r->failed;
+        sum->kb_collapsed += r->kb_collapsed;
+        sum->usec += r->usec;
+}
+
+/* Shmem repair (ShmemCollapse=yes, the default): while mthpd's own raise
+ * keeps 2M on for shmem and the host is not under memory pressure, the
+ * recently sampled, faulting processes whose largest shmem mapping the
+ * per-size knobs reach, aligned for 2M, but with sampled pages in small
+ * folios (the page cache was filled before the raise, lib/density.c's
+ * probe) get that mapping's aligned, dense blocks collapsed, most faulting
+ * first, within what is left of the tick's budget after Collapse=yes. A
+ * repair under way goes on until SHM_REPAIR_QUIET_PASSES passes in a row
+ * find nothing left (the probe samples only a few pages). A cgroup whose
+ * policy says Shmem=never is left alone; misaligned mappings are never
+ * tried (explain says why). */
+#define SHM_REPAIR_QUIET_PASSES 3
+
+static void collapse_shmem(struct daemon *d, uint64_t t) {
+        if (!d->cfg.shmem_collapse || !d->caps.pmd_kb || !shmem_pmd_raised(d))
+                return;
+        if (d->snap.psi.present && d->snap.psi.some_avg10 >= d->cfg.engine.psi_some_max)
+                return; /* pressure: the engine lowers sizes now, copying memory would add to it */
+        bool done[MTHP_ENGINE_PROCS] = { false };
+        for (;;) {
+                int best = -1;
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                        const struct mthp_engine_proc *p = &d->engine.proc[j];
+                        const struct mthp_shm_mapping *m = &p->shm;
+                        /* the probe saw small folios there, or a repair under
+                         * way still finds blocks (the probe samples a few pages) */
+                        bool small = m->sampled >= 4 && m->large < m->sampled;
+                        bool going = p->shm_repaired_kb && p->shm_repair_quiet < SHM_REPAIR_QUIET_PASSES;
+                        if (done[j] || !p->pid || p->thp_off || p->seen_tick + 3 < d->engine.tick ||
+                            p->fault_rate < d->cfg.engine.min_proc_fault_rate || m->reach != MTHP_SHM_PER_SIZE ||
+                            m->align_kb < d->caps.pmd_kb || m->bytes < (uint64_t) d->caps.pmd_kb * 1024 ||
+                            !(small || going))
+                                continue;
+                        if (best < 0 || p->fault_rate > d->engine.proc[best].fault_rate)
+                                best = (int) j;
+                }
+                if (best < 0)
+                        return;
+                done[best] = true;
+                struct mthp_engine_proc *p = &d->engine.proc[best];
+                const struct mthp_policy *pol = p->cgroup[0] ? mthp_engine_policy(&d->cfg.engine, p->cgroup, NULL, 0) : NULL;
+                if (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER)
+                        continue;
+                struct mthp_collapse_result res;
+                int r = mthp_collapser_run_shm(d->collapser, p->pid, p->shm.addr, p->shm.bytes, t, &res);
+                if (r == -ESRCH)
+                        continue;
+                if (r < 0) {
+                        if (r != d->collapse_error)
+                                mthp_log(LOG_WARNING, "MADV_COLLAPSE of pid %d (%s)'s shmem failed: %s%s", p->pid,
+                                         p->comm, mthp_errno_words(r),
+                                         r == -EOPNOTSUPP ? "; shmem held at 4K stays so on this host" : "");
+                        d->collapse_error = r;
+                        if (r == -EOPNOTSUPP)
+                                return;
+                        continue;
+                }
+                add_result(&d->collapse_last, &res);
+                p->shm_repaired_kb += res.kb_collapsed;
+                if (res.candidates || res.collapsed)
+                        p->shm_repair_quiet = 0;
+                else if (!res.deferred && p->shm_repair_quiet < UINT8_MAX)
+                        p->shm_repair_quiet++;
+                if (res.collapsed)
+                        mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d (%s)'s %llu MiB shmem "
+                                 "mapping at 0x%llx (held at 4K folios after the 2M shmem raise) in %.1f ms",
+                                 res.collapsed, (unsigned long long) res.kb_collapsed / 1024, p->pid, p->comm,
+                                 (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
+                                 (double) res.usec / 1000.0);
+                else if (res.failed)
+                        mthp_log(LOG_DEBUG, "MADV_COLLAPSE of pid %d's shmem at 0x%llx: %u block(s) failed (%s)",
+                                 p->pid, (unsigned long long) p->shm.addr, res.failed, mthp_errno_words(res.last_error));
+        }
+}
+
+/* Collapse=yes: MADV_COLLAPSE the dense, long-lived regions of those
+ * cgroups' processes, within the tick's budget (mthp_collapser_run). */
+void daemon_collapse(struct daemon *d, uint64_t t) {
+        memset(&d->collapse_last, 0, sizeof(d->collapse_last));
+        if (!d->collapser || mthp_actuator_dry_run(d->act) || !d->cfg.collapse_budget_kb)
+                return;
+        mthp_collapser_begin_tick(d->collapser, t);
+        for (unsigned c = 0; c < d->snap.n_cgroups; c++) {
+                const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, d->snap.cgroup[c].path, NULL, 0);
+                if (!pol || !pol->collapse)
+                        continue;
+                pid_t pids[COLLAPSE_PIDS_MAX];
+                unsigned n = cgroup_pids(d, d->snap.cgroup[c].path, pids, COLLAPSE_PIDS_MAX);
+                for (unsigned i = 0; i < n; i++) {
+                        struct mthp_collapse_result res;
+                        int r = mthp_collapser_run_in(d->collapser, pids[i], d->snap.cgroup[c].path,
+                                                      d->caps.cg_layout, t, &res);
+                        if (r == -ESRCH)
+                                continue;
+                        if (r < 0) {
+                                if (r != d->collapse_error)
+                                        mthp_log(LOG_WARNING, "MADV_COLLAPSE for cgroup %s (policy %s) failed: %s%s",
+                                                 d->snap.cgroup[c].path, pol->name, mthp_errno_words(r),
+                                                 r == -EOPNOTSUPP ? "; Collapse= has no effect on this host" : "");
+                                d->collapse_error = r;
+                                if (r == -EOPNOTSUPP)
+                                        return;
+                                continue;
+                        }
+                        add_result(&d->collapse_last, &res);
+                        if (res.collapsed)
+                                mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d in cgroup %s "
+                                         "(policy %s, Collapse=yes) in %.1f ms",
+                                         res.collapsed, (unsigned long long) res.kb_collapsed / 1024, pids[i],
+                                         d->snap.cgroup[c].path, pol->name, (double) res.usec / 1000.0);
+                }
+        }
+        collapse_shmem(d, t);
+        mthp_collapser_totals(d->collapser, &d->collapse_total);
+}
