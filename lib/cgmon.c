@@ -472,7 +472,8 @@ static bool was_dropped(const struct mthp_cgmon *m, const struct found *f) {
  * same path and identity: keep (fds, previous counters); new identity: a
  * recreated cgroup, start over; missing: close. */
 static int merge(struct mthp_cgmon *m) {
-        qsort(m->found, m->n_found, sizeof(*m->found), cmp_found);
+        if (m->n_found)   /* found is NULL before the first match: qsort wants a pointer */
+                qsort(m->found, m->n_found, sizeof(*m->found), cmp_found);
         struct cg *next = calloc(m->n_found ? m->n_found : 1, sizeof(*next));
         if (!next)
                 return -ENOMEM;

@@ -630,6 +630,22 @@ static void test_root_and_no_match(void **state) {
         assert_int_equal(st.files_read, 0);
 }
 
+/* A policy that matches nothing from the first walk on (a service not
+ * started yet): the walks find nothing and the monitor manages nothing.
+ * Under UBSan the code before passed qsort a NULL array here, which
+ * stopped mthpd in the start-grace test of CI's sanitizer run. */
+static void test_nothing_matches_yet(void **state) {
+        struct cfix *x = *state;
+        add_cg(x, "other");
+        x->prefix = "/svc-not-there";
+        mthp_cgmon_set_watch_new(x->m, true);
+        tick(x, SEC);
+        assert_int_equal(x->n, 0);
+        add_cg(x, "other2");   /* the count moves: a walk, still nothing */
+        tick(x, 2 * SEC);
+        assert_int_equal(x->n, 0);
+}
+
 static void test_not_a_memory_cgroup(void **state) {
         struct cfix *x = *state;
         add_cg(x, "svc");
@@ -670,6 +686,7 @@ static void test_libcgroup_walker_needs_real_root(void **state) {
         cmocka_unit_test_setup_teardown(test_counter_reset, setup, cfix_teardown),              \
         cmocka_unit_test_setup_teardown(test_rescan_and_nested, setup, cfix_teardown),          \
         cmocka_unit_test_setup_teardown(test_root_and_no_match, setup, cfix_teardown),          \
+        cmocka_unit_test_setup_teardown(test_nothing_matches_yet, setup, cfix_teardown),        \
         cmocka_unit_test_setup_teardown(test_not_a_memory_cgroup, setup, cfix_teardown),             \
         cmocka_unit_test_setup_teardown(test_full_reads_follow_usage, setup, cfix_teardown),         \
         cmocka_unit_test_setup_teardown(test_walk_only_on_count_change, setup, cfix_teardown), \
