@@ -16,7 +16,7 @@
  * on a tmpfs without huge= the kernel does not align it for large folios,
  * and a tmpfs file only gets them where the address is aligned for the
  * order (DESIGN.md section 2). --align 2M maps at a 2M-aligned address
- * instead. The summary says the alignment each task got.
+ * instead (page: a page past one; 1M: 1M past one). The summary says the alignment each task got.
  *
  * Output: with --json one JSON object on stdout:
  *   {"shape":N,"tasks":T,"seconds":S,"iterations":I,"iterations_per_s":R,
@@ -70,8 +70,9 @@ static int usage(FILE *f, int rc) {
                 "  -z, --size MiB     file and mapping size per task in MiB (default 128)\n"
                 "  -t, --tasks N      processes, 1..%d (default 2)\n"
                 "  -s, --seconds S    run time, 1..3600 (default 5)\n"
-                "  -a, --align A      none (mmap(NULL), as will-it-scale), 2M, or page (one page past\n"
-                "                     a 2M boundary: aligned for no large folio) (default none)\n"
+                "  -a, --align A      none (mmap(NULL), as will-it-scale), 2M, page (one page past\n"
+                "                     a 2M boundary: aligned for no large folio) or 1M (1M past one:\n"
+                "                     aligned for 1M at most, out of khugepaged's reach) (default none)\n"
                 "  -j, --json         summary as one JSON object on stdout\n"
                 "  -h, --help\n",
                 MAX_TASKS);
@@ -105,16 +106,19 @@ static void task(struct shared *sh, int idx, int shape, const char *dir, size_t 
                 void *hint = NULL;
                 if (align2m) {
                         /* reserve size + 2M (+ a page), keep an aligned window's
-                         * address, or (align2m 2) the one a page past it */
-                        char *r = mmap(NULL, size + ALIGN_2M + (size_t) pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         * address, or (align2m 2) the one a page past it,
+                         * or (align2m 3) the one 1M past it */
+                        char *r = mmap(NULL, size + 2 * ALIGN_2M + (size_t) pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
                                        -1, 0);
                         if (r == MAP_FAILED) {
                                 sh->failed = 1;
                                 _exit(1);
                         }
                         hint = (void *) ((((uintptr_t) r + ALIGN_2M - 1) & ~(ALIGN_2M - 1)) +
-                                         (align2m == 2 ? (uintptr_t) pg : 0));
-                        munmap(r, size + ALIGN_2M + (size_t) pg);
+                                         (align2m == 2   ? (uintptr_t) pg
+                                          : align2m == 3 ? (uintptr_t) ALIGN_2M / 2
+                                                         : 0));
+                        munmap(r, size + 2 * ALIGN_2M + (size_t) pg);
                 }
                 char *c = mmap(hint, size, PROT_READ | PROT_WRITE,
                                (shape == 2 ? MAP_PRIVATE : MAP_SHARED) | (hint ? MAP_FIXED_NOREPLACE : 0), fd, 0);
@@ -184,6 +188,8 @@ int main(int argc, char **argv) {
                                 align2m = 1;
                         else if (strcmp(optarg, "page") == 0)
                                 align2m = 2;
+                        else if (strcmp(optarg, "1M") == 0)
+                                align2m = 3;
                         else if (strcmp(optarg, "none") != 0)
                                 return usage(stderr, 2);
                         break;

@@ -5,9 +5,10 @@
 # file in /dev/shm, unlinked, then mmap/write every page/munmap in a loop)
 # fills its page cache at 4K before mthpd starts; the faults that follow map
 # those folios, so no raise of shmem sizes gives it a large folio (measured:
-# README, "Shmem as it really behaves"). Two runs: the file mapped at a
-# 2M-aligned address (its folios are 4K: the page cache was filled first)
-# and one page past a 2M boundary (aligned for no large size; will-it-scale's
+# README, "Shmem as it really behaves"). Two runs: the file mapped 1M past
+# a 2M boundary (sizes up to 1M fit its address, but its folios are 4K: the
+# page cache was filled first; 2M does not fit it) and one page past a 2M
+# boundary (aligned for no large size; will-it-scale's
 # mmap(NULL) lands on such addresses too, the kernel does not align a tmpfs
 # file's mappings for the per-size knobs, but where mmap(NULL) lands differs
 # by build: under ASan it came out 2M-aligned). Every
@@ -62,7 +63,7 @@ run_case() { # NAME ALIGN EXPECT_REGEX
         for k in $kids; do rk_track $k; done
         # the raise comes within a few ticks of 100 ms; the /proc scan finds
         # the workload within a few more (longer among thousands of processes)
-        rk_wait_for "$log" "always, but pid [0-9]+ \\(wis-file-fault\\)" 30 $mpid
+        rk_wait_for "$log" "always, but pid [0-9]+ \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ $want" 30 $mpid
         rk_stop $mpid TERM 10
         rk_stop $wl TERM 5 # its tasks die with it (PR_SET_PDEATHSIG)
         for k in $kids; do rk_stop $k KILL 2; done
@@ -88,6 +89,13 @@ run_case() { # NAME ALIGN EXPECT_REGEX
         rk_log "$name: ${probe:-no probe failure logged}" | cut -c1-700
 }
 
-run_case aligned 2M 'holds 4K folios \([0-9]+ of [0-9]+ sampled pages in large folios\)'
+# Not at a 2M-aligned address: there khugepaged collapses part of the file
+# into 2M folios as soon as 2M/shmem is 'always' (measured: 4 of its 32 2M
+# blocks within a second of the raise, then none for its 10 s sleep), so
+# whether a sample finds only 4K folios is chance (CI failed on it; 2 runs
+# in 10 here); the 2M repair is shmem-collapse's test.
+run_case aligned 1M 'holds 4K folios \([0-9]+ of [0-9]+ sampled pages in large folios\)'
+grep -qE "2M/shmem: .*always, but pid [0-9]+ \(wis-file-fault\)'s 64 MiB segment at 0x[0-9a-f]+ is not 2M-aligned \(its address allows 1M\)" \
+        "$RK_TMP/mthpd-aligned.log" || rk_fail "aligned: 2M/shmem never says the segment is not 2M-aligned (its address allows 1M)"
 run_case unaligned page 'is not [0-9]+[KM]-aligned \(its address allows [0-9]+K\)'
 exit 0
