@@ -56,6 +56,7 @@ void mthp_config_defaults(struct mthp_config *c) {
          * a service that first loads data for longer has its say once it
          * faults (the say of any managed cgroup) */
         e->start_grace_usec = 30 * 1000000ULL;
+        e->shmem_align = true;
 }
 
 int mthp_parse_decimal(const char *s, double *v, const char **end) {
@@ -403,6 +404,7 @@ static const struct key keys[] = {
         { "Engine", "DefaultPriority", key_count, ENGINE(default_priority), 0, 100, "a whole number from 0 to 100" },
         { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
         { "Engine", "ShmemCollapse", key_boolean, offsetof(struct mthp_config, shmem_collapse), 0, 0, "yes or no" },
+        { "Engine", "ShmemAlign", key_boolean, ENGINE(shmem_align), 0, 0, "yes or no" },
         { "Engine", "VerifyTicks", key_count, ENGINE(verify_ticks), 1, 100, "a whole number from 1 to 100" },
         { "Engine", "MaxFallback", key_percent, ENGINE(max_fallback), 0, 0, "a percentage of mTHP faults" },
 };

@@ -443,6 +443,8 @@ struct kind_step {
         bool dwell_ok;
         unsigned target, afford, old_level;
         bool lim_capped, barred, probe_failed;
+        bool align;                     /* the top size goes to advise (ShmemAlign=) */
+        bool align_capped;              /* it would, but a limited cgroup caps the sizes */
         int lim_blocker;
         char lim_why[400];
         char top[16], who[96], raiser[200], keeper[200];
@@ -761,6 +763,38 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
         }
 }
 
+/* Is a knob off: never, or inherit of a global that is never or deny? */
+static bool knob_off(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind, int knob) {
+        if (strcmp(snap->knob[knob], "never") == 0)
+                return true;
+        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
+        return strcmp(snap->knob[knob], "inherit") == 0 && g >= 0 &&
+               (strcmp(snap->knob[g], "never") == 0 || strcmp(snap->knob[g], "deny") == 0);
+}
+
+/* ShmemAlign=: the largest shmem size on the ladder, while not raised and
+ * off, goes to advise, so shared anonymous memory mapped now is aligned
+ * for a later raise (the kernel aligns such a mapping for the largest size
+ * enabled when it is mapped; advise gives large folios only where a
+ * program madvises). Kept while it is ours (the knob then reads advise);
+ * never over a value someone chose, nor while a memory-limited cgroup
+ * caps the kind's sizes. */
+static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                       const struct mthp_snapshot *snap, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        k->align = k->align_capped = false;
+        if (k->kind == MTHP_SHMEM && cfg->shmem_align && k->n_ladder > 0 && st->level < k->n_ladder &&
+            k->afford < k->n_ladder)
+                k->align_capped = true;
+        else if (k->kind == MTHP_SHMEM && cfg->shmem_align && k->n_ladder > 0 && st->level < k->n_ladder) {
+                int knob = caps->sizes[k->ladder[k->n_ladder - 1]].knob[MTHP_SHMEM];
+                k->align = knob >= 0 && mthp_knob_allows(&caps->knobs[knob], "advise") &&
+                           (knob_off(caps, snap, MTHP_SHMEM, knob) ||
+                            (st->align_advised && strcmp(snap->knob[knob], "advise") == 0));
+        }
+        st->align_advised = k->align;
+}
+
 /* One decision for every per-size knob of this kind: sizes off the ladder
  * (e.g. after a reload narrowed it) go back to their original value
  * instead of staying as we left them. */
@@ -783,7 +817,8 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 bool on = rung >= 0 && (unsigned) rung < st->level;
                 const char *adv = k->kind == MTHP_ANON ? "madvise" : "advise";
                 bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
-                snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv ? adv : "");
+                bool align = !on && !madv && k->align && rung == (int) k->n_ladder - 1;
+                snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv || align ? adv : "");
                 /* "in use" only where the kernel can use it: a shmem size
                  * does not reach mappings made or filled before it */
                 char unreach[360];
@@ -792,6 +827,14 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
                          engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach)))
                         snprintf(status, sizeof(status), "in use; %s", unreach);
+                else if (!on && !madv && k->align_capped && rung == (int) k->n_ladder - 1)
+                        snprintf(status, sizeof(status), "not needed: original value (no advise for alignment: %.300s)",
+                                 k->lim_why);
+                else if (align)
+                        snprintf(status, sizeof(status),
+                                 "advise: shared anonymous memory mapped now is %s-aligned, so a raise reaches it "
+                                 "(only memory a program madvises gets %s folios)",
+                                 sname, sname);
                 else
                         snprintf(status, sizeof(status), "%s",
                                  on     ? "in use"
@@ -861,6 +904,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 kind_target(cfg, caps, snap, next, &k);
                 decide_kind(cfg, caps, snap, next, &k);
                 settle_kind(caps, snap, &k, &want_defer, defer_why, sizeof(defer_why));
+                kind_align(cfg, caps, snap, &k);
                 emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
         }
         decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);

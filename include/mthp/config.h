@@ -45,6 +45,15 @@ struct mthp_engine_config {
          * faults (a shared segment is aligned for large folios only if the
          * size is on when it is mapped). 0: off. */
         uint64_t start_grace_usec;
+        /* While the largest shmem size on the ladder is not raised and is
+         * off (never, or inherit of a global never), set it to advise:
+         * the kernel then maps new shared anonymous memory aligned for it
+         * (measured on 6.18: every MAP_SHARED|MAP_ANONYMOUS mapping
+         * 2M-aligned under 2M advise, 4K-8K under never), so a later raise
+         * reaches a segment mapped before it (PostgreSQL's shared buffers).
+         * advise gives large folios only to memory a program madvises.
+         * Not while a memory-limited cgroup caps the kind's sizes. */
+        bool shmem_align;
         /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
          * Owned by whoever loaded them; the engine only reads. */
         const struct mthp_policy_set *policies;

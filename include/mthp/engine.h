@@ -35,6 +35,7 @@ struct mthp_engine_kind {
         unsigned verify_from;           /* level to go back to if it fails */
         unsigned sparse_streak;         /* ticks a faulting process was too sparse for the level */
         int last_dir;                   /* +1 last change raised, -1 lowered, 0 none */
+        bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
 };
 
 /* What the engine remembers of a process the density sampler saw: one

@@ -162,6 +162,9 @@ static void sim_init(struct sim *s) {
          * the 16K-64K ladder; the density tests widen it. */
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 s->cfg.max_kb[k] = 64;
+        /* the idle advise of the top shmem size has tests of its own
+         * (test_shmem_align_*); the others count level changes */
+        s->cfg.shmem_align = false;
         caps_init(&s->caps);
         sim_knobs_init(s);
 }
@@ -362,7 +365,13 @@ static void check_decisions(const struct sim *s, const struct mthp_engine_state 
                                 continue;
                         }
                         unsigned i = (unsigned) rung;
-                        if (i >= level && d->value[0]) {
+                        if (i >= level && d->value[0] && strstr(d->reason, "-aligned, so a raise reaches it")) {
+                                /* ShmemAlign=: the top shmem size, off, at advise */
+                                assert_true(s->cfg.shmem_align);
+                                assert_int_equal(kind, MTHP_SHMEM);
+                                assert_int_equal(i, n_ladder - 1);
+                                assert_string_equal(d->value, "advise");
+                        } else if (i >= level && d->value[0]) {
                                 /* above the level only a policy's madvise */
                                 assert_non_null(s->cfg.policies);
                                 assert_string_equal(d->value, kind == MTHP_ANON ? "madvise" : "advise");
@@ -2287,6 +2296,88 @@ static void add_shrinker_knobs(struct sim *s) {
         snprintf(s->knob[i], MTHP_VALUE_MAX, "0");
 }
 
+/* ---- ShmemAlign=: shared anonymous memory mapped while idle is aligned ---- */
+
+/* Idle, the top shmem size goes from off (inherit of a global never) to
+ * advise, so a segment mapped now is 2M-aligned; a dense shmem faulter
+ * raises it to always; once idle again it goes back to advise. */
+static void test_shmem_align_idle_advises(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        s->cfg.shmem_align = true;
+        sim_run(s, &idle, 3);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "advise");
+        assert_string_equal(knob_of(s, 1024, MTHP_SHMEM), "never"); /* the top size aligns for all */
+        assert_string_equal(knob_of(s, 2048, MTHP_ANON), "inherit");
+        assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason,
+                        "2M advise: shared anonymous memory mapped now is 2M-aligned, so a raise reaches it (only "
+                        "memory a program madvises gets 2M folios)");
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        /* kept while it is ours (the knob reads advise now) */
+        sim_run(s, &idle, 5);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "advise");
+        /* a raise takes it to always like every size */
+        shm_proc(&v.proc[0], 702, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        w.dens = &v;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "always");
+        /* it stops (no faults at all: the engine splits 4K faults by the
+         * memory of the processes it remembers, which the model does not):
+         * down, then advise again */
+        static const struct workload still = { 0 };
+        sim_run(s, &still, s->cfg.lower_ticks * 8 + 10);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "advise");
+        /* off: the original value */
+        s->cfg.shmem_align = false;
+        sim_step(s, &still);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "inherit");
+}
+
+/* A value the administrator chose is theirs: within_size, or inherit of a
+ * global advise, is left as it is. */
+static void test_shmem_align_not_over_a_chosen_value(void **state) {
+        struct sim *s = *state;
+        wide(s);
+        s->cfg.shmem_align = true;
+        int k2m = s->caps.sizes[size_index(&s->caps, 2048)].knob[MTHP_SHMEM];
+        snprintf(s->orig[k2m], MTHP_VALUE_MAX, "within_size");
+        snprintf(s->knob[k2m], MTHP_VALUE_MAX, "within_size");
+        sim_run(s, &idle, 3);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "within_size");
+        assert_string_equal(size_decision(s, MTHP_SHMEM, 2048)->value, "");
+        snprintf(s->orig[k2m], MTHP_VALUE_MAX, "inherit");
+        snprintf(s->knob[k2m], MTHP_VALUE_MAX, "inherit");
+        int g = mthp_caps_find_knob(&s->caps, "global/shmem_enabled");
+        assert_true(g >= 0);
+        snprintf(s->orig[g], MTHP_VALUE_MAX, "advise");
+        snprintf(s->knob[g], MTHP_VALUE_MAX, "advise");
+        sim_run(s, &idle, 3);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "inherit");
+}
+
+/* Not while a memory-limited cgroup caps the kind's sizes: advise would
+ * give 2M to what a program there madvises. */
+static void test_shmem_align_not_with_limited_cgroup(void **state) {
+        struct sim *s = *state;
+        struct workload w = idle;
+        wide(s);
+        s->cfg.shmem_align = true;
+        w.limited = &lim_600;
+        w.n_limited = 1;
+        sim_run(s, &w, 3);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "inherit");
+        /* it empties: advise */
+        struct mthp_limited_cgroup empty = lim_600;
+        empty.populated = false;
+        w.limited = &empty;
+        sim_run(s, &w, 3);
+        assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "advise");
+}
+
 static const struct mthp_decision *decision_of(const struct sim *s, const char *id) {
         int k = mthp_caps_find_knob(&s->caps, id);
         assert_true(k >= 0);
@@ -2467,6 +2558,9 @@ int main(void) {
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
+                T(test_shmem_align_idle_advises),
+                T(test_shmem_align_not_over_a_chosen_value),
+                T(test_shmem_align_not_with_limited_cgroup),
                 T(test_defrag_defer_for_large_fallbacks),
                 T(test_cgroup_headroom_steps_down),
                 T(test_compaction_stall_steps_down),

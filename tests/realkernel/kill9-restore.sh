@@ -20,10 +20,11 @@ rk_log "trials: $TRIALS, seed: $SEED (RK_SEED=$SEED reproduces the delays)"
 
 FAST=$RK_TMP/fast.conf
 rk_config "$FAST"
-# The restarted daemon must not raise anything itself, so that what the
-# test sees right after startup is what the journal restore did.
+# The restarted daemon must not write anything itself (no raise, no idle
+# advise of 2M/shmem: ShmemAlign=no), so that what the test sees right
+# after startup is what the journal restore did.
 HOLD=$RK_TMP/hold.conf
-rk_config "$HOLD" RaiseFaultRate=1000000000000
+rk_config "$HOLD" RaiseFaultRate=1000000000000 ShmemAlign=no
 n_ctl=0 ok_ctl=0 n_rs=0 ok_rs=0 n_inflight=0
 
 journal_entries() { [[ -e $1 ]] && grep -c '^\[knob ' "$1" || echo 0; }
