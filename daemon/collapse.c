@@ -88,6 +88,32 @@ static void add_result(struct mthp_collapse_result *sum, const struct mthp_colla
  * tried (explain says why). */
 #define SHM_REPAIR_QUIET_PASSES 3
 
+/* The repair entry of pid's mapping at addr; with create, a new one (in a
+ * free slot, else the one worked on longest ago). NULL: none. */
+static struct daemon_shm_repair *repair_entry(struct daemon *d, int pid, uint64_t addr, bool create) {
+        struct daemon_shm_repair *old = NULL;
+        for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
+                struct daemon_shm_repair *e = &d->shm_repair[i];
+                if (e->pid == pid && e->addr == addr)
+                        return e;
+                if (!old || (old->pid && (!e->pid || e->tick < old->tick)))
+                        old = e;
+        }
+        if (!create)
+                return NULL;
+        *old = (struct daemon_shm_repair) { .pid = pid, .addr = addr };
+        return old;
+}
+
+void daemon_collapse_fill(struct daemon *d) {
+        for (unsigned i = 0; i < d->snap.density.n_procs && i < MTHP_DENSITY_PROCS; i++) {
+                struct mthp_proc_density *p = &d->snap.density.proc[i];
+                const struct daemon_shm_repair *e =
+                        p->shm.reach != MTHP_SHM_NONE ? repair_entry(d, p->pid, p->shm.addr, false) : NULL;
+                p->shm_repaired_kb = e ? e->kb : 0;
+        }
+}
+
 static void collapse_shmem(struct daemon *d, uint64_t t) {
         if (!d->cfg.shmem_collapse || !d->caps.pmd_kb || !shmem_pmd_raised(d))
                 return;
@@ -102,7 +128,8 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                         /* the probe saw small folios there, or a repair under
                          * way still finds blocks (the probe samples a few pages) */
                         bool small = m->sampled >= 4 && m->large < m->sampled;
-                        bool going = p->shm_repaired_kb && p->shm_repair_quiet < SHM_REPAIR_QUIET_PASSES;
+                        const struct daemon_shm_repair *e = repair_entry(d, p->pid, m->addr, false);
+                        bool going = e && e->kb && e->quiet < SHM_REPAIR_QUIET_PASSES;
                         if (done[j] || !p->pid || p->thp_off || p->seen_tick + 3 < d->engine.tick ||
                             p->fault_rate < d->cfg.engine.min_proc_fault_rate || m->reach != MTHP_SHM_PER_SIZE ||
                             m->align_kb < d->caps.pmd_kb || m->bytes < (uint64_t) d->caps.pmd_kb * 1024 ||
@@ -114,7 +141,7 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                 if (best < 0)
                         return;
                 done[best] = true;
-                struct mthp_engine_proc *p = &d->engine.proc[best];
+                const struct mthp_engine_proc *p = &d->engine.proc[best];
                 const struct mthp_policy *pol = p->cgroup[0] ? mthp_engine_policy(&d->cfg.engine, p->cgroup, NULL, 0) : NULL;
                 if (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER)
                         continue;
@@ -133,11 +160,13 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                         continue;
                 }
                 add_result(&d->collapse_last, &res);
-                p->shm_repaired_kb += res.kb_collapsed;
+                struct daemon_shm_repair *e = repair_entry(d, p->pid, p->shm.addr, true);
+                e->tick = d->engine.tick;
+                e->kb += res.kb_collapsed;
                 if (res.candidates || res.collapsed)
-                        p->shm_repair_quiet = 0;
-                else if (!res.deferred && p->shm_repair_quiet < UINT8_MAX)
-                        p->shm_repair_quiet++;
+                        e->quiet = 0;
+                else if (!res.deferred && e->quiet < UINT8_MAX)
+                        e->quiet++;
                 if (res.collapsed)
                         mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d (%s)'s %llu MiB shmem "
                                  "mapping at 0x%llx (held at 4K folios after the 2M shmem raise) in %.1f ms",

@@ -63,6 +63,16 @@ struct daemon {
         struct mthp_collapse_result collapse_last; /* the last tick's collapse work */
         struct mthp_collapse_result collapse_total;
         int collapse_error;                 /* the last distinct error logged, for rate-limiting */
+        /* the shmem repair's bookkeeping (daemon/collapse.c): kB collapsed
+         * per process and mapping, and the passes in a row that found
+         * nothing left; the snapshot carries kb to the engine */
+        struct daemon_shm_repair {
+                int pid;                    /* 0: free */
+                uint64_t addr;              /* the mapping's start */
+                uint64_t kb;
+                uint8_t quiet;
+                uint64_t tick;              /* last worked on */
+        } shm_repair[MTHP_ENGINE_PROCS];
         struct mthp_host *host;
         struct mthp_caps caps;
         struct mthp_sampler *sampler;
@@ -163,6 +173,9 @@ bool daemon_cgroup_created(struct daemon *d, const char *path);
 /* collapse.c: one tick's MADV_COLLAPSE work (Collapse=yes, shmem repair),
  * within the tick's budget; nothing while observing */
 void daemon_collapse(struct daemon *d, uint64_t t);
+/* Fill the snapshot's sampled processes' shm_repaired_kb from the shmem
+ * repair's bookkeeping, before the engine (and --record) sees it. */
+void daemon_collapse_fill(struct daemon *d);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

@@ -368,6 +368,7 @@ static int tick(struct daemon *d) {
                                  mthp_errno_words(r));
         } else if (d->density)
                 (void) mthp_density_idle_tick(d->density, t);   /* a failure shows on the next sampling tick */
+        daemon_collapse_fill(d);   /* the shmem repair so far: part of the snapshot, recorded */
         guard_scan(d->guard);
         record_tick(d);
         mthp_actuator_check_foreign(d->act, (const char(*)[MTHP_VALUE_MAX]) d->snap.knob);

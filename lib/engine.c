@@ -167,10 +167,8 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         struct mthp_shm_mapping old = m->shm;
                         bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
                         if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
-                                if (!same) { /* another mapping: not what was repaired */
-                                        m->shm_repaired_kb = 0;
-                                        m->shm_repair_quiet = 0;
-                                }
+                                /* the daemon's count, for this mapping (0 for another) */
+                                m->shm_repaired_kb = p->shm_repaired_kb;
                                 m->shm = p->shm;
                                 m->shm_tick = snap->tick;
                                 if (same) { /* a few probes a tick: half the last ones still count */

@@ -165,6 +165,7 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         f[n++] = SCALAR("shm_align", FIELD_UNSIGNED, &p->shm.align_kb);
         f[n++] = SCALAR("shm_sampled", FIELD_UNSIGNED, &p->shm.sampled);
         f[n++] = SCALAR("shm_large", FIELD_UNSIGNED, &p->shm.large);
+        f[n++] = SCALAR("shm_repaired", FIELD_U64, &p->shm_repaired_kb);
         return n;
 }
 

@@ -72,13 +72,10 @@ struct mthp_engine_proc {
         struct mthp_shm_mapping shm;
         uint64_t shm_tick;              /* when shm was last seen */
         /* shmem repair: kB of shm's mapping the daemon collapsed with
-         * MADV_COLLAPSE (it adds them after the tick, daemon/manager.c);
-         * kept while shm stays the same mapping, 0 when it changes; a
-         * repair of the PMD size counts as its use (probe-then-verify).
-         * shm_repair_quiet: the daemon's passes in a row that found nothing
-         * left to collapse there */
+         * MADV_COLLAPSE, as the last sample of it said
+         * (mthp_proc_density.shm_repaired_kb); 0 when shm changes; a repair
+         * of the PMD size counts as its use (probe-then-verify) */
         uint64_t shm_repaired_kb;
-        uint8_t shm_repair_quiet;
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are

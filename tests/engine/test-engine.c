@@ -1411,6 +1411,51 @@ static void test_shmem_prefilled_cache_explained(void **state) {
         assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason, "2M in use");
 }
 
+/* The shmem repair (daemon/collapse.c) reaches the engine through the
+ * snapshot, as a sampled process's shm_repaired_kb: "being repaired" while
+ * the probe still sees 4K folios, "repaired" once it sees large ones; a
+ * repaired mapping counts as the use of 2M for probe-then-verify (the
+ * kernel allocates nothing at 2M on faults there). The engine's own state
+ * is what it made of the snapshots: the same recording replays the same. */
+static uint64_t repaired_kb_of(const struct sim *s, int pid) {
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (s->st.proc[j].pid == pid)
+                        return s->st.proc[j].shm_repaired_kb;
+        fail_msg("pid %d is not remembered", pid);
+        return 0;
+}
+
+static void test_shmem_repair_comes_through_snapshot(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        shm_proc(&v.proc[0], 703, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        v.proc[0].shm.sampled = 16;
+        w.dens = &v;
+        w.never_kb = 16; /* no fault allocates a large folio there */
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        v.proc[0].shm_repaired_kb = 16 * 1024;
+        sim_step(s, &w);
+        assert_int_equal(repaired_kb_of(s, 703), 16 * 1024);
+        assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason,
+                        "sampled pages in large folios): its page cache was filled before the raise; being repaired "
+                        "by MADV_COLLAPSE: 16 MiB so far");
+        v.proc[0].shm.large = 12;
+        v.proc[0].shm_repaired_kb = 40 * 1024;
+        sim_run(s, &w, s->cfg.verify_ticks + 2);
+        assert_int_equal(level(s, MTHP_SHMEM), 8); /* the probe held: the repair is the use */
+        assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason,
+                        "2M in use; pid 703 (proc703)'s 2048 MiB segment at 0x7f0000200000 was held at 4K folios "
+                        "(page cache filled before the raise): repaired by MADV_COLLAPSE: 40 MiB");
+        /* another mapping: the count is the daemon's for that one */
+        v.proc[0].shm.addr = 0x7f0040000000ULL;
+        v.proc[0].shm_repaired_kb = 0;
+        sim_step(s, &w);
+        assert_int_equal(repaired_kb_of(s, 703), 0);
+}
+
 /* A linked /dev/shm file and a SysV segment: the per-size knobs never
  * reach them. */
 static void test_shmem_tmpfs_file_and_sysv_explained(void **state) {
@@ -2558,6 +2603,7 @@ int main(void) {
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
+                T(test_shmem_repair_comes_through_snapshot),
                 T(test_shmem_align_idle_advises),
                 T(test_shmem_align_not_over_a_chosen_value),
                 T(test_shmem_align_not_with_limited_cgroup),
