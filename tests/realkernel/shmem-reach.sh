@@ -92,8 +92,8 @@ run_case() { # NAME ALIGN EXPECT_REGEX
 # Not at a 2M-aligned address: there khugepaged collapses part of the file
 # into 2M folios as soon as 2M/shmem is 'always' (measured: 4 of its 32 2M
 # blocks within a second of the raise, then none for its 10 s sleep), so
-# whether a sample finds only 4K folios is chance (CI failed on it; 2 runs
-# in 10 here); the 2M repair is shmem-collapse's test.
+# whether a sample finds only 4K folios is chance (CI failed on it; here 2
+# runs in 14, 4 in 10 under --record); the 2M repair is shmem-collapse's test.
 run_case aligned 1M 'holds 4K folios \([0-9]+ of [0-9]+ sampled pages in large folios\)'
 grep -qE "2M/shmem: .*always, but pid [0-9]+ \(wis-file-fault\)'s 64 MiB segment at 0x[0-9a-f]+ is not 2M-aligned \(its address allows 1M\)" \
         "$RK_TMP/mthpd-aligned.log" || rk_fail "aligned: 2M/shmem never says the segment is not 2M-aligned (its address allows 1M)"
