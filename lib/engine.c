@@ -786,9 +786,13 @@ static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_c
                 k->align_capped = true;
         else if (k->kind == MTHP_SHMEM && cfg->shmem_align && k->n_ladder > 0 && st->level < k->n_ladder) {
                 int knob = caps->sizes[k->ladder[k->n_ladder - 1]].knob[MTHP_SHMEM];
+                /* ours: advise we set, or always from a level that held
+                 * the top size (a step down goes straight to advise) */
+                bool ours = knob >= 0 &&
+                            ((st->align_advised && strcmp(snap->knob[knob], "advise") == 0) ||
+                             (k->old_level >= k->n_ladder && strcmp(snap->knob[knob], "always") == 0));
                 k->align = knob >= 0 && mthp_knob_allows(&caps->knobs[knob], "advise") &&
-                           (knob_off(caps, snap, MTHP_SHMEM, knob) ||
-                            (st->align_advised && strcmp(snap->knob[knob], "advise") == 0));
+                           (knob_off(caps, snap, MTHP_SHMEM, knob) || ours);
         }
         st->align_advised = k->align;
 }

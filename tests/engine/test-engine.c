@@ -2373,7 +2373,11 @@ static void test_shmem_align_idle_advises(void **state) {
          * memory of the processes it remembers, which the model does not):
          * down, then advise again */
         static const struct workload still = { 0 };
-        sim_run(s, &still, s->cfg.lower_ticks * 8 + 10);
+        for (unsigned t = 0; t < s->cfg.lower_ticks * 8 + 10; t++) {
+                sim_step(s, &still);
+                /* always -> advise in one write, never by way of the original */
+                assert_string_not_equal(knob_of(s, 2048, MTHP_SHMEM), "inherit");
+        }
         assert_int_equal(level(s, MTHP_SHMEM), 0);
         assert_string_equal(knob_of(s, 2048, MTHP_SHMEM), "advise");
         /* off: the original value */
