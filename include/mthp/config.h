@@ -49,8 +49,9 @@ struct mthp_engine_config {
          * off (never, or inherit of a global never), set it to advise:
          * the kernel then maps new shared anonymous memory aligned for it
          * (measured on 6.18: every MAP_SHARED|MAP_ANONYMOUS mapping
-         * 2M-aligned under 2M advise, 4K-8K under never), so a later raise
-         * reaches a segment mapped before it (PostgreSQL's shared buffers).
+         * 2M-aligned under 2M advise, 4K-32K under the boot state), so a
+         * later raise reaches a segment mapped before it (PostgreSQL's
+         * shared buffers).
          * advise gives large folios only to memory a program madvises.
          * Not while a memory-limited cgroup caps the kind's sizes. */
         bool shmem_align;
