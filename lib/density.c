@@ -145,11 +145,6 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 }
 
 /* The /proc scan gets at most half of the tick's time. */
-static bool never_stop(void *user) {
-        (void) user;
-        return false;
-}
-
 static bool scan_stop(void *user) {
         const struct mthp_density_sampler *s = user;
         return density_elapsed_usec(s) >= s->b.max_usec / 2;
@@ -719,11 +714,10 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         /* The first one (the daemon's start) reads every process at once:
          * ~5 us a stat file, 26 ms at 5,000 processes, paid once at start
          * instead of half the budget on each of the next ten idle ticks */
-        if (!s->ps.listed_once) {
+        bool first = !s->ps.listed_once;
+        if (first)
                 b.max_scan = UINT_MAX;
-                return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, never_stop, s, &ps);
-        }
-        return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, scan_stop, s, &ps);
+        return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, first ? NULL : scan_stop, s, &ps);
 }
 
 void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,

@@ -256,7 +256,7 @@ struct reader {
 };
 
 static bool read_next(struct reader *rd, size_t i) {
-        if (rd->scanned >= rd->max_scan || rd->stop(rd->user))
+        if (rd->scanned >= rd->max_scan || (rd->stop && rd->stop(rd->user)))
                 return false;
         read_one(rd->s, &rd->s->tab[i], rd->t_usec, rd->uptime);
         rd->done[i] = true;

@@ -91,7 +91,8 @@ void mthp_proc_scan_init(struct mthp_proc_scan *s, const struct mthp_host *h);
 void mthp_proc_scan_free(struct mthp_proc_scan *s);
 /* One tick at t_usec: find new and gone processes (or take the targets, if
  * n_targets: all of them are read each tick, up to max_scan), then read
- * stat files as above until stop(user) says the time is up. 0 or -errno. */
+ * stat files as above until stop(user) says the time is up (stop NULL: no
+ * time limit, max_scan alone bounds it). 0 or -errno. */
 int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_target *targets, size_t n_targets,
                         uint64_t t_usec, const struct mthp_density_budget *b, bool (*stop)(void *user), void *user,
                         struct mthp_proc_scan_stats *st);
