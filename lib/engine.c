@@ -242,16 +242,20 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
         return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
 }
 
+/* What a per-size knob means now: its value, or for inherit the global
+ * knob's of its kind. */
+static const char *effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                                   int knob) {
+        if (strcmp(snap->knob[knob], "inherit") != 0)
+                return snap->knob[knob];
+        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
+        return g >= 0 ? snap->knob[g] : snap->knob[knob];
+}
+
 bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
                           unsigned size) {
         int k = caps->sizes[size].knob[kind];
-        const char *adv = kind == MTHP_ANON ? "madvise" : "advise";
-        if (k < 0)
-                return false;
-        if (strcmp(snap->knob[k], adv) == 0)
-                return true;
-        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
-        return strcmp(snap->knob[k], "inherit") == 0 && g >= 0 && strcmp(snap->knob[g], adv) == 0;
+        return k >= 0 && strcmp(effective_value(caps, snap, kind, k), kind == MTHP_ANON ? "madvise" : "advise") == 0;
 }
 
 
@@ -761,15 +765,6 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
         }
 }
 
-/* Is a knob off: never, or inherit of a global that is never or deny? */
-static bool knob_off(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind, int knob) {
-        if (strcmp(snap->knob[knob], "never") == 0)
-                return true;
-        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
-        return strcmp(snap->knob[knob], "inherit") == 0 && g >= 0 &&
-               (strcmp(snap->knob[g], "never") == 0 || strcmp(snap->knob[g], "deny") == 0);
-}
-
 /* ShmemAlign=: the largest shmem size on the ladder, while not raised and
  * off, goes to advise, so shared anonymous memory mapped now is aligned
  * for a later raise (the kernel aligns such a mapping for the largest size
@@ -780,19 +775,17 @@ static bool knob_off(const struct mthp_caps *caps, const struct mthp_snapshot *s
 static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                        const struct mthp_snapshot *snap, struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
+        int knob = k->n_ladder ? caps->sizes[k->ladder[k->n_ladder - 1]].knob[k->kind] : -1;
         k->align = k->align_capped = false;
-        if (k->kind == MTHP_SHMEM && cfg->shmem_align && k->n_ladder > 0 && st->level < k->n_ladder &&
-            k->afford < k->n_ladder)
-                k->align_capped = true;
-        else if (k->kind == MTHP_SHMEM && cfg->shmem_align && k->n_ladder > 0 && st->level < k->n_ladder) {
-                int knob = caps->sizes[k->ladder[k->n_ladder - 1]].knob[MTHP_SHMEM];
+        if (k->kind == MTHP_SHMEM && cfg->shmem_align && knob >= 0 && st->level < k->n_ladder) {
+                const char *v = snap->knob[knob], *eff = effective_value(caps, snap, MTHP_SHMEM, knob);
                 /* ours: advise we set, or always from a level that held
                  * the top size (a step down goes straight to advise) */
-                bool ours = knob >= 0 &&
-                            ((st->align_advised && strcmp(snap->knob[knob], "advise") == 0) ||
-                             (k->old_level >= k->n_ladder && strcmp(snap->knob[knob], "always") == 0));
-                k->align = knob >= 0 && mthp_knob_allows(&caps->knobs[knob], "advise") &&
-                           (knob_off(caps, snap, MTHP_SHMEM, knob) || ours);
+                bool ours = (st->align_advised && strcmp(v, "advise") == 0) ||
+                            (k->old_level >= k->n_ladder && strcmp(v, "always") == 0);
+                bool off = strcmp(eff, "never") == 0 || strcmp(eff, "deny") == 0;
+                k->align_capped = k->afford < k->n_ladder;
+                k->align = !k->align_capped && (off || ours) && mthp_knob_allows(&caps->knobs[knob], "advise");
         }
         st->align_advised = k->align;
 }
