@@ -75,6 +75,17 @@ static void add_result(struct mthp_collapse_result *sum, const struct mthp_colla
         sum->usec += r->usec;
 }
 
+/* A failed MADV_COLLAPSE run, logged once per distinct error ("MADV_COLLAPSE
+ * <what> failed: ..."; unsupported is added for EOPNOTSUPP). True: stop
+ * collapsing this tick, the kernel has no MADV_COLLAPSE. */
+static bool collapse_failed(struct daemon *d, int r, const char *what, const char *unsupported) {
+        if (r != d->collapse_error)
+                mthp_log(LOG_WARNING, "MADV_COLLAPSE %s failed: %s%s", what, mthp_errno_words(r),
+                         r == -EOPNOTSUPP ? unsupported : "");
+        d->collapse_error = r;
+        return r == -EOPNOTSUPP;
+}
+
 /* Shmem repair (ShmemCollapse=yes, the default): while mthpd's own raise
  * keeps 2M on for shmem and the host is not under memory pressure, the
  * recently sampled, faulting processes whose largest shmem mapping the
@@ -150,12 +161,9 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                 if (r == -ESRCH)
                         continue;
                 if (r < 0) {
-                        if (r != d->collapse_error)
-                                mthp_log(LOG_WARNING, "MADV_COLLAPSE of pid %d (%s)'s shmem failed: %s%s", p->pid,
-                                         p->comm, mthp_errno_words(r),
-                                         r == -EOPNOTSUPP ? "; shmem held at 4K stays so on this host" : "");
-                        d->collapse_error = r;
-                        if (r == -EOPNOTSUPP)
+                        char what[64];
+                        snprintf(what, sizeof(what), "of pid %d (%s)'s shmem", p->pid, p->comm);
+                        if (collapse_failed(d, r, what, "; shmem held at 4K stays so on this host"))
                                 return;
                         continue;
                 }
@@ -199,12 +207,10 @@ void daemon_collapse(struct daemon *d, uint64_t t) {
                         if (r == -ESRCH)
                                 continue;
                         if (r < 0) {
-                                if (r != d->collapse_error)
-                                        mthp_log(LOG_WARNING, "MADV_COLLAPSE for cgroup %s (policy %s) failed: %s%s",
-                                                 d->snap.cgroup[c].path, pol->name, mthp_errno_words(r),
-                                                 r == -EOPNOTSUPP ? "; Collapse= has no effect on this host" : "");
-                                d->collapse_error = r;
-                                if (r == -EOPNOTSUPP)
+                                char what[MTHP_CGROUP_PATH_MAX + 96];
+                                snprintf(what, sizeof(what), "for cgroup %s (policy %s)", d->snap.cgroup[c].path,
+                                         pol->name);
+                                if (collapse_failed(d, r, what, "; Collapse= has no effect on this host"))
                                         return;
                                 continue;
                         }
