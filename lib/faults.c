@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/* Page-fault address sampling: one perf software event per online CPU, each
+ * with its own ring; see include/mthp/faults.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mthp/faults.h"
+
+struct fault_ring {
+        int fd;
+        void *map;              /* metadata page + data pages */
+        size_t map_len;
+        unsigned char *data;
+        uint64_t data_size;     /* a power of two */
+};
+
+struct mthp_fault_sampler {
+        struct fault_ring *rings;
+        size_t n_rings;
+        bool enabled;
+};
+
+/* the record a sample is with sample_type TID | ADDR (no sample_id_all) */
+struct fault_record {
+        struct perf_event_header header;
+        uint32_t pid, tid;
+        uint64_t addr;
+};
+
+/* PERF_RECORD_LOST */
+struct lost_record {
+        struct perf_event_header header;
+        uint64_t id, lost;
+};
+
+/* "0-3,5,7-8\n" into a bitmap of at most max CPUs; returns the highest CPU + 1
+ * or a negative errno */
+static int parse_cpu_list(const char *s, unsigned char *set, unsigned max) {
+        unsigned top = 0;
+
+        while (*s && *s != '\n') {
+                char *end;
+                unsigned long a, b;
+
+                errno = 0;
+                a = strtoul(s, &end, 10);
+                if (end == s || errno)
+                        return -EINVAL;
+                b = a;
+                if (*end == '-') {
+                        s = end + 1;
+                        b = strtoul(s, &end, 10);
+                        if (end == s || errno || b < a)
+                                return -EINVAL;
+                }
+                if (b >= max)
+                        return -ERANGE;
+                for (unsigned long c = a; c <= b; c++)
+                        set[c] = 1;
+                if (b + 1 > top)
+                        top = (unsigned) b + 1;
+                s = end;
+                if (*s == ',')
+                        s++;
+                else if (*s && *s != '\n')
+                        return -EINVAL;
+        }
+        return top ? (int) top : -EINVAL;
+}
+
+/* the online CPUs of the running kernel: the events are this kernel's, so no
+ * host root applies */
+static int online_cpus(unsigned char *set, unsigned max) {
+        char buf[4096];
+        int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+                ssize_t k = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (k > 0) {
+                        buf[k] = 0;
+                        int r = parse_cpu_list(buf, set, max);
+                        if (r > 0)
+                                return r;
+                        memset(set, 0, max);
+                }
+        }
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        if (n <= 0)
+                n = 1;
+        if ((unsigned long) n > max)
+                n = max;
+        memset(set, 1, (size_t) n);
+        return (int) n;
+}
+
+static int open_ring(struct fault_ring *ring, int cpu, unsigned freq_hz, unsigned ring_pages, size_t page) {
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_SOFTWARE,
+                .size = sizeof(attr),
+                .config = PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                .sample_freq = freq_hz,
+                .freq = 1,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_ADDR,
+                .disabled = 1,
+                .exclude_hv = 1,
+                .exclude_kernel = 0,
+                .wakeup_events = 0,
+        };
+        long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ring->fd = (int) fd;
+        ring->map_len = (size_t) (ring_pages + 1) * page;
+        void *m = mmap(NULL, ring->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
+        if (m == MAP_FAILED) {
+                int r = -errno;
+                close(ring->fd);
+                ring->fd = -1;
+                return r;
+        }
+        ring->map = m;
+        struct perf_event_mmap_page *meta = m;
+        uint64_t off = meta->data_offset, size = meta->data_size;
+        if (!off || !size) {    /* kernels before 4.1 */
+                off = page;
+                size = (uint64_t) ring_pages * page;
+        }
+        ring->data = (unsigned char *) m + off;
+        ring->data_size = size;
+        return 0;
+}
+
+int mthp_fault_sampler_new(unsigned freq_hz, unsigned ring_pages, struct mthp_fault_sampler **ret) {
+        enum { MAX_CPUS = 8192 };
+        struct mthp_fault_sampler *s;
+        unsigned char *set;
+        long pg = sysconf(_SC_PAGESIZE);
+        size_t page = pg > 0 ? (size_t) pg : 4096;
+        int top, r = 0;
+
+        if (!ret || !freq_hz || !ring_pages || (ring_pages & (ring_pages - 1)) || ring_pages > (1u << 20))
+                return -EINVAL;
+        set = calloc(MAX_CPUS, 1);
+        s = calloc(1, sizeof(*s));
+        if (!set || !s) {
+                free(set);
+                free(s);
+                return -ENOMEM;
+        }
+        top = online_cpus(set, MAX_CPUS);
+        s->rings = calloc((size_t) top, sizeof(*s->rings));
+        if (!s->rings) {
+                free(set);
+                free(s);
+                return -ENOMEM;
+        }
+        for (int cpu = 0; cpu < top; cpu++) {
+                if (!set[cpu])
+                        continue;
+                r = open_ring(&s->rings[s->n_rings], cpu, freq_hz, ring_pages, page);
+                if (r == -ENODEV)       /* went offline since the list was read */
+                        continue;
+                if (r < 0)
+                        break;
+                s->n_rings++;
+        }
+        free(set);
+        if ((r < 0 && r != -ENODEV) || s->n_rings == 0) {
+                mthp_fault_sampler_free(s);
+                return r < 0 ? r : -ENODEV;
+        }
+        *ret = s;
+        return 0;
+}
+
+int mthp_fault_sampler_enable(struct mthp_fault_sampler *s, bool on) {
+        if (!s)
+                return -EINVAL;
+        if (s->enabled == on)
+                return 0;
+        unsigned long req = on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE;
+        for (size_t i = 0; i < s->n_rings; i++)
+                if (ioctl(s->rings[i].fd, req, 0) < 0) {
+                        int r = -errno;
+                        /* leave none half on: undo what was done */
+                        unsigned long undo = on ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE;
+                        while (i-- > 0)
+                                (void) ioctl(s->rings[i].fd, undo, 0);
+                        return r;
+                }
+        s->enabled = on;
+        return 0;
+}
+
+bool mthp_fault_sampler_enabled(const struct mthp_fault_sampler *s) {
+        return s && s->enabled;
+}
+
+static int cmp_sample(const void *a, const void *b) {
+        const struct mthp_fault_sample *x = a, *y = b;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        if (x->addr != y->addr)
+                return x->addr < y->addr ? -1 : 1;
+        return 0;
+}
+
+/* copies len bytes at ring offset pos (mod size) into dst, across the end */
+static void ring_copy(const struct fault_ring *ring, uint64_t pos, void *dst, size_t len) {
+        uint64_t off = pos & (ring->data_size - 1);
+        size_t first = len;
+
+        if (off + len > ring->data_size)
+                first = (size_t) (ring->data_size - off);
+        memcpy(dst, ring->data + off, first);
+        if (first < len)
+                memcpy((unsigned char *) dst + first, ring->data, len - first);
+}
+
+int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sample *out, size_t max,
+                             size_t *n, uint64_t *lost) {
+        size_t k = 0;
+        uint64_t dropped = 0;
+
+        if (!s || !n || !lost || (max && !out))
+                return -EINVAL;
+        for (size_t i = 0; i < s->n_rings; i++) {
+                struct fault_ring *ring = &s->rings[i];
+                struct perf_event_mmap_page *meta = ring->map;
+                uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+                uint64_t tail = meta->data_tail;
+
+                while (tail < head) {
+                        struct perf_event_header h;
+                        ring_copy(ring, tail, &h, sizeof(h));
+                        if (h.size < sizeof(h) || h.size > head - tail)
+                                break;  /* cannot happen; skip the rest rather than loop */
+                        if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(struct fault_record)) {
+                                struct fault_record rec;
+                                ring_copy(ring, tail, &rec, sizeof(rec));
+                                if (k < max)
+                                        out[k++] = (struct mthp_fault_sample) {
+                                                .pid = (int32_t) rec.pid,
+                                                .addr = rec.addr,
+                                        };
+                                else
+                                        dropped++;
+                        } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(struct lost_record)) {
+                                struct lost_record rec;
+                                ring_copy(ring, tail, &rec, sizeof(rec));
+                                dropped += rec.lost;
+                        }
+                        tail += h.size;
+                }
+                __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+        }
+        if (k > 1)
+                qsort(out, k, sizeof(*out), cmp_sample);
+        *n = k;
+        *lost += dropped;
+        return 0;
+}
+
+void mthp_fault_sampler_free(struct mthp_fault_sampler *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_rings; i++) {
+                if (s->rings[i].map)
+                        munmap(s->rings[i].map, s->rings[i].map_len);
+                if (s->rings[i].fd >= 0)
+                        close(s->rings[i].fd);
+        }
+        free(s->rings);
+        free(s);
+}
