@@ -82,7 +82,7 @@ static long elapsed_ms(const struct timespec *t0) {
  * 6.18 VM a fault storm gets next to no samples for 0.3-1 s, then about
  * freq_hz per second. Faults in r pass after pass (each pass faults every
  * page anew) until a pass gets 10 own samples: the period has settled.
- * Leaves the sampler enabled and the rings empty; false after 15 s. */
+ * Leaves the sampler enabled and the rings empty; false after 10 s. */
 static bool warm_up(struct mthp_fault_sampler *s, struct range *r) {
         struct timespec t0;
         size_t n;
@@ -90,7 +90,7 @@ static bool warm_up(struct mthp_fault_sampler *s, struct range *r) {
 
         assert_int_equal(mthp_fault_sampler_enable(s, true), 0);
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (unsigned pass = 0; elapsed_ms(&t0) < 15000; pass++) {
+        for (unsigned pass = 0; elapsed_ms(&t0) < 10000; pass++) {
                 touch(r);
                 assert_int_equal(madvise(r->p, r->len, MADV_DONTNEED), 0);
                 assert_int_equal(mthp_fault_sampler_drain(s, samples, MAX_SAMPLES, &n, &lost), 0);
@@ -99,7 +99,7 @@ static bool warm_up(struct mthp_fault_sampler *s, struct range *r) {
                         return true;
                 }
         }
-        printf("# no samples after 15 s of faults\n");
+        printf("# no samples after 10 s of faults\n");
         return false;
 }
 
@@ -120,7 +120,7 @@ static void test_enabled_attributes(void **state) {
         assert_int_equal(mthp_fault_sampler_enable(s, true), 0);
         assert_true(mthp_fault_sampler_enabled(s));
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        while (own < 400 && elapsed_ms(&t0) < 20000) {
+        while (own < 400 && elapsed_ms(&t0) < 10000) {
                 touch_interleaved(&anon, &shm);
                 passes++;
                 assert_int_equal(mthp_fault_sampler_drain(s, samples, MAX_SAMPLES, &n, &lost), 0);
