@@ -7,7 +7,7 @@
  *       second while CMD runs; FREQ 0: CMD alone. CMD's stdout passes through;
  *       the sample count goes to stderr.
  *   bench-fault-sampler --inproc FREQ [SECONDS]
- *       ns per 4K anon fault of this process (64 MiB written, MADV_DONTNEED,
+ *       ns (wall and CPU) per 4K anon fault of this process (64 MiB written, MADV_DONTNEED,
  *       again) for SECONDS (2), with a sampler at FREQ (0: none).
  *   bench-fault-sampler --drain FREQ [REPS]
  *       drain() time with the rings holding about FREQ samples: 1 s of faults,
@@ -87,13 +87,18 @@ int main(int argc, char **argv) {
                 double secs = argc > 3 ? atof(argv[3]) : 2;
                 struct mthp_fault_sampler *s = freq ? open_warm(freq, p) : NULL;
                 size_t faults = 0, samples = 0;
+                struct timespec c0, c1;
                 double t0 = now_s(), t;
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
                 while ((t = now_s()) - t0 < secs)
                         faults += pass(p);
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+                double cpu = (double) (c1.tv_sec - c0.tv_sec) + (double) (c1.tv_nsec - c0.tv_nsec) / 1e9;
                 if (s)
                         samples = drain(s, NULL, &lost);
-                printf("freq %u: %.1f ns/fault, %zu faults, %zu samples, lost %llu\n", freq, (t - t0) * 1e9 / (double) faults,
-                       faults, samples, (unsigned long long) lost);
+                printf("freq %u: %.1f ns/fault (%.1f CPU), %zu faults, %zu samples, lost %llu\n", freq,
+                       (t - t0) * 1e9 / (double) faults, cpu * 1e9 / (double) faults, faults, samples,
+                       (unsigned long long) lost);
                 mthp_fault_sampler_free(s);
                 return 0;
         }
