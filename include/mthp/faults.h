@@ -11,17 +11,21 @@
  * follows children created later, and costs an event per task); one event per
  * CPU sees every fault on the host with a fixed number of fds and rings.
  *
- * Frequency mode (attr.freq): the kernel retunes the sampling period so that
- * each CPU writes about freq_hz samples per second whatever the fault rate,
- * so the ring traffic and the drain work stay bounded under a fault storm and
- * an idle host yields few samples. Samples are uniform over faults only while
- * the rate is steady.
- * Caveat, measured on this project's 6.18 VM: the kernel's period estimate
- * overshoots after an enable. Under a steady ~400k faults/s on one CPU the
- * period went to 403015 faults at 1000 Hz (no sample for ~1.3 s, then ~1000/s
- * at a period of ~450) and to 9501085 at 250 Hz (no sample for the next 40
- * passes of 16384 faults; a 2 s run often got 0 or 1 sample). Do not expect
- * samples in the first second; at 250 Hz expect runs with none.
+ * A fixed period, retuned at every drain: from the count each CPU's event
+ * read since the last drain and the time between, the period becomes the
+ * faults per target_hz-th of a second (PERF_EVENT_IOC_PERIOD; not within a
+ * quarter of the current one; an idle CPU keeps its period), so the ring
+ * traffic and the drain work stay bounded under a fault storm, and a storm
+ * gets samples from its first tick (period 4096 until a drain has measured
+ * the rate). The kernel's own frequency mode (attr.freq) was tried first and
+ * measured unusable on this project's 6.18 VM: under a steady ~400k faults/s
+ * on one CPU its period went to 403015 faults at 1000 Hz (no sample for
+ * ~1.3 s) and to 9501085 at 250 Hz (none for 40 passes of 16384 faults; a
+ * 2 s run often got 0 or 1 sample). Samples are uniform over faults while
+ * the rate is steady; when it jumps, a tick gets more or fewer than target
+ * (bounded by the ring: lost samples are counted). Do not add
+ * PERF_SAMPLE_PERIOD with a fixed period: the kernel then samples every
+ * fault (measured: the ring filled).
  *
  * Cost (2-vCPU VM shared with other work, kernel 6.18, 4K anon faults; tests/
  * density/bench-fault-sampler.c, 5 interleaved reps, medians): an enabled
@@ -49,14 +53,15 @@ struct mthp_fault_sample {
 struct mthp_fault_sampler;
 
 /* One software minor-page-fault event (PERF_TYPE_SOFTWARE,
- * PERF_COUNT_SW_PAGE_FAULTS_MIN) per online CPU (pid -1, cpu i), frequency
- * mode (sample_freq = freq_hz per CPU), sample_type PERF_SAMPLE_TID |
+ * PERF_COUNT_SW_PAGE_FAULTS_MIN) per online CPU (pid -1, cpu i), its period
+ * retuned at each drain for about freq_hz samples a second per CPU (above),
+ * sample_type PERF_SAMPLE_TID |
  * PERF_SAMPLE_ADDR, exclude_hv, kernel-mode faults included (a fault the
  * kernel takes on user memory, e.g. read() into a fresh buffer, is a fault of
  * that memory), a ring of ring_pages data pages (a power of two) each; created
  * disabled. 0 or negative errno: -EACCES/-EPERM without CAP_PERFMON under
  * perf_event_paranoid > 0, -ENOENT/-ENOSYS/-EOPNOTSUPP where perf is absent,
- * -EINVAL for freq_hz 0 or above kernel.perf_event_max_sample_rate, or
+ * -EINVAL for freq_hz 0 or above 100000, or
  * ring_pages not a power of two. The online CPUs come from
  * /sys/devices/system/cpu/online of the running kernel (not through a host
  * root: the events are this kernel's), else sysconf(_SC_NPROCESSORS_ONLN). */
