@@ -42,8 +42,8 @@ static bool in_range(const struct range *r, uint64_t a) {
 }
 
 /* Writes 0 to every page of a and b, interleaved in proportion to their
- * sizes (a must be a multiple of b): the fault rate stays steady, so the
- * frequency-mode period does not shift between the two kinds. */
+ * sizes (a must be a multiple of b): a regular pattern, which a fixed
+ * sampling period would alias with (lib/faults.c retune()). */
 static void touch_interleaved(struct range *a, struct range *b) {
         size_t per = a->len / b->len;
         for (size_t i = 0; i < b->len / P4K; i++) {
@@ -78,10 +78,9 @@ static long elapsed_ms(const struct timespec *t0) {
         return (t.tv_sec - t0->tv_sec) * 1000L + (t.tv_nsec - t0->tv_nsec) / 1000000L;
 }
 
-/* After an enable the kernel's frequency-mode period overshoots: on this
- * 6.18 VM a fault storm gets next to no samples for 0.3-1 s, then about
- * freq_hz per second. Faults in r pass after pass (each pass faults every
- * page anew) until a pass gets 10 own samples: the period has settled.
+/* The period starts at 4099 faults and is retuned at each drain for about
+ * freq_hz samples a second. Faults in r pass after pass (each pass faults
+ * every page anew) until a pass gets 10 own samples: the period is tuned.
  * Leaves the sampler enabled and the rings empty; false after 10 s. */
 static bool warm_up(struct mthp_fault_sampler *s, struct range *r) {
         struct timespec t0;
