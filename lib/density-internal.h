@@ -110,6 +110,10 @@ struct proc_ctx {
         unsigned object_windows;            /* shmem windows judged by the object's page cache */
         bool census[_MTHP_KIND_MAX];
         struct mthp_shm_mapping shm;        /* the largest shmem mapping */
+        /* its fault samples (mthp_density_set_fault_samples): the next one
+         * to place and the end of its run; counts by mapping kind */
+        size_t fs_next, fs_end;
+        uint32_t fs_kind[_MTHP_KIND_MAX], fs_other;
 };
 
 struct mthp_density_sampler {
@@ -130,6 +134,8 @@ struct mthp_density_sampler {
         struct mthp_proc_scan ps;           /* the /proc scan: who faults */
         struct mthp_density_target *targets;
         size_t n_targets;
+        const struct mthp_fault_sample *faults;   /* sorted by pid, addr; until the tick returns */
+        size_t n_faults;
         struct mthp_density_proc *procs;
 
         /* per tick */

@@ -145,6 +145,40 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
 }
 
 /* The /proc scan gets at most half of the tick's time. */
+void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct mthp_fault_sample *v, size_t n) {
+        s->faults = n ? v : NULL;
+        s->n_faults = n ? n : 0;
+}
+
+/* The run of pid's fault samples: [*lo, *hi). */
+static void fault_run(const struct mthp_density_sampler *s, pid_t pid, size_t *lo, size_t *hi) {
+        size_t a = 0, b = s->n_faults;
+        while (a < b) {   /* first sample with a pid >= this one */
+                size_t m = a + (b - a) / 2;
+                if (s->faults[m].pid < pid)
+                        a = m + 1;
+                else
+                        b = m;
+        }
+        *lo = *hi = a;
+        while (*hi < s->n_faults && s->faults[*hi].pid == pid)
+                (*hi)++;
+}
+
+/* Counts the samples that fall in [start, end) under kind (< 0: other).
+ * maps lines come in address order, so one pass serves a process. */
+static void count_faults(const struct mthp_density_sampler *s, struct proc_ctx *c, uint64_t start, uint64_t end,
+                         int kind) {
+        while (c->fs_next < c->fs_end && s->faults[c->fs_next].addr < start)
+                c->fs_next++;   /* in no mapping (unmapped since): not counted */
+        for (; c->fs_next < c->fs_end && s->faults[c->fs_next].addr < end; c->fs_next++) {
+                if (kind >= 0)
+                        c->fs_kind[kind]++;
+                else
+                        c->fs_other++;
+        }
+}
+
 static bool scan_stop(void *user) {
         const struct mthp_density_sampler *s = user;
         return density_elapsed_usec(s) >= s->b.max_usec / 2;
@@ -355,9 +389,15 @@ static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, s
                 if (!eol)
                         break;   /* a cut-off last line (maps longer than MTHP_PROC_TEXT_MAX) */
                 struct mthp_mapping m;
-                int kind;
-                if (mthp_proc_parse_maps_line(p, (size_t) (eol - p), &m) == 0 &&
-                    (kind = mthp_proc_mapping_kind(&m)) >= 0) {
+                int kind = -1;
+                bool parsed = mthp_proc_parse_maps_line(p, (size_t) (eol - p), &m) == 0;
+                if (parsed && (kind = mthp_proc_mapping_kind(&m)) < 0)
+                        kind = -1;
+                /* a fault in an nh mapping is one no size changes */
+                if (parsed)
+                        count_faults(s, c, m.start, m.end,
+                                     kind >= 0 && !(vmf_flags_at(c->vmf, m.start) & MTHP_VMA_NOHUGEPAGE) ? kind : -1);
+                if (parsed && kind >= 0) {
                         uint64_t a = m.start, b = m.end;
                         if (t && t->end) {
                                 a = a > t->start ? a : t->start;
@@ -511,6 +551,7 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
                 proc_done(e, &c, out, t0, t0_cpu);
                 return 0;
         }
+        fault_run(s, e->pid, &c.fs_next, &c.fs_end);
         r = read_mappings(s, dfd, e, &c.vmf, &len);
         for (int k = 0; r == 0 && c.vmf && k < _MTHP_KIND_MAX; k++)
                 c.nohuge_rss[k] = (uint64_t) ((double) c.rss[k] * c.vmf->nh_share[k]);
@@ -580,6 +621,8 @@ static int sample_proc_regions(struct mthp_density_sampler *s, struct proc_ctx *
         fold(s, c, out);
         proc_done(e, c, out, t0, t0_cpu);
         out->shm = c->shm;
+        memcpy(out->fault_samples, c->fs_kind, sizeof(out->fault_samples));
+        out->fault_samples_other = c->fs_other;
         return 0;
 }
 
@@ -632,7 +675,15 @@ static void aggregate(struct mthp_density_sampler *s, struct mthp_density_report
         }
 }
 
+static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
+
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out) {
+        int r = density_tick(s, t_usec, out);
+        mthp_density_set_fault_samples(s, NULL, 0);   /* given for one tick */
+        return r;
+}
+
+static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out) {
         struct mthp_proc_scan_stats ps;
         int r;
 
@@ -728,6 +779,8 @@ void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_dens
         o->new_proc = p->rate_from_lifetime;
         o->shm = p->shm;
         o->thp_disabled = p->thp_disabled;
+        memcpy(o->fault_samples, p->fault_samples, sizeof(o->fault_samples));
+        o->fault_samples_other = p->fault_samples_other;
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                 o->rss_kb[k] = p->kind[k].rss_bytes / 1024;
                 o->nohuge_kb[k] = p->kind[k].nohuge_rss_bytes / 1024;

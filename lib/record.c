@@ -108,6 +108,7 @@ static const char *const coverage_keys[] = { "cov_anon", "cov_shmem" };
 static const char *const zero_keys[] = { "zero_anon", "zero_shmem" };
 static const char *const blocks_keys[] = { "blocks_anon", "blocks_shmem" };
 static const char *const nohuge_keys[] = { "nohuge_anon", "nohuge_shmem" };
+static const char *const fault_samples_keys[] = { "fs_anon", "fs_shmem" };
 static const char *const hg_coverage_keys[] = { "hg_cov_anon", "hg_cov_shmem" };
 static const char *const hg_zero_keys[] = { "hg_zero_anon", "hg_zero_shmem" };
 static const char *const hg_blocks_keys[] = { "hg_blocks_anon", "hg_blocks_shmem" };
@@ -128,6 +129,7 @@ static unsigned density_fields(struct mthp_snapshot *s, struct field *f) {
         unsigned n = 0;
         f[n++] = SCALAR("valid", FIELD_BOOL, &s->density.valid);
         f[n++] = SCALAR("usec", FIELD_DOUBLE, &s->density.usec);
+        f[n++] = SCALAR("fault_sampling", FIELD_BOOL, &s->density.fault_sampling);
         return n;
 }
 
@@ -166,6 +168,10 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         f[n++] = SCALAR("shm_sampled", FIELD_UNSIGNED, &p->shm.sampled);
         f[n++] = SCALAR("shm_large", FIELD_UNSIGNED, &p->shm.large);
         f[n++] = SCALAR("shm_repaired", FIELD_U64, &p->shm_repaired_kb);
+        /* sampled faults by kind (FaultSampling=): left out when none */
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                f[n++] = SCALAR(fault_samples_keys[k], FIELD_UNSIGNED, &p->fault_samples[k]);
+        f[n++] = SCALAR("fs_other", FIELD_UNSIGNED, &p->fault_samples_other);
         return n;
 }
 

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "mthp/faults.h"
 #include "mthp/host.h"
 #include "mthp/procfs.h"
 #include "mthp/sample.h"
@@ -136,6 +137,7 @@ struct mthp_density_budget {
 };
 void mthp_density_budget_default(struct mthp_density_budget *b);
 
+
 /* Restrict sampling to given processes (and optionally an address range):
  * for tests, and for callers that know which processes matter (a cgroup's
  * cgroup.procs). Targets are sampled whatever their fault rate. */
@@ -180,6 +182,14 @@ struct mthp_density_proc {
          * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread) whether
          * they sit in a large folio (/proc/kpageflags: root, real host only). */
         struct mthp_shm_mapping shm;
+        /* Its faults by the kind of mapping they fell in: of the fault
+         * addresses given with mthp_density_set_fault_samples(), those in an
+         * anon or shmem mapping that is not nh, and those in any other
+         * mapping (files, text, nh mappings: no anon or shmem size changes
+         * them). Addresses in no mapping (unmapped since) are not counted.
+         * All 0: no samples given. */
+        uint32_t fault_samples[_MTHP_KIND_MAX];
+        uint32_t fault_samples_other;
         uint64_t pages_examined, pages_read, usec;
 };
 
@@ -209,6 +219,13 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
 void mthp_density_free(struct mthp_density_sampler *s);
 /* n == 0: back to choosing from all of /proc. */
 int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_density_target *t, size_t n);
+
+/* Fault addresses sampled since the last tick (mthp/faults.h), sorted by pid
+ * then address: each process sampled on the next mthp_density_tick() has
+ * its faults counted by the kind of the mapping they fall in
+ * (mthp_density_proc.fault_samples), against the maps it reads anyway.
+ * The sampler keeps the pointer until that tick returns; n 0: none. */
+void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct mthp_fault_sample *v, size_t n);
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);

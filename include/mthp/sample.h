@@ -89,10 +89,26 @@ struct mthp_proc_density {
          * before the engine sees the snapshot and recorded with it (0: none,
          * or a recording from before this field) */
         uint64_t shm_repaired_kb;
+        /* Its sampled faults by the kind of mapping they fell in
+         * (mthp_density_proc.fault_samples; FaultSampling=): what splits its
+         * fault rate between the kinds when there are enough of them. All 0:
+         * none (sampling off or unavailable, or an older recording); the
+         * split is then by the memory it holds of each kind. */
+        unsigned fault_samples[_MTHP_KIND_MAX];
+        unsigned fault_samples_other;
 };
+
+/* A process holding at least this much of both kinds: memory held cannot
+ * split its faults between them (a database backend: shared buffers and a
+ * heap), its sampled fault addresses do (FaultSampling=). */
+#define MTHP_FAULT_MIXED_KB 1024
 
 struct mthp_density_view {
         bool valid;                        /* the sampler ran this tick */
+        /* the daemon samples the faults of processes holding both kinds
+         * (FaultSampling=, perf available): until their samples are in,
+         * such a process's faults are no kind's demand */
+        bool fault_sampling;
         unsigned n_procs;
         struct mthp_proc_density proc[MTHP_DENSITY_PROCS];
         double usec;                       /* what sampling cost */

@@ -473,6 +473,53 @@ static void test_fake_ranking_and_coverage(void **state) {
         mthp_density_free(s);
 }
 
+/* Fault addresses are counted by the kind of the mapping they fall in
+ * (issue 12, item 2), for the sampled processes only, once: the samples are
+ * given for one tick. */
+static void test_fake_fault_samples_by_kind(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        const struct mthp_fault_sample v[] = {
+                { .pid = 100, .addr = 0x00400800 },            /* text: other */
+                { .pid = 100, .addr = 0x0ffff000 },            /* in no mapping: not counted */
+                { .pid = 100, .addr = ANON_A },                /* anon */
+                { .pid = 100, .addr = ANON_A + 0x3ff000 },     /* anon, its last page */
+                { .pid = 100, .addr = ANON_B + 0x1000 },       /* anon */
+                { .pid = 100, .addr = SHM_C },                 /* shmem */
+                { .pid = 100, .addr = 0x7ff000001000ULL },     /* PROT_NONE reservation: other */
+                { .pid = 200, .addr = ANON_A + 0x5000 },
+                { .pid = 200, .addr = ANON_A + 0x6000 },
+                { .pid = 999, .addr = ANON_A },                /* a process not sampled */
+        };
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        mthp_density_set_fault_samples(s, v, sizeof(v) / sizeof(v[0]));
+        assert_int_equal(mthp_density_tick(s, 1000000, &rep), 0);
+        assert_int_equal(rep.n_procs, 2);
+        assert_int_equal(rep.procs[0].pid, 100);
+        assert_int_equal(rep.procs[0].fault_samples[MTHP_ANON], 3);
+        assert_int_equal(rep.procs[0].fault_samples[MTHP_SHMEM], 1);
+        assert_int_equal(rep.procs[0].fault_samples_other, 2);
+        assert_int_equal(rep.procs[1].pid, 200);
+        assert_int_equal(rep.procs[1].fault_samples[MTHP_ANON], 2);
+        assert_int_equal(rep.procs[1].fault_samples[MTHP_SHMEM] + rep.procs[1].fault_samples_other, 0);
+        /* the view the engine gets carries them */
+        struct mthp_proc_density pd;
+        struct mthp_caps caps = { .n_sizes = 0 };
+        mthp_density_proc_view(&caps, &rep, &rep.procs[0], &pd);
+        assert_int_equal(pd.fault_samples[MTHP_ANON], 3);
+        assert_int_equal(pd.fault_samples_other, 2);
+        /* given for one tick: none the next */
+        put_stat(f, 100, "hot worker", 'R', 0, 2000000, 900 * sysconf(_SC_CLK_TCK));
+        assert_int_equal(mthp_density_tick(s, 2000000, &rep), 0);
+        assert_int_equal(rep.procs[0].pid, 100);
+        assert_int_equal(rep.procs[0].fault_samples[MTHP_ANON] + rep.procs[0].fault_samples[MTHP_SHMEM] +
+                                 rep.procs[0].fault_samples_other,
+                         0);
+        mthp_density_free(s);
+}
+
 static void test_fake_budget_and_rotation(void **state) {
         struct fake *f = *state;
         struct mthp_density_sampler *s;
@@ -781,6 +828,7 @@ int main(void) {
                 cmocka_unit_test(test_zero_pages),
                 cmocka_unit_test(test_new_validation),
                 cmocka_unit_test_setup_teardown(test_fake_ranking_and_coverage, fake_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_fault_samples_by_kind, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_budget_and_rotation, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_scan_follows_activity, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_listing, fake_many_setup, fake_teardown),

@@ -143,6 +143,7 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
         struct mthp_density_view *v = &s->density;
         v->valid = t != 1;
         v->usec = 1234.5 + t;
+        v->fault_sampling = t % 2 == 0;
         unsigned n_procs = t == 5 ? MTHP_DENSITY_PROCS : (t % 3) + 1;
         v->n_procs = n_procs;
         for (unsigned p = 0; p < n_procs; p++) {
@@ -181,6 +182,10 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                         d->shm = (struct mthp_shm_mapping) { .addr = 0x7f0000201000ULL, .bytes = 64ULL << 20,
                                                              .align_kb = 4, .reach = MTHP_SHM_PER_SIZE,
                                                              .sampled = 16, .large = 3 };
+                /* sampled faults by kind (FaultSampling=): left out when none */
+                d->fault_samples[MTHP_ANON] = p == 0 ? 37 : 0;
+                d->fault_samples[MTHP_SHMEM] = p == 0 ? 4 : p;
+                d->fault_samples_other = p == 1 ? 9 : 0;
         }
         s->n_cgroups = t == 5 ? MTHP_SNAP_CGROUPS : t % 3;
         for (unsigned c = 0; c < s->n_cgroups; c++) {
@@ -282,6 +287,7 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
         const struct mthp_density_view *x = &a->density, *y = &b->density;
         assert_int_equal(x->valid, y->valid);
         assert_same_double(x->usec, y->usec, "density usec");
+        assert_int_equal(x->fault_sampling, y->fault_sampling);
         assert_int_equal(x->n_procs, y->n_procs);
         for (unsigned p = 0; p < x->n_procs; p++) {
                 const struct mthp_proc_density *u = &x->proc[p], *v = &y->proc[p];
@@ -317,6 +323,9 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                 assert_int_equal(u->shm.reach, v->shm.reach);
                 assert_int_equal(u->shm.sampled, v->shm.sampled);
                 assert_int_equal(u->shm.large, v->shm.large);
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        assert_int_equal(u->fault_samples[k], v->fault_samples[k]);
+                assert_int_equal(u->fault_samples_other, v->fault_samples_other);
         }
         assert_int_equal(a->n_cgroups, b->n_cgroups);
         for (unsigned c = 0; c < a->n_cgroups; c++) {
