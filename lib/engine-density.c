@@ -14,9 +14,10 @@
 #include "engine-internal.h"
 
 /* What a process faults in of one kind, in base pages per second: its fault
- * rate split by the memory it holds of each kind (a shmem workload's small
- * heap must not speak for anon; memory no size can reach, nh mappings or a
- * process with THP disabled, speaks for nothing), times the pages each
+ * rate split between the kinds (engine_fault_share: by its sampled fault
+ * addresses, else by the memory it holds; a shmem workload's small heap must
+ * not speak for anon; memory no size can reach, nh mappings or a process
+ * with THP disabled, speaks for nothing), times the pages each
  * fault brings in: a
  * process that uses the current top size densely gets folios of that size,
  * one fault each; any other counts a base page a fault. Counting events instead
@@ -24,13 +25,13 @@
  * folios 2000 times a second. */
 static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, const struct mthp_caps *caps, int top,
                         double keep_thr) {
-        double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
-        if (all <= 0)
+        double share = engine_fault_share(m, kind, true);
+        if (share <= 0)
                 return 0;
         double pages_per_fault = 1;
         if (top >= 0 && m->w[kind][top] > 0 && m->u[kind][top] / m->w[kind][top] >= keep_thr)
                 pages_per_fault = caps->sizes[top].kb / (double) mthp_caps_page_kb(caps);
-        return m->fault_rate * engine_eligible_kb(m, kind) / all * pages_per_fault;
+        return m->fault_rate * share * pages_per_fault;
 }
 
 /* Which processes count: recently seen, and faulting memory of this kind
@@ -180,7 +181,9 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
                          kind == MTHP_ANON ? "Anon" : "Shmem", mthp_policy_mode_name(p->pol->mode[kind]), p->prio);
         if (p->proc >= 0) {
                 const struct mthp_engine_proc *m = &st->proc[p->proc];
-                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s)", m->pid, m->comm, m->fault_rate,
+                char split[64];
+                engine_fault_split_note(m, kind, split, sizeof(split));
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s%s)", m->pid, m->comm, m->fault_rate, split,
                          m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
         } else {
                 const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
@@ -396,10 +399,9 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
                 buf[0] = 0;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS && n; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
-                double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
-                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || all <= 0 || !m->rss_kb[kind] ||
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || !m->rss_kb[kind] ||
                     engine_eligible_kb(m, kind) > 0 ||
-                    m->fault_rate * (double) m->rss_kb[kind] / all < cfg->min_proc_fault_rate)
+                    m->fault_rate * engine_fault_share(m, kind, false) < cfg->min_proc_fault_rate)
                         continue;
                 int w = snprintf(buf + len, n - len, "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm,
                                  m->thp_off ? "THP disabled for it (prctl)"

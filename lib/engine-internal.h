@@ -50,6 +50,16 @@ double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind 
  * (kB): none with THP disabled, none of its nh mappings, none at all when
  * they hold most of it. */
 double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
+/* Fault samples (decayed) a process needs before they, not the memory it
+ * holds, split its faults between the kinds: at 8, a kind's share is known
+ * to about +-0.17 (one standard deviation at a half share). */
+#define ENGINE_FAULT_SAMPLES_MIN 8.0
+/* The share of a process's faults that are of this kind; eligible: only
+ * those a size can change (not nh, THP not disabled for it). */
+double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible);
+/* ", N% of them <kind> by fault address" where the samples split its
+ * faults, else "": for the reasons that name a process */
+void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind kind, char *buf, size_t n);
 /* Is the size at "madvise" now (its own value, or inherit under a global
  * madvise; shmem: advise)? */
 bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,

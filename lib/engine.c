@@ -8,6 +8,7 @@
 
 #include "engine-internal.h"
 
+
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
 #define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
@@ -163,6 +164,12 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                         m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
                         }
                 }
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        m->fs[k] = m->fs[k] / 2 + p->fault_samples[k];
+                m->fs_other = m->fs_other / 2 + p->fault_samples_other;
+                m->fs_pending = snap->density.fault_sampling && m->rss_kb[MTHP_ANON] >= MTHP_FAULT_MIXED_KB &&
+                                m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_MIXED_KB &&
+                                m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other < ENGINE_FAULT_SAMPLES_MIN;
                 if (p->shm.reach != MTHP_SHM_NONE) {
                         struct mthp_shm_mapping old = m->shm;
                         bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
@@ -242,6 +249,37 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
         return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
 }
 
+/* Issue 12: a postgres backend holds gigabytes of shared buffers and a few
+ * MiB of heap, so by memory held nearly all its faults are shmem faults,
+ * whatever it faults. Where its faults were sampled (FaultSampling=), the
+ * addresses say: the share of samples in its non-nh mappings of the kind
+ * (samples in nh mappings, files and text are no size's); while they are
+ * pending (sampling starts when such a process is first seen), none of its
+ * faults are demand: a tick without its say, not a shmem raise for a heap's
+ * faults. Else, by memory
+ * held: the kind's share of its RSS, of which nh memory and everything of a
+ * process with THP disabled is no size's (engine_eligible_kb). */
+double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible) {
+        double samples = m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
+        if (m->fs_pending)
+                return 0;   /* its samples are a tick away: memory held would say shmem */
+        if (samples >= ENGINE_FAULT_SAMPLES_MIN)
+                return eligible && m->thp_off ? 0 : m->fs[kind] / samples;
+        double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
+        if (all <= 0)
+                return 0;
+        return (eligible ? engine_eligible_kb(m, kind) : (double) m->rss_kb[kind]) / all;
+}
+
+void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind kind, char *buf, size_t n) {
+        double samples = m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
+        if (n)
+                buf[0] = 0;
+        if (samples >= ENGINE_FAULT_SAMPLES_MIN && !m->fs_pending)
+                snprintf(buf, n, ", %.0f%% of them %s by fault address", 100.0 * m->fs[kind] / samples,
+                         mthp_kind_name(kind));
+}
+
 /* What a per-size knob means now: its value, or for inherit the global
  * knob's of its kind. */
 static const char *effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
@@ -272,23 +310,26 @@ struct signals {
  * faults no mTHP allocation explains. */
 static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                         const struct mthp_engine_state *mem, enum mthp_kind kind, struct signals *s) {
-        /* Faults no mTHP allocation explains are 4K faults of either kind.
-         * Split them by the kinds of memory the faulting processes hold (from
-         * the density sample), else by the host's anon and shmem totals, so an
-         * anon-only workload does not raise shmem sizes too. */
+        /* Faults no mTHP allocation explains are 4K faults of either kind (or
+         * of files). Split them by the faulting processes' shares
+         * (engine_fault_share: their sampled fault addresses, else the
+         * memory they hold), else by the host's anon and shmem totals, so
+         * an anon-only workload does not raise shmem sizes too. */
         double explained = snap->kind_pages_rate[MTHP_ANON] + snap->kind_pages_rate[MTHP_SHMEM];
         double unexplained = snap->fault_pages_rate > explained ? snap->fault_pages_rate - explained : 0;
         double w_kind = 0, w_all = 0, opted_out = 0;
         for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
                 const struct mthp_engine_proc *p = &mem->proc[i];
-                double rss = (double) p->rss_kb[MTHP_ANON] + (double) p->rss_kb[MTHP_SHMEM];
-                if (!p->pid || rss <= 0 || mem->tick > p->seen_tick + PROC_RECENT_TICKS ||
-                    p->fault_rate < cfg->min_proc_fault_rate)
+                bool split_known = p->fs[MTHP_ANON] + p->fs[MTHP_SHMEM] + p->fs_other >= ENGINE_FAULT_SAMPLES_MIN ||
+                                   p->fs_pending || p->rss_kb[MTHP_ANON] + p->rss_kb[MTHP_SHMEM] > 0;
+                if (!p->pid || mem->tick > p->seen_tick + PROC_RECENT_TICKS || p->fault_rate < cfg->min_proc_fault_rate ||
+                    !split_known)
                         continue; /* only processes that fault enough to count speak */
-                w_kind += p->fault_rate * (double) p->rss_kb[kind] / rss;
+                double share = engine_fault_share(p, kind, false);
+                w_kind += p->fault_rate * share;
                 w_all += p->fault_rate;
                 /* 4K faults no size can change: THP disabled for it, or nh memory */
-                opted_out += p->fault_rate * ((double) p->rss_kb[kind] - engine_eligible_kb(p, kind)) / rss;
+                opted_out += p->fault_rate * (share - engine_fault_share(p, kind, true));
         }
         if (w_all > 0)
                 s->share = w_kind / w_all;
@@ -427,8 +468,10 @@ static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_e
         st->level = to;
 }
 
-static void describe_proc(const struct mthp_engine_proc *p, char *buf, size_t n) {
-        snprintf(buf, n, "pid %d (%s, %.0f faults/s)", p->pid, p->comm, p->fault_rate);
+static void describe_proc(const struct mthp_engine_proc *p, enum mthp_kind kind, char *buf, size_t n) {
+        char split[64];
+        engine_fault_split_note(p, kind, split, sizeof(split));
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s%s)", p->pid, p->comm, p->fault_rate, split);
 }
 
 /* One kind's decision this tick, as the steps of mthp_engine_decide pass it
@@ -517,7 +560,7 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
         k->old_level = st->level;
         engine_level_name(caps, k->ladder, st->level, k->top, sizeof(k->top));
         if (dens->best >= 0)
-                describe_proc(&next->proc[dens->best], k->who, sizeof(k->who));
+                describe_proc(&next->proc[dens->best], k->kind, k->who, sizeof(k->who));
         /* who wants the sizes: the highest-priority party that accepts
          * the target (raise) or the level (hold) */
         int pr = -1, pk = -1;

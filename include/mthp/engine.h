@@ -76,6 +76,14 @@ struct mthp_engine_proc {
          * (mthp_proc_density.shm_repaired_kb); 0 when shm changes; a repair
          * of the PMD size counts as its use (probe-then-verify) */
         uint64_t shm_repaired_kb;
+        /* its sampled faults by mapping kind (mthp_proc_density.fault_samples),
+         * halved at each sample of it: with enough of them
+         * (engine_fault_share), they split its fault rate between the kinds
+         * instead of the memory it holds */
+        double fs[_MTHP_KIND_MAX], fs_other;
+        /* it holds both kinds and its faults are sampled, but too few
+         * samples are in yet: its faults are no kind's demand (a tick) */
+        bool fs_pending;
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
