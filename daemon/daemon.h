@@ -77,6 +77,13 @@ struct daemon {
         struct mthp_caps caps;
         struct mthp_sampler *sampler;
         struct mthp_density_sampler *density;
+        /* FaultSampling= (daemon/faults.c): page-fault addresses, given to
+         * the density sampler each tick; NULL: off or unavailable */
+        struct mthp_fault_sampler *faults;
+        struct mthp_fault_sample *fault_buf;
+        uint64_t faults_lost;
+        bool faults_tried;                  /* opened, or failed and logged once */
+        uint64_t faults_mixed_tick;         /* the last tick a faulting process held both kinds */
         struct mthp_procinfo *procinfo;
         struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;
@@ -176,6 +183,13 @@ void daemon_collapse(struct daemon *d, uint64_t t);
 /* Fill the snapshot's sampled processes' shm_repaired_kb from the shmem
  * repair's bookkeeping, before the engine (and --record) sees it. */
 void daemon_collapse_fill(struct daemon *d);
+/* faults.c, FaultSampling=: open (a failure is logged, not fatal) and
+ * free; before a density tick, give it the fault addresses sampled since
+ * the last; after it, sample only while a faulting process holds both kinds */
+void daemon_faults_open(struct daemon *d);
+void daemon_faults_free(struct daemon *d);
+void daemon_faults_give(struct daemon *d);
+void daemon_faults_steer(struct daemon *d);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

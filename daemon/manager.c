@@ -358,6 +358,7 @@ static int tick(struct daemon *d) {
                 mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
         if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;
+                daemon_faults_give(d);
                 r = mthp_density_tick(d->density, t, &rep);
                 if (r == 0) {
                         density_view(d, &rep, &d->snap.density);
@@ -368,6 +369,7 @@ static int tick(struct daemon *d) {
                                  mthp_errno_words(r));
         } else if (d->density)
                 (void) mthp_density_idle_tick(d->density, t);   /* a failure shows on the next sampling tick */
+        daemon_faults_steer(d);
         daemon_collapse_fill(d);   /* the shmem repair so far: part of the snapshot, recorded */
         guard_scan(d->guard);
         record_tick(d);
@@ -699,6 +701,7 @@ static int open_samplers(struct daemon *d) {
                          mthp_errno_words(r), d->cfg.engine.unmeasured_max_kb);
                 d->density = NULL;
         }
+        daemon_faults_open(d);
         mthp_log(LOG_INFO, "%u policy file(s) from %s", d->policies->n, d->cfg.policy_dir);
         r = mthp_cgmon_new(d->host, &d->caps, &d->cgmon);
         if (r < 0) {
@@ -785,6 +788,7 @@ void daemon_free(struct daemon *d) {
         if (mthp_record_close_write(d->recorder) < 0)
                 mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d->record_file);
         mthp_sampler_free(d->sampler);
+        daemon_faults_free(d);
         mthp_density_free(d->density);
         mthp_procinfo_free(d->procinfo);
         mthp_cgmon_free(d->cgmon);

@@ -22,6 +22,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         snprintf(c->policy_dir, sizeof(c->policy_dir), "%s/policy.d", MTHP_SYSCONFDIR);
         c->collapse_budget_kb = 64 * 1024;
         c->shmem_collapse = true;
+        c->fault_sampling = true;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay
          * off (2M makes a dense fault loop 46x faster, DESIGN.md 3). */
@@ -405,6 +406,7 @@ static const struct key keys[] = {
         { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
         { "Engine", "ShmemCollapse", key_boolean, offsetof(struct mthp_config, shmem_collapse), 0, 0, "yes or no" },
         { "Engine", "ShmemAlign", key_boolean, ENGINE(shmem_align), 0, 0, "yes or no" },
+        { "Engine", "FaultSampling", key_boolean, offsetof(struct mthp_config, fault_sampling), 0, 0, "yes or no" },
         { "Engine", "VerifyTicks", key_count, ENGINE(verify_ticks), 1, 100, "a whole number from 1 to 100" },
         { "Engine", "MaxFallback", key_percent, ENGINE(max_fallback), 0, 0, "a percentage of mTHP faults" },
 };

@@ -68,6 +68,7 @@ struct mthp_config {
         char policy_dir[MTHP_PATH_MAX];
         uint64_t collapse_budget_kb;  /* MADV_COLLAPSE per tick for Collapse=yes cgroups */
         bool shmem_collapse;          /* repair shmem held at 4K after mthpd's 2M raise (in that budget) */
+        bool fault_sampling;          /* split faults between anon and shmem by sampled addresses (perf) */
         struct mthp_engine_config engine;
 };
 
