@@ -68,6 +68,7 @@ struct config {
 	bool hold;
 	bool once;              /* with hold: one pass, then idle until the end */
 	unsigned char value;    /* the byte written per touch */
+	size_t hold_shmem;      /* shared memory mapped and filled before the run, kept (0: none) */
 	bool quiet;
 	bool json;
 };
@@ -263,6 +264,10 @@ static void usage(FILE *f)
 		"                           0 leaves every page's data all zero\n"
 		"  -m, --madvise ADV        hugepage or nohugepage: madvise() the region\n"
 		"                           (default: none, the knobs alone decide)\n"
+		"  -G, --hold-shmem SIZE    first map SIZE of MAP_SHARED|MAP_ANONYMOUS memory,\n"
+		"                           write every page, and keep it to the end untouched:\n"
+		"                           a process holding shared memory while it faults\n"
+		"                           another kind (a database backend's buffers)\n"
 		"  -D, --thp-disable        prctl(PR_SET_THP_DISABLE, 1) first, as Redis does:\n"
 		"                           no large folio for this process whatever the knobs\n"
 		"  -q, --quiet              no per-second lines\n"
@@ -308,6 +313,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 		{ "value", required_argument, NULL, 'V' },
 		{ "madvise", required_argument, NULL, 'm' },
 		{ "thp-disable", no_argument, NULL, 'D' },
+		{ "hold-shmem", required_argument, NULL, 'G' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -328,7 +334,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 	};
 
 	opterr = 0; /* we print our own, clearer messages */
-	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:1V:m:Dqjh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":k:p:S:z:t:s:P:HF:1V:m:DG:qjh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'k':
 			if (!strcmp(optarg, "anon"))
@@ -410,6 +416,12 @@ static int parse_args(int argc, char **argv, struct config *c)
 			break;
 		case 'D':
 			c->thp_disable = true;
+			break;
+		case 'G':
+			if (parse_size(optarg, &v) || v == 0 || v % g_page)
+				return usage_error("invalid --hold-shmem '%s' (expected a size, a multiple of the page size)",
+						   optarg);
+			c->hold_shmem = (size_t)v;
 			break;
 		case 'q':
 			c->quiet = true;
@@ -777,6 +789,16 @@ int main(int argc, char **argv)
 	if (g_cfg.thp_disable && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0) {
 		fprintf(stderr, PROG ": prctl(PR_SET_THP_DISABLE): %s\n", strerror(errno));
 		return 1;
+	}
+
+	if (g_cfg.hold_shmem) {
+		unsigned char *h = mmap(NULL, g_cfg.hold_shmem, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (h == MAP_FAILED) {
+			fprintf(stderr, PROG ": mmap --hold-shmem: %s\n", strerror(errno));
+			return 1;
+		}
+		for (size_t off = 0; off < g_cfg.hold_shmem; off += g_page)
+			h[off] = 1;
 	}
 
 	/* Block before creating threads so only sigtimedwait() in main sees them. */
