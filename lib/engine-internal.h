@@ -54,6 +54,8 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
  * holds, split its faults between the kinds: at 8, a kind's share is known
  * to about +-0.17 (one standard deviation at a half share). */
 #define ENGINE_FAULT_SAMPLES_MIN 8.0
+/* Its sampled faults (decayed), all kinds and elsewhere. */
+double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only
  * those a size can change (not nh, THP not disabled for it). */
 double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible);

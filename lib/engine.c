@@ -8,7 +8,6 @@
 
 #include "engine-internal.h"
 
-
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
 #define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
@@ -169,7 +168,7 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 m->fs_other = m->fs_other / 2 + p->fault_samples_other;
                 m->fs_pending = snap->density.fault_sampling && m->rss_kb[MTHP_ANON] >= MTHP_FAULT_MIXED_KB &&
                                 m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_MIXED_KB &&
-                                m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other < ENGINE_FAULT_SAMPLES_MIN;
+                                engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN;
                 if (p->shm.reach != MTHP_SHM_NONE) {
                         struct mthp_shm_mapping old = m->shm;
                         bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
@@ -249,20 +248,19 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
         return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
 }
 
+double engine_fault_samples(const struct mthp_engine_proc *m) {
+        return m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
+}
+
 /* Issue 12: a postgres backend holds gigabytes of shared buffers and a few
  * MiB of heap, so by memory held nearly all its faults are shmem faults,
  * whatever it faults. Where its faults were sampled (FaultSampling=), the
  * addresses say: the share of samples in its non-nh mappings of the kind
- * (samples in nh mappings, files and text are no size's); while they are
- * pending (sampling starts when such a process is first seen), none of its
- * faults are demand: a tick without its say, not a shmem raise for a heap's
- * faults. Else, by memory
+ * (samples in nh mappings, files and text are no size's). Else by memory
  * held: the kind's share of its RSS, of which nh memory and everything of a
  * process with THP disabled is no size's (engine_eligible_kb). */
 double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible) {
-        double samples = m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
-        if (m->fs_pending)
-                return 0;   /* its samples are a tick away: memory held would say shmem */
+        double samples = engine_fault_samples(m);
         if (samples >= ENGINE_FAULT_SAMPLES_MIN)
                 return eligible && m->thp_off ? 0 : m->fs[kind] / samples;
         double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
@@ -272,10 +270,10 @@ double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind,
 }
 
 void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind kind, char *buf, size_t n) {
-        double samples = m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
+        double samples = engine_fault_samples(m);
         if (n)
                 buf[0] = 0;
-        if (samples >= ENGINE_FAULT_SAMPLES_MIN && !m->fs_pending)
+        if (samples >= ENGINE_FAULT_SAMPLES_MIN)
                 snprintf(buf, n, ", %.0f%% of them %s by fault address", 100.0 * m->fs[kind] / samples,
                          mthp_kind_name(kind));
 }
@@ -320,14 +318,20 @@ static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_
         double w_kind = 0, w_all = 0, opted_out = 0;
         for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
                 const struct mthp_engine_proc *p = &mem->proc[i];
-                bool split_known = p->fs[MTHP_ANON] + p->fs[MTHP_SHMEM] + p->fs_other >= ENGINE_FAULT_SAMPLES_MIN ||
-                                   p->fs_pending || p->rss_kb[MTHP_ANON] + p->rss_kb[MTHP_SHMEM] > 0;
+                bool split_known = engine_fault_samples(p) >= ENGINE_FAULT_SAMPLES_MIN ||
+                                   p->rss_kb[MTHP_ANON] + p->rss_kb[MTHP_SHMEM] > 0;
                 if (!p->pid || mem->tick > p->seen_tick + PROC_RECENT_TICKS || p->fault_rate < cfg->min_proc_fault_rate ||
                     !split_known)
                         continue; /* only processes that fault enough to count speak */
+                w_all += p->fault_rate;
+                /* Holding both kinds, its samples a tick away (sampling starts
+                 * when it is first seen): none of its faults are demand, a
+                 * tick without its say, not a shmem raise for its heap's
+                 * faults. Its density still counts (kind_rate), by memory held. */
+                if (p->fs_pending)
+                        continue;
                 double share = engine_fault_share(p, kind, false);
                 w_kind += p->fault_rate * share;
-                w_all += p->fault_rate;
                 /* 4K faults no size can change: THP disabled for it, or nh memory */
                 opted_out += p->fault_rate * (share - engine_fault_share(p, kind, true));
         }

@@ -82,7 +82,8 @@ struct mthp_engine_proc {
          * instead of the memory it holds */
         double fs[_MTHP_KIND_MAX], fs_other;
         /* it holds both kinds and its faults are sampled, but too few
-         * samples are in yet: its faults are no kind's demand (a tick) */
+         * samples are in yet: its faults are no kind's demand (a tick); its
+         * density counts, split by memory held */
         bool fs_pending;
 };
 

@@ -1421,6 +1421,29 @@ static void test_fault_samples_pending_waits(void **state) {
         assert_true(level(s, MTHP_ANON) > 0);
 }
 
+/* A process waiting for its samples has no say on demand, but its density
+ * still counts (by memory held): a sparse one holds back a raise that a
+ * dense neighbour's demand asks for, from its first tick. */
+static void test_fault_samples_pending_density_counts(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .fault_sampling = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 803, 1, 0);          /* dense, anon only: the demand */
+        dens_proc(&v.proc[1], 804, 0.1, 0);        /* sparse, holds 2 MiB of shmem too */
+        v.proc[1].rss_kb[MTHP_SHMEM] = 2048;
+        w.dens = &v;
+        w.demand_unmodelled = true;
+        sim_run(s, &w, 3);
+        int j = -1;
+        for (int i = 0; i < MTHP_ENGINE_PROCS; i++)
+                if (s->st.proc[i].pid == 804)
+                        j = i;
+        assert_true(j >= 0 && s->st.proc[j].fs_pending);
+        if (level(s, MTHP_ANON) == 8)
+                fail_msg("raised anon to 2M over a sparse process waiting for its fault samples");
+}
+
 /* Samples in files, text or nh mappings are no size's faults: a process
  * whose faults are all there asks for nothing, whatever it holds. */
 static void test_fault_samples_other_ask_nothing(void **state) {
@@ -2690,6 +2713,7 @@ int main(void) {
                 T(test_fault_samples_split_demand),
                 T(test_fault_samples_other_ask_nothing),
                 T(test_fault_samples_pending_waits),
+                T(test_fault_samples_pending_density_counts),
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
