@@ -12,7 +12,7 @@
 #include "mthp/log.h"
 #include "mthp/util.h"
 
-#define FAULT_FREQ_HZ 250        /* samples per second and CPU, at most */
+#define FAULT_FREQ_HZ 250        /* samples per second and CPU, about (lib/faults.c retunes the period) */
 #define FAULT_RING_PAGES 8       /* 32 KiB a CPU: 1,300 samples, 5 s of them */
 #define FAULT_BUF 8192           /* samples handed over a tick */
 #define FAULT_OFF_TICKS 10       /* ticks without a process holding both kinds before sampling stops */

@@ -144,10 +144,9 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
         return 0;
 }
 
-/* The /proc scan gets at most half of the tick's time. */
 void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct mthp_fault_sample *v, size_t n) {
         s->faults = n ? v : NULL;
-        s->n_faults = n ? n : 0;
+        s->n_faults = v ? n : 0;
 }
 
 /* The run of pid's fault samples: [*lo, *hi). */
@@ -179,6 +178,7 @@ static void count_faults(const struct mthp_density_sampler *s, struct proc_ctx *
         }
 }
 
+/* The /proc scan gets at most half of the tick's time. */
 static bool scan_stop(void *user) {
         const struct mthp_density_sampler *s = user;
         return density_elapsed_usec(s) >= s->b.max_usec / 2;
