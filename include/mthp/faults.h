@@ -13,11 +13,12 @@
  *
  * A fixed period, retuned at every drain: from the count each CPU's event
  * read since the last drain and the time between, the period becomes the
- * faults per target_hz-th of a second (PERF_EVENT_IOC_PERIOD; not within a
- * quarter of the current one; an idle CPU keeps its period), so the ring
- * traffic and the drain work stay bounded under a fault storm, and a storm
- * gets samples from its first tick (period 4096 until a drain has measured
- * the rate). The kernel's own frequency mode (attr.freq) was tried first and
+ * faults per target_hz-th of a second (PERF_EVENT_IOC_PERIOD, moved by up
+ * to 1/8 and kept odd and off multiples of 3, 5 and 7 so that it does not
+ * alias with a program's fault pattern: lib/faults.c retune(); an idle CPU
+ * keeps its period), so the ring traffic and the drain work stay bounded
+ * under a fault storm, and a storm gets samples from its first tick (period
+ * 4099 until a drain has measured the rate). The kernel's own frequency mode (attr.freq) was tried first and
  * measured unusable on this project's 6.18 VM: under a steady ~400k faults/s
  * on one CPU its period went to 403015 faults at 1000 Hz (no sample for
  * ~1.3 s) and to 9501085 at 250 Hz (none for 40 passes of 16384 faults; a
@@ -27,14 +28,15 @@
  * PERF_SAMPLE_PERIOD with a fixed period: the kernel then samples every
  * fault (measured: the ring filled).
  *
- * Cost (2-vCPU VM shared with other work, kernel 6.18, 4K anon faults; tests/
- * density/bench-fault-sampler.c, 5 interleaved reps, medians): an enabled
- * event adds no cost that rises above the noise. mthp-workload --kind anon
- * --pattern dense -t 2 -s 3: 901560 pages/s without, 864933 at 250 Hz,
- * 915883 at 1000 Hz (~1750 samples/s; rep-to-rep spread 814k-966k). One
- * thread faulting 64 MiB over and over: 2381 ns/fault without, 2308 at 250 Hz,
- * 2448 at 1000 Hz, 2391 at 10000 Hz (~5500 samples/s); spread 1830-2636.
- * A drain of ~940 samples takes 132 us (median of 10, 123-152), ~1 us empty.
+ * Cost (2-vCPU VM, kernel 6.18, 4K anon faults; tests/density/
+ * bench-fault-sampler.c, 5 interleaved reps, medians): an enabled event adds
+ * no cost that rises above the noise. With the retuned period, one thread
+ * faulting 64 MiB over and over (--inproc F 2): 2372 ns/fault without, 2420
+ * at 250 (~233 samples/s), 2434 at 1000 (~1800 samples/s); spread 2134-2519.
+ * In frequency mode, before (a host shared with other work): mthp-workload
+ * --kind anon --pattern dense -t 2 -s 3, 901560 pages/s without, 864933 at
+ * 250 Hz, 915883 at 1000 Hz (spread 814k-966k). A drain of ~940 samples
+ * takes 132 us (median of 10, 123-152), ~1 us empty.
  *
  * Needs CAP_PERFMON (or CAP_SYS_ADMIN) for a CPU-wide event whenever
  * /proc/sys/kernel/perf_event_paranoid > 0 (Debian's default is 2 or more);

@@ -2,9 +2,9 @@
 /* Cost of the page-fault address sampler (lib/faults.c). Not a test.
  *
  *   bench-fault-sampler FREQ -- CMD [ARGS...]
- *       with FREQ > 0: a sampler at FREQ Hz per CPU, warmed up (the kernel's
- *       frequency-mode period settles in 0.3-1 s) and enabled, drained once a
- *       second while CMD runs; FREQ 0: CMD alone. CMD's stdout passes through;
+ *       with FREQ > 0: a sampler tuned for FREQ samples a second per CPU,
+ *       warmed up (until a pass gets 10 own samples) and enabled, drained
+ *       (and so retuned) once a second while CMD runs; FREQ 0: CMD alone. CMD's stdout passes through;
  *       the sample count goes to stderr.
  *   bench-fault-sampler --inproc FREQ [SECONDS]
  *       ns (wall and CPU) per 4K anon fault of this process (64 MiB written, MADV_DONTNEED,
