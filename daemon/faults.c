@@ -83,6 +83,12 @@ void daemon_faults_steer(struct daemon *d) {
         bool on = mthp_fault_sampler_enabled(d->faults);
         bool want = mixed >= 0 || (on && d->ticks < d->faults_mixed_tick + FAULT_OFF_TICKS);
         if (want != on) {
+                /* the period for the host's fault rate now, so that the
+                 * next tick has the samples the engine waits for (a
+                 * process holding both kinds has no demand say until then) */
+                double rate = d->snap.vm[MTHP_VM_PGFAULT].rate;
+                if (want && rate > 0)
+                        (void) mthp_fault_sampler_expect(d->faults, rate);
                 int r = mthp_fault_sampler_enable(d->faults, want);
                 if (r < 0) {
                         mthp_log(LOG_WARNING, "fault sampling: %s; faults are split by memory held",

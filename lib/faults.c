@@ -2,6 +2,7 @@
 /* Page-fault address sampling: one perf software event per online CPU, each
  * with its own ring; see include/mthp/faults.h. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -228,6 +229,31 @@ int mthp_fault_sampler_enable(struct mthp_fault_sampler *s, bool on) {
         return 0;
 }
 
+/* The period for target_hz samples a second from a CPU faulting `rate`
+ * times a second. A fixed period aliases with a program's fault pattern:
+ * one shmem page to four anon ones, sampled every 5n faults, reads all
+ * anon (measured: 8:1 and 12:1 in 2 runs of 10 with a period kept while
+ * within a quarter). So it moves by up to 1/8 at every setting and is odd
+ * and not a multiple of 3, 5 or 7: a loop of up to 10 pages is seen at
+ * every step. */
+static uint64_t period_for(struct mthp_fault_sampler *s, double rate) {
+        double want = rate / s->target_hz;
+        s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        want *= 0.875 + 0.25 * (double) (s->rng >> 11) / (double) (1ULL << 53);
+        uint64_t period = want < 1 ? 1 : want > 1e9 ? 1000000000u : (uint64_t) want;
+        if (period > 1) {
+                period |= 1;
+                while (period % 3 == 0 || period % 5 == 0 || period % 7 == 0)
+                        period += 2;
+        }
+        return period;
+}
+
+static void set_period(struct fault_ring *ring, uint64_t period) {
+        if (ioctl(ring->fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
+                ring->period = period;
+}
+
 /* The period for target_hz samples a second from the faults counted since
  * the last retune: the kernel's frequency mode overshoots (see faults.h), a
  * period set from the measured rate at every drain does not. An idle CPU
@@ -249,24 +275,16 @@ static void retune(struct mthp_fault_sampler *s) {
                 ring->count = c;
                 if (faults == 0)
                         continue;
-                double want = (double) faults / dt / s->target_hz;
-                /* A fixed period aliases with a program's fault pattern: one
-                 * shmem page to four anon ones, sampled every 5n faults, reads
-                 * all anon (measured: 8:1 and 12:1 in 2 runs of 10 with a
-                 * period kept while within a quarter). So it moves by up to
-                 * 1/8 at every drain and is odd and not a multiple of 3, 5 or
-                 * 7: a loop of up to 10 pages is seen at every step. */
-                s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-                want *= 0.875 + 0.25 * (double) (s->rng >> 11) / (double) (1ULL << 53);
-                uint64_t period = want < 1 ? 1 : want > 1e9 ? 1000000000u : (uint64_t) want;
-                if (period > 1) {
-                        period |= 1;
-                        while (period % 3 == 0 || period % 5 == 0 || period % 7 == 0)
-                                period += 2;
-                }
-                if (ioctl(ring->fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
-                        ring->period = period;
+                set_period(ring, period_for(s, (double) faults / dt));
         }
+}
+
+int mthp_fault_sampler_expect(struct mthp_fault_sampler *s, double faults_per_sec) {
+        if (!s || !(faults_per_sec > 0) || !isfinite(faults_per_sec))
+                return -EINVAL;
+        for (size_t i = 0; i < s->n_rings; i++)
+                set_period(&s->rings[i], period_for(s, faults_per_sec / (double) s->n_rings));
+        return 0;
 }
 
 bool mthp_fault_sampler_enabled(const struct mthp_fault_sampler *s) {

@@ -22,7 +22,8 @@
  * measured unusable on this project's 6.18 VM: under a steady ~400k faults/s
  * on one CPU its period went to 403015 faults at 1000 Hz (no sample for
  * ~1.3 s) and to 9501085 at 250 Hz (none for 40 passes of 16384 faults; a
- * 2 s run often got 0 or 1 sample). Samples are uniform over faults while
+ * 2 s run often got 0 or 1 sample). mthp_fault_sampler_expect() sets the
+ * period from a known rate before an enable. Samples are uniform over faults while
  * the rate is steady; when it jumps, a tick gets more or fewer than target
  * (bounded by the ring: lost samples are counted). Do not add
  * PERF_SAMPLE_PERIOD with a fixed period: the kernel then samples every
@@ -73,6 +74,14 @@ int mthp_fault_sampler_new(unsigned freq_hz, unsigned ring_pages, struct mthp_fa
  * remembered: calling it every tick with an unchanged value makes no syscall. */
 int mthp_fault_sampler_enable(struct mthp_fault_sampler *s, bool on);
 bool mthp_fault_sampler_enabled(const struct mthp_fault_sampler *s);
+
+/* The host is faulting about faults_per_sec (all CPUs): every CPU's period
+ * is set for that share of it, so that the first drain after an enable
+ * brings about freq_hz samples a second per CPU instead of what the period
+ * the events were left at gives (4099 at start: 12 samples a second from a
+ * CPU faulting 50,000 times). The next drain retunes from the counts as
+ * usual. 0 or -EINVAL (not a positive finite rate). */
+int mthp_fault_sampler_expect(struct mthp_fault_sampler *s, double faults_per_sec);
 
 /* Moves every sample the rings hold into out (at most max), sorted by pid then
  * addr; *n is the number written. The rings are emptied in any case: what did

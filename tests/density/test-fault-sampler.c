@@ -4,6 +4,7 @@
  * Needs perf_event_open with CPU-wide events (CAP_PERFMON or root under
  * perf_event_paranoid > 0); else exits 77 with the reason. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -228,6 +229,42 @@ static void test_enable_idempotent(void **state) {
         mthp_fault_sampler_free(s);
 }
 
+/* A storm that starts while sampling is off: the daemon enables sampling
+ * with the host's fault rate (mthp_fault_sampler_expect), and the first
+ * drain must already hold samples enough to classify the faulting process
+ * (the engine waits for 8). Faults paced at ~20,000 a second for 0.5 s:
+ * the start period (4099) gives ~2 samples, the expected rate's ~250 a
+ * second per CPU. */
+static void test_expect_first_drain(void **state) {
+        (void) state;
+        struct mthp_fault_sampler *s = new_sampler(250);
+        struct range r = map_range(64 * MiB, MAP_PRIVATE);
+        struct timespec t0;
+        size_t n, page = 0;
+        uint64_t lost = 0;
+
+        assert_int_equal(mthp_fault_sampler_expect(s, 20000), 0);
+        assert_int_equal(mthp_fault_sampler_enable(s, true), 0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long tick = 0; tick < 50; tick++) {   /* 200 faults each 10 ms */
+                for (unsigned i = 0; i < 200; i++, page = (page + 1) % (r.len / P4K)) {
+                        if (page == 0)
+                                assert_int_equal(madvise(r.p, r.len, MADV_DONTNEED), 0);
+                        ((volatile unsigned char *) r.p)[page * P4K] = 0;
+                }
+                long sleep_ms = (tick + 1) * 10 - elapsed_ms(&t0);
+                if (sleep_ms > 0)
+                        nanosleep(&(struct timespec) { 0, sleep_ms * 1000000L }, NULL);
+        }
+        assert_int_equal(mthp_fault_sampler_drain(s, samples, MAX_SAMPLES, &n, &lost), 0);
+        size_t own = own_count(samples, n);
+        printf("# expect 20000/s: %zu own samples of %zu in %ld ms (lost %llu)\n", own, n, elapsed_ms(&t0),
+               (unsigned long long) lost);
+        assert_true(own >= 50);
+        munmap(r.p, r.len);
+        mthp_fault_sampler_free(s);
+}
+
 static void test_bad_arguments(void **state) {
         (void) state;
         struct mthp_fault_sampler *s = NULL;
@@ -239,6 +276,12 @@ static void test_bad_arguments(void **state) {
         assert_int_equal(mthp_fault_sampler_new(1000, 16, NULL), -EINVAL);
         assert_int_equal(mthp_fault_sampler_drain(NULL, samples, 1, &n, &lost), -EINVAL);
         assert_int_equal(mthp_fault_sampler_enable(NULL, true), -EINVAL);
+        assert_int_equal(mthp_fault_sampler_expect(NULL, 1000), -EINVAL);
+        assert_int_equal(mthp_fault_sampler_new(1000, 16, &s), 0);
+        assert_int_equal(mthp_fault_sampler_expect(s, 0), -EINVAL);
+        assert_int_equal(mthp_fault_sampler_expect(s, NAN), -EINVAL);
+        mthp_fault_sampler_free(s);
+        s = NULL;
         assert_false(mthp_fault_sampler_enabled(NULL));
         mthp_fault_sampler_free(NULL);
 }
@@ -273,6 +316,7 @@ int main(void) {
                 cmocka_unit_test(test_disabled_silent),
                 cmocka_unit_test(test_drain_short_buffer),
                 cmocka_unit_test(test_enable_idempotent),
+                cmocka_unit_test(test_expect_first_drain),
                 cmocka_unit_test(test_bad_arguments),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
