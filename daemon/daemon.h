@@ -83,7 +83,7 @@ struct daemon {
         struct mthp_fault_sample *fault_buf;
         uint64_t faults_lost;
         bool faults_tried;                  /* opened, or failed and logged once */
-        uint64_t faults_mixed_tick;         /* the last tick a faulting process held both kinds */
+        uint64_t faults_mixed_tick;         /* the last tick a faulting process held shared memory */
         struct mthp_procinfo *procinfo;
         struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;
@@ -185,7 +185,7 @@ void daemon_collapse(struct daemon *d, uint64_t t);
 void daemon_collapse_fill(struct daemon *d);
 /* faults.c, FaultSampling=: open (a failure is logged, not fatal) and
  * free; before a density tick, give it the fault addresses sampled since
- * the last; after it, sample only while a faulting process holds both kinds */
+ * the last; after it, sample only while a faulting process holds shared memory */
 void daemon_faults_open(struct daemon *d);
 void daemon_faults_free(struct daemon *d);
 void daemon_faults_give(struct daemon *d);

@@ -15,7 +15,7 @@
 #define FAULT_FREQ_HZ 250        /* samples per second and CPU, about (lib/faults.c retunes the period) */
 #define FAULT_RING_PAGES 8       /* 32 KiB a CPU: 1,300 samples, 5 s of them */
 #define FAULT_BUF 8192           /* samples handed over a tick */
-#define FAULT_OFF_TICKS 10       /* ticks without a process holding both kinds before sampling stops */
+#define FAULT_OFF_TICKS 10       /* ticks without a faulting process holding shmem before sampling stops */
 
 void daemon_faults_open(struct daemon *d) {
         if (!d->cfg.fault_sampling || !d->host->real || !d->density || d->faults_tried)
@@ -56,8 +56,9 @@ void daemon_faults_give(struct daemon *d) {
 }
 
 /* After it: the samples are needed only where memory held cannot split a
- * process's faults, a faulting process holding both kinds (a database
- * backend: shared buffers and a heap). Elsewhere the events stay off, and
+ * process's faults, a faulting process holding shared memory (a database
+ * backend: shared buffers and a heap; a process churning its heap beside a
+ * segment, which may hold no anon at the instant it is read). Elsewhere the events stay off, and
  * a fault costs nothing more. */
 void daemon_faults_steer(struct daemon *d) {
         const struct mthp_density_view *v = &d->snap.density;
@@ -72,8 +73,7 @@ void daemon_faults_steer(struct daemon *d) {
                 return;
         for (unsigned i = 0; v->valid && i < v->n_procs && mixed < 0; i++) {
                 const struct mthp_proc_density *p = &v->proc[i];
-                if (p->fault_rate >= d->cfg.engine.min_proc_fault_rate && p->rss_kb[MTHP_ANON] >= MTHP_FAULT_MIXED_KB &&
-                    p->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_MIXED_KB)
+                if (p->fault_rate >= d->cfg.engine.min_proc_fault_rate && p->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB)
                         mixed = (int) i;
         }
         /* off after FAULT_OFF_TICKS without one: a process between two
@@ -85,7 +85,7 @@ void daemon_faults_steer(struct daemon *d) {
         if (want != on) {
                 /* the period for the host's fault rate now, so that the
                  * next tick has the samples the engine waits for (a
-                 * process holding both kinds has no demand say until then) */
+                 * process holding shared memory has no demand say until then) */
                 double rate = d->snap.vm[MTHP_VM_PGFAULT].rate;
                 if (want && rate > 0)
                         (void) mthp_fault_sampler_expect(d->faults, rate);
@@ -104,7 +104,7 @@ void daemon_faults_steer(struct daemon *d) {
                                  (unsigned long long) v->proc[mixed].rss_kb[MTHP_SHMEM] >> 10);
                 else
                         mthp_log(LOG_INFO,
-                                 "fault sampling off: no faulting process held both anon and shmem for %u ticks "
+                                 "fault sampling off: no faulting process held shared memory for %u ticks "
                                  "(%llu samples lost so far)",
                                  FAULT_OFF_TICKS, (unsigned long long) d->faults_lost);
         }

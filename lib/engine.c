@@ -166,8 +166,7 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         m->fs[k] = m->fs[k] / 2 + p->fault_samples[k];
                 m->fs_other = m->fs_other / 2 + p->fault_samples_other;
-                m->fs_pending = snap->density.fault_sampling && m->rss_kb[MTHP_ANON] >= MTHP_FAULT_MIXED_KB &&
-                                m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_MIXED_KB &&
+                m->fs_pending = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
                                 engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN;
                 if (p->shm.reach != MTHP_SHM_NONE) {
                         struct mthp_shm_mapping old = m->shm;
@@ -324,10 +323,11 @@ static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_
                     !split_known)
                         continue; /* only processes that fault enough to count speak */
                 w_all += p->fault_rate;
-                /* Holding both kinds, its samples a tick away (sampling starts
-                 * when it is first seen): none of its faults are demand, a
-                 * tick without its say, not a shmem raise for its heap's
-                 * faults. Its density still counts (kind_rate), by memory held. */
+                /* Holding shared memory, its samples a tick away (sampling
+                 * starts when it is first seen): none of its faults are
+                 * demand, a tick without its say, not a shmem raise for its
+                 * heap's faults. Its density still counts (kind_rate), by
+                 * memory held. */
                 if (p->fs_pending)
                         continue;
                 double share = engine_fault_share(p, kind, false);

@@ -81,7 +81,7 @@ struct mthp_engine_proc {
          * (engine_fault_share), they split its fault rate between the kinds
          * instead of the memory it holds */
         double fs[_MTHP_KIND_MAX], fs_other;
-        /* it holds both kinds and its faults are sampled, but too few
+        /* it holds shared memory and its faults are sampled, but too few
          * samples are in yet: its faults are no kind's demand (a tick); its
          * density counts, split by memory held */
         bool fs_pending;

@@ -98,14 +98,16 @@ struct mthp_proc_density {
         unsigned fault_samples_other;
 };
 
-/* A process holding at least this much of both kinds: memory held cannot
- * split its faults between them (a database backend: shared buffers and a
- * heap), its sampled fault addresses do (FaultSampling=). */
-#define MTHP_FAULT_MIXED_KB 1024
+/* A process holding at least this much shared memory: memory held cannot
+ * split its faults between the kinds (a database backend holds gigabytes of
+ * shared buffers and a few MiB of heap; a process churning its heap beside
+ * a segment may hold no anon at the instant it is read), its sampled fault
+ * addresses do (FaultSampling=). */
+#define MTHP_FAULT_SHARED_KB 1024
 
 struct mthp_density_view {
         bool valid;                        /* the sampler ran this tick */
-        /* the daemon samples the faults of processes holding both kinds
+        /* the daemon samples the faults of processes holding shared memory
          * (FaultSampling=, perf available): until their samples are in,
          * such a process's faults are no kind's demand */
         bool fault_sampling;

@@ -1390,7 +1390,7 @@ static void test_fault_samples_split_demand(void **state) {
         assert_true(level(s, MTHP_SHMEM) > 0);
 }
 
-/* Sampling starts when a process holding both kinds is first seen: until
+/* Sampling starts when a process holding shared memory is first seen: until
  * its samples are in, its faults are no kind's demand (by memory held they
  * would raise shmem at once). */
 static void test_fault_samples_pending_waits(void **state) {
@@ -1412,7 +1412,20 @@ static void test_fault_samples_pending_waits(void **state) {
         sim_run(s, &w, 3);
         assert_true(level(s, MTHP_ANON) > 0);
         assert_int_equal(changes(s, MTHP_SHMEM), 0);
-        /* a process holding one kind only is split by memory as before */
+        /* holding shared memory and, at the instant its status was read,
+         * no anon (a heap unmapped between two passes of a churn loop):
+         * memory held would call every fault shmem; it waits as well */
+        sim_init(s);
+        wide(s);
+        v.proc[0].fault_samples[MTHP_ANON] = 0;
+        v.proc[0].rss_kb[MTHP_ANON] = 0;
+        w.demand_unmodelled = true;
+        sim_run(s, &w, 3);
+        assert_int_equal(changes(s, MTHP_SHMEM) + changes(s, MTHP_ANON), 0);
+        assert_contains(kind_decisions(s, MTHP_SHMEM)->reason, "demand 0 pages/s");
+        w.demand_unmodelled = false;
+        v.proc[0].rss_kb[MTHP_ANON] = 16384;
+        /* a process holding no shared memory is split by memory as before */
         sim_init(s);
         wide(s);
         v.proc[0].fault_samples[MTHP_ANON] = 0;

@@ -8,7 +8,10 @@
 # demand and mthpd raised shmem sizes for faults that never touch shmem
 # (fails so on the mthpd before FaultSampling=). Now its fault addresses are
 # sampled (perf) and only anon is raised. mthpd starts after the fill, so
-# from its first tick the process holds both kinds and faults only anon.
+# from its first tick the process holds shared memory and faults only anon
+# (its anon RSS is 0 at the instants between an unmap and the next map:
+# sampling must not wait for anon to be held; it failed so once the
+# density sampler measured a process at first sight).
 #
 # Usage: fault-kinds.sh MTHPD MTHPCTL WORKLOAD
 set -uo pipefail
