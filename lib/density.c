@@ -719,8 +719,10 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
 
         unsigned quiet = 0;
         for (size_t j = 0; j < nc && out->n_procs < s->b.max_procs; j++) {
-                if (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||
-                    density_elapsed_usec(s) >= s->b.max_usec) {
+                /* the first candidate (the most faulting) is always
+                 * sampled, at least in the floor's windows (density-window.c) */
+                if (j > 0 && (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||
+                              density_elapsed_usec(s) >= s->b.max_usec)) {
                         s->exhausted = true;
                         break;
                 }

@@ -298,6 +298,34 @@ static void test_zero_fraction(void **state) {
         reap(&c);
 }
 
+/* A tick whose time budget is gone before a process's first window (its
+ * first-sight smaps read can take it all: 9-32 ms for a 1 GiB shared
+ * segment) still measures it in a few windows of each kind: a process
+ * sampled with no block says nothing, and pgbench's backends were raised
+ * for two ticks late for it. 1 us is spent before any window here. */
+static void test_floor_past_budget(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        b.max_usec = 1;
+        for (unsigned kind = 0; kind < _MTHP_KIND_MAX; kind++) {
+                struct child c = spawn(kind == MTHP_ANON ? DENSE : SHMEM_DENSE, 64 * MiB, 0);
+                const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
+                print_kind("past budget", p, (int) kind);
+                const struct mthp_density_kind *k = &p->kind[kind];
+                assert_true(rep.budget_exhausted);
+                assert_false(k->census);
+                assert_int_equal(k->windows, 4);
+                for (unsigned i = 0; i < 3; i++) {
+                        assert_true(k->size[i].blocks > 0);
+                        assert_true(k->size[i].coverage >= 0.95);
+                }
+                mthp_density_free(s);
+                reap(&c);
+        }
+}
+
 /* Content is not use: a process that writes zeros to every page touched
  * them all. Its zeros are no bloat, so no zero_fraction may say "unused"
  * (it said 1.00, and the engine held will-it-scale page_fault1 at 4K). */
@@ -820,6 +848,7 @@ int main(void) {
                 cmocka_unit_test(test_sparse_anon),
                 cmocka_unit_test(test_zero_fraction),
                 cmocka_unit_test(test_zero_writer),
+                cmocka_unit_test(test_floor_past_budget),
                 cmocka_unit_test(test_sampled_modes),
                 cmocka_unit_test(test_whole_process),
                 cmocka_unit_test(test_sparse_reservation),
