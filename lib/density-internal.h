@@ -20,6 +20,7 @@
 #define READ_BATCH 256               /* subpages per process_vm_readv (<= IOV_MAX) */
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAPPED (1ULL << 62)
+#define PM_PFN_MASK ((1ULL << 55) - 1)
 
 struct region {
         uint64_t start, end;
@@ -56,6 +57,7 @@ struct window_rec {
         double u;                                 /* inverse draw probability */
         uint32_t full_present[MTHP_SIZES_MAX];    /* present pages in full blocks */
         uint16_t read[MTHP_SIZES_MAX], zero[MTHP_SIZES_MAX];
+        uint16_t zero_base[MTHP_SIZES_MAX];       /* of the zeros, in a base-page folio */
         uint8_t kind;
         uint32_t reg;                             /* its region in reg[kind] */
 };
@@ -68,7 +70,7 @@ struct read_req {
 
 struct acc {
         double cov_num, cov_den, zero_num, zero_den;
-        uint64_t blocks, full, read, zero;
+        uint64_t blocks, full, read, zero, zero_base;
 };
 
 /* What smaps said of a process's hg and nh mappings, kept between reads

@@ -400,14 +400,39 @@ static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, c
 
 /* ---- subpage reads ---- */
 
-static void tally_read(struct mthp_density_sampler *s, const struct read_req *q, bool zero) {
+/* Is the page at addr a base-page folio the process touched: 1; a large
+ * folio's subpage or the shared zero page: 0; -1 unknown (no kpageflags,
+ * no PFNs in pagemap: they need CAP_SYS_ADMIN; or unmapped since). A zero
+ * subpage is bloat only inside a large folio: where the folio is a single
+ * 4K page, present means touched (written zeros: PostgreSQL's WAL buffers,
+ * free space in a page, memset structures), and a larger size would have
+ * added nothing there. Two preads, for zero pages only. */
+static int base_folio(const struct mthp_density_sampler *s, const struct proc_ctx *c, uint64_t addr) {
+        uint64_t e, f;
+        if (s->kpf_fd < 0)
+                return -1;
+        if (pread(c->fd, &e, sizeof(e), (off_t) (addr / PAGE * sizeof(e))) != (ssize_t) sizeof(e))
+                return -1;
+        uint64_t pfn = e & PM_PFN_MASK;
+        if (!(e & PM_PRESENT) || pfn == 0)
+                return -1;
+        if (pread(s->kpf_fd, &f, sizeof(f), (off_t) (pfn * sizeof(f))) != (ssize_t) sizeof(f))
+                return -1;
+        /* KPF_COMPOUND_HEAD 15, KPF_COMPOUND_TAIL 16, KPF_ZERO_PAGE 24 */
+        return (f & ((1ULL << 15) | (1ULL << 16) | (1ULL << 24))) ? 0 : 1;
+}
+
+static void tally_read(struct mthp_density_sampler *s, const struct proc_ctx *c, const struct read_req *q,
+                       bool zero) {
         struct window_rec *rec = &s->recs[q->rec];
+        bool base = zero && base_folio(s, c, q->addr) == 1;
         if (!zero)
                 s->reg[rec->kind][rec->reg].data = true;
         for (unsigned i = 0; i < s->n_sizes; i++)
                 if (q->size_mask & (1u << i)) {
                         rec->read[i]++;
                         rec->zero[i] += zero;
+                        rec->zero_base[i] += base;
                 }
 }
 
@@ -431,7 +456,7 @@ int density_flush_reads(struct mthp_density_sampler *s, struct proc_ctx *c) {
                 }
                 size_t done = (size_t) got / PAGE;
                 for (size_t k = 0; k < done; k++)
-                        tally_read(s, &s->rq[i + k], mthp_density_page_is_zero(s->rbuf + k * PAGE));
+                        tally_read(s, c, &s->rq[i + k], mthp_density_page_is_zero(s->rbuf + k * PAGE));
                 c->reads += done;
                 i += done + (done < n - i);   /* skip the page that failed */
         }

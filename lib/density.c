@@ -459,6 +459,7 @@ static struct mthp_density_size size_of(unsigned kb, const struct acc *a) {
                 .full_blocks = a->full,
                 .read_pages = a->read,
                 .zero_pages = a->zero,
+                .zero_base_pages = a->zero_base,
                 .zero_fraction = a->zero_den > 0 ? a->zero_num / a->zero_den : NAN,
         };
 }
@@ -478,9 +479,12 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
                                 struct acc *a = part ? &s->acc_hg[rec->kind][i] : &s->acc[rec->kind][i];
                                 a->read += rec->read[i];
                                 a->zero += rec->zero[i];
+                                a->zero_base += rec->zero_base[i];
                                 if (!data)
                                         continue;
-                                a->zero_num += rec->u * rec->full_present[i] * rec->zero[i] / rec->read[i];
+                                /* zeros in base-page folios were touched */
+                                a->zero_num += rec->u * rec->full_present[i] * (rec->zero[i] - rec->zero_base[i]) /
+                                               rec->read[i];
                                 a->zero_den += rec->u * rec->full_present[i];
                         }
                 }
@@ -660,6 +664,7 @@ static void aggregate(struct mthp_density_sampler *s, struct mthp_density_report
                                 os->full_blocks += ps->full_blocks;
                                 os->read_pages += ps->read_pages;
                                 os->zero_pages += ps->zero_pages;
+                                os->zero_base_pages += ps->zero_base_pages;
                                 if (ps->blocks) {
                                         cw += w, cv += w * ps->coverage;
                                         cw1 += 1, cv1 += ps->coverage;

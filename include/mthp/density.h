@@ -18,13 +18,21 @@
  *    touched page (HawkEye's "access coverage"). Meaningful while a size is
  *    off: it says how much a folio of that size would hold that is used.
  *  - zero_fraction: of the subpages of blocks whose every page is touched, the
- *    share that is all zeros (read with process_vm_readv), counted only in
- *    mappings where some subpage read holds data. Meaningful once a size is
- *    on: pagemap then shows whole folios present, and the zeros beside data
- *    are the bloat. Content is not use: an all-zero mapping may be untouched
- *    or written with zeros (calloc, memset, page_fault1), so it is left out
- *    (a mapping, not a window: too few reads fall in one window to tell), and
- *    a process that writes only zeros has no zero_fraction (NAN). The limit:
+ *    share that is all zeros (read with process_vm_readv) inside a large
+ *    folio, counted only in mappings where some subpage read holds data.
+ *    Meaningful once a size is on: pagemap then shows whole folios present,
+ *    and the zeros beside data are the bloat. A zero page that is a folio
+ *    of its own (a 4K folio, /proc/kpageflags: neither COMPOUND_HEAD nor
+ *    COMPOUND_TAIL nor the zero page) was touched like any present page,
+ *    and a larger size would have added nothing there (PostgreSQL's WAL
+ *    buffers: 4K folios from before a raise, half of them zeros, read 0.35
+ *    used and stepped shmem down); it counts in zero_pages and
+ *    zero_base_pages, not here. Telling them apart needs PFNs in pagemap
+ *    (CAP_SYS_ADMIN) and a readable kpageflags; without them (the systemd
+ *    unit has no CAP_SYS_ADMIN) every zero counts, as before. Content is
+ *    not use: an all-zero mapping may be untouched or written with zeros
+ *    (calloc, memset, page_fault1), so it is left out (a mapping, not a
+ *    window: too few reads fall in one window to tell), and a process that writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
  *    What could tell an untouched subpage from a written-zero one was
@@ -153,6 +161,7 @@ struct mthp_density_size {
         uint64_t full_blocks;         /* of those, blocks with every page touched */
         uint64_t read_pages;          /* subpages of full blocks read */
         uint64_t zero_pages;          /* of those, all zeros */
+        uint64_t zero_base_pages;     /* of those, in a base-page (4K) folio: touched, not in zero_fraction */
         double zero_fraction;         /* NAN if no subpage read in a mapping with data */
 };
 
