@@ -93,8 +93,8 @@ static bool collapse_failed(struct daemon *d, int r, const char *what, const cha
  * folios (the page cache was filled before the raise, lib/density.c's
  * probe) get that mapping's aligned, dense blocks collapsed, most faulting
  * first, within what is left of the tick's budget after Collapse=yes. A
- * repair under way goes on until SHM_REPAIR_QUIET_PASSES passes in a row
- * find nothing left (the probe samples only a few pages). A cgroup whose
+ * repair under way goes on, faulting or not, until SHM_REPAIR_QUIET_PASSES
+ * passes in a row find nothing left (the probe samples only a few pages). A cgroup whose
  * policy says Shmem=never is left alone; misaligned mappings are never
  * tried (explain says why). */
 #define SHM_REPAIR_QUIET_PASSES 3
@@ -141,8 +141,14 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                         bool small = m->sampled >= 4 && m->large < m->sampled;
                         const struct daemon_shm_repair *e = repair_entry(d, p->pid, m->addr, false);
                         bool going = e && e->kb && e->quiet < SHM_REPAIR_QUIET_PASSES;
+                        /* a repair starts for a faulting process and goes on
+                         * once it stops: a database's backends fault while
+                         * they map the pool and hardly after, when the 4K
+                         * part they use is what the repair is for (pgbench
+                         * -S: repair stopped at 140 of ~400 MiB) */
                         if (done[j] || !p->pid || p->thp_off || p->seen_tick + 3 < d->engine.tick ||
-                            p->fault_rate < d->cfg.engine.min_proc_fault_rate || m->reach != MTHP_SHM_PER_SIZE ||
+                            (p->fault_rate < d->cfg.engine.min_proc_fault_rate && !going) ||
+                            m->reach != MTHP_SHM_PER_SIZE ||
                             m->align_kb < d->caps.pmd_kb || m->bytes < (uint64_t) d->caps.pmd_kb * 1024 ||
                             !(small || going))
                                 continue;
