@@ -11,8 +11,10 @@
 # before "zeros count as bloat only in mappings that hold data": it is the
 # input that sampler gave the engine). zero-anon: will-it-scale page_fault1's
 # shape, a dense anon fault loop writing 0 to every page (mthp-workload
-# --value 0). pgbench-select is not recorded here: tests/bench/mthp-bench
-# records it (--record-dir, see README "Benchmarks"). limited-sparse (issue
+# --value 0). pgbench-select and pgbench-select-30s are not recorded here:
+# tests/bench/mthp-bench records them (--record-dir, see README
+# "Benchmarks"; pgbench-select-30s: --scenario pgbench-select --sizes 64K
+# --reps 5 --real-seconds 30, the median run of mthpd). limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
 # per 64 KiB, held) in a v1 memory cgroup mthpd-test-trace-PID limited to
 # 600 MB, created then (needs the v1 memory hierarchy at /sys/fs/cgroup/memory).
