@@ -93,8 +93,9 @@ static bool collapse_failed(struct daemon *d, int r, const char *what, const cha
  * folios (the page cache was filled before the raise, lib/density.c's
  * probe) get that mapping's aligned, dense blocks collapsed, most faulting
  * first, within what is left of the tick's budget after Collapse=yes. A
- * repair under way goes on, faulting or not, until SHM_REPAIR_QUIET_PASSES
- * passes in a row find nothing left (the probe samples only a few pages). A cgroup whose
+ * repair under way goes on, faulting or sampled or not, until
+ * SHM_REPAIR_QUIET_PASSES passes in a row find nothing left (the probe
+ * samples only a few pages) or the process is gone. A cgroup whose
  * policy says Shmem=never is left alone; misaligned mappings are never
  * tried (explain says why). */
 #define SHM_REPAIR_QUIET_PASSES 3
@@ -125,6 +126,51 @@ void daemon_collapse_fill(struct daemon *d) {
         }
 }
 
+/* One pass over pid's shmem mapping [addr, addr + bytes); false: stop
+ * repairing on this host (collapse_failed said why). */
+static bool repair_pass(struct daemon *d, uint64_t t, int pid, const char *comm, const char *cgroup, uint64_t addr,
+                        uint64_t bytes) {
+        const struct mthp_policy *pol = cgroup && cgroup[0] ? mthp_engine_policy(&d->cfg.engine, cgroup, NULL, 0) : NULL;
+        if (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER)
+                return true;
+        struct mthp_collapse_result res;
+        int r = mthp_collapser_run_shm(d->collapser, pid, addr, bytes, t, &res);
+        struct daemon_shm_repair *e = repair_entry(d, pid, addr, r != -ESRCH);
+        if (r == -ESRCH) {
+                if (e)
+                        e->pid = 0;   /* gone: the repair ends */
+                return true;
+        }
+        if (r < 0) {
+                char what[64];
+                snprintf(what, sizeof(what), "of pid %d (%s)'s shmem", pid, comm);
+                return !collapse_failed(d, r, what, "; shmem held at 4K stays so on this host");
+        }
+        add_result(&d->collapse_last, &res);
+        e->bytes = bytes;
+        mthp_strcpy(e->comm, sizeof(e->comm), comm);
+        mthp_strcpy(e->cgroup, sizeof(e->cgroup), cgroup ? cgroup : "");
+        e->tick = d->engine.tick;
+        e->kb += res.kb_collapsed;
+        if (res.candidates || res.collapsed)
+                e->quiet = 0;
+        else if (!res.deferred && e->quiet < UINT8_MAX)
+                e->quiet++;
+        if (res.collapsed)
+                mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d (%s)'s %llu MiB shmem "
+                         "mapping at 0x%llx (held at 4K folios after the 2M shmem raise) in %.1f ms",
+                         res.collapsed, (unsigned long long) res.kb_collapsed / 1024, pid, comm,
+                         (unsigned long long) (bytes >> 20), (unsigned long long) addr, (double) res.usec / 1000.0);
+        else if (res.failed)
+                mthp_log(LOG_DEBUG, "MADV_COLLAPSE of pid %d's shmem at 0x%llx: %u block(s) failed (%s)", pid,
+                         (unsigned long long) addr, res.failed, mthp_errno_words(res.last_error));
+        return true;
+}
+
+static bool repair_going(const struct daemon_shm_repair *e) {
+        return e && e->pid && e->kb && e->quiet < SHM_REPAIR_QUIET_PASSES;
+}
+
 static void collapse_shmem(struct daemon *d, uint64_t t) {
         if (!d->cfg.shmem_collapse || !d->caps.pmd_kb || !shmem_pmd_raised(d))
                 return;
@@ -139,16 +185,11 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                         /* the probe saw small folios there, or a repair under
                          * way still finds blocks (the probe samples a few pages) */
                         bool small = m->sampled >= 4 && m->large < m->sampled;
-                        const struct daemon_shm_repair *e = repair_entry(d, p->pid, m->addr, false);
-                        bool going = e && e->kb && e->quiet < SHM_REPAIR_QUIET_PASSES;
-                        /* a repair starts for a faulting process and goes on
-                         * once it stops: a database's backends fault while
-                         * they map the pool and hardly after, when the 4K
-                         * part they use is what the repair is for (pgbench
-                         * -S: repair stopped at 140 of ~400 MiB) */
+                        bool going = repair_going(repair_entry(d, p->pid, m->addr, false));
+                        /* a repair starts for a recently sampled, faulting
+                         * process; one under way goes on below, sampled or not */
                         if (done[j] || !p->pid || p->thp_off || p->seen_tick + 3 < d->engine.tick ||
-                            (p->fault_rate < d->cfg.engine.min_proc_fault_rate && !going) ||
-                            m->reach != MTHP_SHM_PER_SIZE ||
+                            p->fault_rate < d->cfg.engine.min_proc_fault_rate || m->reach != MTHP_SHM_PER_SIZE ||
                             m->align_kb < d->caps.pmd_kb || m->bytes < (uint64_t) d->caps.pmd_kb * 1024 ||
                             !(small || going))
                                 continue;
@@ -156,40 +197,28 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                                 best = (int) j;
                 }
                 if (best < 0)
-                        return;
+                        break;
                 done[best] = true;
                 const struct mthp_engine_proc *p = &d->engine.proc[best];
-                const struct mthp_policy *pol = p->cgroup[0] ? mthp_engine_policy(&d->cfg.engine, p->cgroup, NULL, 0) : NULL;
-                if (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER)
+                if (!repair_pass(d, t, p->pid, p->comm, p->cgroup, p->shm.addr, p->shm.bytes))
+                        return;
+        }
+        /* Repairs under way that were not worked on above: a database's
+         * backends fault while they map the buffer pool and hardly at all
+         * after, while they keep using it (pgbench -S: the repair stopped at
+         * 140 of ~400 MiB when they fell below MinProcessFaultRate=), and a
+         * process that faults nothing is not sampled at all. They go on,
+         * from what the repair remembers, until it ends (quiet, or the
+         * process gone). */
+        for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
+                struct daemon_shm_repair *e = &d->shm_repair[i];
+                if (!repair_going(e) || e->tick == d->engine.tick || !e->bytes)
                         continue;
-                struct mthp_collapse_result res;
-                int r = mthp_collapser_run_shm(d->collapser, p->pid, p->shm.addr, p->shm.bytes, t, &res);
-                if (r == -ESRCH)
-                        continue;
-                if (r < 0) {
-                        char what[64];
-                        snprintf(what, sizeof(what), "of pid %d (%s)'s shmem", p->pid, p->comm);
-                        if (collapse_failed(d, r, what, "; shmem held at 4K stays so on this host"))
-                                return;
-                        continue;
-                }
-                add_result(&d->collapse_last, &res);
-                struct daemon_shm_repair *e = repair_entry(d, p->pid, p->shm.addr, true);
-                e->tick = d->engine.tick;
-                e->kb += res.kb_collapsed;
-                if (res.candidates || res.collapsed)
-                        e->quiet = 0;
-                else if (!res.deferred && e->quiet < UINT8_MAX)
-                        e->quiet++;
-                if (res.collapsed)
-                        mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d (%s)'s %llu MiB shmem "
-                                 "mapping at 0x%llx (held at 4K folios after the 2M shmem raise) in %.1f ms",
-                                 res.collapsed, (unsigned long long) res.kb_collapsed / 1024, p->pid, p->comm,
-                                 (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
-                                 (double) res.usec / 1000.0);
-                else if (res.failed)
-                        mthp_log(LOG_DEBUG, "MADV_COLLAPSE of pid %d's shmem at 0x%llx: %u block(s) failed (%s)",
-                                 p->pid, (unsigned long long) p->shm.addr, res.failed, mthp_errno_words(res.last_error));
+                char comm[MTHP_PROC_COMM_MAX], cgroup[MTHP_CGROUP_PATH_MAX];
+                mthp_strcpy(comm, sizeof(comm), e->comm);
+                mthp_strcpy(cgroup, sizeof(cgroup), e->cgroup);
+                if (!repair_pass(d, t, e->pid, comm, cgroup, e->addr, e->bytes))
+                        return;
         }
 }
 

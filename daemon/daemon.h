@@ -69,6 +69,9 @@ struct daemon {
         struct daemon_shm_repair {
                 int pid;                    /* 0: free */
                 uint64_t addr;              /* the mapping's start */
+                uint64_t bytes;             /* its length */
+                char comm[MTHP_PROC_COMM_MAX];
+                char cgroup[MTHP_CGROUP_PATH_MAX];
                 uint64_t kb;
                 uint8_t quiet;
                 uint64_t tick;              /* last worked on */

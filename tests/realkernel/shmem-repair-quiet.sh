@@ -7,16 +7,17 @@
 # with them: under pgbench -S it collapsed 140 of ~400 MiB and stopped when
 # the backends' fault rates fell below MinProcessFaultRate=.
 #
-# The workload maps 256 MiB of shared anonymous memory (2M-aligned) and
-# fills it at an even pace over 3 s, then keeps re-reading it without a
+# The workload maps 512 MiB of shared anonymous memory (2M-aligned) and
+# fills it at an even pace over 6 s, then keeps re-reading it without a
 # fault. mthpd starts halfway through the fill, so about half the segment
 # is in 4K folios; it raises 2M for shmem, the second half gets 2M folios,
 # and the repair (CollapseBudget=2M: one block a 100 ms tick) starts while
-# the workload faults. Before the fix it stopped with the fill (about 150
-# MiB PMD-mapped in the end); the whole segment must end PMD-mapped
-# (smaps ShmemPmdMapped >= 240 MiB) within 20 s. Skipped, with the reason,
-# when the host holds every raise back or the density sampler does not
-# reach the workload.
+# the workload faults. Before the fix it stopped with the fill (112 of 256
+# MiB PMD-mapped with a 256 MiB segment filled over 3 s); the whole segment
+# must end PMD-mapped (smaps ShmemPmdMapped >= 480 MiB) within 30 s.
+# Skipped, with the reason, when the host holds every raise back, the
+# density sampler does not reach the workload, or no repair started while
+# it faulted (nothing to judge).
 #
 # Usage: shmem-repair-quiet.sh MTHPD MTHPCTL WORKLOAD
 set -uo pipefail
@@ -36,15 +37,19 @@ rk_set "$THP/shmem_enabled" never || rk_die "writing never to $THP/shmem_enabled
 
 rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=50 MinProcessFaultRate=100 CollapseBudget=2M
 
-pmd_kb() { awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0; }
+pmd_kb() {
+        [[ -r /proc/$1/smaps ]] || { echo 0; return; }
+        awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0
+}
 
 log=$RK_TMP/mthpd.log
 # 9>&-: the workload must not hold the real-kernel lock
-"$WORKLOAD" --kind shmem --pattern dense --size 256M --hold --fill-seconds 3 --seconds 40 \
+"$WORKLOAD" --kind shmem --pattern dense --size 512M --hold --fill-seconds 6 --seconds 90 \
         >"$RK_TMP/workload.out" 2>&1 9>&- &
 wl=$!
 rk_track $wl
-sleep 1.5
+t_wl=$(rk_now_ms)
+sleep 3
 before=$(pmd_kb $wl)
 [[ $before == 0 ]] || rk_skip "the workload's segment is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
 
@@ -53,16 +58,19 @@ mpid=$!
 rk_track $mpid
 rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
 t0=$(rk_now_ms)
-if ! rk_wait_for "$log" "collapsed [0-9]+ region\\(s\\), [0-9]+ MiB, of pid $wl \\(mthp-workload\\)'s 256 MiB shmem" 20 $mpid; then
+if ! rk_wait_for "$log" "collapsed [0-9]+ region\\(s\\), [0-9]+ MiB, of pid $wl \\(mthp-workload\\)'s 512 MiB shmem" 20 $mpid; then
         grep -qE '2M/shmem: [a-z]+ -> always' "$log" ||
                 { rk_stop $mpid TERM 10; rk_skip "mthpd set 2M/shmem always not within 20 s on this host now (e.g. a memory-limited cgroup of another test holds raises back)"; }
         grep -qE "pid $wl \\(mthp-workload" "$log" ||
                 { rk_stop $mpid TERM 10; rk_skip "mthpd's density sampler never reached the workload: nothing to judge"; }
         rk_fail "2M/shmem was raised and the workload sampled, but mthpd collapsed none of its shmem in 20 s"
 fi
-# the fill ends 3 s after the workload started; from then on it faults no more
+# a repair starts only for a faulting process: it must have begun in the fill
+first=$(rk_now_ms)
+((first - t_wl < 6000)) || { rk_stop $mpid TERM 10; rk_skip "the first collapse came $((first - t_wl)) ms after the workload started, after its fill: this host was too slow to judge what happens when the faults stop"; }
+# the fill ends 6 s after the workload started; from then on it faults no more
 after=0 series=""
-for ((i = 0; i < 40 && after < 245760; i++)); do
+for ((i = 0; i < 60 && after < 491520; i++)); do
         sleep 0.5
         v=$(pmd_kb $wl)
         ((v > after)) && after=$v
@@ -74,7 +82,7 @@ mib=$(grep -oE "region\\(s\\), [0-9]+ MiB, of pid $wl " "$log" | awk '{ s += $2 
 rk_log "ShmemPmdMapped MiB every 0.5 s after mthpd started: $series"
 rk_log "$passes collapse passes, $mib MiB; ShmemPmdMapped $((after >> 10)) MiB $((t1 - t0)) ms after mthpd started"
 rk_log "workload: $(grep -E 'pages_per_s' "$RK_TMP/workload.out" | head -5 | tr '\n' ' ' | cut -c1-300)"
-((after >= 245760)) || rk_fail "the segment is not PMD-mapped after the repair (ShmemPmdMapped at most $((after >> 10)) MiB, want >= 240): the repair stopped when the workload stopped faulting?"
+((after >= 491520)) || rk_fail "the segment is not PMD-mapped after the repair (ShmemPmdMapped at most $((after >> 10)) MiB, want >= 480): the repair stopped when the workload stopped faulting?"
 rk_stop $mpid TERM 10
 rk_stop $wl TERM 5
 exit 0
