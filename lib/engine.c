@@ -166,8 +166,10 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         m->fs[k] = m->fs[k] / 2 + p->fault_samples[k];
                 m->fs_other = m->fs_other / 2 + p->fault_samples_other;
-                m->fs_pending = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
-                                engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN;
+                bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
+                            engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN;
+                m->fs_wait = wait ? (uint8_t) (m->fs_wait < UINT8_MAX ? m->fs_wait + 1 : UINT8_MAX) : 0;
+                m->fs_pending = wait && m->fs_wait <= ENGINE_FAULT_WAIT_TICKS;
                 if (p->shm.reach != MTHP_SHM_NONE) {
                         struct mthp_shm_mapping old = m->shm;
                         bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;

@@ -85,6 +85,7 @@ struct mthp_engine_proc {
          * samples are in yet: its faults are no kind's demand (a tick); its
          * density counts, split by memory held */
         bool fs_pending;
+        uint8_t fs_wait;                /* its ticks in a row without enough samples */
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
