@@ -136,8 +136,9 @@ uint64_t density_elapsed_usec(const struct mthp_density_sampler *s) {
         return cpu > wall / 4 ? cpu : wall / 4;
 }
 
-/* Each process a tick starts is measured in at least this many windows of
- * each kind it holds, past the tick's time budget (never its page budgets):
+/* Each process a tick starts may be measured in up to this many windows of
+ * each kind it holds past the tick's time budget (never past its page
+ * budgets, nor past the draws its share of the process's budget gives):
  * its first-sight smaps read (9-32 ms for a 1 GiB shared segment under
  * load) can spend the whole budget before its first window, and a process
  * sampled without a block says nothing that tick. Measured on pgbench -S: the two backends
@@ -401,23 +402,28 @@ static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, c
 /* ---- subpage reads ---- */
 
 /* Is the page at addr a base-page folio the process touched: 1; a large
- * folio's subpage or the shared zero page: 0; -1 unknown (no kpageflags,
- * no PFNs in pagemap: they need CAP_SYS_ADMIN; or unmapped since). A zero
+ * folio's subpage or the shared zero page: 0; -ENODATA unknown (no
+ * kpageflags; no PFNs in pagemap: they need CAP_SYS_ADMIN, and the first
+ * present page without one turns the lookups off; or unmapped since). A zero
  * subpage is bloat only inside a large folio: where the folio is a single
  * 4K page, present means touched (written zeros: PostgreSQL's WAL buffers,
  * free space in a page, memset structures), and a larger size would have
  * added nothing there. Two preads, for zero pages only. */
-static int base_folio(const struct mthp_density_sampler *s, const struct proc_ctx *c, uint64_t addr) {
+static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, uint64_t addr) {
         uint64_t e, f;
-        if (s->kpf_fd < 0)
-                return -1;
+        if (s->kpf_fd < 0 || s->pfn_hidden)
+                return -ENODATA;
         if (pread(c->fd, &e, sizeof(e), (off_t) (addr / PAGE * sizeof(e))) != (ssize_t) sizeof(e))
-                return -1;
+                return -ENODATA;
         uint64_t pfn = e & PM_PFN_MASK;
-        if (!(e & PM_PRESENT) || pfn == 0)
-                return -1;
+        if (!(e & PM_PRESENT))
+                return -ENODATA;
+        if (pfn == 0) {
+                s->pfn_hidden = true;   /* pagemap hides PFNs from us: for good */
+                return -ENODATA;
+        }
         if (pread(s->kpf_fd, &f, sizeof(f), (off_t) (pfn * sizeof(f))) != (ssize_t) sizeof(f))
-                return -1;
+                return -ENODATA;
         /* KPF_COMPOUND_HEAD 15, KPF_COMPOUND_TAIL 16, KPF_ZERO_PAGE 24 */
         return (f & ((1ULL << 15) | (1ULL << 16) | (1ULL << 24))) ? 0 : 1;
 }

@@ -134,7 +134,10 @@ struct mthp_density_budget {
         unsigned reads_per_window;    /* subpages read per window for zero_fraction (<= 512) */
         /* Wall time per tick; the /proc scan gets at most half. Checked before
          * each window: a tick may overrun by one window and the subpage reads
-         * still queued for the process at hand. */
+         * still queued for the process at hand, and by the floor: the tick
+         * always starts its first candidate, and a process it started gets
+         * up to 4 windows of each kind past this budget (never past the page
+         * budgets), with their subpage reads (lib/density-window.c). */
         uint64_t max_usec;
         uint64_t seed;                /* same seed, same draws */
         /* Measure processes with THP disabled too (still reported
