@@ -249,9 +249,11 @@ static uint64_t period_for(struct mthp_fault_sampler *s, double rate) {
         return period;
 }
 
-static void set_period(struct fault_ring *ring, uint64_t period) {
-        if (ioctl(ring->fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
-                ring->period = period;
+static int set_period(struct fault_ring *ring, uint64_t period) {
+        if (ioctl(ring->fd, PERF_EVENT_IOC_PERIOD, &period) < 0)
+                return -errno;
+        ring->period = period;
+        return 0;
 }
 
 /* The period for target_hz samples a second from the faults counted since
@@ -275,16 +277,20 @@ static void retune(struct mthp_fault_sampler *s) {
                 ring->count = c;
                 if (faults == 0)
                         continue;
-                set_period(ring, period_for(s, (double) faults / dt));
+                (void) set_period(ring, period_for(s, (double) faults / dt));
         }
 }
 
 int mthp_fault_sampler_expect(struct mthp_fault_sampler *s, double faults_per_sec) {
         if (!s || !(faults_per_sec > 0) || !isfinite(faults_per_sec))
                 return -EINVAL;
-        for (size_t i = 0; i < s->n_rings; i++)
-                set_period(&s->rings[i], period_for(s, faults_per_sec / (double) s->n_rings));
-        return 0;
+        int r = 0;
+        for (size_t i = 0; i < s->n_rings; i++) {
+                int q = set_period(&s->rings[i], period_for(s, faults_per_sec / (double) s->n_rings));
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        return r;
 }
 
 bool mthp_fault_sampler_enabled(const struct mthp_fault_sampler *s) {

@@ -79,8 +79,11 @@ bool mthp_fault_sampler_enabled(const struct mthp_fault_sampler *s);
  * is set for that share of it, so that the first drain after an enable
  * brings about freq_hz samples a second per CPU instead of what the period
  * the events were left at gives (4099 at start: 12 samples a second from a
- * CPU faulting 50,000 times). The next drain retunes from the counts as
- * usual. 0 or -EINVAL (not a positive finite rate). */
+ * CPU faulting 50,000 times). The rate is split evenly between the CPUs:
+ * a storm on one CPU is sampled at up to N times freq_hz until the next
+ * drain retunes from the counts as usual (the ring may drop some: they are
+ * counted as lost). 0, -EINVAL (not a positive finite rate), or the first
+ * PERF_EVENT_IOC_PERIOD error (the others are still set). */
 int mthp_fault_sampler_expect(struct mthp_fault_sampler *s, double faults_per_sec);
 
 /* Moves every sample the rings hold into out (at most max), sorted by pid then

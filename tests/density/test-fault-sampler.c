@@ -233,8 +233,8 @@ static void test_enable_idempotent(void **state) {
  * with the host's fault rate (mthp_fault_sampler_expect), and the first
  * drain must already hold samples enough to classify the faulting process
  * (the engine waits for 8). Faults paced at ~20,000 a second for 0.5 s:
- * the start period (4099) gives ~2 samples, the expected rate's ~250 a
- * second per CPU. */
+ * the start period (4099) gives ~2 samples; the expected rate's period
+ * (the rate split over N CPUs, all of it on this one) ~250 x N a second. */
 static void test_expect_first_drain(void **state) {
         (void) state;
         struct mthp_fault_sampler *s = new_sampler(250);

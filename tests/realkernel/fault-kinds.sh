@@ -74,7 +74,7 @@ rk_stop $MPID TERM 10
 grep -E 'fault sampling (on|off)' "$LOG" | head -3 | cut -c1-300 | sed 's/^/  log: /'
 grep -E '/(anon|shmem): [a-z_]+ -> ' "$LOG" | head -8 | cut -c1-300 | sed 's/^/  log: /'
 grep -q "fault sampling on: pid $WPID " "$LOG" ||
-        rk_fail "mthpd did not sample the faults of pid $WPID, which holds both kinds"
+        rk_fail "mthpd did not sample the faults of pid $WPID, which holds shared memory"
 ((ANON_UP >= 0)) || rk_fail "no anon size was raised for a workload faulting only anon"
 ((${#SHM_SEEN[@]} == 0)) || rk_fail "shmem sizes raised for faults that never touched shmem: ${!SHM_SEEN[*]}"
 grep -qE '/shmem: [a-z_]+ -> always' "$LOG" && rk_fail "the log shows a shmem raise"

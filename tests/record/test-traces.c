@@ -414,9 +414,12 @@ static void test_pgbench_walwriter_zeros(void **state) {
         bool walwriter = false, raised = false;
         for (unsigned i = 0; i < rp->n; i++) {
                 raised = raised || rp->t[i].level[MTHP_SHMEM] == rp->n_ladder[MTHP_SHMEM];
-                for (unsigned k = 0; k < rp->t[i].density.n_procs; k++) {
+                /* after the backends mapped the pool (ticks 3-7): a process
+                 * holding 8-64 MiB of it and faulting, the walwriter */
+                for (unsigned k = 0; i >= 10 && k < rp->t[i].density.n_procs; k++) {
                         const struct mthp_proc_density *p = &rp->t[i].density.proc[k];
-                        if (p->fault_rate >= 1000 && p->rss_kb[MTHP_SHMEM] < 64 * 1024 &&
+                        if (p->fault_rate >= 1000 && p->rss_kb[MTHP_SHMEM] >= 8 * 1024 &&
+                            p->rss_kb[MTHP_SHMEM] < 64 * 1024 &&
                             p->coverage[MTHP_SHMEM][j] >= 0.9 && p->zero[MTHP_SHMEM][j] < 0.1)
                                 walwriter = true;
                 }
