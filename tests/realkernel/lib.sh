@@ -348,3 +348,34 @@ rk_init() {
 
 # The PMD size in kB.
 rk_pmd_kb() { echo $(($(cat "$THP/hpage_pmd_size") / 1024)); }
+
+# rk_sizes_never: every per-size knob (anon and shmem) and the global
+# shmem_enabled to never (saved by rk_init, restored on exit), so that a
+# workload's memory is filled in 4K folios. Dies if one cannot be written.
+rk_sizes_never() {
+        local f
+        while read -r f; do
+                case $f in
+                */hugepages-*kB/enabled | */hugepages-*kB/shmem_enabled) rk_set "$f" never || rk_die "writing never to $f: $RK_SET_ERR" ;;
+                esac
+        done < <(rk_knob_files)
+        rk_set "$THP/shmem_enabled" never || rk_die "writing never to $THP/shmem_enabled: $RK_SET_ERR"
+}
+
+# rk_wait_shm_collapse LOG MPID PID COMM MIB SECONDS: wait for mthpd (MPID,
+# logging to LOG) to collapse some of PID's MIB MiB shmem mapping. 0 when
+# it did. Otherwise it skips (mthpd stopped) when 2M/shmem never went to
+# always or the density sampler never named PID, and else returns 1 having
+# counted a failure.
+rk_wait_shm_collapse() {
+        local log=$1 mpid=$2 pid=$3 comm=$4 mib=$5 secs=$6
+        rk_wait_for "$log" "collapsed [0-9]+ region\\(s\\), [0-9]+ MiB, of pid $pid \\($comm\\)'s $mib MiB shmem" "$secs" "$mpid" &&
+                return 0
+        grep -qE '2M/shmem: [a-z]+ -> always' "$log" ||
+                { rk_stop "$mpid" TERM 10; rk_skip "mthpd set 2M/shmem always not within $secs s on this host now (e.g. a memory-limited cgroup of another test holds raises back)"; }
+        grep -qE "pid $pid \\($comm" "$log" ||
+                { rk_stop "$mpid" TERM 10; rk_skip "mthpd's density sampler never reached the workload among $(ls /proc | grep -c '^[0-9]') processes: nothing to judge"; }
+        rk_fail "2M/shmem was raised and the workload sampled, but mthpd collapsed none of its shmem in $secs s"
+        grep -E 'MADV_COLLAPSE|2M/shmem' "$log" | tail -5 | cut -c1-600 | sed 's/^/    /'
+        return 1
+}

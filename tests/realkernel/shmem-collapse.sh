@@ -26,12 +26,7 @@ rk_init shmem-collapse
 [[ -d /dev/shm && -w /dev/shm ]] || rk_skip "no writable /dev/shm"
 [[ -r /proc/kpageflags ]] || rk_skip "/proc/kpageflags is not readable: mthpd's probe cannot see the page cache's folio sizes"
 # every size starts off: the workload's page cache is filled at 4K
-while read -r f; do
-        case $f in
-        */hugepages-*kB/enabled | */hugepages-*kB/shmem_enabled) rk_set "$f" never || rk_die "writing never to $f: $RK_SET_ERR" ;;
-        esac
-done < <(rk_knob_files)
-rk_set "$THP/shmem_enabled" never || rk_die "writing never to $THP/shmem_enabled: $RK_SET_ERR"
+rk_sizes_never
 
 # ShmemSizes=2M: the repair is for the PMD size; AnonSizes=16K: anon's climb
 # is not judged here; density on; VerifyTicks=50 (5 s of 100 ms ticks):
@@ -71,14 +66,7 @@ mpid=$!
 rk_track $mpid
 rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
 t0=$(rk_now_ms)
-if ! rk_wait_for "$log" "collapsed [0-9]+ region\\(s\\), [0-9]+ MiB, of pid $kid \\(wis-file-fault\\)'s 64 MiB shmem" 30 $mpid; then
-        grep -qE '2M/shmem: [a-z]+ -> always' "$log" ||
-                { rk_stop $mpid TERM 10; rk_skip "mthpd set 2M/shmem always not within 30 s on this host now (e.g. a memory-limited cgroup of another test holds raises back)"; }
-        grep -qE "pid $kid \\(wis-file-fault" "$log" ||
-                { rk_stop $mpid TERM 10; rk_skip "mthpd's density sampler never reached the workload among $(ls /proc | grep -c '^[0-9]') processes: nothing to judge"; }
-        rk_fail "2M/shmem was raised and the workload sampled, but mthpd collapsed none of its shmem in 30 s"
-        grep -E 'MADV_COLLAPSE|2M/shmem' "$log" | tail -5 | cut -c1-600 | sed 's/^/    /'
-fi
+rk_wait_shm_collapse "$log" $mpid "$kid" wis-file-fault 64 30
 t1=$(rk_now_ms)
 grep -E "collapsed [0-9]+ region\\(s\\).*shmem" "$log" | head -3 | cut -c1-400 | sed 's/^/    /'
 # the repaired page cache is mapped by PMD on the loop's next faults

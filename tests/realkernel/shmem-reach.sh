@@ -35,12 +35,7 @@ case "$(ldd "$MTHPD") $(ldd "$WIS")" in
 *libasan* | *libtsan*) rk_skip "mthpd or wis-file-fault is built with a sanitizer: under ASan mthpd flapped and said '2M in use' for this segment without its cause (its folio sizes were not sampled; seen in CI's ASan run and once more here), a known gap not judged here" ;;
 esac
 # every size starts off: the workload's page cache is filled at 4K
-while read -r f; do
-        case $f in
-        */hugepages-*kB/enabled | */hugepages-*kB/shmem_enabled) rk_set "$f" never || rk_die "writing never to $f: $RK_SET_ERR" ;;
-        esac
-done < <(rk_knob_files)
-rk_set "$THP/shmem_enabled" never || rk_die "writing never to $THP/shmem_enabled: $RK_SET_ERR"
+rk_sizes_never
 
 # AnonSizes=16K: anon's own climb is not what this test is about; density
 # on (MinProcessFaultRate back to its default): the raise names the process

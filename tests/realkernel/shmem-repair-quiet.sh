@@ -28,12 +28,7 @@ rk_init shmem-repair-quiet
 [[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
 [[ -r /proc/kpageflags ]] || rk_skip "/proc/kpageflags is not readable: mthpd's probe cannot see the page cache's folio sizes"
 # every size starts off: the first half of the segment is filled at 4K
-while read -r f; do
-        case $f in
-        */hugepages-*kB/enabled | */hugepages-*kB/shmem_enabled) rk_set "$f" never || rk_die "writing never to $f: $RK_SET_ERR" ;;
-        esac
-done < <(rk_knob_files)
-rk_set "$THP/shmem_enabled" never || rk_die "writing never to $THP/shmem_enabled: $RK_SET_ERR"
+rk_sizes_never
 
 rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=50 MinProcessFaultRate=100 CollapseBudget=2M
 
@@ -58,13 +53,7 @@ mpid=$!
 rk_track $mpid
 rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
 t0=$(rk_now_ms)
-if ! rk_wait_for "$log" "collapsed [0-9]+ region\\(s\\), [0-9]+ MiB, of pid $wl \\(mthp-workload\\)'s 512 MiB shmem" 20 $mpid; then
-        grep -qE '2M/shmem: [a-z]+ -> always' "$log" ||
-                { rk_stop $mpid TERM 10; rk_skip "mthpd set 2M/shmem always not within 20 s on this host now (e.g. a memory-limited cgroup of another test holds raises back)"; }
-        grep -qE "pid $wl \\(mthp-workload" "$log" ||
-                { rk_stop $mpid TERM 10; rk_skip "mthpd's density sampler never reached the workload: nothing to judge"; }
-        rk_fail "2M/shmem was raised and the workload sampled, but mthpd collapsed none of its shmem in 20 s"
-fi
+rk_wait_shm_collapse "$log" $mpid $wl mthp-workload 512 20
 # a repair starts only for a faulting process: it must have begun in the fill
 first=$(rk_now_ms)
 ((first - t_wl < 6000)) || { rk_stop $mpid TERM 10; rk_skip "the first collapse came $((first - t_wl)) ms after the workload started, after its fill: this host was too slow to judge what happens when the faults stop"; }
