@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "daemon.h"
+#include "mthp/host.h"
 #include "mthp/log.h"
+#include "mthp/procfs.h"
 #include "mthp/util.h"
 
 #define COLLAPSE_DIRS_MAX 64
@@ -126,27 +128,56 @@ void daemon_collapse_fill(struct daemon *d) {
         }
 }
 
+/* The start time of pid (clock ticks since boot, /proc/PID/stat): 0 or
+ * a negative errno (-ESRCH: gone or a zombie). */
+static int proc_starttime(struct daemon *d, int pid, uint64_t *starttime) {
+        char path[48], buf[4096];
+        struct mthp_proc_stat st;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        int r = mthp_host_read(d->host, path, buf, sizeof(buf));
+        if (r == -ENOENT || r == -ESRCH)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        if (mthp_proc_parse_stat(buf, &st) < 0)
+                return -EBADMSG;
+        if (st.state == 'Z' || st.state == 'X')
+                return -ESRCH;
+        *starttime = st.starttime;
+        return 0;
+}
+
 /* One pass over pid's shmem mapping [addr, addr + bytes); false: stop
- * repairing on this host (collapse_failed said why). */
+ * repairing on this host (collapse_failed said why). A repair entry whose
+ * process is gone, or whose PID now names another process, ends; from
+ * memory (the process not sampled now) nothing else is tried then. */
 static bool repair_pass(struct daemon *d, uint64_t t, int pid, const char *comm, const char *cgroup, uint64_t addr,
-                        uint64_t bytes) {
+                        uint64_t bytes, bool from_memory) {
         const struct mthp_policy *pol = cgroup && cgroup[0] ? mthp_engine_policy(&d->cfg.engine, cgroup, NULL, 0) : NULL;
-        if (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER)
+        uint64_t start = 0;
+        struct daemon_shm_repair *known = repair_entry(d, pid, addr, false);
+        int q = proc_starttime(d, pid, &start);
+        /* gone, the PID reused, or its cgroup's policy now says never:
+         * that repair ends */
+        if (known && (q < 0 || (known->starttime && known->starttime != start) ||
+                      (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER)))
+                known->pid = 0;
+        if (q < 0 || (pol && pol->mode[MTHP_SHMEM] == MTHP_POLICY_NEVER) || (from_memory && (!known || !known->pid)))
                 return true;
         struct mthp_collapse_result res;
         int r = mthp_collapser_run_shm(d->collapser, pid, addr, bytes, t, &res);
-        struct daemon_shm_repair *e = repair_entry(d, pid, addr, r != -ESRCH);
-        if (r == -ESRCH) {
-                if (e)
-                        e->pid = 0;   /* gone: the repair ends */
+        struct daemon_shm_repair *e = repair_entry(d, pid, addr, r >= 0);
+        if (r < 0 && e)
+                e->pid = 0;   /* gone, or refused (EPERM: for good): the repair ends */
+        if (r == -ESRCH)
                 return true;
-        }
         if (r < 0) {
                 char what[64];
                 snprintf(what, sizeof(what), "of pid %d (%s)'s shmem", pid, comm);
                 return !collapse_failed(d, r, what, "; shmem held at 4K stays so on this host");
         }
         add_result(&d->collapse_last, &res);
+        e->starttime = start;
         e->bytes = bytes;
         mthp_strcpy(e->comm, sizeof(e->comm), comm);
         mthp_strcpy(e->cgroup, sizeof(e->cgroup), cgroup ? cgroup : "");
@@ -200,7 +231,7 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                         break;
                 done[best] = true;
                 const struct mthp_engine_proc *p = &d->engine.proc[best];
-                if (!repair_pass(d, t, p->pid, p->comm, p->cgroup, p->shm.addr, p->shm.bytes))
+                if (!repair_pass(d, t, p->pid, p->comm, p->cgroup, p->shm.addr, p->shm.bytes, false))
                         return;
         }
         /* Repairs under way that were not worked on above: a database's
@@ -217,7 +248,7 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                 char comm[MTHP_PROC_COMM_MAX], cgroup[MTHP_CGROUP_PATH_MAX];
                 mthp_strcpy(comm, sizeof(comm), e->comm);
                 mthp_strcpy(cgroup, sizeof(cgroup), e->cgroup);
-                if (!repair_pass(d, t, e->pid, comm, cgroup, e->addr, e->bytes))
+                if (!repair_pass(d, t, e->pid, comm, cgroup, e->addr, e->bytes, true))
                         return;
         }
 }

@@ -72,6 +72,7 @@ struct daemon {
                 uint64_t bytes;             /* its length */
                 char comm[MTHP_PROC_COMM_MAX];
                 char cgroup[MTHP_CGROUP_PATH_MAX];
+                uint64_t starttime;         /* the process's, from stat: a reused PID is not it */
                 uint64_t kb;
                 uint8_t quiet;
                 uint64_t tick;              /* last worked on */

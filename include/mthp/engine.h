@@ -82,8 +82,10 @@ struct mthp_engine_proc {
          * instead of the memory it holds */
         double fs[_MTHP_KIND_MAX], fs_other;
         /* it holds shared memory and its faults are sampled, but too few
-         * samples are in yet: its faults are no kind's demand (a tick); its
-         * density counts, split by memory held */
+         * samples are in yet: its faults are no kind's demand (a tick, up to
+         * ENGINE_FAULT_WAIT_TICKS of its sampled ticks; the flag stands
+         * between two samples of it); its density counts, split by memory
+         * held */
         bool fs_pending;
         uint8_t fs_wait;                /* its ticks in a row without enough samples */
 };

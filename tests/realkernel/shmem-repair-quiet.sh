@@ -53,7 +53,7 @@ mpid=$!
 rk_track $mpid
 rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
 t0=$(rk_now_ms)
-rk_wait_shm_collapse "$log" $mpid $wl mthp-workload 512 20
+rk_wait_shm_collapse "$log" $mpid $wl mthp-workload 512 20 || { rk_stop $mpid TERM 10; exit 1; }
 # a repair starts only for a faulting process: it must have begun in the fill
 first=$(rk_now_ms)
 ((first - t_wl < 6000)) || { rk_stop $mpid TERM 10; rk_skip "the first collapse came $((first - t_wl)) ms after the workload started, after its fill: this host was too slow to judge what happens when the faults stop"; }
