@@ -130,7 +130,7 @@ struct mthp_density_sampler {
         uint64_t rng;
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
         int kpf_fd;                         /* /proc/kpageflags, -1: not readable here */
-        bool pfn_hidden;                    /* pagemap showed a present page without its PFN */
+        bool pfn_hidden;                    /* our own pagemap shows no PFN: no folio lookups */
         bool cap_fowner;                    /* mincore of files we do not own tells the truth */
         pid_t self;
 

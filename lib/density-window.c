@@ -403,8 +403,8 @@ static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, c
 
 /* Is the page at addr a base-page folio the process touched: 1; a large
  * folio's subpage or the shared zero page: 0; -ENODATA unknown (no
- * kpageflags; no PFNs in pagemap: they need CAP_SYS_ADMIN, and the first
- * present page without one turns the lookups off; or unmapped since). A zero
+ * kpageflags; no PFNs in pagemap: they need CAP_SYS_ADMIN, checked once on
+ * a page of our own when the sampler is made; or unmapped since). A zero
  * subpage is bloat only inside a large folio: where the folio is a single
  * 4K page, present means touched (written zeros: PostgreSQL's WAL buffers,
  * free space in a page, memset structures), and a larger size would have
@@ -416,12 +416,8 @@ static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, 
         if (pread(c->fd, &e, sizeof(e), (off_t) (addr / PAGE * sizeof(e))) != (ssize_t) sizeof(e))
                 return -ENODATA;
         uint64_t pfn = e & PM_PFN_MASK;
-        if (!(e & PM_PRESENT))
+        if (!(e & PM_PRESENT) || pfn == 0)
                 return -ENODATA;
-        if (pfn == 0) {
-                s->pfn_hidden = true;   /* pagemap hides PFNs from us: for good */
-                return -ENODATA;
-        }
         if (pread(s->kpf_fd, &f, sizeof(f), (off_t) (pfn * sizeof(f))) != (ssize_t) sizeof(f))
                 return -ENODATA;
         /* KPF_COMPOUND_HEAD 15, KPF_COMPOUND_TAIL 16, KPF_ZERO_PAGE 24 */

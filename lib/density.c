@@ -45,6 +45,19 @@ static bool has_cap_fowner(void) {
         return data[0].effective & (1u << CAP_FOWNER);
 }
 
+/* Does pagemap show us PFNs (CAP_SYS_ADMIN)? Asked of a page of our own,
+ * once: a zero PFN of another process's page could be a real page 0. */
+static bool own_pfn_visible(const struct mthp_host *h) {
+        static volatile char page[PAGE] __attribute__((aligned(PAGE)));
+        uint64_t e = 0;
+        page[0] = 1;
+        _cleanup_close_ int fd = mthp_host_open_file(h, "/proc/self/pagemap", O_RDONLY);
+        if (fd < 0)
+                return false;
+        ssize_t n = pread(fd, &e, sizeof(e), (off_t) ((uintptr_t) page / PAGE * sizeof(e)));
+        return n == (ssize_t) sizeof(e) && (e & PM_PRESENT) && (e & PM_PFN_MASK) != 0;
+}
+
 static int cmp_unsigned(const void *a, const void *b) {
         unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
         return x < y ? -1 : x > y;
@@ -97,6 +110,7 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
         s->kpf_fd = h->real ? mthp_host_open_file(h, "/proc/kpageflags", O_RDONLY) : -1;
         if (s->kpf_fd < 0)
                 s->kpf_fd = -1;
+        s->pfn_hidden = s->kpf_fd >= 0 && !own_pfn_visible(h);
         s->procs = calloc(b.max_procs, sizeof(*s->procs));
         s->rbuf = aligned_alloc(PAGE, READ_BATCH * PAGE);
         s->vmf = calloc(VMF_CACHE, sizeof(*s->vmf));
