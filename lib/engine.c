@@ -166,8 +166,13 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         m->fs[k] = m->fs[k] / 2 + p->fault_samples[k];
                 m->fs_other = m->fs_other / 2 + p->fault_samples_other;
+                if (engine_fault_samples(m) >= ENGINE_FAULT_SAMPLES_MIN) {
+                        memcpy(m->fs_last, m->fs, sizeof(m->fs_last));
+                        m->fs_last_other = m->fs_other;
+                        m->fs_known = true;
+                }
                 bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
-                            engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN;
+                            engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN && !m->fs_known;
                 m->fs_wait = wait ? (uint8_t) (m->fs_wait < UINT8_MAX ? m->fs_wait + 1 : UINT8_MAX) : 0;
                 m->fs_pending = wait && m->fs_wait <= ENGINE_FAULT_WAIT_TICKS;
                 if (p->shm.reach != MTHP_SHM_NONE) {
@@ -264,6 +269,10 @@ double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind,
         double samples = engine_fault_samples(m);
         if (samples >= ENGINE_FAULT_SAMPLES_MIN)
                 return eligible && m->thp_off ? 0 : m->fs[kind] / samples;
+        if (m->fs_known) {   /* too few now: the split they last gave */
+                double last = m->fs_last[MTHP_ANON] + m->fs_last[MTHP_SHMEM] + m->fs_last_other;
+                return eligible && m->thp_off ? 0 : m->fs_last[kind] / last;
+        }
         double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
         if (all <= 0)
                 return 0;
@@ -277,6 +286,9 @@ void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind ki
         if (samples >= ENGINE_FAULT_SAMPLES_MIN)
                 snprintf(buf, n, ", %.0f%% of them %s by fault address", 100.0 * m->fs[kind] / samples,
                          mthp_kind_name(kind));
+        else if (m->fs_known)
+                snprintf(buf, n, ", %.0f%% of them %s by fault address when last sampled enough",
+                         100.0 * engine_fault_share(m, kind, false), mthp_kind_name(kind));
 }
 
 /* What a per-size knob means now: its value, or for inherit the global

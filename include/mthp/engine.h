@@ -81,6 +81,11 @@ struct mthp_engine_proc {
          * (engine_fault_share), they split its fault rate between the kinds
          * instead of the memory it holds */
         double fs[_MTHP_KIND_MAX], fs_other;
+        /* the split its samples last gave while there were enough of them:
+         * it stands while they are too few (a process whose fault rate fell
+         * because its memory got large folios, or that faults slowly) */
+        double fs_last[_MTHP_KIND_MAX], fs_last_other;
+        bool fs_known;
         /* it holds shared memory and its faults are sampled, but too few
          * samples are in yet: its faults are no kind's demand (a tick, up to
          * ENGINE_FAULT_WAIT_TICKS of its sampled ticks; the flag stands

@@ -1440,6 +1440,33 @@ static void test_fault_samples_pending_waits(void **state) {
         assert_true(level(s, MTHP_ANON) > 0);
 }
 
+/* Once its samples have split a process's faults, that split stands while
+ * too few come in: after anon went to 2M its fault rate fell 150-fold and
+ * its samples with it (realkernel fault-kinds, a heap churned beside 1 GiB
+ * of shmem), and once it had waited 3 ticks its faults were split by
+ * memory held, all shmem's: every shmem size was raised (CI, once). */
+static void test_fault_samples_last_split_stands(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .fault_sampling = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        /* anon kept at 4K (no anon size allowed), so its 4K faults stay
+         * demand and only their split is judged */
+        s->cfg.max_kb[MTHP_ANON] = 8;
+        dens_proc(&v.proc[0], 805, 1, 0);
+        v.proc[0].rss_kb[MTHP_ANON] = 16384;
+        v.proc[0].rss_kb[MTHP_SHMEM] = 1 << 20;
+        v.proc[0].fault_samples[MTHP_ANON] = 40;
+        w.dens = &v;
+        w.demand_unmodelled = true;
+        sim_run(s, &w, 3);
+        assert_int_equal(changes(s, MTHP_SHMEM), 0);
+        v.proc[0].fault_samples[MTHP_ANON] = 0;   /* none come in any more */
+        sim_run(s, &w, 8);
+        assert_int_equal(changes(s, MTHP_SHMEM), 0);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "demand 0 pages/s");
+}
+
 /* A process waiting for its samples has no say on demand, but its density
  * still counts (by memory held): a sparse one holds back a raise that a
  * dense neighbour's demand asks for, from its first tick. */
@@ -2737,6 +2764,7 @@ int main(void) {
                 T(test_shmem_prefilled_cache_explained),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
                 T(test_shmem_repair_comes_through_snapshot),
+                T(test_fault_samples_last_split_stands),
                 T(test_shmem_align_idle_advises),
                 T(test_shmem_align_not_over_a_chosen_value),
                 T(test_shmem_align_not_with_limited_cgroup),
