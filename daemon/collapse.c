@@ -128,35 +128,17 @@ void daemon_collapse_fill(struct daemon *d) {
         }
 }
 
-/* The start time of pid (clock ticks since boot, /proc/PID/stat): 0 or
- * a negative errno (-ESRCH: gone or a zombie). */
-static int proc_starttime(struct daemon *d, int pid, uint64_t *starttime) {
-        char path[48], buf[4096];
-        struct mthp_proc_stat st;
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        int r = mthp_host_read(d->host, path, buf, sizeof(buf));
-        if (r == -ENOENT || r == -ESRCH)
-                return -ESRCH;
-        if (r < 0)
-                return r;
-        if (mthp_proc_parse_stat(buf, &st) < 0)
-                return -EBADMSG;
-        if (st.state == 'Z' || st.state == 'X')
-                return -ESRCH;
-        *starttime = st.starttime;
-        return 0;
-}
-
 /* One pass over pid's shmem mapping [addr, addr + bytes); false: stop
  * repairing on this host (collapse_failed said why). A repair entry whose
  * process is gone, or whose PID now names another process, ends; from
  * memory (the process not sampled now) nothing else is tried then. */
 static bool repair_pass(struct daemon *d, uint64_t t, int pid, const char *comm, const char *cgroup, uint64_t addr,
                         uint64_t bytes, bool from_memory) {
-        const struct mthp_policy *pol = cgroup && cgroup[0] ? mthp_engine_policy(&d->cfg.engine, cgroup, NULL, 0) : NULL;
+        const struct mthp_policy *pol =
+                cgroup && cgroup[0] ? mthp_engine_policy(&d->cfg.engine, cgroup, NULL, 0) : NULL;
         uint64_t start = 0;
         struct daemon_shm_repair *known = repair_entry(d, pid, addr, false);
-        int q = proc_starttime(d, pid, &start);
+        int q = mthp_proc_read_starttime(d->host, pid, &start);
         /* gone, the PID reused, or its cgroup's policy now says never:
          * that repair ends */
         if (known && (q < 0 || (known->starttime && known->starttime != start) ||

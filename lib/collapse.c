@@ -408,17 +408,10 @@ static int gone_errno(int r) {
 /* starttime from stat, THP_enabled from status (absent before 5.0: 1). */
 static int read_identity(struct mthp_collapser *c, pid_t pid, uint64_t *starttime, bool *thp_enabled) {
         char path[48], buf[4096];
-        struct mthp_proc_stat st;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        int r = mthp_host_read(c->host, path, buf, sizeof(buf));
+        int r = mthp_proc_read_starttime(c->host, pid, starttime);
         if (r < 0)
-                return gone_errno(r);
-        if (mthp_proc_parse_stat(buf, &st) < 0)
-                return -EBADMSG;
-        if (st.state == 'Z' || st.state == 'X')
-                return -ESRCH;
-        *starttime = st.starttime;
+                return r;
         snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
         r = mthp_host_read(c->host, path, buf, sizeof(buf));
         if (r < 0)

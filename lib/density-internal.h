@@ -21,6 +21,9 @@
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAPPED (1ULL << 62)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
+#define KPF_COMPOUND_HEAD (1ULL << 15)
+#define KPF_COMPOUND_TAIL (1ULL << 16)
+#define KPF_ZERO_PAGE (1ULL << 24)
 
 struct region {
         uint64_t start, end;
@@ -165,6 +168,10 @@ struct mthp_density_sampler {
         struct page_region vec[WIN_PAGES_MAX];
 };
 
+/* The kpageflags of the page at addr of the process whose pagemap is
+ * pm_fd: 0 and *flags; -ENOENT: not present, or pagemap shows no PFN;
+ * -EIO: a read failed (the process gone); -ENODATA: no kpageflags here. */
+int density_page_flags(const struct mthp_density_sampler *s, int pm_fd, uint64_t addr, uint64_t *flags);
 /* The tick's cost so far: CPU time, at least a quarter of the wall time. */
 uint64_t density_elapsed_usec(const struct mthp_density_sampler *s);
 /* PAGEMAP_SCAN for touched pages over [start, end): *n regions in s->vec. */

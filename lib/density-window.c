@@ -141,11 +141,11 @@ uint64_t density_elapsed_usec(const struct mthp_density_sampler *s) {
  * budgets, nor past the draws its share of the process's budget gives):
  * its first-sight smaps read (9-32 ms for a 1 GiB shared segment under
  * load) can spend the whole budget before its first window, and a process
- * sampled without a block says nothing that tick. Measured on pgbench -S: the two backends
- * were each first sampled with 0 blocks, one a tick, and shmem was raised
- * on the third tick of the workload instead of the first it could. The
- * floor costs at most 2 x 4 windows (50-60 us each at worst, mincore) a
- * process; the tick starts no further process once over budget. */
+ * sampled without a block says nothing that tick. Measured on pgbench -S:
+ * the two backends were each first sampled with 0 blocks, one a tick, and
+ * shmem was raised on the third tick of the workload instead of the first
+ * it could. The floor costs at most 2 x 4 windows (50-60 us each at worst,
+ * mincore) a process; the tick starts no further process once over budget. */
 #define DENSITY_FLOOR_WINDOWS 4
 
 static bool below_floor(const struct proc_ctx *c, int kind) {
@@ -409,19 +409,25 @@ static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, c
  * 4K page, present means touched (written zeros: PostgreSQL's WAL buffers,
  * free space in a page, memset structures), and a larger size would have
  * added nothing there. Two preads, for zero pages only. */
-static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, uint64_t addr) {
-        uint64_t e, f;
-        if (s->kpf_fd < 0 || s->pfn_hidden)
+int density_page_flags(const struct mthp_density_sampler *s, int pm_fd, uint64_t addr, uint64_t *flags) {
+        uint64_t e;
+        if (s->kpf_fd < 0)
                 return -ENODATA;
-        if (pread(c->fd, &e, sizeof(e), (off_t) (addr / PAGE * sizeof(e))) != (ssize_t) sizeof(e))
-                return -ENODATA;
+        if (pread(pm_fd, &e, sizeof(e), (off_t) (addr / PAGE * sizeof(e))) != (ssize_t) sizeof(e))
+                return -EIO;
         uint64_t pfn = e & PM_PFN_MASK;
         if (!(e & PM_PRESENT) || pfn == 0)
+                return -ENOENT;
+        if (pread(s->kpf_fd, flags, sizeof(*flags), (off_t) (pfn * sizeof(*flags))) != (ssize_t) sizeof(*flags))
+                return -EIO;
+        return 0;
+}
+
+static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, uint64_t addr) {
+        uint64_t f;
+        if (s->pfn_hidden || density_page_flags(s, c->fd, addr, &f) < 0)
                 return -ENODATA;
-        if (pread(s->kpf_fd, &f, sizeof(f), (off_t) (pfn * sizeof(f))) != (ssize_t) sizeof(f))
-                return -ENODATA;
-        /* KPF_COMPOUND_HEAD 15, KPF_COMPOUND_TAIL 16, KPF_ZERO_PAGE 24 */
-        return (f & ((1ULL << 15) | (1ULL << 16) | (1ULL << 24))) ? 0 : 1;
+        return (f & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL | KPF_ZERO_PAGE)) ? 0 : 1;
 }
 
 static void tally_read(struct mthp_density_sampler *s, const struct proc_ctx *c, const struct read_req *q,

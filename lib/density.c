@@ -378,16 +378,14 @@ static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_c
         if (step == 0)
                 step = 1;
         for (uint64_t i = step / 2; i < pages && m->sampled < MTHP_DENSITY_SHM_PROBES; i += step) {
-                uint64_t e, f, pfn;
-                if (pread(c->fd, &e, sizeof(e), (off_t) ((m->addr / PAGE + i) * sizeof(e))) != sizeof(e))
-                        return;
-                pfn = e & ((1ULL << 55) - 1);
-                if (!(e & PM_PRESENT) || pfn == 0)
+                uint64_t f;
+                int r = density_page_flags(s, c->fd, m->addr + i * PAGE, &f);
+                if (r == -ENOENT)
                         continue;
-                if (pread(s->kpf_fd, &f, sizeof(f), (off_t) (pfn * sizeof(f))) != sizeof(f))
+                if (r < 0)
                         return;
                 m->sampled++;
-                if (f & ((1ULL << 15) | (1ULL << 16)))   /* KPF_COMPOUND_HEAD, KPF_COMPOUND_TAIL */
+                if (f & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL))
                         m->large++;
         }
 }

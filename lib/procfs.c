@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/host.h"
 #include "mthp/procfs.h"
 
 void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
@@ -231,4 +233,21 @@ unsigned mthp_proc_parse_vmflags(const char *value, size_t len) {
                         break;
         }
         return flags;
+}
+
+int mthp_proc_read_starttime(const struct mthp_host *h, pid_t pid, uint64_t *starttime) {
+        char path[48], buf[4096];
+        struct mthp_proc_stat st;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        int r = mthp_host_read(h, path, buf, sizeof(buf));
+        if (r == -ENOENT || r == -ESRCH)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        if (mthp_proc_parse_stat(buf, &st) < 0)
+                return -EBADMSG;
+        if (st.state == 'Z' || st.state == 'X')
+                return -ESRCH;
+        *starttime = st.starttime;
+        return 0;
 }

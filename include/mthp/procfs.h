@@ -38,6 +38,11 @@ struct mthp_proc_stat {
 };
 /* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
 int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st);
+struct mthp_host;
+/* pid's start time (clock ticks since boot) from /proc/PID/stat through the
+ * host root: what tells a process from a later one with its PID. 0, -ESRCH
+ * (gone, a zombie), -EBADMSG or another negative errno. */
+int mthp_proc_read_starttime(const struct mthp_host *h, pid_t pid, uint64_t *starttime);
 
 struct mthp_mapping {
         uint64_t start, end, offset, inode;
