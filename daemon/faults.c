@@ -58,8 +58,8 @@ void daemon_faults_give(struct daemon *d) {
 /* After it: the samples are needed only where memory held cannot split a
  * process's faults, a faulting process holding shared memory (a database
  * backend: shared buffers and a heap; a process churning its heap beside a
- * segment, which may hold no anon at the instant it is read). Elsewhere the events stay off, and
- * a fault costs nothing more. */
+ * segment, which may hold no anon at the instant it is read). Elsewhere the
+ * events stay off, and a fault costs nothing more. */
 void daemon_faults_steer(struct daemon *d) {
         const struct mthp_density_view *v = &d->snap.density;
         int mixed = -1;

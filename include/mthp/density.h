@@ -32,7 +32,8 @@
  *    unit has no CAP_SYS_ADMIN) every zero counts, as before. Content is
  *    not use: an all-zero mapping may be untouched or written with zeros
  *    (calloc, memset, page_fault1), so it is left out (a mapping, not a
- *    window: too few reads fall in one window to tell), and a process that writes only zeros has no zero_fraction (NAN). The limit:
+ *    window: too few reads fall in one window to tell), and a process that
+ *    writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
  *    What could tell an untouched subpage from a written-zero one was

@@ -18,13 +18,14 @@
  * alias with a program's fault pattern: lib/faults.c retune(); an idle CPU
  * keeps its period), so the ring traffic and the drain work stay bounded
  * under a fault storm, and a storm gets samples from its first tick (period
- * 4099 until a drain has measured the rate). The kernel's own frequency mode (attr.freq) was tried first and
- * measured unusable on this project's 6.18 VM: under a steady ~400k faults/s
+ * 4099 until a drain has measured the rate). The kernel's own frequency
+ * mode (attr.freq) was tried first and measured unusable on this
+ * project's 6.18 VM: under a steady ~400k faults/s
  * on one CPU its period went to 403015 faults at 1000 Hz (no sample for
  * ~1.3 s) and to 9501085 at 250 Hz (none for 40 passes of 16384 faults; a
  * 2 s run often got 0 or 1 sample). mthp_fault_sampler_expect() sets the
- * period from a known rate before an enable. Samples are uniform over faults while
- * the rate is steady; when it jumps, a tick gets more or fewer than target
+ * period from a known rate before an enable. Samples are uniform over
+ * faults while the rate is steady; when it jumps, a tick gets more or fewer than target
  * (bounded by the ring: lost samples are counted). Do not add
  * PERF_SAMPLE_PERIOD with a fixed period: the kernel then samples every
  * fault (measured: the ring filled).
