@@ -79,6 +79,8 @@ struct mthp_collapser {
 
         struct stamp tick_t0;
         uint64_t tick_kb;
+        uint64_t tick_used;             /* the tick's time at the end of its last pass */
+        uint64_t debt;                  /* time earlier ticks overran max_usec by, not yet paid */
         uint64_t usec_per_block;        /* what a block costs: 0 unknown, up at once, down slowly */
         struct mthp_collapse_result tot;
 
@@ -354,6 +356,11 @@ void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse
 }
 
 void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec) {
+        /* what the last tick took beyond its max_usec is paid from this
+         * one's, what it left unused pays off debt (never a credit) */
+        uint64_t owed = c->debt + c->tick_used;
+        c->debt = owed > c->b.max_usec ? owed - c->b.max_usec : 0;
+        c->tick_used = 0;
         c->tick_t0 = stamp_now(c);
         c->tick_kb = 0;
         /* forget processes not asked about for a long time */
@@ -438,15 +445,24 @@ static void refuse(struct proc_ent *e, uint64_t start, uint64_t end) {
         *slot = (struct refused) { start, end, MTHP_COLLAPSE_REFUSE_PASSES };
 }
 
+/* The tick's time so far, the debt of earlier ticks counted as spent
+ * at its start: a tick gets max_usec - debt, none while the debt is
+ * max_usec or more. */
+static uint64_t tick_usec(struct mthp_collapser *c) {
+        uint64_t u = elapsed_usec(c, c->tick_t0) + c->debt;
+        return u < c->debt ? UINT64_MAX : u;
+}
+
 static bool out_of_time(struct mthp_collapser *c) {
-        return elapsed_usec(c, c->tick_t0) >= c->b.max_usec;
+        return tick_usec(c) >= c->b.max_usec;
 }
 
 /* The walk stops at half the tick's budget: what it found eligible gets
  * the other half, else a walk that always runs out of time (a large
  * mapping to get through) would find blocks that never get collapsed. */
 static bool walk_out_of_time(struct mthp_collapser *c) {
-        return elapsed_usec(c, c->tick_t0) >= c->b.max_usec / 2;
+        uint64_t left = c->debt < c->b.max_usec ? c->b.max_usec - c->debt : 0;
+        return elapsed_usec(c, c->tick_t0) >= left / 2;
 }
 
 /* Walk the maps text from address `from` on, collect candidates into
@@ -458,6 +474,7 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
         unsigned need = (unsigned) (c->b.min_coverage * c->pmd_pages + 0.999999);
         size_t n = 0;
         bool empty = false;     /* the last scanned chunk held nothing */
+        bool scanned = false;   /* a chunk was scanned on this pass */
 
         if (need == 0)
                 need = 1;       /* an empty block is never a candidate */
@@ -485,7 +502,11 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                 if (first < from)
                         first = from; /* block-aligned: where a block walk stopped */
                 for (uint64_t a = first; a < last;) {
-                        bool late = walk_out_of_time(c);
+                        /* at least one chunk a pass: else a pass begun late
+                         * in its tick (the maps of many mappings read, other
+                         * passes before it) would stop where it starts, tick
+                         * after tick */
+                        bool late = scanned && walk_out_of_time(c);
                         if (late || n == MTHP_COLLAPSE_TRACK_MAX) {
                                 *scanned_to = a;
                                 *cut = late;
@@ -511,6 +532,7 @@ static int find_candidates(struct mthp_collapser *c, struct proc_ent *e, pid_t p
                         r = c->ops.scan(c->ops.user, pid, a, k, c->present, c->huge);
                         if (r < 0)
                                 return r;
+                        scanned = true;
                         empty = true;
                         for (size_t i = 0; i < k; i++) {
                                 uint64_t ba = a + i * c->pmd_bytes;
@@ -591,10 +613,20 @@ static int collapse(struct mthp_collapser *c, struct proc_ent *e, pid_t pid, siz
                         i++;
                 if (i == n_cand)
                         return 0;
-                unsigned max = mthp_collapse_batch_blocks(&c->b, c->tick_kb, elapsed_usec(c, c->tick_t0),
-                                                          c->usec_per_block, c->pmd_kb, MTHP_COLLAPSE_BATCH_MAX);
+                unsigned max = mthp_collapse_batch_blocks(&c->b, c->tick_kb, tick_usec(c), c->usec_per_block,
+                                                          c->pmd_kb, MTHP_COLLAPSE_BATCH_MAX);
                 if (max > 1 && c->usec_per_block == 0)
                         max = 1;                /* cost unknown: learn it from one block */
+                /* The tick had time left when this pass began (run() saw
+                 * it) but the walk spent it, and nothing was tried yet this
+                 * tick: one block all the same. A budget smaller than a walk
+                 * plus a block (2 ms a tick, at 100 ms x 2%, against 1.5 to
+                 * 13 ms a block) would otherwise never collapse anything,
+                 * and a repair would go on for ever. What this overruns is
+                 * the debt the next ticks pay, so the share holds over
+                 * ticks. */
+                if (max == 0 && c->tick_kb == 0 && c->pmd_kb <= c->b.max_kb_per_tick)
+                        max = 1;
                 if (max == 0) {
                         *pending = true;
                         res->cut = true;
@@ -851,6 +883,7 @@ out:
                 close(c->pidfd);
         c->pm_fd = c->pidfd = -1;
         res->usec = elapsed_usec(c, t0);
+        c->tick_used = elapsed_usec(c, c->tick_t0);
 
         if (r == -ESRCH) {
                 ent_clear(c, e);

@@ -111,6 +111,14 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
  *    tick overruns max_usec by about one block, at worst by one batch when
  *    the cost jumps (1.5 to 5 ms a 2M block measured here). kB count blocks
  *    attempted, collapsed or not.
+ *  - An overrun is a debt: the next ticks get max_usec less it (a tick with
+ *    none left passes nothing: run says deferred), so over ticks the work
+ *    takes max_usec a tick, whatever a block costs.
+ *  - Progress, however small max_usec: a pass walks at least one chunk
+ *    (64 blocks) of the address space, and the first pass of a tick with
+ *    time left at its start tries at least one block, even when the walk
+ *    spent that time. (Else a budget below a walk plus a block, 2 ms a tick
+ *    at 100 ms x 2% against 1.5 to 13 ms a block, collapses nothing ever.)
  *  - On a fake root (host->real false) every run returns -EOPNOTSUPP: the
  *    syscalls would act on real processes whose maps we did not read.
  *    Unit tests replace the kernel calls (mthp_collapser_set_ops), which

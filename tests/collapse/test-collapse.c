@@ -767,6 +767,75 @@ static void test_bounded(void **state) {
         fake_free(f);
 }
 
+/* ---- the time budget: progress however small ---- */
+
+
+/* A budget smaller than a walk plus a block (2 ms a tick, 100 ms x 2%,
+ * against 3 ms a scan and 5 ms a block) still repairs: a tick that starts
+ * with time left collapses a block, and what it overran is paid by the
+ * ticks after it (deferred), so over the ticks the work keeps to 2 ms a
+ * tick. Before: the walk spent the 2 ms, no block ever fit, and the
+ * repair went on for ever collapsing nothing. */
+static void test_tiny_budget_progress(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000);
+        b.max_usec = 2000;               /* 100 ms x 2% */
+        struct fake *f = fake_new(1, &b);
+        struct mthp_collapse_result res;
+        f->scan_cost_usec = 3000;
+        f->cost_usec = 5000;
+        unsigned ticks = 0, deferred = 0;
+        uint64_t used = 0;
+        while (ticks < 20 && !(f->b3[0].huge && f->b3[1].huge)) {
+                f->clock += 100000;
+                ticks++;
+                mthp_collapser_begin_tick(f->c, f->clock);
+                assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+                if (res.deferred) {
+                        deferred++;
+                        continue;
+                }
+                if (res.collapsed < 1)
+                        fail_msg("tick %u had 2 ms left at its start and collapsed nothing (%u candidates, "
+                                 "%u attempted, %llu us)", ticks, res.candidates, res.attempted,
+                                 (unsigned long long) res.usec);
+                used += res.usec;
+        }
+        assert_true(f->b3[0].huge && f->b3[1].huge);
+        /* 8 ms, 3 ticks paying it off, 8 ms */
+        assert_int_equal(ticks, 5);
+        assert_int_equal(deferred, 3);
+        /* the share holds, but for the last tick's overrun */
+        assert_true(used <= ticks * 2000 + 3000 + 5000);
+        fake_free(f);
+}
+
+/* A pass that begins late in its tick (the Collapse=yes passes before a
+ * repair took 1.5 of its 2 ms) still walks a chunk and collapses a block.
+ * Before: its walk stopped before the first scan, tick after tick. */
+static void test_late_pass_progress(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000);
+        b.max_usec = 2000;
+        struct fake *f = fake_new(1, &b);
+        struct mthp_collapse_result res;
+        f->cost_usec = 5000;
+        unsigned ticks = 0, collapsed = 0;
+        while (ticks < 12 && !(f->b3[0].huge && f->b3[1].huge)) {
+                f->clock += 100000;
+                ticks++;
+                mthp_collapser_begin_tick(f->c, f->clock);
+                f->clock += 1500;
+                assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+                collapsed += res.collapsed;
+        }
+        if (!(f->b3[0].huge && f->b3[1].huge))
+                fail_msg("after %u ticks, %u of 2 blocks collapsed (%u scan calls)", ticks, collapsed, f->scan_calls);
+        assert_int_equal(collapsed, 2);
+        fake_free(f);
+}
+
+
 int main(void) {
         static const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_maps_line),
@@ -787,6 +856,8 @@ int main(void) {
                 cmocka_unit_test(item13_pid_reused_in_other_cgroup),
                 cmocka_unit_test(test_exits_mid_pass_and_unsupported),
                 cmocka_unit_test(test_bounded),
+                cmocka_unit_test(test_tiny_budget_progress),
+                cmocka_unit_test(test_late_pass_progress),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
