@@ -235,6 +235,49 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
         }
 }
 
+static void config_budget(const struct mthp_config *cfg, struct mthp_collapse_budget *b) {
+        mthp_collapse_budget_default(b);
+        b->max_kb_per_tick = cfg->collapse_budget_kb;
+}
+
+/* What the collapser holds, not what was asked of it: a reload test reads
+ * this line to see the running collapser take the new values. */
+static void log_budget(const struct daemon *d, const char *why) {
+        struct mthp_collapse_budget b;
+        char kb[16];
+        mthp_collapser_get_budget(d->collapser, &b);
+        mthp_format_size((unsigned) b.max_kb_per_tick, kb, sizeof(kb));
+        if (b.max_kb_per_tick == 0)
+                mthp_log(LOG_INFO, "%sMADV_COLLAPSE budget: none (CollapseBudget=none): no collapsing", why);
+        else
+                mthp_log(LOG_INFO, "%sMADV_COLLAPSE budget: %s and %.1f ms a tick", why, kb,
+                         (double) b.max_usec / 1000.0);
+}
+
+void daemon_collapse_open(struct daemon *d) {
+        struct mthp_collapse_budget cb;
+        config_budget(&d->cfg, &cb);
+        if (mthp_collapser_new(d->host, &cb, &d->collapser) < 0)
+                d->collapser = NULL;
+        else
+                log_budget(d, "");
+}
+
+void daemon_collapse_config(struct daemon *d) {
+        struct mthp_collapse_budget now, want;
+        if (!d->collapser)
+                return;
+        mthp_collapser_get_budget(d->collapser, &now);
+        config_budget(&d->cfg, &want);
+        if (now.max_kb_per_tick == want.max_kb_per_tick && now.max_usec == want.max_usec)
+                return;
+        int r = mthp_collapser_set_budget(d->collapser, &want);
+        if (r < 0)      /* the configuration checked it: should not happen */
+                mthp_log(LOG_WARNING, "reload: MADV_COLLAPSE budget not changed: %s", mthp_errno_words(r));
+        else
+                log_budget(d, "reload: ");
+}
+
 /* Collapse=yes: MADV_COLLAPSE the dense, long-lived regions of those
  * cgroups' processes, within the tick's budget (mthp_collapser_run). */
 void daemon_collapse(struct daemon *d, uint64_t t) {

@@ -493,6 +493,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 d->policies = policies;
                 if (d->cgmon)
                         cgmon_configure(d); /* walk again with the new files */
+                daemon_collapse_config(d); /* CollapseBudget= */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 if (interval_changed)
@@ -710,11 +711,7 @@ static int open_samplers(struct daemon *d) {
                 d->cgmon = NULL;
         } else
                 cgmon_configure(d);
-        struct mthp_collapse_budget cb;
-        mthp_collapse_budget_default(&cb);
-        cb.max_kb_per_tick = d->cfg.collapse_budget_kb;
-        if (mthp_collapser_new(d->host, &cb, &d->collapser) < 0)
-                d->collapser = NULL;
+        daemon_collapse_open(d);
         return 0;
 }
 

@@ -285,6 +285,10 @@ void mthp_collapse_budget_default(struct mthp_collapse_budget *b) {
         };
 }
 
+static bool budget_ok(const struct mthp_collapse_budget *b) {
+        return b->min_coverage >= 0 && b->min_coverage <= 1 && b->max_usec > 0;
+}
+
 int mthp_collapser_new(const struct mthp_host *h, const struct mthp_collapse_budget *b, struct mthp_collapser **ret) {
         struct mthp_collapse_budget bb;
         char buf[64];
@@ -295,7 +299,7 @@ int mthp_collapser_new(const struct mthp_host *h, const struct mthp_collapse_bud
                 bb = *b;
         else
                 mthp_collapse_budget_default(&bb);
-        if (!(bb.min_coverage >= 0 && bb.min_coverage <= 1) || bb.max_usec == 0)
+        if (!budget_ok(&bb))
                 return -EINVAL;
         struct mthp_collapser *c = calloc(1, sizeof(*c));
         if (!c)
@@ -353,6 +357,17 @@ void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse
         c->have_ops = true;
         c->support = 1;
         c->tick_t0 = stamp_now(c);
+}
+
+int mthp_collapser_set_budget(struct mthp_collapser *c, const struct mthp_collapse_budget *b) {
+        if (!c || !b || !budget_ok(b))
+                return -EINVAL;
+        c->b = *b;      /* the debt stays: it is time already spent */
+        return 0;
+}
+
+void mthp_collapser_get_budget(const struct mthp_collapser *c, struct mthp_collapse_budget *b) {
+        *b = c->b;
 }
 
 void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec) {

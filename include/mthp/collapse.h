@@ -47,6 +47,12 @@ struct mthp_collapser;
 
 int mthp_collapser_new(const struct mthp_host *h, const struct mthp_collapse_budget *b, struct mthp_collapser **ret);
 void mthp_collapser_free(struct mthp_collapser *c);
+/* A new budget for the collapser as it is (a reload): what it remembers of
+ * each process (candidate sets, min_interval, resume points) stays, and so
+ * does the time earlier ticks overran by. -EINVAL for a budget that new()
+ * refuses (min_coverage outside [0, 1], max_usec 0), the old one kept. */
+int mthp_collapser_set_budget(struct mthp_collapser *c, const struct mthp_collapse_budget *b);
+void mthp_collapser_get_budget(const struct mthp_collapser *c, struct mthp_collapse_budget *b);
 /* Start a tick at t_usec: resets the per-tick budget. */
 void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec);
 /* One pass over pid within what is left of the tick's budget. -ESRCH if it

@@ -835,6 +835,60 @@ static void test_late_pass_progress(void **state) {
         fake_free(f);
 }
 
+/* A new budget (a reload) applies to the collapser as it is: what it
+ * remembers (the candidate set of the last pass, when that was) stays. */
+static void test_set_budget(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000), got, bad;
+        struct fake *f = fake_new(8, &b);
+        struct mthp_collapse_result res;
+        assert_int_equal(tick(f, &res), 0);
+        assert_int_equal(res.candidates, 8 + 4);
+        assert_int_equal(res.eligible, 0);
+
+        bad = b;
+        bad.max_usec = 0;
+        assert_int_equal(mthp_collapser_set_budget(f->c, &bad), -EINVAL);
+        bad = b;
+        bad.min_coverage = 1.5;
+        assert_int_equal(mthp_collapser_set_budget(f->c, &bad), -EINVAL);
+        assert_int_equal(mthp_collapser_set_budget(f->c, NULL), -EINVAL);
+        mthp_collapser_get_budget(f->c, &got);
+        assert_memory_equal(&got, &b, sizeof(b));
+
+        struct mthp_collapse_budget nb = b;
+        nb.max_kb_per_tick = 3 * 2048;
+        nb.max_usec = 500;               /* 100 ms x 0.5% */
+        assert_int_equal(mthp_collapser_set_budget(f->c, &nb), 0);
+        mthp_collapser_get_budget(f->c, &got);
+        assert_int_equal(got.max_kb_per_tick, 3 * 2048);
+        assert_int_equal(got.max_usec, 500);
+        assert_int_equal(got.min_interval_usec, 10000000);
+
+        /* the last pass is remembered: 5 s later is too soon */
+        f->clock += 5000000;
+        assert_int_equal(tick(f, &res), 0);
+        assert_true(res.deferred);
+        /* its candidates too: eligible now, 3 blocks a tick (the new kB) */
+        f->clock += 5000000;
+        assert_int_equal(tick(f, &res), 0);
+        assert_int_equal(res.eligible, 12);
+        assert_int_equal(res.collapsed, 3);
+        assert_true(res.cut);
+        /* and the new time: 200 us a block against 500 us a tick */
+        f->cost_usec = 200;
+        unsigned total = 3;
+        for (int i = 0; i < 20 && total < 12; i++) {
+                f->clock += 100000;
+                assert_int_equal(tick(f, &res), 0);
+                assert_true(res.collapsed <= 3);
+                if (i > 0)        /* once the cost is learnt: the budget, a block over at most */
+                        assert_true(res.usec <= 500 + 200);
+                total += res.collapsed;
+        }
+        assert_int_equal(total, 12);
+        fake_free(f);
+}
 
 int main(void) {
         static const struct CMUnitTest tests[] = {
@@ -858,6 +912,7 @@ int main(void) {
                 cmocka_unit_test(test_bounded),
                 cmocka_unit_test(test_tiny_budget_progress),
                 cmocka_unit_test(test_late_pass_progress),
+                cmocka_unit_test(test_set_budget),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
