@@ -238,6 +238,7 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
 static void config_budget(const struct mthp_config *cfg, struct mthp_collapse_budget *b) {
         mthp_collapse_budget_default(b);
         b->max_kb_per_tick = cfg->collapse_budget_kb;
+        b->max_usec = mthp_collapse_usec_per_tick(cfg->interval_usec, cfg->collapse_cpu);
 }
 
 /* What the collapser holds, not what was asked of it: a reload test reads
@@ -250,8 +251,9 @@ static void log_budget(const struct daemon *d, const char *why) {
         if (b.max_kb_per_tick == 0)
                 mthp_log(LOG_INFO, "%sMADV_COLLAPSE budget: none (CollapseBudget=none): no collapsing", why);
         else
-                mthp_log(LOG_INFO, "%sMADV_COLLAPSE budget: %s and %.1f ms a tick", why, kb,
-                         (double) b.max_usec / 1000.0);
+                mthp_log(LOG_INFO, "%sMADV_COLLAPSE budget: %s and %.1f ms a tick (CollapseCPU=%g%% of a core at "
+                         "a %g s interval)", why, kb, (double) b.max_usec / 1000.0, d->cfg.collapse_cpu,
+                         (double) d->cfg.interval_usec / 1e6);
 }
 
 void daemon_collapse_open(struct daemon *d) {

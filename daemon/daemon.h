@@ -185,7 +185,7 @@ bool daemon_cgroup_created(struct daemon *d, const char *path);
  * within the tick's budget; nothing while observing */
 void daemon_collapse(struct daemon *d, uint64_t t);
 /* The collapser, budgeted from the configuration (CollapseBudget= a tick,
- * and 20 ms of time a tick): daemon_collapse_open makes it
+ * Interval= x CollapseCPU= of time a tick): daemon_collapse_open makes it
  * at startup (d->collapser NULL if it cannot be had), daemon_collapse_config
  * gives the one there a reloaded configuration's budget, keeping what it
  * remembers. Both log the budget in force (at a reload, if it changed). */

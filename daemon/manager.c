@@ -493,7 +493,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 d->policies = policies;
                 if (d->cgmon)
                         cgmon_configure(d); /* walk again with the new files */
-                daemon_collapse_config(d); /* CollapseBudget= */
+                daemon_collapse_config(d); /* CollapseBudget=, CollapseCPU=, Interval= */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 if (interval_changed)

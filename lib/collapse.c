@@ -179,6 +179,13 @@ unsigned mthp_collapse_batch_blocks(const struct mthp_collapse_budget *b, uint64
         return (unsigned) (n < max_batch ? n : max_batch);
 }
 
+uint64_t mthp_collapse_usec_per_tick(uint64_t interval_usec, double cpu_percent) {
+        if (!(cpu_percent > 0 && cpu_percent <= 100) || interval_usec == 0)
+                return 0;
+        double u = (double) interval_usec * cpu_percent / 100.0 + 0.5;
+        return u < 1 ? 1 : (uint64_t) u;
+}
+
 /* ---- kernel calls ---- */
 
 static uint64_t mono_usec(void *user) {

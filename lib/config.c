@@ -22,6 +22,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         snprintf(c->policy_dir, sizeof(c->policy_dir), "%s/policy.d", MTHP_SYSCONFDIR);
         c->collapse_budget_kb = 64 * 1024;
         c->shmem_collapse = true;
+        c->collapse_cpu = 2;
         c->fault_sampling = true;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay
@@ -367,6 +368,16 @@ static int key_collapse_budget(const struct key *k, struct mthp_config *c, const
         return 0;
 }
 
+static int key_collapse_cpu(const struct key *k, struct mthp_config *c, const char *value) {
+        double v;
+        (void) k;
+        /* 0 would be no time at all: CollapseBudget=none turns collapsing off */
+        if (mthp_parse_percent(value, &v) < 0 || v <= 0 || v > 100)
+                return -EINVAL;
+        c->collapse_cpu = v;
+        return 0;
+}
+
 static const struct key keys[] = {
         { "Daemon", "Interval", key_interval, 0, 0, 0, "a duration from 100ms to 1h (e.g. 1s, 500ms)" },
         { "Daemon", "Mode", key_mode, 0, 0, 0, "manage or observe" },
@@ -404,6 +415,8 @@ static const struct key keys[] = {
         { "Engine", "StartGrace", key_start_grace, 0, 0, 0, "a duration from 0 (off) to 1h (e.g. 30s)" },
         { "Engine", "DefaultPriority", key_count, ENGINE(default_priority), 0, 100, "a whole number from 0 to 100" },
         { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
+        { "Engine", "CollapseCPU", key_collapse_cpu, 0, 0, 0,
+          "a share of one core above 0% and at most 100% (e.g. 2% or 0.5%)" },
         { "Engine", "ShmemCollapse", key_boolean, offsetof(struct mthp_config, shmem_collapse), 0, 0, "yes or no" },
         { "Engine", "ShmemAlign", key_boolean, ENGINE(shmem_align), 0, 0, "yes or no" },
         { "Engine", "FaultSampling", key_boolean, offsetof(struct mthp_config, fault_sampling), 0, 0, "yes or no" },

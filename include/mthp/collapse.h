@@ -25,9 +25,13 @@ struct mthp_collapse_budget {
         uint64_t max_kb_per_tick;     /* default 64 MiB */
         double min_coverage;          /* default 0.9 */
         uint64_t min_interval_usec;   /* per process, default 10 s */
-        uint64_t max_usec;            /* per tick, default 20 ms */
+        uint64_t max_usec;            /* per tick, default 20 ms; mthpd: Interval= x CollapseCPU= */
 };
 void mthp_collapse_budget_default(struct mthp_collapse_budget *b);
+/* The time a tick may take for cpu_percent of one core at interval_usec a
+ * tick, rounded, at least 1; 0 if cpu_percent is not in (0, 100] or the
+ * interval is 0. 1 s x 2% = 20 ms, 100 ms x 2% = 2 ms. */
+uint64_t mthp_collapse_usec_per_tick(uint64_t interval_usec, double cpu_percent);
 
 struct mthp_collapse_result {
         unsigned candidates;          /* dense blocks not PMD-mapped seen this pass */

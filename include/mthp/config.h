@@ -68,6 +68,11 @@ struct mthp_config {
         char policy_dir[MTHP_PATH_MAX];
         uint64_t collapse_budget_kb;  /* MADV_COLLAPSE per tick for Collapse=yes cgroups */
         bool shmem_collapse;          /* repair shmem held at 4K after mthpd's 2M raise (in that budget) */
+        /* CollapseCPU=: percent of one core MADV_COLLAPSE work (Collapse=yes
+         * and the shmem repair) may take; a tick's time budget is
+         * interval_usec x collapse_cpu / 100 (mthp_collapse_usec_per_tick).
+         * Above 0, at most 100; default 2 (20 ms a tick at the 1 s interval). */
+        double collapse_cpu;
         bool fault_sampling;          /* split faults between anon and shmem by sampled addresses (perf) */
         struct mthp_engine_config engine;
 };

@@ -767,8 +767,23 @@ static void test_bounded(void **state) {
         fake_free(f);
 }
 
-/* ---- the time budget: progress however small ---- */
+/* ---- the time budget: a share of one core, progress however small ---- */
 
+/* mthpd's budget a tick is Interval= x CollapseCPU=: 2% keeps the 20 ms of
+ * the 1 s default, and is 2 ms at 100 ms */
+static void test_usec_per_tick(void **state) {
+        (void) state;
+        assert_int_equal(mthp_collapse_usec_per_tick(1000000, 2), 20000);
+        assert_int_equal(mthp_collapse_usec_per_tick(100000, 2), 2000);
+        assert_int_equal(mthp_collapse_usec_per_tick(1000000, 0.5), 5000);
+        assert_int_equal(mthp_collapse_usec_per_tick(500000, 0.25), 1250);
+        assert_int_equal(mthp_collapse_usec_per_tick(3600000000ULL, 100), 3600000000ULL);
+        assert_int_equal(mthp_collapse_usec_per_tick(100000, 0.0001), 1);  /* never 0: new() refuses 0 */
+        assert_int_equal(mthp_collapse_usec_per_tick(1000000, 0), 0);
+        assert_int_equal(mthp_collapse_usec_per_tick(1000000, -1), 0);
+        assert_int_equal(mthp_collapse_usec_per_tick(1000000, 100.5), 0);
+        assert_int_equal(mthp_collapse_usec_per_tick(0, 2), 0);
+}
 
 /* A budget smaller than a walk plus a block (2 ms a tick, 100 ms x 2%,
  * against 3 ms a scan and 5 ms a block) still repairs: a tick that starts
@@ -779,7 +794,7 @@ static void test_bounded(void **state) {
 static void test_tiny_budget_progress(void **state) {
         (void) state;
         struct mthp_collapse_budget b = budget(1 << 20, 10000000);
-        b.max_usec = 2000;               /* 100 ms x 2% */
+        b.max_usec = 2000;               /* mthp_collapse_usec_per_tick(100000, 2) */
         struct fake *f = fake_new(1, &b);
         struct mthp_collapse_result res;
         f->scan_cost_usec = 3000;
@@ -910,6 +925,7 @@ int main(void) {
                 cmocka_unit_test(item13_pid_reused_in_other_cgroup),
                 cmocka_unit_test(test_exits_mid_pass_and_unsupported),
                 cmocka_unit_test(test_bounded),
+                cmocka_unit_test(test_usec_per_tick),
                 cmocka_unit_test(test_tiny_budget_progress),
                 cmocka_unit_test(test_late_pass_progress),
                 cmocka_unit_test(test_set_budget),

@@ -112,27 +112,32 @@ stop_mthpd TERM
 [ "$RC" = 0 ] || fail "exit after reloads $RC"
 ok "SIGHUP: bad file rejected whole, good file applied"
 
-# 8b. the MADV_COLLAPSE budget follows a reload: CollapseBudget= reaches
-# the running collapser (the line is what the collapser holds, read back
-# from it); a bad value is refused with file:line and changes nothing
+# 8b. the MADV_COLLAPSE budget follows a reload: CollapseBudget= and
+# Interval= x CollapseCPU= reach the running collapser (the line is what
+# the collapser holds, read back from it); a bad CollapseCPU= is refused
+# with file:line and changes nothing
 cp "$FAST" "$T/live.conf"
 start_mthpd -c "$T/live.conf"
 wait_for 3 grep -q "managing mTHP knobs every 0.1s" "$LOG" || fail "not started"
-grep -q "MADV_COLLAPSE budget: 64M and 20.0 ms a tick" "$LOG" ||
-        fail "startup budget not 64M: $(grep 'budget' "$LOG")"
-printf '[Daemon]\nInterval=100ms\n[Engine]\nCollapseBudget=16M\n' > "$T/live.conf"
+grep -q "MADV_COLLAPSE budget: 64M and 2.0 ms a tick (CollapseCPU=2% of a core at a 0.1 s interval)" "$LOG" ||
+        fail "startup budget not 64M and 100 ms x 2%: $(grep 'budget' "$LOG")"
+printf '[Daemon]\nInterval=100ms\n[Engine]\nCollapseBudget=16M\nCollapseCPU=0.5%%\n' > "$T/live.conf"
 kill -HUP "$PID"
-wait_for 3 grep -q "reload: MADV_COLLAPSE budget: 16M and 20.0 ms a tick" \
-        "$LOG" || fail "reload did not give the collapser 16M: $(grep 'budget' "$LOG")"
-printf '[Daemon]\nInterval=100ms\n[Engine]\nCollapseBudget=lots\n' > "$T/live.conf"
+wait_for 3 grep -q "reload: MADV_COLLAPSE budget: 16M and 0.5 ms a tick (CollapseCPU=0.5% of a core at a 0.1 s interval)" \
+        "$LOG" || fail "reload did not give the collapser 16M and 100 ms x 0.5%: $(grep 'budget' "$LOG")"
+printf '[Daemon]\nInterval=1s\n' > "$T/live.conf"
 kill -HUP "$PID"
-wait_for 3 grep -q "live.conf:4: key 'CollapseBudget' in \[Engine\]: expected a size per tick" \
-        "$LOG" || fail "CollapseBudget=lots not refused with file:line"
-[ "$(grep -c "MADV_COLLAPSE budget" "$LOG")" = 2 ] || fail "a refused reload changed the budget: $(grep 'budget' "$LOG")"
+wait_for 3 grep -q "reload: MADV_COLLAPSE budget: 64M and 20.0 ms a tick (CollapseCPU=2% of a core at a 1 s interval)" \
+        "$LOG" || fail "reload did not give the collapser 64M and 1 s x 2%: $(grep 'budget' "$LOG")"
+printf '[Daemon]\nInterval=1s\n[Engine]\nCollapseCPU=0%%\n' > "$T/live.conf"
+kill -HUP "$PID"
+wait_for 3 grep -q "live.conf:4: key 'CollapseCPU' in \[Engine\]: expected a share of one core above 0% and at most 100%" \
+        "$LOG" || fail "CollapseCPU=0% not refused with file:line"
+[ "$(grep -c "MADV_COLLAPSE budget" "$LOG")" = 3 ] || fail "a refused reload changed the budget: $(grep 'budget' "$LOG")"
 kill -0 "$PID" || fail "daemon died on reload"
 stop_mthpd TERM
 [ "$RC" = 0 ] || fail "exit after budget reloads $RC"
-ok "SIGHUP: CollapseBudget= reaches the running collapser"
+ok "SIGHUP: CollapseBudget= and Interval= x CollapseCPU= reach the running collapser"
 
 # 9. a host without PSI works, and says so
 "$FAKEHOST" create "$T/nopsi" --no-psi

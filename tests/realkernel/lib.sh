@@ -221,6 +221,8 @@ rk_state_dir() {
 # rk_config FILE [KEY=VALUE...]: a fast-reacting mthpd.conf; arguments
 # override [Engine] keys. Pressure and fallback guards are disabled so the
 # engine steps up on every tick no matter what the host is doing.
+# CollapseCPU=20%: the 20 ms of MADV_COLLAPSE a tick these tests were
+# written against (at 100 ms ticks; the default 2% is 2 ms there).
 rk_config() {
         local file=$1
         shift
@@ -230,7 +232,7 @@ rk_config() {
         declare -A e=([AnonSizes]=16K-2M [ShmemSizes]=16K-2M [RaiseFaultRate]=1 [LowerFaultRate]=0
                 [ConfirmTicks]=1 [LowerTicks]=1000 [DwellTicks]=0 [PressureMax]=100 [MinAvailable]=0
                 [MaxFallback]=100 [MinProcessFaultRate]=1000000000000000 [UnmeasuredMaxSize]=2M [VerifyTicks]=100
-                [CgroupHeadroom]=0)
+                [CgroupHeadroom]=0 [CollapseCPU]=20%)
         local kv k
         for kv in "$@"; do e[${kv%%=*}]=${kv#*=}; done
         {

@@ -32,6 +32,7 @@ static void test_defaults(void **state) {
         assert_double_equal(c.engine.psi_some_max, 10);
         assert_double_equal(c.engine.min_available, 10);
         assert_double_equal(c.engine.max_fallback, 50);
+        assert_double_equal(c.collapse_cpu, 2);
 }
 
 static void test_every_key(void **state) {
@@ -67,6 +68,7 @@ static void test_every_key(void **state) {
                                         "DefaultPriority=30\n"
                                         "StartGrace=2min\n"
                                         "CollapseBudget=16M\n"
+                                        "CollapseCPU=0.75%\n"
                                         "ShmemCollapse=no\n"
                                         "MinProcessShare=7%\n"
                                         "CgroupHeadroom=12%\n"
@@ -84,6 +86,7 @@ static void test_every_key(void **state) {
         assert_int_equal(c.engine.default_priority, 30);
         assert_int_equal(c.engine.start_grace_usec, 120000000);
         assert_int_equal(c.collapse_budget_kb, 16384);
+        assert_double_equal(c.collapse_cpu, 0.75);
         assert_false(c.shmem_collapse);
         assert_int_equal(c.engine.min_kb[MTHP_ANON], 16);
         assert_int_equal(c.engine.max_kb[MTHP_ANON], 2048);
@@ -207,6 +210,18 @@ static void test_bad_values(void **state) {
                 { "Engine", "DefaultPriority", "101", "a whole number from 0 to 100" },
                 { "Engine", "StartGrace", "2h", "a duration from 0 (off) to 1h" },
                 { "Engine", "CollapseBudget", "lots", "a size per tick like 64M, or none" },
+                /* a share of one core: 0 would be no time (CollapseBudget=none is off) */
+                { "Engine", "CollapseCPU", "0", "a share of one core above 0% and at most 100% (e.g. 2% or 0.5%)" },
+                { "Engine", "CollapseCPU", "0%", "a share of one core above 0%" },
+                { "Engine", "CollapseCPU", "0.0%", "a share of one core above 0%" },
+                { "Engine", "CollapseCPU", "100.5%", "a share of one core above 0% and at most 100%" },
+                { "Engine", "CollapseCPU", "101", "a share of one core" },
+                { "Engine", "CollapseCPU", "-1%", "a share of one core" },
+                { "Engine", "CollapseCPU", "2%%", "a share of one core" },
+                { "Engine", "CollapseCPU", "20ms", "a share of one core" },
+                { "Engine", "CollapseCPU", ".%", "a share of one core" },
+                { "Engine", "CollapseCPU", "1e1", "a share of one core" },
+                { "Engine", "CollapseCPU", "", "a share of one core" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 const struct bad_case *b = &cases[i];
@@ -224,6 +239,41 @@ static void test_bad_values(void **state) {
                 assert_contains(err, want);
                 assert_memory_equal(&c, &before, sizeof(c));
         }
+}
+
+/* CollapseCPU=: a percentage of one core, decimals allowed, above 0 and
+ * at most 100; a later file changes it, a bad one leaves it. */
+static void test_collapse_cpu(void **state) {
+        (void) state;
+        static const struct {
+                const char *value;
+                double pct;
+        } good[] = { { "2%", 2 }, { "0.5%", 0.5 }, { "0.01%", 0.01 }, { "100%", 100 }, { "7", 7 }, { "12.25%", 12.25 } };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                struct mthp_config c;
+                char text[64], err[512];
+                mthp_config_defaults(&c);
+                snprintf(text, sizeof(text), "[Engine]\nCollapseCPU=%s\n", good[i].value);
+                if (mthp_config_load_string("cpu.conf", text, &c, err, sizeof(err)) != 0)
+                        fail_msg("CollapseCPU=%s refused: %s", good[i].value, err);
+                assert_double_equal(c.collapse_cpu, good[i].pct);
+        }
+        /* in [Daemon] it is unknown, like every [Engine] key */
+        struct mthp_config c;
+        char err[512];
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_string("cpu.conf", "[Daemon]\nCollapseCPU=2%\n", &c, err, sizeof(err)),
+                         -EINVAL);
+        assert_contains(err, "cpu.conf:2: unknown key 'CollapseCPU' in [Daemon]");
+        /* the error names the file and the line, the rest untouched */
+        assert_int_equal(mthp_config_load_string("cpu.conf", "[Engine]\nCollapseCPU=0.5%\n", &c, err, sizeof(err)), 0);
+        assert_int_equal(mthp_config_load_string("cpu.conf", "[Engine]\nCollapseBudget=8M\n\nCollapseCPU=0%\n", &c,
+                                                 err, sizeof(err)),
+                         -EINVAL);
+        assert_string_equal(err, "cpu.conf:4: key 'CollapseCPU' in [Engine]: expected a share of one core above 0% "
+                                 "and at most 100% (e.g. 2% or 0.5%), got '0%'\n");
+        assert_double_equal(c.collapse_cpu, 0.5);
+        assert_int_equal(c.collapse_budget_kb, 64 * 1024);
 }
 
 static void test_lower_not_below_raise(void **state) {
@@ -385,6 +435,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mode_names),
         cmocka_unit_test(test_errors_point_at_lines),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_collapse_cpu),
         cmocka_unit_test(test_lower_not_below_raise),
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_load_file),
