@@ -198,12 +198,30 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
         (void) caps;
 }
 
+/* Shmem with a size raised: a process whose faults bring no large folios
+ * in (the kind's mTHP allocations, host-wide, under a tenth of its fault
+ * pages) maps page cache that is already there. A larger size cannot cost
+ * it memory, whatever its subpages hold, so its sparseness takes no size
+ * away (it may still hold a further raise back). PostgreSQL's walwriter
+ * maps the 16 MiB of WAL buffers the server zeroed at start, 4,090 faults
+ * in one second, none allocating: read sparse (half its subpages zero, in
+ * 4K folios a sampler without PFNs, the unit's, cannot tell), it stepped
+ * shmem down from 2M for the whole host. Host-wide allocations are the
+ * conservative side: another process's allocating keeps the objection. */
+static bool maps_existing_cache(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                                int top, double rate) {
+        /* a kernel without per-size shmem counters would read no allocation ever */
+        return kind == MTHP_SHMEM && top >= 0 && rate > 0 && snap->dt > 0 &&
+               mthp_stat_index(&caps->sizes[top], "shmem_alloc") >= 0 &&
+               snap->kind_pages_rate[MTHP_SHMEM] < rate * ENGINE_ALLOC_SHARE;
+}
+
 /* The processes under auto (a policy's or the defaults) that count: each
  * is a party whose ceilings its remembered density sets. */
 static void process_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                            const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
-                            unsigned n_ladder, int top, double keep_default, double total, const bool *madvised,
-                            struct density_verdict *v) {
+                            const struct mthp_snapshot *snap, const struct mthp_engine_state *st,
+                            enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, int top,
+                            double keep_default, double total, const bool *madvised, struct density_verdict *v) {
         /* processes under auto (a policy's or the defaults) speak for themselves */
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
@@ -230,6 +248,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         continue;
                 struct party *pt = &v->party[v->n_parties++];
                 unsigned cap = sizes_cap(caps, ladder, n_ladder, pol);
+                bool existing = maps_existing_cache(caps, snap, kind, top, kind_rate(m, kind, caps, top, keep_default));
                 *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };
@@ -239,7 +258,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
-                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc;
+                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing;
                         bool ok_raise = isnan(u) || u >= raise_thr;
                         if (!ok_raise && r < pt->raise)
                                 pt->raise = r;
@@ -339,7 +358,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         bool madvised[MTHP_SIZES_MAX];
         for (unsigned r = 0; r < n_ladder; r++)
                 madvised[r] = engine_size_madvised(caps, snap, kind, ladder[r]);
-        process_parties(cfg, caps, st, kind, ladder, n_ladder, top, keep_default, total, madvised, v);
+        process_parties(cfg, caps, snap, st, kind, ladder, n_ladder, top, keep_default, total, madvised, v);
 
         engine_madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
         cgroup_parties(cfg, caps, snap, st, kind, ladder, n_ladder, v);

@@ -1563,6 +1563,43 @@ static void test_shmem_prefilled_cache_explained(void **state) {
         assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason, "2M in use");
 }
 
+/* A shmem process whose faults allocate nothing is not made sparse by its
+ * zeros: PostgreSQL's walwriter maps the 16 MiB of WAL buffers the server
+ * zeroed at start (4,090 faults in a second, half its subpages zero, 4K
+ * folios a sampler without PFNs, the unit's, cannot tell from untouched
+ * subpages) while nothing of shmem is being allocated: a larger size
+ * cannot cost it memory, and it stepped shmem down from 2M for the host
+ * (5 of 5 pgbench -S runs under the unit's capabilities). Control: the same
+ * process while its faults allocate the kind's folios steps it down. */
+static void test_shmem_sparse_mapping_cache_keeps(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, wal = dense;
+        struct workload w = shmem_hot;
+        wide(s);
+        shm_proc(&dense.proc[0], 900, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        w.dens = &dense;
+        assert_true(sim_climb(s, &w, MTHP_SHMEM, 8) <= 2);
+        shm_proc(&wal.proc[0], 901, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        wal.proc[0].fault_rate = 4000;
+        wal.proc[0].rss_kb[MTHP_SHMEM] = 16384;
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                wal.proc[0].zero[MTHP_SHMEM][i] = 0.5;
+        w.dens = &wal;
+        /* its 4,000 pages/s fault in no mTHP folio: the page cache is there */
+        w.pages[MTHP_SHMEM] = 4000;
+        w.never_kb = 16;
+        w.demand_unmodelled = true;
+        sim_run(s, &w, 6);
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        /* the same faults allocating 2M folios: it would cost memory */
+        w.never_kb = 0;
+        for (int i = 0; i < 3 && level(s, MTHP_SHMEM) == 8; i++)
+                sim_step(s, &w);
+        assert_true(level(s, MTHP_SHMEM) < 8);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "pid 901");
+        assert_contains(kind_reason(s, MTHP_SHMEM), "MaxBloat 20%");
+}
+
 /* The shmem repair (daemon/collapse.c) reaches the engine through the
  * snapshot, as a sampled process's shm_repaired_kb: "being repaired" while
  * the probe still sees 4K folios, "repaired" once it sees large ones; a
@@ -2762,6 +2799,7 @@ int main(void) {
                 T(test_fault_samples_pending_density_counts),
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
+                T(test_shmem_sparse_mapping_cache_keeps),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
                 T(test_shmem_repair_comes_through_snapshot),
                 T(test_fault_samples_last_split_stands),
