@@ -35,7 +35,12 @@ echo "bounding set: $CAPS"
 
 fakehost_setup "mthpd-sandbox-$MODE"
 WPID=""
-fakehost_cleanup_hook() { [ -n "$WPID" ] && kill "$WPID" 2>/dev/null || true; }
+SPID=""
+fakehost_cleanup_hook() {
+        [ -n "$WPID" ] && kill "$WPID" 2>/dev/null
+        [ -n "$SPID" ] && kill "$SPID" 2>/dev/null
+        true
+}
 mkdir "$STATE"
 
 sandboxed() { # sandboxed ENV... -- ARGS: mthpd traced, as the unit would run it; $PID is mthpd
@@ -77,10 +82,15 @@ if [ "$MODE" = fake ]; then
         python3 "$CHECK" "$T/trace" --exec "$MTHPD" --unit "$UNIT" \
                 --write-under "$STATE" --write-under "$ROOT$THP" --write-under "$ROOT/.mthp-fakehost.d$THP" || fail "the trace breaks the sandbox"
 else
-        # a dense faulter of another user: density sampling reads its
-        # pagemap and memory, taskstats asks for its delays
+        # dense faulters of another user: density sampling reads their
+        # pagemap and memory, taskstats asks for their delays; the shmem one
+        # (MAP_SHARED|MAP_ANONYMOUS, a database's buffer pool) has its
+        # segment's page cache read through map_files (fstat, cachestat,
+        # mincore): a host without such a process never checked those calls
         setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$WORKLOAD" --kind anon --pattern dense --size 64M --seconds 10 >/dev/null &
         WPID=$!
+        setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$WORKLOAD" --kind shmem --pattern dense --size 64M --seconds 10 >/dev/null &
+        SPID=$!
         printf '[Daemon]\nInterval=200ms\n' > "$T/conf"
         BEFORE=$(grep -r . "$THP" 2>/dev/null | grep -v /stats/ || true)
         sandboxed -- --dry-run --no-bus --state-dir "$STATE" -c "$T/conf" -v
@@ -92,6 +102,6 @@ else
                 echo "note: THP knobs changed during the run (another writer; --dry-run writes none)"
         ok "runs on the real host with the unit's capabilities"
         python3 "$CHECK" "$T/trace" --exec "$MTHPD" --unit "$UNIT" --write-under "$STATE" \
-                --sampled-pid "$WPID" || fail "the trace breaks the sandbox"
+                --sampled-pid "$WPID" --sampled-pid "$SPID" --shmem-pid "$SPID" --refusable cachestat || fail "the trace breaks the sandbox"
 fi
 ok "the trace stays inside the sandbox of mthpd.service"
