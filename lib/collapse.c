@@ -79,7 +79,8 @@ struct mthp_collapser {
 
         struct stamp tick_t0;
         uint64_t tick_kb;
-        uint64_t tick_used;             /* the tick's time at the end of its last pass */
+        uint64_t tick_used;             /* the tick's passes' own time */
+        bool settled;                   /* a reload settled the last tick at its budget */
         uint64_t debt;                  /* time earlier ticks overran max_usec by, not yet paid */
         uint64_t usec_per_block;        /* what a block costs: 0 unknown, up at once, down slowly */
         struct mthp_collapse_result tot;
@@ -366,10 +367,24 @@ void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse
         c->tick_t0 = stamp_now(c);
 }
 
+/* What the last tick took beyond its max_usec is paid from the next
+ * one's, what it left unused pays off debt (never a credit). */
+static void settle(struct mthp_collapser *c) {
+        uint64_t owed = c->debt + c->tick_used;
+        c->debt = owed > c->b.max_usec ? owed - c->b.max_usec : 0;
+        c->tick_used = 0;
+}
+
 int mthp_collapser_set_budget(struct mthp_collapser *c, const struct mthp_collapse_budget *b) {
         if (!c || !b || !budget_ok(b))
                 return -EINVAL;
-        c->b = *b;      /* the debt stays: it is time already spent */
+        /* the last tick is settled at the budget it ran under (a smaller
+         * one would turn a tick within its old share into debt); the debt
+         * stays: it is time already spent */
+        if (!c->settled)
+                settle(c);
+        c->settled = true;
+        c->b = *b;
         return 0;
 }
 
@@ -378,11 +393,9 @@ void mthp_collapser_get_budget(const struct mthp_collapser *c, struct mthp_colla
 }
 
 void mthp_collapser_begin_tick(struct mthp_collapser *c, uint64_t t_usec) {
-        /* what the last tick took beyond its max_usec is paid from this
-         * one's, what it left unused pays off debt (never a credit) */
-        uint64_t owed = c->debt + c->tick_used;
-        c->debt = owed > c->b.max_usec ? owed - c->b.max_usec : 0;
-        c->tick_used = 0;
+        if (!c->settled)
+                settle(c);
+        c->settled = false;
         c->tick_t0 = stamp_now(c);
         c->tick_kb = 0;
         /* forget processes not asked about for a long time */
@@ -905,7 +918,9 @@ out:
                 close(c->pidfd);
         c->pm_fd = c->pidfd = -1;
         res->usec = elapsed_usec(c, t0);
-        c->tick_used = elapsed_usec(c, c->tick_t0);
+        /* only the passes' own time is paid back later: not the daemon's
+         * work between them in the tick, which is not MADV_COLLAPSE's */
+        c->tick_used += res->usec;
 
         if (r == -ESRCH) {
                 ent_clear(c, e);

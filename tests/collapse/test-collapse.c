@@ -825,6 +825,64 @@ static void test_tiny_budget_progress(void **state) {
         fake_free(f);
 }
 
+/* Only the passes' own time becomes debt: the daemon's work in the tick
+ * before a pass (Collapse=yes cgroups' cgroup.procs, being preempted on a
+ * busy host) is not MADV_COLLAPSE's. Before: 1.5 ms of it plus a 1 ms block
+ * against 2 ms a tick left 0.5 ms of debt, and the next tick deferred. */
+static void test_debt_is_passes_own_time(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000);
+        b.max_usec = 2000;
+        struct fake *f = fake_new(1, &b);
+        struct mthp_collapse_result res;
+        f->cost_usec = 1000;
+        unsigned ticks = 0, deferred = 0;
+        while (ticks < 6 && !(f->b3[0].huge && f->b3[1].huge)) {
+                f->clock += 100000;
+                ticks++;
+                mthp_collapser_begin_tick(f->c, f->clock);
+                f->clock += 1500;
+                assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+                deferred += res.deferred;
+        }
+        assert_true(f->b3[0].huge && f->b3[1].huge);
+        assert_int_equal(deferred, 0);
+        fake_free(f);
+}
+
+/* A reload settles the last tick at the budget it ran under: a 25 ms
+ * block in a 20 ms tick owes 5 ms, paid in 3 ticks at the new 2 ms a tick.
+ * Before: the tick was settled at the new budget, 23 ms of debt, and 11
+ * ticks collapsed nothing. */
+static void test_reload_settles_at_old_budget(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000);
+        b.max_usec = 20000;
+        struct fake *f = fake_new(1, &b);
+        struct mthp_collapse_result res;
+        f->cost_usec = 25000;
+        f->clock += 100000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.collapsed, 1);     /* cost unknown: one block */
+        struct mthp_collapse_budget nb = b;
+        nb.max_usec = 2000;
+        assert_int_equal(mthp_collapser_set_budget(f->c, &nb), 0);
+        /* a second reload before the next tick settles nothing twice */
+        assert_int_equal(mthp_collapser_set_budget(f->c, &nb), 0);
+        unsigned ticks = 0;
+        while (ticks < 15 && !f->b3[1].huge) {
+                f->clock += 100000;
+                ticks++;
+                mthp_collapser_begin_tick(f->c, f->clock);
+                assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        }
+        assert_true(f->b3[1].huge);
+        if (ticks > 4)
+                fail_msg("the second block came %u ticks after the reload (5 ms owed, 2 ms a tick: 4)", ticks);
+        fake_free(f);
+}
+
 /* A pass that begins late in its tick (the Collapse=yes passes before a
  * repair took 1.5 of its 2 ms) still walks a chunk and collapses a block.
  * Before: its walk stopped before the first scan, tick after tick. */
@@ -928,6 +986,8 @@ int main(void) {
                 cmocka_unit_test(test_usec_per_tick),
                 cmocka_unit_test(test_tiny_budget_progress),
                 cmocka_unit_test(test_late_pass_progress),
+                cmocka_unit_test(test_debt_is_passes_own_time),
+                cmocka_unit_test(test_reload_settles_at_old_budget),
                 cmocka_unit_test(test_set_budget),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
