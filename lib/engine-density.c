@@ -207,13 +207,18 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
  * in one second, none allocating: read sparse (half its subpages zero, in
  * 4K folios a sampler without PFNs, the unit's, cannot tell), it stepped
  * shmem down from 2M for the whole host. Host-wide allocations are the
- * conservative side: another process's allocating keeps the objection. */
-static bool maps_existing_cache(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                                int top, double rate) {
-        /* a kernel without per-size shmem counters would read no allocation ever */
+ * conservative side: another process's allocating keeps the objection, and
+ * so does any allocation above MinProcessFaultRate= pages a second. */
+static bool maps_existing_cache(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_snapshot *snap, enum mthp_kind kind, int top, double rate) {
+        /* a kernel without per-size shmem counters would read no allocation
+         * ever; and the host's allocations must be next to none, not only
+         * small beside this process's faults: one that refaults a lot could
+         * otherwise hide a sparse segment it grows at the same time */
+        double alloc = snap->kind_pages_rate[MTHP_SHMEM];
         return kind == MTHP_SHMEM && top >= 0 && rate > 0 && snap->dt > 0 &&
-               mthp_stat_index(&caps->sizes[top], "shmem_alloc") >= 0 &&
-               snap->kind_pages_rate[MTHP_SHMEM] < rate * ENGINE_ALLOC_SHARE;
+               mthp_stat_index(&caps->sizes[top], "shmem_alloc") >= 0 && alloc < rate * ENGINE_ALLOC_SHARE &&
+               alloc < cfg->min_proc_fault_rate;
 }
 
 /* The processes under auto (a policy's or the defaults) that count: each
@@ -248,7 +253,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         continue;
                 struct party *pt = &v->party[v->n_parties++];
                 unsigned cap = sizes_cap(caps, ladder, n_ladder, pol);
-                bool existing = maps_existing_cache(caps, snap, kind, top, kind_rate(m, kind, caps, top, keep_default));
+                bool existing = maps_existing_cache(cfg, caps, snap, kind, top, kind_rate(m, kind, caps, top, keep_default));
                 *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };

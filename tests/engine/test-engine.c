@@ -1571,33 +1571,59 @@ static void test_shmem_prefilled_cache_explained(void **state) {
  * cannot cost it memory, and it stepped shmem down from 2M for the host
  * (5 of 5 pgbench -S runs under the unit's capabilities). Control: the same
  * process while its faults allocate the kind's folios steps it down. */
+/* Shmem raised to 2M by a dense process (pid 900), then only pid 901
+ * faults: 16 MiB, half its subpages zero. */
+static void walwriter_setup(struct sim *s, struct workload *w, struct mthp_density_view *dense,
+                            struct mthp_density_view *wal) {
+        *w = shmem_hot;
+        wide(s);
+        shm_proc(&dense->proc[0], 900, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        w->dens = dense;
+        assert_true(sim_climb(s, w, MTHP_SHMEM, 8) <= 2);
+        shm_proc(&wal->proc[0], 901, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        wal->proc[0].fault_rate = 4000;
+        wal->proc[0].rss_kb[MTHP_SHMEM] = 16384;
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                wal->proc[0].zero[MTHP_SHMEM][i] = 0.5;
+        w->dens = wal;
+        w->pages[MTHP_SHMEM] = 4000;
+        w->demand_unmodelled = true;
+}
+
+static void step_down_within(struct sim *s, struct workload *w, unsigned ticks, const char *who) {
+        for (unsigned i = 0; i < ticks && level(s, MTHP_SHMEM) == 8; i++)
+                sim_step(s, w);
+        assert_true(level(s, MTHP_SHMEM) < 8);
+        assert_contains(kind_reason(s, MTHP_SHMEM), who);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "MaxBloat 20%");
+}
+
 static void test_shmem_sparse_mapping_cache_keeps(void **state) {
         struct sim *s = *state;
         struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, wal = dense;
-        struct workload w = shmem_hot;
-        wide(s);
-        shm_proc(&dense.proc[0], 900, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
-        w.dens = &dense;
-        assert_true(sim_climb(s, &w, MTHP_SHMEM, 8) <= 2);
-        shm_proc(&wal.proc[0], 901, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
-        wal.proc[0].fault_rate = 4000;
-        wal.proc[0].rss_kb[MTHP_SHMEM] = 16384;
-        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
-                wal.proc[0].zero[MTHP_SHMEM][i] = 0.5;
-        w.dens = &wal;
+        struct workload w;
+        walwriter_setup(s, &w, &dense, &wal);
         /* its 4,000 pages/s fault in no mTHP folio: the page cache is there */
-        w.pages[MTHP_SHMEM] = 4000;
         w.never_kb = 16;
-        w.demand_unmodelled = true;
         sim_run(s, &w, 6);
         assert_int_equal(level(s, MTHP_SHMEM), 8);
         /* the same faults allocating 2M folios: it would cost memory */
         w.never_kb = 0;
-        for (int i = 0; i < 3 && level(s, MTHP_SHMEM) == 8; i++)
-                sim_step(s, &w);
-        assert_true(level(s, MTHP_SHMEM) < 8);
-        assert_contains(kind_reason(s, MTHP_SHMEM), "pid 901");
-        assert_contains(kind_reason(s, MTHP_SHMEM), "MaxBloat 20%");
+        step_down_within(s, &w, 3, "pid 901");
+}
+
+/* The host's allocations must be next to none, not only small beside the
+ * objector's faults: one refaulting 100,000 pages/s while 5,000 pages/s of
+ * shmem are allocated in 2M folios (under a tenth of its faults) may be
+ * growing a sparse segment beside what it refaults. */
+static void test_shmem_sparse_refaulter_allocating_steps_down(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, wal = dense;
+        struct workload w;
+        walwriter_setup(s, &w, &dense, &wal);
+        wal.proc[0].fault_rate = 100000;
+        w.pages[MTHP_SHMEM] = 5000;
+        step_down_within(s, &w, 6, "pid 901");
 }
 
 /* The shmem repair (daemon/collapse.c) reaches the engine through the
@@ -2800,6 +2826,7 @@ int main(void) {
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
                 T(test_shmem_sparse_mapping_cache_keeps),
+                T(test_shmem_sparse_refaulter_allocating_steps_down),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
                 T(test_shmem_repair_comes_through_snapshot),
                 T(test_fault_samples_last_split_stands),
