@@ -187,7 +187,8 @@ for pid in args.sampled_pid:
     opened = [r for _, n, r in events if n in ("openat", "openat2") and re.search(rf"proc/{pid}\b", r)]
     # refused, not raced: a mapping the workload unmapped between mthpd's
     # read of its maps and the open is ENOENT, and says nothing of the sandbox
-    failed = [r for r in opened if re.search(r"= -1 E(PERM|ACCES) ", r)]
+    failed = [r for r in opened if "= -1 " in r and
+              (re.search(r"= -1 E(PERM|ACCES) ", r) or not re.search(r'"map_files/', r))]
     if not good:
         problems.append(f"process_vm_readv on the workload (pid {pid}) never returned data ({len(reads)} calls)")
     if failed:
@@ -200,10 +201,16 @@ if args.shmem_pid:
     pid = args.shmem_pid
     objs = [r for _, n, r in events if n in ("openat", "openat2") and re.search(rf'proc/{pid}(?:>, *"|/)map_files/', r)
             and re.search(r"= \d+<", r)]
+    # and its page cache read past fstat (a segment not fully allocated):
+    # without this a unit that refused both calls would pass
+    reads = [r for _, n, r in events if n in ("cachestat", "mincore") and re.search(r"= 0$", r)]
     if not objs:
         problems.append(f"the shmem workload's segment (pid {pid}) was never opened through map_files")
+    elif not reads:
+        problems.append(f"the shmem workload's page cache (pid {pid}) was never read with cachestat or mincore")
     else:
-        print(f"ok - the shmem workload's segment read through map_files ({len(objs)} opens)")
+        print(f"ok - the shmem workload's segment read through map_files ({len(objs)} opens, "
+              f"{len(reads)} cachestat/mincore calls)")
 
 for p in problems:
     print("FAIL: " + p, file=sys.stderr)
