@@ -22,7 +22,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         snprintf(c->policy_dir, sizeof(c->policy_dir), "%s/policy.d", MTHP_SYSCONFDIR);
         c->collapse_budget_kb = 64 * 1024;
         c->shmem_collapse = true;
-        c->collapse_cpu = 2;
+        c->collapse_cpu = 10;
         c->fault_sampling = true;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay

@@ -119,16 +119,16 @@ ok "SIGHUP: bad file rejected whole, good file applied"
 cp "$FAST" "$T/live.conf"
 start_mthpd -c "$T/live.conf"
 wait_for 3 grep -q "managing mTHP knobs every 0.1s" "$LOG" || fail "not started"
-grep -q "MADV_COLLAPSE budget: 64M and 2.0 ms a tick (CollapseCPU=2% of a core at a 0.1 s interval)" "$LOG" ||
-        fail "startup budget not 64M and 100 ms x 2%: $(grep 'budget' "$LOG")"
+grep -q "MADV_COLLAPSE budget: 64M and 10.0 ms a tick (CollapseCPU=10% of a core at a 0.1 s interval)" "$LOG" ||
+        fail "startup budget not 64M and 100 ms x 10%: $(grep 'budget' "$LOG")"
 printf '[Daemon]\nInterval=100ms\n[Engine]\nCollapseBudget=16M\nCollapseCPU=0.5%%\n' > "$T/live.conf"
 kill -HUP "$PID"
 wait_for 3 grep -q "reload: MADV_COLLAPSE budget: 16M and 0.5 ms a tick (CollapseCPU=0.5% of a core at a 0.1 s interval)" \
         "$LOG" || fail "reload did not give the collapser 16M and 100 ms x 0.5%: $(grep 'budget' "$LOG")"
 printf '[Daemon]\nInterval=1s\n' > "$T/live.conf"
 kill -HUP "$PID"
-wait_for 3 grep -q "reload: MADV_COLLAPSE budget: 64M and 20.0 ms a tick (CollapseCPU=2% of a core at a 1 s interval)" \
-        "$LOG" || fail "reload did not give the collapser 64M and 1 s x 2%: $(grep 'budget' "$LOG")"
+wait_for 3 grep -q "reload: MADV_COLLAPSE budget: 64M and 100.0 ms a tick (CollapseCPU=10% of a core at a 1 s interval)" \
+        "$LOG" || fail "reload did not give the collapser 64M and 1 s x 10%: $(grep 'budget' "$LOG")"
 printf '[Daemon]\nInterval=1s\n[Engine]\nCollapseCPU=0%%\n' > "$T/live.conf"
 kill -HUP "$PID"
 wait_for 3 grep -q "live.conf:4: key 'CollapseCPU' in \[Engine\]: expected a share of one core above 0% and at most 100%" \

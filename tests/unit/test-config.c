@@ -32,7 +32,7 @@ static void test_defaults(void **state) {
         assert_double_equal(c.engine.psi_some_max, 10);
         assert_double_equal(c.engine.min_available, 10);
         assert_double_equal(c.engine.max_fallback, 50);
-        assert_double_equal(c.collapse_cpu, 2);
+        assert_double_equal(c.collapse_cpu, 10);
 }
 
 static void test_every_key(void **state) {
