@@ -209,16 +209,18 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
  * shmem down from 2M for the whole host. Host-wide allocations are the
  * conservative side: another process's allocating keeps the objection, and
  * so does any allocation above MinProcessFaultRate= pages a second. */
-static bool maps_existing_cache(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                                const struct mthp_snapshot *snap, enum mthp_kind kind, int top, double rate) {
-        /* a kernel without per-size shmem counters would read no allocation
-         * ever; and the host's allocations must be next to none, not only
-         * small beside this process's faults: one that refaults a lot could
-         * otherwise hide a sparse segment it grows at the same time */
+static double quiet_shmem_alloc(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                 const struct mthp_snapshot *snap, enum mthp_kind kind, int top) {
+        /* the host's shmem mTHP allocation pages a second, or NAN where the
+         * rule does not apply: a kernel without per-size shmem counters
+         * would read no allocation ever; and the host's allocations must be
+         * next to none, not only small beside a process's faults: one that
+         * refaults a lot could otherwise hide a sparse segment it grows */
         double alloc = snap->kind_pages_rate[MTHP_SHMEM];
-        return kind == MTHP_SHMEM && top >= 0 && rate > 0 && snap->dt > 0 &&
-               mthp_stat_index(&caps->sizes[top], "shmem_alloc") >= 0 && alloc < rate * ENGINE_ALLOC_SHARE &&
-               alloc < cfg->min_proc_fault_rate;
+        if (kind != MTHP_SHMEM || top < 0 || snap->dt <= 0 ||
+            mthp_stat_index(&caps->sizes[top], "shmem_alloc") < 0 || alloc >= cfg->min_proc_fault_rate)
+                return NAN;
+        return alloc;
 }
 
 /* The processes under auto (a policy's or the defaults) that count: each
@@ -227,6 +229,8 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                             const struct mthp_snapshot *snap, const struct mthp_engine_state *st,
                             enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, int top,
                             double keep_default, double total, const bool *madvised, struct density_verdict *v) {
+        /* once a judgement, not once a process */
+        double quiet = quiet_shmem_alloc(cfg, caps, snap, kind, top);
         /* processes under auto (a policy's or the defaults) speak for themselves */
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
@@ -253,7 +257,8 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         continue;
                 struct party *pt = &v->party[v->n_parties++];
                 unsigned cap = sizes_cap(caps, ladder, n_ladder, pol);
-                bool existing = maps_existing_cache(cfg, caps, snap, kind, top, kind_rate(m, kind, caps, top, keep_default));
+                double rate = kind_rate(m, kind, caps, top, keep_default);
+                bool existing = !isnan(quiet) && rate > 0 && quiet < rate * ENGINE_ALLOC_SHARE;
                 *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };

@@ -62,7 +62,7 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
 #define ENGINE_FAULT_WAIT_TICKS 3
 /* Shmem: a process whose fault pages are more than 1/this the kind's mTHP
  * allocation pages (host-wide) maps page cache already there, and cannot
- * bloat with a larger size (engine-density.c maps_existing_cache). A
+ * bloat with a larger size (engine-density.c quiet_shmem_alloc). A
  * sparse writer's every fault allocates a folio of the size: 4 to 512
  * pages a fault. */
 #define ENGINE_ALLOC_SHARE 0.1
