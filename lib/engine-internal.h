@@ -54,12 +54,6 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
  * holds, split its faults between the kinds: at 8, a kind's share is known
  * to about +-0.17 (one standard deviation at a half share). */
 #define ENGINE_FAULT_SAMPLES_MIN 8.0
-/* A process holding shared memory waits this many of its ticks at most for
- * its samples: one with a tiny share of a busy host's faults may never get
- * 8 (about 250 samples a second per CPU, shared by every faulting
- * process), and then its faults are split by memory held, as without
- * sampling, rather than never counting. */
-#define ENGINE_FAULT_WAIT_TICKS 3
 /* Shmem: a process whose fault pages are more than 1/this the kind's mTHP
  * allocation pages (host-wide) maps page cache already there, and cannot
  * bloat with a larger size (engine-density.c quiet_shmem_alloc). A

@@ -174,7 +174,9 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
                             engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN && !m->fs_known;
                 m->fs_wait = wait ? (uint8_t) (m->fs_wait < UINT8_MAX ? m->fs_wait + 1 : UINT8_MAX) : 0;
-                m->fs_pending = wait && m->fs_wait <= ENGINE_FAULT_WAIT_TICKS;
+                /* for as long as it lasts: by memory held its faults would
+                 * be shmem's whatever they touch (kind_demand) */
+                m->fs_pending = wait;
                 if (p->shm.reach != MTHP_SHM_NONE) {
                         struct mthp_shm_mapping old = m->shm;
                         bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
@@ -337,11 +339,18 @@ static void kind_demand(const struct mthp_engine_config *cfg, const struct mthp_
                     !split_known)
                         continue; /* only processes that fault enough to count speak */
                 w_all += p->fault_rate;
-                /* Holding shared memory, its samples a tick away (sampling
-                 * starts when it is first seen): none of its faults are
-                 * demand, a tick without its say, not a shmem raise for its
-                 * heap's faults. Its density still counts (kind_rate), by
-                 * memory held. */
+                /* Holding shared memory, its faults sampled but too few
+                 * samples in to split them (sampling starts when it is
+                 * first seen: a tick; or its share of the host's faults is
+                 * too small for 8): none of its faults are any kind's
+                 * demand, and they still weigh in w_all, so they can hold
+                 * a raise back but never cause one. By memory held they
+                 * would all be shmem's, heap faults included: after anon
+                 * went to 2M the fault-kinds workload faulted 150 times
+                 * less, never had 8 samples, and once it had waited 3
+                 * ticks every shmem size was raised for it (1 run of
+                 * realkernel fault-kinds in 12). Its density still counts
+                 * (kind_rate), by memory held. */
                 if (p->fs_pending)
                         continue;
                 double share = engine_fault_share(p, kind, false);

@@ -87,8 +87,9 @@ struct mthp_engine_proc {
         double fs_last[_MTHP_KIND_MAX], fs_last_other;
         bool fs_known;
         /* it holds shared memory and its faults are sampled, but too few
-         * samples are in yet: its faults are no kind's demand (a tick, up to
-         * ENGINE_FAULT_WAIT_TICKS of its sampled ticks; the flag stands
+         * samples are in (yet: a tick after sampling starts; or ever, for a
+         * process with too small a share of the host's faults): its faults
+         * are no kind's demand for as long as that lasts (the flag stands
          * between two samples of it); its density counts, split by memory
          * held */
         bool fs_pending;
