@@ -295,7 +295,7 @@ static void vmf_parse(struct vmf_entry *v, const char *text, size_t len) {
  * smaps (whose header lines are maps lines) at first sight, again once the
  * cached reading is MTHP_DENSITY_VMFLAGS_USEC old, and again, at most once
  * a second, when the anon/shmem mappings have changed since (a program
- * that maps, madvises and unmaps in a loop); never sooner than 100 times
+ * that maps, madvises and unmaps in a loop); never sooner than 400 times
  * what the last read cost; maps otherwise. *vmf NULL if
  * smaps cannot be read (a fake host): no mapping is flagged then. */
 static int read_mappings(struct mthp_density_sampler *s, int dfd, const struct mthp_proc_entry *e,
@@ -307,10 +307,11 @@ static int read_mappings(struct mthp_density_sampler *s, int dfd, const struct m
                 return r;
         *vmf = NULL;
         if (v->pid) {
-                /* smaps takes at most 1% of a CPU per process: a 64 GiB
+                /* smaps takes at most 0.25% of a CPU per process: a 64 GiB
                  * database of 4K pages (~10 ms/GiB measured) is read again
-                 * after a minute, not every second */
-                uint64_t floor = 100 * v->cost_usec;
+                 * after 4 minutes, not every second; a PostgreSQL backend
+                 * mapping 1 GiB of shared buffers (~25 ms) every 30 s */
+                uint64_t floor = 400 * v->cost_usec;
                 uint64_t every = layout_hash(s->text, *len) != v->layout ? 1000000 : MTHP_DENSITY_VMFLAGS_USEC;
                 if (now < v->t_usec + (every > floor ? every : floor)) {
                         *vmf = v;

@@ -58,8 +58,8 @@
  * for 512 MiB of 4K pages, 9-32 ms for 1 GiB under load), so it is read at
  * first sight of a process (that tick may overrun its budget by it), again
  * after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when its
- * anon/shmem mappings changed; never sooner than 100 times what the last
- * read cost (1% of a CPU per process), not every tick. The nh share of a
+ * anon/shmem mappings changed; never sooner than 400 times what the last
+ * read cost (0.25% of a CPU per process), not every tick. The nh share of a
  * kind's Rss comes from one smaps read (both sides at one instant) and is
  * held at 3/4 of the previous read's at least, so that a program mapping,
  * faulting and unmapping nh memory in a loop is not judged by the instant
@@ -116,7 +116,7 @@
 #define MTHP_DENSITY_PAGE 4096u
 #define MTHP_DENSITY_MAX_KB 2048u   /* the window: one x86-64 PMD */
 #define MTHP_DENSITY_COMM_MAX MTHP_PROC_COMM_MAX
-#define MTHP_DENSITY_VMFLAGS_USEC (10 * 1000000ULL)   /* smaps is read again after this */
+#define MTHP_DENSITY_VMFLAGS_USEC (30 * 1000000ULL)   /* smaps is read again after this */
 #define MTHP_DENSITY_SHM_PROBES 16
 
 struct mthp_density_budget {
