@@ -368,26 +368,49 @@ static unsigned shm_align_kb(const struct mthp_mapping *m) {
 }
 
 /* Of up to MTHP_DENSITY_SHM_PROBES present pages of the largest shmem
- * mapping, evenly spread, how many sit in a large folio (kpageflags
- * COMPOUND_HEAD or COMPOUND_TAIL). A few preads; unknown (sampled 0)
- * without a readable kpageflags or PFNs (not root). */
+ * mapping, evenly spread, how many sit in a large folio. With PFNs (root):
+ * kpageflags COMPOUND_HEAD or COMPOUND_TAIL, a few preads. Without them
+ * (the unit grants no CAP_SYS_ADMIN), only where the mapping is
+ * PMD-aligned: whether the page is PMD-mapped (PAGEMAP_SCAN's
+ * PAGE_IS_HUGE), one ioctl a page. A 2M folio faulted in an aligned VMA is
+ * mapped by a PMD (finish_fault and filemap_map_pmd call do_set_pmd on an
+ * empty PMD), so a present page that is not is in a smaller folio, which
+ * is what the 2M repair needs to know; the exceptions (THP disabled for the
+ * VMA, a page table already at that PMD) are PTE-mapped 2M folios that
+ * MADV_COLLAPSE maps by PMD at little cost. Unknown (sampled 0) otherwise. */
 static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_ctx *c) {
         struct mthp_shm_mapping *m = &c->shm;
-        if (s->kpf_fd < 0 || m->bytes == 0)
+        bool kpf = s->kpf_fd >= 0 && !s->pfn_hidden;
+        if (m->bytes == 0 || (!kpf && (s->scan != 1 || m->align_kb < MTHP_DENSITY_MAX_KB)))
                 return;
+        m->probe = kpf ? MTHP_SHM_PROBE_KPAGEFLAGS : MTHP_SHM_PROBE_PMD;
         uint64_t pages = m->bytes / PAGE, step = pages / MTHP_DENSITY_SHM_PROBES;
         if (step == 0)
                 step = 1;
         for (uint64_t i = step / 2; i < pages && m->sampled < MTHP_DENSITY_SHM_PROBES; i += step) {
-                uint64_t f;
-                int r = density_page_flags(s, c->fd, m->addr + i * PAGE, &f);
-                if (r == -ENOENT)
-                        continue;
-                if (r < 0)
-                        return;
-                m->sampled++;
-                if (f & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL))
-                        m->large++;
+                uint64_t a = m->addr + i * PAGE;
+                if (kpf) {
+                        uint64_t f;
+                        int r = density_page_flags(s, c->fd, a, &f);
+                        if (r == -ENOENT)
+                                continue;
+                        if (r < 0)
+                                return;
+                        m->sampled++;
+                        if (f & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL))
+                                m->large++;
+                } else {
+                        struct page_region g;
+                        int r = mthp_pagemap_scan(c->fd, a, a + PAGE, &g, 1, 1, PAGE_IS_PRESENT,
+                                                  PAGE_IS_PRESENT | PAGE_IS_HUGE, NULL);
+                        if (r < 0)
+                                return;
+                        if (r == 0)
+                                continue;
+                        m->sampled++;
+                        if (g.categories & PAGE_IS_HUGE)
+                                m->large++;
+                }
         }
 }
 

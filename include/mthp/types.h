@@ -47,14 +47,26 @@ enum mthp_shm_reach {
         MTHP_SHM_SYSV,            /* a SysV segment: the global shmem_enabled (PMD only) */
 };
 
+/* How the folios of a shmem mapping's sampled pages were told. */
+enum mthp_shm_probe {
+        MTHP_SHM_PROBE_KPAGEFLAGS, /* /proc/kpageflags through pagemap's PFNs (CAP_SYS_ADMIN):
+                                    * large = in a folio of any size above 4K */
+        MTHP_SHM_PROBE_PMD,        /* PAGEMAP_SCAN, no PFNs needed, only where the mapping is
+                                    * PMD-aligned: large = mapped by a PMD (a 2M folio); a
+                                    * present page not PMD-mapped is in a smaller folio, or
+                                    * in a 2M one the kernel mapped by PTEs (THP disabled
+                                    * for the VMA, a page table already at that PMD) */
+};
+
 /* A process's largest shmem mapping: what a raise of shmem sizes is for. */
 struct mthp_shm_mapping {
         uint64_t addr, bytes;
         unsigned align_kb;        /* the largest folio its address and file offset
                                    * allow (capped at 2048) */
         unsigned reach;           /* enum mthp_shm_reach */
-        unsigned sampled, large;  /* present pages looked up in /proc/kpageflags, and
-                                   * those in a large folio (sampled 0: unknown) */
+        unsigned sampled, large;  /* present pages probed, and those in a large folio
+                                   * (sampled 0: unknown); by probe: */
+        unsigned probe;           /* enum mthp_shm_probe */
 };
 
 /* One writable selection file. The accepted values come from the file itself

@@ -48,6 +48,8 @@ enum pattern {
         SHM_MISALIGNED, /* MAP_SHARED|MAP_ANONYMOUS 8K past a 2M boundary, every page */
         SHM_FILE,       /* a /dev/shm file, linked while mapped, every page */
         SHM_SYSV,       /* a SysV segment, every page */
+        SHM_HALF_PMD,   /* MAP_SHARED|MAP_ANONYMOUS at a 2M boundary, every page at 4K,
+                         * then its first half collapsed (MADV_COLLAPSE): PMD-mapped */
 };
 
 /* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */
@@ -90,7 +92,13 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 flags |= MAP_NORESERVE;
         if (p == THP_SPARSE || p == ADVISED)
                 maplen = len + 2 * MiB;
-        if (p == SHM_MISALIGNED) {
+        if (p == SHM_HALF_PMD) {
+                char *r = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (r == MAP_FAILED)
+                        _exit(2);
+                uintptr_t a = ((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1);
+                m = mmap((void *) a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        } else if (p == SHM_MISALIGNED) {
                 char *r = mmap(NULL, len + 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (r == MAP_FAILED)
                         _exit(2);
@@ -138,6 +146,13 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         case SHM_FILE:
         case SHM_SYSV:
                 touch(m, len, P4K);
+                break;
+        case SHM_HALF_PMD:
+                touch(m, len, P4K);   /* 4K folios: THP is off for us */
+                /* MADV_COLLAPSE ignores the sysfs knobs, not the prctl;
+                 * the parent checks smaps for the result */
+                prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+                (void) madvise(m, len / 2, 25 /* MADV_COLLAPSE */);
                 break;
         case SPARSE:
         case MEMFD_SPARSE:
@@ -760,6 +775,110 @@ static void test_shm_mapping(void **state) {
         assert_int_equal(m.addr, c.addr);
 }
 
+/* ShmemPmdMapped of PID's mapping at ADDR in kB, or -1 if not found. */
+static long smaps_pmd_kb(pid_t pid, uint64_t addr) {
+        char path[64], line[256];
+        snprintf(path, sizeof(path), "/proc/%d/smaps", (int) pid);
+        FILE *f = fopen(path, "re");
+        long kb = -1;
+        bool in = false;
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long a, b;
+                if (sscanf(line, "%llx-%llx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
+                        in = a == addr;
+                else if (in && sscanf(line, "ShmemPmdMapped: %ld kB", &kb) == 1)
+                        break;
+        }
+        fclose(f);
+        return kb;
+}
+
+/* One sample of c's largest shmem mapping by a sampler whose pagemap shows
+ * no PFNs: this test process's CAP_SYS_ADMIN dropped in a child, as under
+ * the unit (its CapabilityBoundingSet= lacks it). */
+static struct mthp_shm_mapping sample_shm_without_pfns(const struct child *c, const struct mthp_density_budget *b) {
+        struct mthp_shm_mapping m = { .reach = UINT_MAX };
+        int fds[2];
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+                struct __user_cap_data_struct d[2];
+                struct mthp_density_sampler *s;
+                struct mthp_density_report rep;
+                struct mthp_density_target t = { .pid = c->pid };
+                if (syscall(SYS_capget, &hdr, d) < 0)
+                        _exit(2);
+                d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+                if (syscall(SYS_capset, &hdr, d) < 0)
+                        _exit(2);
+                if (mthp_density_new(host, sizes, 3, b, &s) == 0 && mthp_density_set_targets(s, &t, 1) == 0 &&
+                    mthp_density_tick(s, now_usec(), &rep) == 0 && rep.n_procs == 1)
+                        m = rep.procs[0].shm;
+                _exit(write(fds[1], &m, sizeof(m)) == sizeof(m) ? 0 : 2);
+        }
+        close(fds[1]);
+        ssize_t n = read(fds[0], &m, sizeof(m));
+        close(fds[0]);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(n, sizeof(m));
+        assert_true(m.reach != UINT_MAX);
+        return m;
+}
+
+/* Issue 12 under the unit: without PFNs (no CAP_SYS_ADMIN) kpageflags
+ * tells nothing, so the shmem probe asks PAGEMAP_SCAN which sampled pages
+ * are PMD-mapped. An 8 MiB 2M-aligned segment filled at 4K whose first
+ * half was collapsed: 8 of the 16 probes (evenly spread) fall in each
+ * half, so 16 sampled, 8 large, by either probe. A misaligned segment is
+ * left unsampled without PFNs (no 2M folio can map there). */
+static void test_shm_probe_without_pfns(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+
+        struct child c = spawn(SHM_HALF_PMD, 8 * MiB, 0);
+        long pmd = smaps_pmd_kb(c.pid, c.addr);
+        printf("# aligned 8 MiB, first half collapsed: ShmemPmdMapped %ld kB\n", pmd);
+        if (pmd != 4096) {
+                reap(&c);
+                printf("# skipped: MADV_COLLAPSE of the first 4 MiB left ShmemPmdMapped at %ld kB, not 4096: "
+                       "no PMD-mapped half to probe\n", pmd);
+                skip();
+        }
+        if (pfns_visible()) {
+                const struct mthp_density_proc *p = sample(&c, false, &b, &s, &rep);
+                printf("# with PFNs: probe %u, %u of %u sampled pages large\n", p->shm.probe, p->shm.large,
+                       p->shm.sampled);
+                assert_int_equal(p->shm.probe, MTHP_SHM_PROBE_KPAGEFLAGS);
+                assert_int_equal(p->shm.sampled, MTHP_DENSITY_SHM_PROBES);
+                assert_int_equal(p->shm.large, MTHP_DENSITY_SHM_PROBES / 2);
+                mthp_density_free(s);
+        } else
+                printf("# PFNs not visible to this test: the kpageflags probe is not compared\n");
+        struct mthp_shm_mapping m = sample_shm_without_pfns(&c, &b);
+        printf("# without PFNs: probe %u, align %uK, %u of %u sampled pages large\n", m.probe, m.align_kb, m.large,
+               m.sampled);
+        reap(&c);
+        assert_int_equal(m.align_kb, 2048);
+        assert_int_equal(m.sampled, MTHP_DENSITY_SHM_PROBES);
+        assert_int_equal(m.large, MTHP_DENSITY_SHM_PROBES / 2);
+        assert_int_equal(m.probe, MTHP_SHM_PROBE_PMD);
+
+        c = spawn(SHM_MISALIGNED, 16 * MiB, 0);
+        m = sample_shm_without_pfns(&c, &b);
+        printf("# misaligned without PFNs: align %uK, %u sampled\n", m.align_kb, m.sampled);
+        reap(&c);
+        assert_int_equal(m.align_kb, 8);
+        assert_int_equal(m.sampled, 0);
+}
+
 /* Children that exit while being sampled, at varying moments: never an error. */
 static void test_exit_mid_tick(void **state) {
         (void) state;
@@ -944,6 +1063,7 @@ int main(void) {
                 cmocka_unit_test(test_sparse_reservation),
                 cmocka_unit_test(test_shmem),
                 cmocka_unit_test(test_shm_mapping),
+                cmocka_unit_test(test_shm_probe_without_pfns),
                 cmocka_unit_test(test_shmem_shared_object),
                 cmocka_unit_test(test_exit_mid_tick),
                 cmocka_unit_test(test_zombie_and_dead),
