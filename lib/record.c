@@ -167,6 +167,8 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         f[n++] = SCALAR("shm_align", FIELD_UNSIGNED, &p->shm.align_kb);
         f[n++] = SCALAR("shm_sampled", FIELD_UNSIGNED, &p->shm.sampled);
         f[n++] = SCALAR("shm_large", FIELD_UNSIGNED, &p->shm.large);
+        /* which probe: 0 (kpageflags) in recordings made before the PMD probe */
+        f[n++] = SCALAR("shm_probe", FIELD_UNSIGNED, &p->shm.probe);
         f[n++] = SCALAR("shm_repaired", FIELD_U64, &p->shm_repaired_kb);
         /* sampled faults by kind (FaultSampling=): left out when none */
         for (int k = 0; k < _MTHP_KIND_MAX; k++)

@@ -181,7 +181,7 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                 if (p == 0)
                         d->shm = (struct mthp_shm_mapping) { .addr = 0x7f0000201000ULL, .bytes = 64ULL << 20,
                                                              .align_kb = 4, .reach = MTHP_SHM_PER_SIZE,
-                                                             .sampled = 16, .large = 3 };
+                                                             .sampled = 16, .large = 3, .probe = MTHP_SHM_PROBE_PMD };
                 /* sampled faults by kind (FaultSampling=): left out when none */
                 d->fault_samples[MTHP_ANON] = p == 0 ? 37 : 0;
                 d->fault_samples[MTHP_SHMEM] = p == 0 ? 4 : p;
@@ -323,6 +323,7 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                 assert_int_equal(u->shm.reach, v->shm.reach);
                 assert_int_equal(u->shm.sampled, v->shm.sampled);
                 assert_int_equal(u->shm.large, v->shm.large);
+                assert_int_equal(u->shm.probe, v->shm.probe);
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         assert_int_equal(u->fault_samples[k], v->fault_samples[k]);
                 assert_int_equal(u->fault_samples_other, v->fault_samples_other);
