@@ -449,17 +449,26 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
  * a mapping whose address and file offset are not aligned for the size, a
  * linked tmpfs file or a SysV segment (the per-size knobs never reach
  * them), or one whose sampled pages all sit in 4K folios (the page cache
- * was filled before the raise, and a fault maps the folio it finds). The
- * most faulting such process is described in buf. */
+ * was filled before the raise, and a fault maps the folio it finds). Without
+ * PFNs the probe only tells PMD-mapped pages from the rest
+ * (MTHP_SHM_PROBE_PMD): that speaks of 2M alone, and says "not mapped by
+ * 2M folios", not "4K". The most faulting such process is described in buf. */
 static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
         const struct mthp_shm_mapping *m = &p->shm;
         /* one that holds shmem worth a folio of the size */
         if (m->reach == MTHP_SHM_NONE || m->bytes < (uint64_t) kb * 1024 || p->rss_kb[MTHP_SHMEM] < kb)
                 return false;
-        char sz[16], al[16], who[64];
+        char sz[16], al[16], who[64], small[96];
+        bool pmd = m->probe == MTHP_SHM_PROBE_PMD;
         mthp_format_size(kb, sz, sizeof(sz));
         mthp_format_size(m->align_kb, al, sizeof(al));
         snprintf(who, sizeof(who), "pid %d (%s)'s %llu MiB", p->pid, p->comm, (unsigned long long) (m->bytes >> 20));
+        if (pmd)
+                snprintf(small, sizeof(small), "is not mapped by 2M folios (%u of %u sampled pages not PMD-mapped)",
+                         m->sampled - m->large, m->sampled);
+        else
+                snprintf(small, sizeof(small), "holds 4K folios (%u of %u sampled pages in large folios)", m->large,
+                         m->sampled);
         if (m->reach == MTHP_SHM_TMPFS_FILE)
                 snprintf(buf, n,
                          "%s tmpfs file mapping at 0x%llx is a linked file: the per-size knobs never reach it (its "
@@ -475,17 +484,19 @@ static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *bu
                          "%s segment at 0x%llx is not %s-aligned (its address allows %s): its faults keep folios of "
                          "%s at most; restart it with the size on (MADV_COLLAPSE cannot repair a misaligned range)",
                          who, (unsigned long long) m->addr, sz, al, al);
+        else if (pmd && kb < m->align_kb)
+                return false; /* the PMD probe runs where align_kb is the PMD size, and says
+                               * nothing of smaller folios */
         else if (m->sampled >= 4 && m->large == 0 && p->shm_repaired_kb)
                 snprintf(buf, n,
-                         "%s segment at 0x%llx holds 4K folios (%u of %u sampled pages in large folios): its page "
-                         "cache was filled before the raise; being repaired by MADV_COLLAPSE: %llu MiB so far",
-                         who, (unsigned long long) m->addr, m->large, m->sampled,
-                         (unsigned long long) (p->shm_repaired_kb >> 10));
+                         "%s segment at 0x%llx %s: its page cache was filled before the raise; being repaired by "
+                         "MADV_COLLAPSE: %llu MiB so far",
+                         who, (unsigned long long) m->addr, small, (unsigned long long) (p->shm_repaired_kb >> 10));
         else if (m->sampled >= 4 && m->large == 0)
                 snprintf(buf, n,
-                         "%s segment at 0x%llx holds 4K folios (%u of %u sampled pages in large folios): its page "
-                         "cache was filled before the raise and keeps its folios; MADV_COLLAPSE (2M) can repair it",
-                         who, (unsigned long long) m->addr, m->large, m->sampled);
+                         "%s segment at 0x%llx %s: its page cache was filled before the raise and keeps its folios; "
+                         "MADV_COLLAPSE (2M) can repair it",
+                         who, (unsigned long long) m->addr, small);
         else
                 return false;
         return true;
@@ -502,11 +513,13 @@ bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char
         if (best < 0)
                 return false;
         const struct mthp_engine_proc *p = &st->proc[best];
+        bool pmd = p->shm.probe == MTHP_SHM_PROBE_PMD;
         snprintf(buf, n,
-                 "pid %d (%s)'s %llu MiB segment at 0x%llx was held at 4K folios (page cache filled before the "
-                 "raise): repaired by MADV_COLLAPSE: %llu MiB (%u of %u sampled pages now in large folios)",
+                 "pid %d (%s)'s %llu MiB segment at 0x%llx %s (page cache filled before the "
+                 "raise): repaired by MADV_COLLAPSE: %llu MiB (%u of %u sampled pages now %s)",
                  p->pid, p->comm, (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
-                 (unsigned long long) (p->shm_repaired_kb >> 10), p->shm.large, p->shm.sampled);
+                 pmd ? "was not mapped by 2M folios" : "was held at 4K folios", (unsigned long long) (p->shm_repaired_kb >> 10),
+                 p->shm.large, p->shm.sampled, pmd ? "mapped by 2M folios" : "in large folios");
         return true;
 }
 

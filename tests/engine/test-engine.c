@@ -1713,6 +1713,36 @@ static void test_shmem_repair_comes_through_snapshot(void **state) {
         assert_int_equal(repaired_kb_of(s, 703), 0);
 }
 
+/* Without PFNs (the unit) the probe tells only PMD-mapped pages from the
+ * rest: explain says the segment is not mapped by 2M folios, never that it
+ * holds 4K folios, and says nothing of it for the sizes below 2M. */
+static void test_shmem_pmd_probe_explained(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        shm_proc(&v.proc[0], 704, 0x7f0000200000ULL, 2048, MTHP_SHM_PER_SIZE);
+        v.proc[0].shm.sampled = 16;
+        v.proc[0].shm.probe = MTHP_SHM_PROBE_PMD;
+        w.dens = &v;
+        w.never_kb = 16;
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_SHMEM), 8);
+        const char *r = size_decision(s, MTHP_SHMEM, 2048)->reason;
+        assert_contains(r, "2M always, but pid 704 (proc704)'s 2048 MiB segment at 0x7f0000200000 is not mapped by 2M "
+                           "folios (24 of 24 sampled pages not PMD-mapped): its page cache was filled before the raise");
+        assert_null(strstr(r, "4K folios"));
+        assert_null(strstr(size_decision(s, MTHP_SHMEM, 64)->reason, "PMD-mapped"));
+        assert_null(strstr(size_decision(s, MTHP_SHMEM, 1024)->reason, "PMD-mapped"));
+        v.proc[0].shm.large = 12;
+        v.proc[0].shm_repaired_kb = 40 * 1024;
+        sim_run(s, &w, 1);
+        assert_contains(size_decision(s, MTHP_SHMEM, 2048)->reason,
+                        "2M in use; pid 704 (proc704)'s 2048 MiB segment at 0x7f0000200000 was not mapped by 2M "
+                        "folios (page cache filled before the raise): repaired by MADV_COLLAPSE: 40 MiB (12 of 28 "
+                        "sampled pages now mapped by 2M folios)");
+}
+
 /* A linked /dev/shm file and a SysV segment: the per-size knobs never
  * reach them. */
 static void test_shmem_tmpfs_file_and_sysv_explained(void **state) {
@@ -2872,6 +2902,7 @@ int main(void) {
                 T(test_shmem_sparse_refaulter_allocating_steps_down),
                 T(test_shmem_tmpfs_file_and_sysv_explained),
                 T(test_shmem_repair_comes_through_snapshot),
+                T(test_shmem_pmd_probe_explained),
                 T(test_fault_samples_last_split_stands),
                 T(test_shmem_align_idle_advises),
                 T(test_shmem_align_not_over_a_chosen_value),
