@@ -156,7 +156,7 @@ static bool repair_pass(struct daemon *d, uint64_t t, int pid, const char *comm,
         if (r < 0) {
                 char what[64];
                 snprintf(what, sizeof(what), "of pid %d (%s)'s shmem", pid, comm);
-                return !collapse_failed(d, r, what, "; shmem held at 4K stays so on this host");
+                return !collapse_failed(d, r, what, "; shmem held below 2M stays so on this host");
         }
         add_result(&d->collapse_last, &res);
         e->starttime = start;
@@ -171,7 +171,7 @@ static bool repair_pass(struct daemon *d, uint64_t t, int pid, const char *comm,
                 e->quiet++;
         if (res.collapsed)
                 mthp_log(LOG_INFO, "collapsed %u region(s), %llu MiB, of pid %d (%s)'s %llu MiB shmem "
-                         "mapping at 0x%llx (held at 4K folios after the 2M shmem raise) in %.1f ms",
+                         "mapping at 0x%llx (not mapped by 2M folios after the 2M shmem raise) in %.1f ms",
                          res.collapsed, (unsigned long long) res.kb_collapsed / 1024, pid, comm,
                          (unsigned long long) (bytes >> 20), (unsigned long long) addr, (double) res.usec / 1000.0);
         else if (res.failed)
