@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shmem-collapse-unit: shmem-collapse.sh with mthpd holding only the
+# capabilities the systemd unit leaves it (its CapabilityBoundingSet=,
+# through setpriv, as users run it). Without CAP_SYS_ADMIN pagemap shows no
+# PFNs, so kpageflags cannot tell mthpd the workload's folio sizes; the
+# repair must still start (its probe asks PAGEMAP_SCAN which pages are
+# PMD-mapped) and PMD-map the workload's 4K page cache: ShmemPmdMapped in
+# the workload's smaps, the log naming the collapse, and the tick's
+# explanation saying "repaired by MADV_COLLAPSE: N MiB". Before the PMD
+# probe the repair never started under these capabilities (5 of 5 pgbench
+# runs with mthp-bench --mthpd-caps unit; this test: no collapse in 30 s).
+# Skipped, with the reason, without setpriv, when the host holds every
+# raise back or mthpd's density sampler does not reach the workload.
+#
+# Usage: shmem-collapse-unit.sh MTHPD MTHPCTL WORKLOAD WIS_FILE_FAULT
+set -uo pipefail
+MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3 WIS=$4
+. "$(dirname "$0")/lib.sh"
+rk_init shmem-collapse-unit
+
+[[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
+[[ -x $WIS ]] || rk_die "wis-file-fault is not an executable: '$WIS'"
+[[ -d /dev/shm && -w /dev/shm ]] || rk_skip "no writable /dev/shm"
+command -v setpriv >/dev/null || rk_skip "setpriv (util-linux) not installed: cannot drop mthpd to the unit's capabilities"
+unit=$(dirname "$0")/../../systemd/mthpd.service.in
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z' 'a-z' | sed 's/cap_//g; s/^ *//; s/ *$//; s/ \+/,+/g')
+[[ -n $caps ]] || rk_die "$unit: no CapabilityBoundingSet= line"
+[[ $caps != *sys_admin* ]] || rk_skip "the unit grants CAP_SYS_ADMIN: pagemap shows PFNs, nothing here to judge"
+rk_sizes_never
+
+# as shmem-collapse.sh: ShmemSizes=2M, anon's climb not judged, density on
+rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=3 MinProcessFaultRate=100
+
+pmd_kb() { awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0; }
+pmd_max() {
+        local i v m=0
+        for ((i = 0; i < $2; i++)); do
+                v=$(pmd_kb "$1")
+                ((v > m)) && m=$v
+                sleep 0.1
+        done
+        echo "$m"
+}
+
+log=$RK_TMP/mthpd.log
+"$WIS" --shape 3 --tasks 1 --size 64 --seconds 60 --align 2M >"$RK_TMP/wis.out" 2>"$RK_TMP/wis.err" 9>&- &
+wl=$!
+rk_track $wl
+sleep 1 # the page cache fills in its first ~0.1 s
+kid=$(pgrep -P $wl | head -1)
+[[ -n $kid ]] || rk_die "wis-file-fault started no task"$'\n'"$(cat "$RK_TMP/wis.err")"
+rk_track "$kid"
+before=$(pmd_max "$kid" 10)
+[[ $before == 0 ]] || rk_skip "the workload's mapping is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
+rk_log "before mthpd: ShmemPmdMapped 0 kB in 10 samples; $(tail -1 "$RK_TMP/wis.err")"
+
+setpriv --bounding-set "-all,+$caps" --inh-caps -all -- \
+        "$MTHPD" -v -c "$RK_TMP/mthpd.conf" --state-dir "$(rk_state_dir)" --no-bus 2>"$log" 9>&- &
+mpid=$!
+rk_track $mpid
+rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
+# the capabilities it runs with: the unit's, CAP_SYS_ADMIN (21) not among them
+capeff=$(awk '/^CapEff:/ { print $2 }' "/proc/$mpid/status")
+(((0x$capeff >> 21) & 1)) && rk_die "mthpd runs with CAP_SYS_ADMIN (CapEff $capeff): setpriv did not drop it"
+rk_log "mthpd (pid $mpid) runs with CapEff $capeff (bounding set +$caps)"
+t0=$(rk_now_ms)
+rk_wait_shm_collapse "$log" $mpid "$kid" wis-file-fault 64 30
+t1=$(rk_now_ms)
+grep -E "collapsed [0-9]+ region\\(s\\).*shmem" "$log" | head -3 | cut -c1-400 | sed 's/^/    /'
+after=0
+for ((i = 0; i < 50 && after < 32768; i++)); do
+        v=$(pmd_max "$kid" 2)
+        ((v > after)) && after=$v
+done
+rk_log "after mthpd: ShmemPmdMapped up to $after kB; the first collapse $((t1 - t0)) ms after mthpd started; $(tail -1 "$RK_TMP/wis.err")"
+((after >= 32768)) || rk_fail "the workload's 64 MiB mapping is not PMD-mapped after the collapse (ShmemPmdMapped at most $after kB, want >= 32768)"
+# explain: the repair is said, and without PFNs never as "4K folios"
+rk_wait_for "$log" "2M/shmem: .*in use; pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ .*repaired by MADV_COLLAPSE: [0-9]+ MiB" 10 $mpid ||
+        rk_fail "no tick said '2M shmem in use; ... repaired by MADV_COLLAPSE: N MiB'"
+said=$(grep -m1 -oE "2M in use; pid $kid .*repaired by MADV_COLLAPSE: [0-9]+ MiB \\([^)]*\\)" "$log")
+rk_log "explained: ${said:-(not found in that form)}" | cut -c1-600
+if grep -qE "pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ (holds|was held at) 4K folios" "$log"; then
+        rk_fail "explain claims 4K folios though mthpd cannot see folio sizes without PFNs:"
+        grep -m1 -oE "pid $kid \\(wis-file-fault\\)'s 64 MiB segment [^;]*4K folios[^;]*" "$log" | sed 's/^/    /'
+fi
+rk_log "collapsed by then: $(grep -cE 'collapsed [0-9]+ region.*shmem' "$log") passes, $(grep -oE 'region\(s\), [0-9]+ MiB, of pid [0-9]+ \(wis-file-fault\)' "$log" | awk '{ s += $2 } END { print s + 0 }') MiB"
+rk_stop $mpid TERM 10
+rk_stop $wl TERM 5 # its task dies with it (PR_SET_PDEATHSIG)
+rk_stop "$kid" KILL 2
+exit 0
