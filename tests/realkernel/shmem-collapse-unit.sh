@@ -75,9 +75,10 @@ for ((i = 0; i < 50 && after < 32768; i++)); do
 done
 rk_log "after mthpd: ShmemPmdMapped up to $after kB; the first collapse $((t1 - t0)) ms after mthpd started; $(tail -1 "$RK_TMP/wis.err")"
 ((after >= 32768)) || rk_fail "the workload's 64 MiB mapping is not PMD-mapped after the collapse (ShmemPmdMapped at most $after kB, want >= 32768)"
-# explain: the repair is said, and without PFNs never as "4K folios"
-rk_wait_for "$log" "2M/shmem: .*in use; pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ .*repaired by MADV_COLLAPSE: [0-9]+ MiB" 10 $mpid ||
-        rk_fail "no tick said '2M shmem in use; ... repaired by MADV_COLLAPSE: N MiB'"
+# explain: the repair is said, from the PMD probe (not mapped by 2M
+# folios), and without PFNs never as "4K folios"
+rk_wait_for "$log" "2M/shmem: .*in use; pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ was not mapped by 2M folios .*repaired by MADV_COLLAPSE: [0-9]+ MiB" 10 $mpid ||
+        rk_fail "no tick said '2M shmem in use; ... was not mapped by 2M folios ... repaired by MADV_COLLAPSE: N MiB'"
 said=$(grep -m1 -oE "2M in use; pid $kid .*repaired by MADV_COLLAPSE: [0-9]+ MiB \\([^)]*\\)" "$log")
 rk_log "explained: ${said:-(not found in that form)}" | cut -c1-600
 if grep -qE "pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ (holds|was held at) 4K folios" "$log"; then
