@@ -24,7 +24,7 @@ rk_init shmem-collapse-unit
 [[ -d /dev/shm && -w /dev/shm ]] || rk_skip "no writable /dev/shm"
 command -v setpriv >/dev/null || rk_skip "setpriv (util-linux) not installed: cannot drop mthpd to the unit's capabilities"
 unit=$(dirname "$0")/../../systemd/mthpd.service.in
-caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z' 'a-z' | sed 's/cap_//g; s/^ *//; s/ *$//; s/ \+/,+/g')
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr '[:upper:]' '[:lower:]' | sed 's/cap_//g; s/^ *//; s/ *$//; s/ \+/,+/g')
 [[ -n $caps ]] || rk_die "$unit: no CapabilityBoundingSet= line"
 [[ $caps != *sys_admin* ]] || rk_skip "the unit grants CAP_SYS_ADMIN: pagemap shows PFNs, nothing here to judge"
 rk_sizes_never
