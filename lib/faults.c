@@ -319,6 +319,39 @@ static void ring_copy(const struct fault_ring *ring, uint64_t pos, void *dst, si
                 memcpy((unsigned char *) dst + first, ring->data, len - first);
 }
 
+/* The samples a ring holds, at most (a record of another type is no
+ * larger than a sample's). */
+static size_t ring_held(const struct fault_ring *ring) {
+        const struct perf_event_mmap_page *meta = ring->map;
+        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        return (size_t) ((head - meta->data_tail) / sizeof(struct fault_record));
+}
+
+/* How many samples each ring may give when out holds max: all of them if
+ * they fit, else the same share of out for each (a ring holding fewer
+ * leaves its part to the others). Drained in order until out was full, the
+ * rings of the highest CPUs lost every sample, always the same CPUs'
+ * (beyond ~33 CPUs at a 1 s interval). */
+static size_t ring_quota(const struct mthp_fault_sampler *s, size_t max) {
+        size_t total = 0, lo = 0, hi = max;
+        for (size_t i = 0; i < s->n_rings; i++)
+                total += ring_held(&s->rings[i]);
+        if (total <= max)
+                return max;
+        while (lo < hi) {   /* the largest quota whose samples fit */
+                size_t q = lo + (hi - lo + 1) / 2, sum = 0;
+                for (size_t i = 0; i < s->n_rings && sum <= max; i++) {
+                        size_t h = ring_held(&s->rings[i]);
+                        sum += h < q ? h : q;
+                }
+                if (sum <= max)
+                        lo = q;
+                else
+                        hi = q - 1;
+        }
+        return lo ? lo : 1;
+}
+
 int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sample *out, size_t max,
                              size_t *n, uint64_t *lost) {
         size_t k = 0;
@@ -326,11 +359,13 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
 
         if (!s || !n || !lost || (max && !out))
                 return -EINVAL;
+        size_t quota = ring_quota(s, max);
         for (size_t i = 0; i < s->n_rings; i++) {
                 struct fault_ring *ring = &s->rings[i];
                 struct perf_event_mmap_page *meta = ring->map;
                 uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
                 uint64_t tail = meta->data_tail;
+                size_t taken = 0;
 
                 while (tail < head) {
                         struct perf_event_header h;
@@ -340,7 +375,7 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
                         if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(struct fault_record)) {
                                 struct fault_record rec;
                                 ring_copy(ring, tail, &rec, sizeof(rec));
-                                if (k < max)
+                                if (k < max && taken++ < quota)
                                         out[k++] = (struct mthp_fault_sample) {
                                                 .pid = (int32_t) rec.pid,
                                                 .addr = rec.addr,

@@ -4,6 +4,7 @@
  * Needs perf_event_open with CPU-wide events (CAP_PERFMON or root under
  * perf_event_paranoid > 0); else exits 77 with the reason. */
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -201,6 +203,66 @@ static void test_drain_short_buffer(void **state) {
         mthp_fault_sampler_free(s);
 }
 
+/* Faults in r on CPU cpu, pass after pass, for ms milliseconds. */
+static void fault_on_cpu(struct range *r, int cpu, long ms) {
+        cpu_set_t set;
+        struct timespec t0;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        (void) sched_setaffinity(0, sizeof(set), &set);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (elapsed_ms(&t0) < ms) {
+                touch(r);
+                (void) madvise(r->p, r->len, MADV_DONTNEED);
+        }
+}
+
+/* A drain into a buffer smaller than what the rings hold gives each CPU's
+ * ring its share: this process faults on CPU 0, a child on the last CPU,
+ * and 16 samples hold both. Drained in order until full, every sample came
+ * from CPU 0's ring and the child's (the last ring's) were all lost:
+ * beyond ~33 CPUs at a 1 s interval, the same CPUs' processes were never
+ * sampled. */
+static void test_drain_every_cpu(void **state) {
+        (void) state;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        if (ncpu < 2) {
+                printf("# skipped: %ld CPU online, no two rings to share a drain\n", ncpu);
+                skip();
+        }
+        struct mthp_fault_sampler *s = new_sampler(1000);
+        struct range anon = map_range(32 * MiB, MAP_PRIVATE);
+        size_t n = 0;
+        uint64_t lost = 0;
+        assert_true(warm_up(s, &anon));
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                fault_on_cpu(&anon, (int) ncpu - 1, 400);
+                _exit(0);
+        }
+        fault_on_cpu(&anon, 0, 400);
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (long c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+                CPU_SET(c, &all);
+        (void) sched_setaffinity(0, sizeof(all), &all);
+        assert_int_equal(mthp_fault_sampler_enable(s, false), 0);
+        assert_int_equal(mthp_fault_sampler_drain(s, samples, 16, &n, &lost), 0);
+        size_t mine = own_count(samples, n), theirs = 0;
+        for (size_t i = 0; i < n; i++)
+                theirs += samples[i].pid == child;
+        printf("# 16 of %llu samples: %zu of this process (CPU 0), %zu of the child (CPU %ld)\n",
+               (unsigned long long) (n + lost), mine, theirs, ncpu - 1);
+        assert_int_equal(n, 16);
+        assert_true(mine >= 4);
+        assert_true(theirs >= 4);
+        munmap(anon.p, anon.len);
+        mthp_fault_sampler_free(s);
+}
+
 static void test_enable_idempotent(void **state) {
         (void) state;
         struct mthp_fault_sampler *s = new_sampler(1000);
@@ -315,6 +377,7 @@ int main(void) {
                 cmocka_unit_test(test_enabled_attributes),
                 cmocka_unit_test(test_disabled_silent),
                 cmocka_unit_test(test_drain_short_buffer),
+                cmocka_unit_test(test_drain_every_cpu),
                 cmocka_unit_test(test_enable_idempotent),
                 cmocka_unit_test(test_expect_first_drain),
                 cmocka_unit_test(test_bad_arguments),
