@@ -428,11 +428,26 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
                 buf[0] = 0;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS && n; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
+                int w;
+                if (m->pid && st->tick <= m->seen_tick + PROC_RECENT_TICKS && m->fs_pending &&
+                    m->fault_rate >= cfg->min_proc_fault_rate) {
+                        /* its faults are no kind's demand until their samples split them */
+                        w = snprintf(buf + len, n - len,
+                                     "%spid %d (%s) left out: which kind its faults are is not known yet (%.0f of "
+                                     "%.0f fault samples)",
+                                     len ? "; " : "", m->pid, m->comm, engine_fault_samples(m), ENGINE_FAULT_SAMPLES_MIN);
+                        len += w > 0 ? (size_t) w : 0;
+                        if (len >= n) {
+                                len = n - 1;
+                                break;
+                        }
+                        continue;
+                }
                 if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || !m->rss_kb[kind] ||
                     engine_eligible_kb(m, kind) > 0 ||
                     m->fault_rate * engine_fault_share(m, kind, false) < cfg->min_proc_fault_rate)
                         continue;
-                int w = snprintf(buf + len, n - len, "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm,
+                w = snprintf(buf + len, n - len, "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm,
                                  m->thp_off ? "THP disabled for it (prctl)"
                                  : kind == MTHP_ANON ? "its anon memory is mostly MADV_NOHUGEPAGE"
                                                      : "its shmem memory is mostly MADV_NOHUGEPAGE");

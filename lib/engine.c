@@ -163,9 +163,15 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                         m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
                         }
                 }
+                /* halved at each sample once they have split its faults;
+                 * added up until then, so that 8 in all split them: a
+                 * process with 3 samples a tick (a few of many faulting
+                 * processes, or one whose faults fell) would never reach 8
+                 * halved, and would wait for good (kind_demand) */
+                double keep = m->fs_known ? 0.5 : 1;
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        m->fs[k] = m->fs[k] / 2 + p->fault_samples[k];
-                m->fs_other = m->fs_other / 2 + p->fault_samples_other;
+                        m->fs[k] = m->fs[k] * keep + p->fault_samples[k];
+                m->fs_other = m->fs_other * keep + p->fault_samples_other;
                 if (engine_fault_samples(m) >= ENGINE_FAULT_SAMPLES_MIN) {
                         memcpy(m->fs_last, m->fs, sizeof(m->fs_last));
                         m->fs_last_other = m->fs_other;
@@ -173,7 +179,6 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                 }
                 bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
                             engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN && !m->fs_known;
-                m->fs_wait = wait ? (uint8_t) (m->fs_wait < UINT8_MAX ? m->fs_wait + 1 : UINT8_MAX) : 0;
                 /* for as long as it lasts: by memory held its faults would
                  * be shmem's whatever they touch (kind_demand) */
                 m->fs_pending = wait;
@@ -185,9 +190,14 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                 m->shm_repaired_kb = p->shm_repaired_kb;
                                 m->shm = p->shm;
                                 m->shm_tick = snap->tick;
-                                if (same) { /* a few probes a tick: half the last ones still count */
+                                /* a few probes a tick: half the last ones still count,
+                                 * if they came from the same probe (kpageflags counts
+                                 * 64K folios large, the PMD probe does not) */
+                                if (same && (!old.sampled || !p->shm.sampled || old.probe == p->shm.probe)) {
                                         m->shm.sampled = (uint16_t) (old.sampled / 2 + p->shm.sampled);
                                         m->shm.large = (uint16_t) (old.large / 2 + p->shm.large);
+                                        if (!p->shm.sampled)
+                                                m->shm.probe = old.probe;
                                 }
                         }
                 }

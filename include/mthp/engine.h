@@ -93,7 +93,6 @@ struct mthp_engine_proc {
          * between two samples of it); its density counts, split by memory
          * held */
         bool fs_pending;
-        uint8_t fs_wait;                /* its ticks in a row without enough samples */
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
