@@ -383,7 +383,6 @@ static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_c
         bool kpf = s->kpf_fd >= 0 && !s->pfn_hidden;
         if (m->bytes == 0 || (!kpf && (s->scan != 1 || m->align_kb < MTHP_DENSITY_MAX_KB)))
                 return;
-        m->probe = kpf ? MTHP_SHM_PROBE_KPAGEFLAGS : MTHP_SHM_PROBE_PMD;
         uint64_t pages = m->bytes / PAGE, step = pages / MTHP_DENSITY_SHM_PROBES;
         if (step == 0)
                 step = 1;
@@ -397,6 +396,7 @@ static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_c
                         if (r < 0)
                                 return;
                         m->sampled++;
+                        m->probe = MTHP_SHM_PROBE_KPAGEFLAGS;
                         if (f & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL))
                                 m->large++;
                 } else {
@@ -408,6 +408,7 @@ static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_c
                         if (r == 0)
                                 continue;
                         m->sampled++;
+                        m->probe = MTHP_SHM_PROBE_PMD;
                         if (g.categories & PAGE_IS_HUGE)
                                 m->large++;
                 }

@@ -36,11 +36,14 @@
  *        thp_disabled=B nohuge_anon=KB hg_cov_anon=LIST hg_zero_anon=LIST
  *        hg_blocks_anon=LIST nohuge_shmem=KB hg_cov_shmem=LIST hg_zero_shmem=LIST
  *        hg_blocks_shmem=LIST shm_reach=N shm_addr=N shm_bytes=N shm_align=KB
- *        shm_sampled=N shm_large=N shm_repaired=KB
+ *        shm_sampled=N shm_large=N shm_probe=N shm_repaired=KB
  *                                                     (on one line; up to 8 per tick;
  *                                     the opt-outs, the MADV_HUGEPAGE part of each
  *                                     measure and the largest shmem mapping: reach
  *                                     0 none, 1 per-size, 2 tmpfs file, 3 SysV;
+ *                                     shm_probe: how shm_large was told, 0
+ *                                     kpageflags (in a large folio; absent in
+ *                                     older recordings), 1 PMD-mapped;
  *                                     shm_repaired: kB of it the daemon collapsed)
  *   cgroup path=S fault_rate=X new=B anon=KB shmem=KB usage=KB limit=KB growth=X psi=B
  *          psi_some=X appeared=USEC  (one per managed cgroup, on one line; appeared:

@@ -440,6 +440,8 @@ static void test_minimal_file(void **state) {
                          "stat 64K ,3/1.5:r\n"
                          "knobs never\n"
                          "proc pid=1 comm=init fault_rate=1e3 cov_anon=0.25\n"
+                         /* before shm_probe: its samples were kpageflags' */
+                         "proc pid=2 comm=pg shm_reach=1 shm_sampled=16 shm_large=0\n"
                          "end\n");
         assert_int_equal(mthp_record_open_read(path, &caps, &r, err, sizeof(err)), 0);
         assert_int_equal(caps.n_sizes, 1);
@@ -455,7 +457,9 @@ static void test_minimal_file(void **state) {
         assert_int_equal(snap_out.size[0].stat[1].value, 3);
         assert_string_equal(snap_out.knob[0], "never");
         assert_false(snap_out.density.valid);
-        assert_int_equal(snap_out.density.n_procs, 1);
+        assert_int_equal(snap_out.density.n_procs, 2);
+        assert_int_equal(snap_out.density.proc[1].shm.sampled, 16);
+        assert_int_equal(snap_out.density.proc[1].shm.probe, MTHP_SHM_PROBE_KPAGEFLAGS);
         assert_same_double(snap_out.density.proc[0].coverage[MTHP_ANON][0], 0.25, "coverage");
         assert_true(isnan(snap_out.density.proc[0].zero[MTHP_ANON][0]));
         assert_true(isnan(snap_out.density.proc[0].coverage[MTHP_SHMEM][0]));
