@@ -23,6 +23,7 @@ struct fault_ring {
         size_t map_len;
         unsigned char *data;
         uint64_t data_size;     /* a power of two */
+        size_t held;            /* at a drain's start: the samples it holds, at most */
 };
 
 struct mthp_fault_sampler {
@@ -319,8 +320,8 @@ static void ring_copy(const struct fault_ring *ring, uint64_t pos, void *dst, si
                 memcpy((unsigned char *) dst + first, ring->data, len - first);
 }
 
-/* The samples a ring holds, at most (a record of another type is no
- * larger than a sample's). */
+/* The samples a ring holds, at most (other records, e.g. throttling's,
+ * only make it overcount). */
 static size_t ring_held(const struct fault_ring *ring) {
         const struct perf_event_mmap_page *meta = ring->map;
         uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
@@ -329,21 +330,19 @@ static size_t ring_held(const struct fault_ring *ring) {
 
 /* How many samples each ring may give when out holds max: all of them if
  * they fit, else the same share of out for each (a ring holding fewer
- * leaves its part to the others). Drained in order until out was full, the
- * rings of the highest CPUs lost every sample, always the same CPUs'
- * (beyond ~33 CPUs at a 1 s interval). */
+ * leaves its part to the others), from ring->held. Drained in order until
+ * out was full, the rings of the highest CPUs lost every sample, always the
+ * same CPUs' (beyond ~33 CPUs at a 1 s interval). */
 static size_t ring_quota(const struct mthp_fault_sampler *s, size_t max) {
         size_t total = 0, lo = 0, hi = max;
         for (size_t i = 0; i < s->n_rings; i++)
-                total += ring_held(&s->rings[i]);
+                total += s->rings[i].held;
         if (total <= max)
                 return max;
         while (lo < hi) {   /* the largest quota whose samples fit */
                 size_t q = lo + (hi - lo + 1) / 2, sum = 0;
-                for (size_t i = 0; i < s->n_rings && sum <= max; i++) {
-                        size_t h = ring_held(&s->rings[i]);
-                        sum += h < q ? h : q;
-                }
+                for (size_t i = 0; i < s->n_rings && sum <= max; i++)
+                        sum += s->rings[i].held < q ? s->rings[i].held : q;
                 if (sum <= max)
                         lo = q;
                 else
@@ -359,13 +358,18 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
 
         if (!s || !n || !lost || (max && !out))
                 return -EINVAL;
+        for (size_t i = 0; i < s->n_rings; i++)
+                s->rings[i].held = ring_held(&s->rings[i]);
         size_t quota = ring_quota(s, max);
         for (size_t i = 0; i < s->n_rings; i++) {
                 struct fault_ring *ring = &s->rings[i];
                 struct perf_event_mmap_page *meta = ring->map;
                 uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
                 uint64_t tail = meta->data_tail;
-                size_t taken = 0;
+                /* a ring over its quota gives samples spread evenly over
+                 * what it holds: its first ones only would leave out the
+                 * end of every tick */
+                size_t seen = 0, held = ring->held ? ring->held : 1;
 
                 while (tail < head) {
                         struct perf_event_header h;
@@ -375,7 +379,9 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
                         if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(struct fault_record)) {
                                 struct fault_record rec;
                                 ring_copy(ring, tail, &rec, sizeof(rec));
-                                if (k < max && taken++ < quota)
+                                bool take = held <= quota || (seen * quota) / held != ((seen + 1) * quota) / held;
+                                seen++;
+                                if (k < max && take)
                                         out[k++] = (struct mthp_fault_sample) {
                                                 .pid = (int32_t) rec.pid,
                                                 .addr = rec.addr,
