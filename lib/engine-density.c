@@ -421,42 +421,58 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
         }
 }
 
+/* Why a recently faulting process has no say for kind, in why (n bytes);
+ * false: it has its say. */
+static bool left_out_why(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st,
+                         const struct mthp_engine_proc *m, enum mthp_kind kind, char *why, size_t n) {
+        if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
+                return false;
+        if (m->fs_pending && m->fault_rate >= cfg->min_proc_fault_rate) {
+                /* its faults are no kind's demand until their samples split them */
+                snprintf(why, n, "fault kind not known yet (%.0f of %.0f samples)", engine_fault_samples(m),
+                         ENGINE_FAULT_SAMPLES_MIN);
+                return true;
+        }
+        if (!m->rss_kb[kind] || engine_eligible_kb(m, kind) > 0 ||
+            m->fault_rate * engine_fault_share(m, kind, false) < cfg->min_proc_fault_rate)
+                return false;
+        snprintf(why, n, "%s", m->thp_off ? "THP disabled for it (prctl)"
+                               : kind == MTHP_ANON ? "its anon memory is mostly MADV_NOHUGEPAGE"
+                                                   : "its shmem memory is mostly MADV_NOHUGEPAGE");
+        return true;
+}
+
+/* The processes left out, most faulting first, as many as fit whole in
+ * buf; then "and N more". */
 void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, enum mthp_kind kind,
                      char *buf, size_t n) {
+        unsigned order[MTHP_ENGINE_PROCS], k = 0, more = 0;
         size_t len = 0;
-        if (n)
-                buf[0] = 0;
-        for (unsigned j = 0; j < MTHP_ENGINE_PROCS && n; j++) {
-                const struct mthp_engine_proc *m = &st->proc[j];
-                int w;
-                if (m->pid && st->tick <= m->seen_tick + PROC_RECENT_TICKS && m->fs_pending &&
-                    m->fault_rate >= cfg->min_proc_fault_rate) {
-                        /* its faults are no kind's demand until their samples split them */
-                        w = snprintf(buf + len, n - len,
-                                     "%spid %d (%s) left out: which kind its faults are is not known yet (%.0f of "
-                                     "%.0f fault samples)",
-                                     len ? "; " : "", m->pid, m->comm, engine_fault_samples(m), ENGINE_FAULT_SAMPLES_MIN);
-                        len += w > 0 ? (size_t) w : 0;
-                        if (len >= n) {
-                                len = n - 1;
-                                break;
-                        }
-                        continue;
-                }
-                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || !m->rss_kb[kind] ||
-                    engine_eligible_kb(m, kind) > 0 ||
-                    m->fault_rate * engine_fault_share(m, kind, false) < cfg->min_proc_fault_rate)
-                        continue;
-                w = snprintf(buf + len, n - len, "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm,
-                                 m->thp_off ? "THP disabled for it (prctl)"
-                                 : kind == MTHP_ANON ? "its anon memory is mostly MADV_NOHUGEPAGE"
-                                                     : "its shmem memory is mostly MADV_NOHUGEPAGE");
-                len += w > 0 ? (size_t) w : 0;
-                if (len >= n) {
-                        len = n - 1;
-                        break;
-                }
+        if (!n)
+                return;
+        buf[0] = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                unsigned i = k++;
+                for (; i > 0 && st->proc[order[i - 1]].fault_rate < st->proc[j].fault_rate; i--)
+                        order[i] = order[i - 1];
+                order[i] = j;
         }
+        for (unsigned i = 0; i < k; i++) {
+                const struct mthp_engine_proc *m = &st->proc[order[i]];
+                char why[96], one[160];
+                if (!left_out_why(cfg, st, m, kind, why, sizeof(why)))
+                        continue;
+                int w = snprintf(one, sizeof(one), "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm, why);
+                /* room kept for "; and N more" */
+                if (w < 0 || len + (size_t) w + 16 >= n) {
+                        more++;
+                        continue;
+                }
+                memcpy(buf + len, one, (size_t) w + 1);
+                len += (size_t) w;
+        }
+        if (more && len + 16 < n)
+                snprintf(buf + len, n - len, "%sand %u more", len ? "; " : "", more);
 }
 
 /* A shmem size the kernel cannot give a recently sampled process's largest
@@ -529,12 +545,17 @@ bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char
                 return false;
         const struct mthp_engine_proc *p = &st->proc[best];
         bool pmd = p->shm.probe == MTHP_SHM_PROBE_PMD;
+        char now[96] = "no page sampled now";
+        if (p->shm.sampled)
+                snprintf(now, sizeof(now), "%u of %u sampled pages now %s", p->shm.large, p->shm.sampled,
+                         pmd ? "mapped by 2M folios" : "in large folios");
+        /* unsampled now, the probe is not known: say what both probes saw */
         snprintf(buf, n,
                  "pid %d (%s)'s %llu MiB segment at 0x%llx %s (page cache filled before the "
-                 "raise): repaired by MADV_COLLAPSE: %llu MiB (%u of %u sampled pages now %s)",
+                 "raise): repaired by MADV_COLLAPSE: %llu MiB (%s)",
                  p->pid, p->comm, (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
-                 pmd ? "was not mapped by 2M folios" : "was held at 4K folios", (unsigned long long) (p->shm_repaired_kb >> 10),
-                 p->shm.large, p->shm.sampled, pmd ? "mapped by 2M folios" : "in large folios");
+                 !p->shm.sampled || pmd ? "was not mapped by 2M folios" : "was held at 4K folios",
+                 (unsigned long long) (p->shm_repaired_kb >> 10), now);
         return true;
 }
 

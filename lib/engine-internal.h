@@ -50,8 +50,8 @@ double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind 
  * (kB): none with THP disabled, none of its nh mappings, none at all when
  * they hold most of it. */
 double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
-/* Fault samples (decayed) a process needs before they, not the memory it
- * holds, split its faults between the kinds: at 8, a kind's share is known
+/* Fault samples (added up, then halved down to this) a process needs
+ * before they, not the memory it holds, split its faults between the kinds: at 8, a kind's share is known
  * to about +-0.17 (one standard deviation at a half share). */
 #define ENGINE_FAULT_SAMPLES_MIN 8.0
 /* Shmem: a process whose fault pages are more than 1/this the kind's mTHP
@@ -60,7 +60,7 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
  * sparse writer's every fault allocates a folio of the size: 4 to 512
  * pages a fault. */
 #define ENGINE_ALLOC_SHARE 0.1
-/* Its sampled faults (decayed), all kinds and elsewhere. */
+/* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
 double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only
  * those a size can change (not nh, THP not disabled for it). */

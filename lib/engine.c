@@ -163,12 +163,20 @@ static void remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                         m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
                         }
                 }
-                /* halved at each sample once they have split its faults;
-                 * added up until then, so that 8 in all split them: a
-                 * process with 3 samples a tick (a few of many faulting
-                 * processes, or one whose faults fell) would never reach 8
-                 * halved, and would wait for good (kind_demand) */
-                double keep = m->fs_known ? 0.5 : 1;
+                /* halved at each sample, but never below 8 in all: so 8
+                 * added up split its faults, and a process with 3 samples a
+                 * tick (a few of many faulting processes, or one whose
+                 * faults fell) has its split renewed every tick from about
+                 * its last 8. Halved outright, 3 a tick never reach 8 (6 at
+                 * most): it would wait for good (kind_demand), or keep the
+                 * split its first 8 gave, however old */
+                double held = engine_fault_samples(m), got = 0;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        got += p->fault_samples[k];
+                got += p->fault_samples_other;
+                double keep = 0.5;
+                if (held * 0.5 + got < ENGINE_FAULT_SAMPLES_MIN)
+                        keep = held > 0 ? fmin(1, (ENGINE_FAULT_SAMPLES_MIN + 1e-6 - got) / held) : 1;
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         m->fs[k] = m->fs[k] * keep + p->fault_samples[k];
                 m->fs_other = m->fs_other * keep + p->fault_samples_other;

@@ -77,7 +77,8 @@ struct mthp_engine_proc {
          * of the PMD size counts as its use (probe-then-verify) */
         uint64_t shm_repaired_kb;
         /* its sampled faults by mapping kind (mthp_proc_density.fault_samples),
-         * halved at each sample of it: with enough of them
+         * halved at each sample of it but never below 8 in all (added up
+         * until there are 8): with enough of them
          * (engine_fault_share), they split its fault rate between the kinds
          * instead of the memory it holds */
         double fs[_MTHP_KIND_MAX], fs_other;

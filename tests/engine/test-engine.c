@@ -1516,7 +1516,30 @@ static void test_fault_samples_add_up(void **state) {
         v.proc[0].fault_samples[MTHP_SHMEM] = 0;
         sim_run(s, &w, 2);
         assert_contains(kind_reason(s, MTHP_SHMEM),
-                        "pid 808 (proc808) left out: which kind its faults are is not known yet (0 of 8 fault samples)");
+                        "pid 808 (proc808) left out: fault kind not known yet (0 of 8 samples)");
+}
+
+/* A process whose faults move from its heap to its shared memory, with 2
+ * samples a tick: halved outright they fall below 8 two ticks after the
+ * move and the split froze at 80% anon, for good; kept at 8 or more they
+ * follow the move, and shmem is raised (review of 8bca85c). */
+static void test_fault_samples_split_follows(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .fault_sampling = true, .n_procs = 1 };
+        struct workload w = shmem_hot;
+        wide(s);
+        s->cfg.max_kb[MTHP_ANON] = 8;   /* anon is not judged */
+        dens_proc(&v.proc[0], 809, 1, 0);
+        v.proc[0].rss_kb[MTHP_ANON] = 16384;
+        v.proc[0].rss_kb[MTHP_SHMEM] = 1 << 20;
+        v.proc[0].fault_samples[MTHP_ANON] = 16;
+        w.dens = &v;
+        w.demand_unmodelled = true;
+        sim_run(s, &w, 1);
+        v.proc[0].fault_samples[MTHP_ANON] = 0;
+        v.proc[0].fault_samples[MTHP_SHMEM] = 2;
+        sim_run(s, &w, 12);
+        assert_true(level(s, MTHP_SHMEM) > 0);
 }
 
 /* Once its samples have split a process's faults, that split stands while
@@ -2933,6 +2956,7 @@ int main(void) {
                 T(test_fault_samples_pending_waits),
                 T(test_fault_samples_never_enough),
                 T(test_fault_samples_add_up),
+                T(test_fault_samples_split_follows),
                 T(test_fault_samples_pending_density_counts),
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
