@@ -586,32 +586,50 @@ static int refuse_syscalls(const long *nrs, unsigned n) {
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
 #endif
-enum { NO_MAP_FILES = 1, NO_CACHESTAT = 2, NO_MINCORE = 4 };
+enum { NO_MAP_FILES = 1, NO_CACHESTAT = 2, NO_MINCORE = 4, NO_PFNS = 8, WHOLE = 16 };
 
-/* One sample of c's segment in a child that lacks what `without` says:
- * CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE (so map_files), or cachestat or
- * mincore, refused as a seccomp filter refuses them. */
-static void sample_restricted(const struct child *c, const struct mthp_density_budget *b, unsigned without,
-                              double *cov, unsigned *obj) {
-        double msg[2] = { NAN, -1 };
+/* Drops cap_a and cap_b (-1: none) from this process's effective set; -1
+ * if it cannot. */
+static int drop_caps(int cap_a, int cap_b) {
+        struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &hdr, d) < 0)
+                return -1;
+        d[CAP_TO_INDEX(cap_a)].effective &= ~CAP_TO_MASK(cap_a);
+        if (cap_b >= 0)
+                d[CAP_TO_INDEX(cap_b)].effective &= ~CAP_TO_MASK(cap_b);
+        return syscall(SYS_capset, &hdr, d) < 0 ? -1 : 0;
+}
+
+/* What a child's sampler saw of c's segment: its shmem 16K coverage and
+ * object windows (-1: none), and its largest shmem mapping. */
+struct restricted {
+        double cov, obj;
+        struct mthp_shm_mapping shm;
+};
+
+/* One sample of c's segment (WHOLE: of the whole process) in a child that
+ * lacks what `without` says: CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE (so
+ * map_files), CAP_SYS_ADMIN alone (so PFNs, as under the unit, whose
+ * CapabilityBoundingSet= lacks it), or cachestat or mincore, refused as a
+ * seccomp filter refuses them. */
+static struct restricted sample_restricted(const struct child *c, const struct mthp_density_budget *b,
+                                           unsigned without) {
+        struct restricted msg = { .cov = NAN, .obj = -1, .shm = { .reach = UINT_MAX } };
         int fds[2];
         assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-                struct __user_cap_data_struct d[2];
                 struct mthp_density_sampler *s;
                 struct mthp_density_report rep;
                 struct mthp_density_target t = { .pid = c->pid, .start = c->addr, .end = c->addr + c->len };
-                if (without & NO_MAP_FILES) {
-                        if (syscall(SYS_capget, &hdr, d) < 0)
-                                _exit(2);
-                        d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-                        d[CAP_TO_INDEX(CAP_CHECKPOINT_RESTORE)].effective &= ~CAP_TO_MASK(CAP_CHECKPOINT_RESTORE);
-                        if (syscall(SYS_capset, &hdr, d) < 0)
-                                _exit(2);
-                }
+                if (without & WHOLE)
+                        t = (struct mthp_density_target) { .pid = c->pid };
+                if ((without & NO_MAP_FILES) && drop_caps(CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE) < 0)
+                        _exit(2);
+                if ((without & NO_PFNS) && drop_caps(CAP_SYS_ADMIN, -1) < 0)
+                        _exit(2);
                 long nrs[2];
                 unsigned n = 0;
                 if (without & NO_CACHESTAT)
@@ -622,20 +640,20 @@ static void sample_restricted(const struct child *c, const struct mthp_density_b
                         _exit(2);
                 if (mthp_density_new(host, sizes, 3, b, &s) == 0 && mthp_density_set_targets(s, &t, 1) == 0 &&
                     mthp_density_tick(s, now_usec(), &rep) == 0 && rep.n_procs == 1) {
-                        msg[0] = rep.procs[0].kind[MTHP_SHMEM].size[0].coverage;
-                        msg[1] = rep.procs[0].kind[MTHP_SHMEM].object_windows;
+                        msg.cov = rep.procs[0].kind[MTHP_SHMEM].size[0].coverage;
+                        msg.obj = rep.procs[0].kind[MTHP_SHMEM].object_windows;
+                        msg.shm = rep.procs[0].shm;
                 }
-                _exit(write(fds[1], msg, sizeof(msg)) == sizeof(msg) ? 0 : 2);
+                _exit(write(fds[1], &msg, sizeof(msg)) == sizeof(msg) ? 0 : 2);
         }
         close(fds[1]);
-        ssize_t n = read(fds[0], msg, sizeof(msg));
+        ssize_t n = read(fds[0], &msg, sizeof(msg));
         close(fds[0]);
         int status;
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         assert_int_equal(n, sizeof(msg));
-        *cov = msg[0];
-        *obj = msg[1] < 0 ? UINT_MAX : (unsigned) msg[1];
+        return msg;
 }
 
 static void reap_pair(struct child *b, pid_t a) {
@@ -688,28 +706,28 @@ static void test_shmem_shared_object(void **state) {
                 assert_true(p->kind[MTHP_SHMEM].size[1].coverage >= 0.95);   /* 64K */
                 assert_true(rep.kind[MTHP_SHMEM].size[1].coverage >= 0.95);
                 mthp_density_free(s);
-                double cov;
-                unsigned obj;
+                struct restricted r;
                 if (!memfd) {
                         /* without map_files: the PTE view, as before */
-                        sample_restricted(&c, &b, NO_MAP_FILES, &cov, &obj);
-                        printf("#   without map_files: 16K coverage %.4f, object windows %u\n", cov, obj);
-                        assert_int_equal(obj, 0);
-                        assert_true(cov > 0.2 && cov < 0.3);
+                        r = sample_restricted(&c, &b, NO_MAP_FILES);
+                        printf("#   without map_files: 16K coverage %.4f, object windows %.0f\n", r.cov, r.obj);
+                        assert_true(r.obj == 0);
+                        assert_true(r.cov > 0.2 && r.cov < 0.3);
                 } else {
                         /* the unit on Debian 12: its systemd cannot name
                          * cachestat, so the filter refuses it; mincore
                          * alone reads the page cache */
-                        sample_restricted(&c, &b, NO_CACHESTAT, &cov, &obj);
-                        printf("#   cachestat refused: 16K coverage %.4f, object windows %u\n", cov, obj);
-                        assert_true(obj > 0);
-                        assert_true(cov >= 0.95);
+                        r = sample_restricted(&c, &b, NO_CACHESTAT);
+                        printf("#   cachestat refused: 16K coverage %.4f, object windows %.0f\n", r.cov, r.obj);
+                        assert_true(r.obj > 0);
+                        assert_true(r.cov >= 0.95);
                         /* mincore refused too (the unit's filter before it
                          * named mincore): back to the PTE view, this
                          * process's share of the segment */
-                        sample_restricted(&c, &b, NO_CACHESTAT | NO_MINCORE, &cov, &obj);
-                        printf("#   cachestat and mincore refused: 16K coverage %.4f, object windows %u\n", cov, obj);
-                        assert_true(cov < 0.95);
+                        r = sample_restricted(&c, &b, NO_CACHESTAT | NO_MINCORE);
+                        printf("#   cachestat and mincore refused: 16K coverage %.4f, object windows %.0f\n", r.cov,
+                               r.obj);
+                        assert_true(r.cov < 0.95);
                 }
                 reap_pair(&c, a);
 
@@ -795,38 +813,9 @@ static long smaps_pmd_kb(pid_t pid, uint64_t addr) {
         return kb;
 }
 
-/* One sample of c's largest shmem mapping by a sampler whose pagemap shows
- * no PFNs: this test process's CAP_SYS_ADMIN dropped in a child, as under
- * the unit (its CapabilityBoundingSet= lacks it). */
+/* c's largest shmem mapping, sampled without PFNs (sample_restricted) */
 static struct mthp_shm_mapping sample_shm_without_pfns(const struct child *c, const struct mthp_density_budget *b) {
-        struct mthp_shm_mapping m = { .reach = UINT_MAX };
-        int fds[2];
-        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-                struct __user_cap_data_struct d[2];
-                struct mthp_density_sampler *s;
-                struct mthp_density_report rep;
-                struct mthp_density_target t = { .pid = c->pid };
-                if (syscall(SYS_capget, &hdr, d) < 0)
-                        _exit(2);
-                d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-                if (syscall(SYS_capset, &hdr, d) < 0)
-                        _exit(2);
-                if (mthp_density_new(host, sizes, 3, b, &s) == 0 && mthp_density_set_targets(s, &t, 1) == 0 &&
-                    mthp_density_tick(s, now_usec(), &rep) == 0 && rep.n_procs == 1)
-                        m = rep.procs[0].shm;
-                _exit(write(fds[1], &m, sizeof(m)) == sizeof(m) ? 0 : 2);
-        }
-        close(fds[1]);
-        ssize_t n = read(fds[0], &m, sizeof(m));
-        close(fds[0]);
-        int status;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        assert_int_equal(n, sizeof(m));
+        struct mthp_shm_mapping m = sample_restricted(c, b, NO_PFNS | WHOLE).shm;
         assert_true(m.reach != UINT_MAX);
         return m;
 }
