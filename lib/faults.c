@@ -23,7 +23,8 @@ struct fault_ring {
         size_t map_len;
         unsigned char *data;
         uint64_t data_size;     /* a power of two */
-        size_t held;            /* at a drain's start: the samples it holds, at most */
+        uint64_t head;          /* at a drain's start: where its data ends; the drain stops there */
+        size_t held;            /* the samples it holds up to head, at most */
 };
 
 struct mthp_fault_sampler {
@@ -320,12 +321,13 @@ static void ring_copy(const struct fault_ring *ring, uint64_t pos, void *dst, si
                 memcpy((unsigned char *) dst + first, ring->data, len - first);
 }
 
-/* The samples a ring holds, at most (other records, e.g. throttling's,
- * only make it overcount). */
-static size_t ring_held(const struct fault_ring *ring) {
+/* Where a ring's data ends now (ring->head), and the samples it holds up
+ * to there, at most (other records, e.g. throttling's, only make it
+ * overcount). Samples written after are the next drain's. */
+static void ring_held(struct fault_ring *ring) {
         const struct perf_event_mmap_page *meta = ring->map;
-        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-        return (size_t) ((head - meta->data_tail) / sizeof(struct fault_record));
+        ring->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        ring->held = (size_t) ((ring->head - meta->data_tail) / sizeof(struct fault_record));
 }
 
 /* How many samples each ring may give when out holds max: all of them if
@@ -359,12 +361,12 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
         if (!s || !n || !lost || (max && !out))
                 return -EINVAL;
         for (size_t i = 0; i < s->n_rings; i++)
-                s->rings[i].held = ring_held(&s->rings[i]);
+                ring_held(&s->rings[i]);
         size_t quota = ring_quota(s, max);
         for (size_t i = 0; i < s->n_rings; i++) {
                 struct fault_ring *ring = &s->rings[i];
                 struct perf_event_mmap_page *meta = ring->map;
-                uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+                uint64_t head = ring->head;
                 uint64_t tail = meta->data_tail;
                 /* a ring over its quota gives samples spread evenly over
                  * what it holds: its first ones only would leave out the

@@ -91,7 +91,9 @@ int mthp_fault_sampler_expect(struct mthp_fault_sampler *s, double faults_per_se
  * more, each CPU's ring gives the same share, a ring holding fewer leaving
  * its part to the others, so that no CPU's samples are always the ones
  * left out), sorted by pid then addr; *n is the number written. The
- * rings are emptied in any case: what did not fit is counted in *lost, which also adds the kernel's PERF_RECORD_LOST
+ * rings are emptied in any case, up to where their data ended when the
+ * drain began (what comes after is the next drain's): what did not fit is
+ * counted in *lost, which also adds the kernel's PERF_RECORD_LOST
  * counts (samples dropped because a ring was full). *lost is added to, not
  * reset. Other record types (throttling) are skipped. */
 int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sample *out, size_t max,
