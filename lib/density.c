@@ -383,7 +383,9 @@ static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_c
         bool kpf = s->kpf_fd >= 0 && !s->pfn_hidden;
         if (m->bytes == 0 || (!kpf && (s->scan != 1 || m->align_kb < MTHP_DENSITY_MAX_KB)))
                 return;
-        uint64_t pages = m->bytes / PAGE, step = pages / MTHP_DENSITY_SHM_PROBES;
+        /* by PMD mapping: only the whole 2M blocks (aligned, so from addr) can be */
+        uint64_t bytes = kpf ? m->bytes : m->bytes & ~((uint64_t) MTHP_DENSITY_MAX_KB * 1024 - 1);
+        uint64_t pages = bytes / PAGE, step = pages / MTHP_DENSITY_SHM_PROBES;
         if (step == 0)
                 step = 1;
         for (uint64_t i = step / 2; i < pages && m->sampled < MTHP_DENSITY_SHM_PROBES; i += step) {
