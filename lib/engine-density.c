@@ -463,8 +463,9 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
                 if (!left_out_why(cfg, st, m, kind, why, sizeof(why)))
                         continue;
                 int w = snprintf(one, sizeof(one), "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm, why);
-                /* room kept for "; and N more" */
-                if (w < 0 || len + (size_t) w + 16 >= n) {
+                /* room kept for "; and N more"; after one that did not fit,
+                 * the less faulting ones are counted, not listed */
+                if (more || w < 0 || len + (size_t) w + 16 >= n) {
                         more++;
                         continue;
                 }
@@ -549,12 +550,11 @@ bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char
         if (p->shm.sampled)
                 snprintf(now, sizeof(now), "%u of %u sampled pages now %s", p->shm.large, p->shm.sampled,
                          pmd ? "mapped by 2M folios" : "in large folios");
-        /* unsampled now, the probe is not known: say what both probes saw */
         snprintf(buf, n,
                  "pid %d (%s)'s %llu MiB segment at 0x%llx %s (page cache filled before the "
                  "raise): repaired by MADV_COLLAPSE: %llu MiB (%s)",
                  p->pid, p->comm, (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
-                 !p->shm.sampled || pmd ? "was not mapped by 2M folios" : "was held at 4K folios",
+                 pmd ? "was not mapped by 2M folios" : "was held at 4K folios",
                  (unsigned long long) (p->shm_repaired_kb >> 10), now);
         return true;
 }

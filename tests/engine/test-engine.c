@@ -1501,7 +1501,7 @@ static void test_fault_samples_add_up(void **state) {
         v.proc[0].fault_samples[MTHP_SHMEM] = 3;
         w.dens = &v;
         w.demand_unmodelled = true;
-        sim_run(s, &w, 3);   /* 3, 6, 9: known at the third */
+        sim_run(s, &w, 3);   /* 3, 6, then 8 (9 kept at 8): known at the third */
         int j = -1;
         for (int i = 0; i < MTHP_ENGINE_PROCS; i++)
                 if (s->st.proc[i].pid == 808)
@@ -1540,6 +1540,31 @@ static void test_fault_samples_split_follows(void **state) {
         v.proc[0].fault_samples[MTHP_SHMEM] = 2;
         sim_run(s, &w, 12);
         assert_true(level(s, MTHP_SHMEM) > 0);
+}
+
+/* explain's left-out line: whole entries, the most faulting first, then
+ * "and N more" (six processes waiting for their fault samples; three were
+ * cut mid-word in its 240 bytes before). */
+static void test_left_out_line(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .fault_sampling = true, .n_procs = 6 };
+        struct workload w = shmem_hot;
+        wide(s);
+        for (int i = 0; i < 6; i++) {
+                dens_proc(&v.proc[i], 901 + i, 1, 0);
+                v.proc[i].fault_rate = 10000 + 1000 * i;
+                v.proc[i].rss_kb[MTHP_SHMEM] = 1 << 20;
+        }
+        w.dens = &v;
+        w.demand_unmodelled = true;
+        sim_run(s, &w, 2);
+        const char *r = kind_reason(s, MTHP_SHMEM);
+        const char *a = strstr(r, "pid 906 (proc906) left out: fault kind not known yet (0 of 8 samples); "
+                                  "pid 905 (proc905) left out");
+        if (!a)
+                fail_msg("not most faulting first: %s", r);
+        assert_contains(r, "pid 904 (proc904) left out: fault kind not known yet (0 of 8 samples); and 3 more");
+        assert_null(strstr(r, "proc903"));
 }
 
 /* Once its samples have split a process's faults, that split stands while
@@ -2957,6 +2982,7 @@ int main(void) {
                 T(test_fault_samples_never_enough),
                 T(test_fault_samples_add_up),
                 T(test_fault_samples_split_follows),
+                T(test_left_out_line),
                 T(test_fault_samples_pending_density_counts),
                 T(test_shmem_misaligned_segment_explained),
                 T(test_shmem_prefilled_cache_explained),
