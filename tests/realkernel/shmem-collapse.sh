@@ -29,7 +29,11 @@
 set -uo pipefail
 MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3 WIS=$4 MODE=${5:-root}
 . "$(dirname "$0")/lib.sh"
-if [[ $MODE == unit ]]; then rk_init shmem-collapse-unit; else rk_init shmem-collapse; fi
+case $MODE in
+unit) rk_init shmem-collapse-unit ;;
+root) rk_init shmem-collapse ;;
+*) echo "shmem-collapse.sh: the fifth argument is 'unit' or none, not '$MODE'" >&2; exit 2 ;;
+esac
 
 [[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
 [[ -x $WIS ]] || rk_die "wis-file-fault is not an executable: '$WIS'"
@@ -37,6 +41,8 @@ if [[ $MODE == unit ]]; then rk_init shmem-collapse-unit; else rk_init shmem-col
 if [[ $MODE == unit ]]; then
         command -v setpriv >/dev/null || rk_skip "setpriv (util-linux) not installed: cannot drop mthpd to the unit's capabilities"
         unit=$(dirname "$0")/../../systemd/mthpd.service.in
+        # exactly one line (later CapabilityBoundingSet= lines would add to it)
+        (($(grep -c '^CapabilityBoundingSet=' "$unit") == 1)) || rk_die "$unit: not exactly one CapabilityBoundingSet= line"
         caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr '[:upper:]' '[:lower:]' | sed 's/cap_//g; s/^ *//; s/ *$//; s/ \+/,+/g')
         [[ -n $caps ]] || rk_die "$unit: no CapabilityBoundingSet= line"
         [[ $caps != *sys_admin* ]] || rk_skip "the unit grants CAP_SYS_ADMIN: pagemap shows PFNs, nothing here to judge"
@@ -90,7 +96,8 @@ rk_track $mpid
 rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
 if [[ $MODE == unit ]]; then
         # the capabilities it runs with: the unit's, CAP_SYS_ADMIN (21) not among them
-        capeff=$(awk '/^CapEff:/ { print $2 }' "/proc/$mpid/status")
+        capeff=$(awk '/^CapEff:/ { print $2 }' "/proc/$mpid/status" 2>/dev/null)
+        [[ $capeff =~ ^[0-9a-f]+$ ]] || rk_die "cannot read mthpd's CapEff (pid $mpid gone?)"$'\n'"$(cat "$log")"
         (((0x$capeff >> 21) & 1)) && rk_die "mthpd runs with CAP_SYS_ADMIN (CapEff $capeff): setpriv did not drop it"
         rk_log "mthpd (pid $mpid) runs with CapEff $capeff (bounding set +$caps)"
 fi
