@@ -237,14 +237,23 @@ explain_not_applied() {
 bump_faults 15 & BUMP=$!
 check "partly writable: explain 64K/anon not applied" wait_for 8 explain_not_applied
 wait $BUMP
-changed=$(knob_files | diff "$T/orig.knobs" - | grep -c '^>' || true)
-check "partly writable: the journal holds exactly the knobs changed ($changed)" \
+# mthpd still runs (and may still climb a tick after the workload's last
+# faults): the knobs and the journal are read until they agree, as they
+# must between two writes; a journal that disagrees for 3 s fails (the
+# fresh Debian root read 5 knobs changed while a sixth write was on its way)
+journal_matches() {
+        changed=$(knob_files | diff "$T/orig.knobs" - | grep -c '^>' || true)
         [ "$(grep -c '^\[knob ' "$STATE/restore.journal")" = "$changed" ]
+}
+check "partly writable: the journal holds exactly the knobs changed" wait_for 3 journal_matches
 stop_mthpd TERM
 notify_stop
 check "partly writable: SIGTERM exits 0 ($RC)" [ "$RC" = 0 ]
-check "partly writable: the exit names the $changed knobs it restored" \
-        grep -q "all knobs restored; exiting (the $changed mthpd had changed)" "$LOG"
+# it may have written one more since the journal was read: the exit's
+# count is checked against the knobs it says it restored
+said=$(grep -oE "all knobs restored; exiting \(the [0-9]+ mthpd had changed\)" "$LOG" | grep -oE "[0-9]+")
+exit_count_ok() { [ -n "$said" ] && [ "$said" -ge "$changed" ] && [ "$said" = "$(grep -c 'info: restored [^ ]*: ' "$LOG")" ]; }
+check "partly writable: the exit names the ${said:-?} knobs it restored (the journal had $changed)" exit_count_ok
 check "partly writable: every knob back" same_knobs "$T/orig.knobs"
 fail_all none
 
