@@ -84,6 +84,11 @@ bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp
                          const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
 /* Does some managed cgroup of the snapshot have its start grace for kind? */
 bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
+/* Folds this tick's sampled processes (engine_remember) and managed
+ * cgroups into what the engine remembers (engine-remember.c). */
+void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+void engine_remember_cgroups(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                             struct mthp_engine_state *st);
 const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
 void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
 /* engine-limits.c: the limited-cgroup invariant */

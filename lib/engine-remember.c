@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/* What the engine remembers between ticks (moved from engine.c): each
+ * sampled process's usage of every size, decayed; its fault samples and the
+ * anon/shmem split they give; the managed cgroups' fault rates. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mthp/engine.h"
+#include "mthp/util.h"
+
+#include "engine-internal.h"
+
+/* How much of a block of this size a process really uses. Content is not
+ * use: while no folio of this size or larger is handed out (folios_on
+ * false), pagemap coverage says exactly what was touched, and a written
+ * zero is a touch. Once folios that large are on, pagemap shows every
+ * subpage of a folio present, so the lower of coverage and the share of
+ * non-zero subpages (the sampler counts zeros only beside data,
+ * include/mthp/density.h). NAN: no sample. */
+static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned size, bool folios_on) {
+        double c = p->coverage[kind][size], z = p->zero[kind][size];
+        double u = NAN;
+        if (!isnan(c))
+                u = c;
+        if (folios_on && !isnan(z) && (isnan(u) || 1 - z < u))
+                u = 1 - z;
+        return u;
+}
+
+/* The largest size (caps index) whose folios the kernel hands out to any
+ * fault of this kind now: its knob "always", or "inherit" under a global
+ * "always"; -1: none. madvise'd memory is the program's own choice. */
+static int largest_always(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind) {
+        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
+        bool global_always = g >= 0 && strcmp(snap->knob[g], "always") == 0;
+        int top = -1;
+        for (unsigned z = 0; z < caps->n_sizes; z++) {
+                int k = caps->sizes[z].knob[kind];
+                if (k < 0)
+                        continue;
+                if (strcmp(snap->knob[k], "always") == 0 || (global_always && strcmp(snap->knob[k], "inherit") == 0))
+                        top = (int) z;
+        }
+        return top;
+}
+
+/* Fold one sample (usage u seen over w blocks) into a decayed average. A
+ * full-weight sample far from the memory means the process changed phase
+ * (dense -> sparse -> dense): start over from it. A light one (a few blocks
+ * seen between two mappings) only nudges the average. */
+static void fold_usage(double *mw, double *mu, double u, double w) {
+        double old_w = *mw * PROC_DECAY;
+        if (old_w > 0 && w >= old_w / 2 && fabs(u - *mu / *mw) > 0.5)
+                *mw = *mu = 0;
+        *mw = *mw * PROC_DECAY + w;
+        *mu = *mu * PROC_DECAY + u * w;
+}
+
+/* The usage of the sample's mappings that are not hg, at one size: the hg
+ * part taken out of the whole by its blocks (exact for a census, where
+ * every block weighs the same). NAN: none there, or no hg part to take out
+ * (then *pw = 0). */
+static double plain_usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsigned z, bool folios_on,
+                          double *pw) {
+        double b = p->blocks[kind][z], hb = p->hg_blocks[kind][z];
+        *pw = 0;
+        if (!(hb > 0) || isnan(p->coverage[kind][z]) || isnan(p->hg_coverage[kind][z]))
+                return NAN;
+        if (b - hb <= 0)
+                return NAN;
+        double c = (p->coverage[kind][z] * b - p->hg_coverage[kind][z] * hb) / (b - hb);
+        c = c < 0 ? 0 : c > 1 ? 1 : c;
+        double z0 = p->zero[kind][z];
+        if (folios_on && !isnan(z0) && 1 - z0 < c)
+                c = 1 - z0;
+        *pw = b - hb;
+        return c;
+}
+
+/* Fold this tick's density samples into the remembered processes. */
+void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
+        const struct mthp_density_view *dv = &snap->density;
+        int on[_MTHP_KIND_MAX];
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                on[k] = largest_always(caps, snap, k);
+        for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
+                const struct mthp_proc_density *p = &dv->proc[i];
+                struct mthp_engine_proc *m = NULL, *oldest = NULL;
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                        struct mthp_engine_proc *c = &st->proc[j];
+                        if (c->pid == p->pid) {
+                                m = c;
+                                break;
+                        }
+                        if (!oldest || c->pid == 0 || (oldest->pid && c->seen_tick < oldest->seen_tick))
+                                oldest = c;
+                }
+                /* The pid was reused (or exec'd: fork+exec keeps the pid and
+                 * changes comm): a new process, in the same slot. The search
+                 * stopped at the match, so `oldest` only covers the slots
+                 * before it (NULL when the match is slot 0). */
+                if (m && strncmp(m->comm, p->comm, sizeof(m->comm)) != 0) {
+                        memset(m, 0, sizeof(*m));
+                        m->pid = p->pid;
+                }
+                if (!m) {
+                        m = oldest;
+                        memset(m, 0, sizeof(*m));
+                        m->pid = p->pid;
+                }
+                memcpy(m->comm, p->comm, sizeof(m->comm));
+                m->comm[sizeof(m->comm) - 1] = 0;
+                if (p->cgroup[0])
+                        mthp_strcpy(m->cgroup, sizeof(m->cgroup), p->cgroup);
+                m->fault_rate = p->fault_rate;
+                m->new_proc = p->new_proc;
+                bool fresh = m->seen_tick == 0 && m->w[0][0] == 0 && m->rss_kb[0] == 0 && m->rss_kb[1] == 0;
+                m->thp_off = p->thp_disabled;
+                if (m->thp_off) {
+                        /* it gets no folio of any size: what it uses of one says nothing */
+                        memset(m->w, 0, sizeof(m->w));
+                        memset(m->u, 0, sizeof(m->u));
+                        memset(m->wp, 0, sizeof(m->wp));
+                        memset(m->up, 0, sizeof(m->up));
+                        memset(m->hg, 0, sizeof(m->hg));
+                }
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        /* smoothed: a map/unmap loop's RSS depends on the instant */
+                        m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
+                        m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
+                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX && !m->thp_off; z++) {
+                                double u = usage(p, k, z, (int) z <= on[k]);
+                                if (isnan(u))
+                                        continue; /* no sample: keep what we knew */
+                                double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
+                                fold_usage(&m->w[k][z], &m->u[k][z], u, w);
+                                /* the mappings that are not hg: all of them when the
+                                 * sample saw no hg one */
+                                m->hg[k][z] = p->hg_blocks[k][z] > 0;
+                                double pu = m->hg[k][z] ? plain_usage(p, k, z, (int) z <= on[k], &pw) : u;
+                                if (!m->hg[k][z])
+                                        pw = w;
+                                if (!isnan(pu))
+                                        fold_usage(&m->wp[k][z], &m->up[k][z], pu, pw);
+                                else /* all hg: nothing of the others seen */
+                                        m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
+                        }
+                }
+                /* halved at each sample, but never below 8 in all: so 8
+                 * added up split its faults, and a process with 3 samples a
+                 * tick (a few of many faulting processes, or one whose
+                 * faults fell) has its split renewed every tick from about
+                 * its last 8. Halved outright, 3 a tick never reach 8 (6 at
+                 * most): it would wait for good (kind_demand), or keep the
+                 * split its first 8 gave, however old */
+                double held = engine_fault_samples(m), got = 0;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        got += p->fault_samples[k];
+                got += p->fault_samples_other;
+                double keep = 0.5;
+                if (held * 0.5 + got < ENGINE_FAULT_SAMPLES_MIN)
+                        keep = held > 0 ? fmin(1, (ENGINE_FAULT_SAMPLES_MIN + 1e-6 - got) / held) : 1;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        m->fs[k] = m->fs[k] * keep + p->fault_samples[k];
+                m->fs_other = m->fs_other * keep + p->fault_samples_other;
+                if (engine_fault_samples(m) >= ENGINE_FAULT_SAMPLES_MIN) {
+                        memcpy(m->fs_last, m->fs, sizeof(m->fs_last));
+                        m->fs_last_other = m->fs_other;
+                        m->fs_known = true;
+                }
+                bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
+                            engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN && !m->fs_known;
+                /* for as long as it lasts: by memory held its faults would
+                 * be shmem's whatever they touch (kind_demand) */
+                m->fs_pending = wait;
+                if (p->shm.reach != MTHP_SHM_NONE) {
+                        struct mthp_shm_mapping old = m->shm;
+                        bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
+                        if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
+                                /* the daemon's count, for this mapping (0 for another) */
+                                m->shm_repaired_kb = p->shm_repaired_kb;
+                                m->shm = p->shm;
+                                m->shm_tick = snap->tick;
+                                /* a few probes a tick: half the last ones still count,
+                                 * if they came from the same probe (kpageflags counts
+                                 * 64K folios large, the PMD probe does not) */
+                                if (same && (!old.sampled || !p->shm.sampled || old.probe == p->shm.probe)) {
+                                        m->shm.sampled = (uint16_t) (old.sampled / 2 + p->shm.sampled);
+                                        m->shm.large = (uint16_t) (old.large / 2 + p->shm.large);
+                                        if (!p->shm.sampled)
+                                                m->shm.probe = old.probe;
+                                }
+                        }
+                }
+                m->seen_tick = snap->tick;
+        }
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (st->proc[j].pid && snap->tick > st->proc[j].seen_tick + PROC_FORGET_TICKS)
+                        memset(&st->proc[j], 0, sizeof(st->proc[j]));
+}
+
+/* Fold this tick's managed cgroups into the remembered ones. */
+void engine_remember_cgroups(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                             struct mthp_engine_state *st) {
+        for (unsigned i = 0; i < snap->n_cgroups && i < MTHP_SNAP_CGROUPS; i++) {
+                const struct mthp_cgroup_view *c = &snap->cgroup[i];
+                struct mthp_engine_cgroup *m = NULL, *free_slot = NULL;
+                for (unsigned j = 0; j < MTHP_SNAP_CGROUPS && !m; j++) {
+                        if (strcmp(st->cgroup[j].path, c->path) == 0)
+                                m = &st->cgroup[j];
+                        else if (!free_slot && (!st->cgroup[j].path[0] || st->cgroup[j].seen_tick + PROC_FORGET_TICKS < snap->tick))
+                                free_slot = &st->cgroup[j];
+                }
+                if (!m) {
+                        if (!free_slot)
+                                continue;
+                        m = free_slot;
+                        memset(m, 0, sizeof(*m));
+                        mthp_strcpy(m->path, sizeof(m->path), c->path);
+                }
+                if (!c->new_cgroup) {
+                        m->fault_rate = m->seen_tick ? (m->fault_rate + c->fault_rate) / 2 : c->fault_rate;
+                        if (c->fault_rate >= cfg->min_proc_fault_rate)
+                                m->say_tick = snap->tick ? snap->tick : 1;
+                }
+                m->seen_tick = snap->tick ? snap->tick : 1;
+        }
+        for (unsigned j = 0; j < MTHP_SNAP_CGROUPS; j++)
+                if (st->cgroup[j].path[0] && st->cgroup[j].seen_tick + PROC_FORGET_TICKS < snap->tick)
+                        memset(&st->cgroup[j], 0, sizeof(st->cgroup[j]));
+}
+
+const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path) {
+        for (unsigned j = 0; j < MTHP_SNAP_CGROUPS; j++)
+                if (st->cgroup[j].path[0] && strcmp(st->cgroup[j].path, path) == 0)
+                        return &st->cgroup[j];
+        return NULL;
+}
+
+double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size) {
+        return m->w[kind][size] > 0 ? m->u[kind][size] / m->w[kind][size] : NAN;
+}
+
+double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size, bool madvised) {
+        if (!madvised)
+                return engine_remembered(m, kind, size);
+        /* a tiny remainder after the decay is no sample */
+        return m->wp[kind][size] > 1e-3 ? m->up[kind][size] / m->wp[kind][size] : NAN;
+}
+
+/* No per-mapping fault counts exist: where a process's memory of a kind is
+ * mostly (at least half) nh, that is taken as where it faults, and the rest
+ * (stacks, a small heap, libc's data) as memory that does not fault. */
+double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind) {
+        if (m->thp_off || 2 * m->nohuge_kb[kind] >= m->rss_kb[kind])
+                return 0;
+        return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
+}
+
+double engine_fault_samples(const struct mthp_engine_proc *m) {
+        return m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
+}
+
+/* Issue 12: a postgres backend holds gigabytes of shared buffers and a few
+ * MiB of heap, so by memory held nearly all its faults are shmem faults,
+ * whatever it faults. Where its faults were sampled (FaultSampling=), the
+ * addresses say: the share of samples in its non-nh mappings of the kind
+ * (samples in nh mappings, files and text are no size's). Else by memory
+ * held: the kind's share of its RSS, of which nh memory and everything of a
+ * process with THP disabled is no size's (engine_eligible_kb). */
+double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible) {
+        double samples = engine_fault_samples(m);
+        if (samples >= ENGINE_FAULT_SAMPLES_MIN)
+                return eligible && m->thp_off ? 0 : m->fs[kind] / samples;
+        if (m->fs_known) {   /* too few now: the split they last gave */
+                double last = m->fs_last[MTHP_ANON] + m->fs_last[MTHP_SHMEM] + m->fs_last_other;
+                return eligible && m->thp_off ? 0 : m->fs_last[kind] / last;
+        }
+        double all = (double) m->rss_kb[MTHP_ANON] + (double) m->rss_kb[MTHP_SHMEM];
+        if (all <= 0)
+                return 0;
+        return (eligible ? engine_eligible_kb(m, kind) : (double) m->rss_kb[kind]) / all;
+}
+
+void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind kind, char *buf, size_t n) {
+        double samples = engine_fault_samples(m);
+        if (n)
+                buf[0] = 0;
+        if (samples >= ENGINE_FAULT_SAMPLES_MIN)
+                snprintf(buf, n, ", %.0f%% of them %s by fault address", 100.0 * m->fs[kind] / samples,
+                         mthp_kind_name(kind));
+        else if (m->fs_known)
+                snprintf(buf, n, ", %.0f%% of them %s by fault address when last sampled enough",
+                         100.0 * engine_fault_share(m, kind, false), mthp_kind_name(kind));
+}
