@@ -18,6 +18,7 @@ MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3 COLLAPSE_RUN=$4
 . "$(dirname "$0")/lib.sh"
 rk_init collapse
 [[ -x $COLLAPSE_RUN ]] || rk_die "collapse-run is not an executable: '$COLLAPSE_RUN'"
+rk_skip_sanitized_reads_allocate "$WORKLOAD"
 
 SIZE_MB=64
 PMD_KB=$(rk_pmd_kb)

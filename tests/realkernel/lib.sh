@@ -351,6 +351,31 @@ rk_init() {
 # The PMD size in kB.
 rk_pmd_kb() { echo $(($(cat "$THP/hpage_pmd_size") / 1024)); }
 
+# rk_skip_sanitized_reads_allocate BIN: skips when BIN is built with a
+# sanitizer and this kernel has no shared zero page (a read of untouched
+# anon memory allocates a page: this 6.18 host boots pvm_no_zero_page=1).
+# The runtime reads its shadow and allocator regions, so they become dense
+# anon of BIN's own beside the workload's region: other collapse candidates,
+# and MADV_NOHUGEPAGE (shadow) memory that is most of its anon. With the
+# zero page those reads map nothing and the test can still do its job.
+rk_skip_sanitized_reads_allocate() {
+        case "$(ldd "$1" 2>/dev/null)" in *libasan* | *libtsan*) ;; *) return 0 ;; esac
+        local grew
+        grew=$(python3 -c '
+import mmap
+def rss():
+    for l in open("/proc/self/status"):
+        if l.startswith("RssAnon:"):
+            return int(l.split()[1])
+m = mmap.mmap(-1, 16 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+b = rss()
+s = sum(m[i] for i in range(0, len(m), 4096))
+print(rss() - b)') || return 0
+        ((grew >= 8192)) &&
+                rk_skip "$1 is built with a sanitizer and a read of untouched anon memory allocates here (16 MiB read: RssAnon +${grew} kB; no shared zero page): its shadow and allocator memory is dense anon of its own beside the workload's"
+        return 0
+}
+
 # rk_sizes_never: every per-size knob (anon and shmem) and the global
 # shmem_enabled to never (saved by rk_init, restored on exit), so that a
 # workload's memory is filled in 4K folios. Dies if one cannot be written.

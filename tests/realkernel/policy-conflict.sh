@@ -19,6 +19,7 @@ set -uo pipefail
 MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3
 . "$(dirname "$0")/lib.sh"
 rk_init policy-conflict
+rk_skip_sanitized_reads_allocate "$WORKLOAD"
 
 DENSE=mthpd-test-dense-$$ SPARSE=mthpd-test-sparse-$$
 ROOTS=()
