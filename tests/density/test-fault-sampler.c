@@ -84,7 +84,8 @@ static long elapsed_ms(const struct timespec *t0) {
 /* The period starts at 4099 faults and is retuned at each drain for about
  * freq_hz samples a second. Faults in r pass after pass (each pass faults
  * every page anew) until the passes since the first drain (which retuned
- * the period) got 10 own samples in all. A pass gets about freq_hz x its
+ * the period) got 10 own samples in all, 2 of them in the last pass (the
+ * start period gives ~1 a pass of 16 MiB). A pass gets about freq_hz x its
  * length: 10 in one pass needed a pass of 10 ms at 1000 Hz, and 16 MiB
  * faults in ~7 ms on a fast host (CI's fresh root: no samples after 10 s).
  * Leaves the sampler enabled and the rings empty; false after 10 s. */
@@ -100,9 +101,12 @@ static bool warm_up(struct mthp_fault_sampler *s, struct range *r) {
                 touch(r);
                 assert_int_equal(madvise(r->p, r->len, MADV_DONTNEED), 0);
                 assert_int_equal(mthp_fault_sampler_drain(s, samples, MAX_SAMPLES, &n, &lost), 0);
+                size_t got = own_count(samples, n);
                 if (pass > 0)
-                        own += own_count(samples, n);
-                if (own >= 10) {
+                        own += got;
+                /* and this pass 2 or more: ~1 a pass is the untuned start
+                 * period (4099 faults) adding up */
+                if (own >= 10 && got >= 2) {
                         printf("# warm after %u passes, %ld ms\n", pass + 1, elapsed_ms(&t0));
                         return true;
                 }

@@ -98,7 +98,7 @@ sed 's/^/  /' "$EXPLAIN" | head -4
 # faults/s, policy db: ..."). The service's faults end ~0.5 s after its
 # cgroup appeared, so which one explain reads depends on where the tick
 # falls (CI, f172740: the second). Either names the cgroup and its policy.
-grep -Eq "cgroup /$CG appeared [0-9]+ s ago, policy db|wanted by cgroup /$CG \((appeared [0-9]+ s ago, )?[0-9]+ faults/s, policy db" "$EXPLAIN" ||
+grep -Eq "cgroup /$CG appeared [0-9]+ s ago, policy db wants shmem|wanted by cgroup /$CG \((appeared [0-9]+ s ago, )?[0-9]+ faults/s, policy db: Shmem=always" "$EXPLAIN" ||
         rk_fail "mthpctl explain 64K does not name the cgroup or its policy as why 64K/shmem is on"
 rk_stop $MPID TERM 10
 rk_check_all "after mthpd stopped"
