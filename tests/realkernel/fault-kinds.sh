@@ -21,7 +21,7 @@ rk_init fault-kinds
 
 [[ -e $THP/hugepages-2048kB/shmem_enabled ]] || rk_skip "no 2M shmem knob ($THP/hugepages-2048kB/shmem_enabled)"
 # A sanitizer-built workload maps shadow memory: another process than the one described
-case "$(ldd "$WORKLOAD")" in *libasan* | *libtsan*) rk_skip "$WORKLOAD is built with a sanitizer: its shadow memory is most of its anon" ;; esac
+rk_sanitized "$WORKLOAD" && rk_skip "$WORKLOAD is built with a sanitizer: its shadow memory is most of its anon"
 
 # Density decides (MinProcessFaultRate within reach); no idle advise of
 # shmem (ShmemAlign=no), so any shmem write is a raise.

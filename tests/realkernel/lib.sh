@@ -351,6 +351,16 @@ rk_init() {
 # The PMD size in kB.
 rk_pmd_kb() { echo $(($(cat "$THP/hpage_pmd_size") / 1024)); }
 
+# rk_sanitized BIN...: true if one of BIN... is built with a sanitizer
+# (ASan, TSan): its runtime maps shadow memory of its own.
+rk_sanitized() {
+        local b
+        for b; do
+                case "$(ldd "$b" 2>/dev/null)" in *libasan* | *libtsan*) return 0 ;; esac
+        done
+        return 1
+}
+
 # rk_skip_sanitized_reads_allocate BIN: skips when BIN is built with a
 # sanitizer and this kernel has no shared zero page (a read of untouched
 # anon memory allocates a page: this 6.18 host boots pvm_no_zero_page=1).
@@ -359,7 +369,7 @@ rk_pmd_kb() { echo $(($(cat "$THP/hpage_pmd_size") / 1024)); }
 # and MADV_NOHUGEPAGE (shadow) memory that is most of its anon. With the
 # zero page those reads map nothing and the test can still do its job.
 rk_skip_sanitized_reads_allocate() {
-        case "$(ldd "$1" 2>/dev/null)" in *libasan* | *libtsan*) ;; *) return 0 ;; esac
+        rk_sanitized "$1" || return 0
         local grew
         grew=$(python3 -c '
 import mmap

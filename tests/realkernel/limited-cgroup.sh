@@ -54,7 +54,7 @@ fi
 # A sanitizer-built workload is another program: its shadow memory reads as
 # sparse (under ASan it "uses 0.81 of each 16K block"), so mthpd rightly
 # steps it down and never holds 2M, which this test needs first.
-case "$(ldd "$WORKLOAD")" in *libasan* | *libtsan*) rk_skip "$WORKLOAD is built with a sanitizer: mthpd measures its shadow memory as sparse and holds no 2M for it" ;; esac
+rk_sanitized "$WORKLOAD" && rk_skip "$WORKLOAD is built with a sanitizer: mthpd measures its shadow memory as sparse and holds no 2M for it"
 "$WORKLOAD" --kind anon --pattern dense --size 64M --seconds 40 --quiet >"$RK_TMP/dense.out" 2>&1 &
 DPID=$!
 rk_track $DPID

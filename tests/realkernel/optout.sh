@@ -22,7 +22,7 @@ grep -q '^THP_enabled:' /proc/self/status || rk_skip "this kernel's /proc/PID/st
 # A sanitizer-built workload is another program: its shadow memory reads as
 # sparse, so the dense one holds 2M back itself (CI's ASan run: "uses 0.20 of
 # each 16K block") and the opt-out of the other cannot show.
-case "$(ldd "$WORKLOAD")" in *libasan* | *libtsan*) rk_skip "$WORKLOAD is built with a sanitizer: mthpd measures its shadow memory as sparse, so the dense workload itself holds 2M back" ;; esac
+rk_sanitized "$WORKLOAD" && rk_skip "$WORKLOAD is built with a sanitizer: mthpd measures its shadow memory as sparse, so the dense workload itself holds 2M back"
 
 # Density decides (MinProcessFaultRate within reach); only anon sizes, and
 # no blind climbing: a raise needs a measured process.
