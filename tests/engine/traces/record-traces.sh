@@ -14,7 +14,9 @@
 # --value 0). pgbench-select and pgbench-select-30s are not recorded here:
 # tests/bench/mthp-bench records them (--record-dir, see README
 # "Benchmarks"; pgbench-select-30s: --scenario pgbench-select --sizes 64K
-# --reps 5 --real-seconds 30, the median run of mthpd). limited-sparse (issue
+# --reps 5 --real-seconds 30, the median run of mthpd; stress-vm: --mthpd-caps
+# unit --sizes 64K --scenario stress-vm --configs mthpd --reps 1
+# --real-seconds 10, stress-ng --vm's workers). limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
 # per 64 KiB, held) in a v1 memory cgroup mthpd-test-trace-PID limited to
 # 600 MB, created then (needs the v1 memory hierarchy at /sys/fs/cgroup/memory).
