@@ -11,8 +11,8 @@
 # before "zeros count as bloat only in mappings that hold data": it is the
 # input that sampler gave the engine). zero-anon: will-it-scale page_fault1's
 # shape, a dense anon fault loop writing 0 to every page (mthp-workload
-# --value 0). pgbench-select and pgbench-select-30s are not recorded here:
-# tests/bench/mthp-bench records them (--record-dir, see README
+# --value 0). pgbench-select, pgbench-select-30s and stress-vm are not
+# recorded here: tests/bench/mthp-bench records them (--record-dir, see README
 # "Benchmarks"; pgbench-select-30s: --scenario pgbench-select --sizes 64K
 # --reps 5 --real-seconds 30, the median run of mthpd; stress-vm: --mthpd-caps
 # unit --sizes 64K --scenario stress-vm --configs mthpd --reps 1
