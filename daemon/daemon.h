@@ -88,6 +88,10 @@ struct daemon {
         uint64_t faults_lost;
         bool faults_tried;                  /* opened, or failed and logged once */
         uint64_t faults_mixed_tick;         /* the last tick a faulting process held shared memory */
+        /* FaultCost=auto: this host's 4K fault, measured once (on the first
+         * tick that needs it); 0: not measured or failed (tried: logged) */
+        double fault_cost_measured_ns;
+        bool fault_cost_tried;
         struct mthp_procinfo *procinfo;
         struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;

@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "daemon.h"
 #include "mthp/deciders.h"
+#include "mthp/faultcost.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/safe-io.h"
@@ -324,6 +325,39 @@ static bool per_size_idle(const struct daemon *d) {
         return true;
 }
 
+/* The 4K fault cost the engine gets (FaultCost=): as configured, or
+ * measured once on the host mthpd runs on; 0 unknown. A host root other than
+ * / is a test tree or another machine's: this machine's cost is not its. */
+static double fault_cost(struct daemon *d) {
+        if (d->cfg.fault_cost_ns > 0)
+                return d->cfg.fault_cost_ns;
+        if (!d->cfg.fault_cost_auto || !d->host->real)
+                return 0;
+        if (!d->fault_cost_tried) {
+                d->fault_cost_tried = true;
+                double ns;
+                int r = mthp_fault_cost_measure(&ns);
+                if (r < 0)
+                        mthp_log(LOG_WARNING, "FaultCost=auto: cannot time a page fault (%s); raising on "
+                                 "RaiseFaultRate alone", mthp_errno_words(r));
+                else {
+                        const struct mthp_engine_config *e = &d->cfg.engine;
+                        double at = e->raise_fault_time > 0 ? e->raise_fault_time / 100 * 1e9 / ns : 0;
+                        d->fault_cost_measured_ns = ns;
+                        if (at > 0 && at < e->raise_fault_rate)
+                                mthp_log(LOG_INFO, "FaultCost=auto: a 4K page fault takes %.2f us of CPU here; "
+                                         "RaiseFaultTime %g%% of a core is %.0f pages/s, below RaiseFaultRate "
+                                         "%.0f: raises start at %.0f pages/s", ns / 1e3, e->raise_fault_time,
+                                         at, e->raise_fault_rate, at);
+                        else
+                                mthp_log(LOG_INFO, "FaultCost=auto: a 4K page fault takes %.2f us of CPU here; "
+                                         "RaiseFaultRate %.0f pages/s decides (RaiseFaultTime %g%% of a core "
+                                         "would be %.0f)", ns / 1e3, e->raise_fault_rate, e->raise_fault_time, at);
+                }
+        }
+        return d->fault_cost_measured_ns;
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
@@ -343,6 +377,7 @@ static int tick(struct daemon *d) {
                 d->sample_failures = 0;
         }
         memcpy(d->known, d->snap.knob, sizeof(d->known));
+        d->snap.fault_cost_ns = fault_cost(d);
         d->snap.n_cgroups = 0;
         if (d->cgmon && d->policies->n) {
                 r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);

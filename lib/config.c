@@ -24,6 +24,7 @@ void mthp_config_defaults(struct mthp_config *c) {
         c->shmem_collapse = true;
         c->collapse_cpu = 10;
         c->fault_sampling = true;
+        c->fault_cost_auto = true;
         struct mthp_engine_config *e = &c->engine;
         /* Every size up to the PMD one: density sampling decides which pay
          * off (2M makes a dense fault loop 46x faster, DESIGN.md 3). */
@@ -45,6 +46,11 @@ void mthp_config_defaults(struct mthp_config *c) {
         e->max_compact_ms = 50;      /* 5% of its time */
         e->raise_fault_rate = 25000;   /* ~100 MB/s of fresh memory */
         e->lower_fault_rate = 2500;
+        /* 25000 pages/s at 1 us a fault (a server's 4K fault, zeroing
+         * included): on such a host RaiseFaultRate decides as before; on one
+         * where a fault takes 11 us (a VM without the shared zero page)
+         * 2270 pages/s already take that share */
+        e->raise_fault_time = 2.5;
         e->confirm_ticks = 2;
         /* a density sample of a process faulting densely is itself evidence */
         e->density_confirm_ticks = 1;
@@ -378,6 +384,41 @@ static int key_collapse_cpu(const struct key *k, struct mthp_config *c, const ch
         return 0;
 }
 
+static int key_fault_cost(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        if (strcmp(value, "auto") == 0) {
+                c->fault_cost_ns = 0;
+                c->fault_cost_auto = true;
+                return 0;
+        }
+        if (strcmp(value, "off") == 0) {
+                c->fault_cost_ns = 0;
+                c->fault_cost_auto = false;
+                return 0;
+        }
+        /* a unit is required ("12" would be 12 s as a duration elsewhere);
+         * ns, as a server's fault takes well under 1 us */
+        const char *end;
+        double v;
+        if (mthp_parse_decimal(value, &v, &end) < 0)
+                return -EINVAL;
+        static const struct {
+                const char *unit;
+                double ns;
+        } units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 } };
+        size_t u = 0;
+        while (u < sizeof(units) / sizeof(units[0]) && strcmp(end, units[u].unit) != 0)
+                u++;
+        if (u == sizeof(units) / sizeof(units[0]))
+                return -EINVAL;
+        v *= units[u].ns;
+        if (v < 1 || v > 1e9)
+                return -EINVAL;
+        c->fault_cost_ns = v;
+        c->fault_cost_auto = false;
+        return 0;
+}
+
 static const struct key keys[] = {
         { "Daemon", "Interval", key_interval, 0, 0, 0, "a duration from 100ms to 1h (e.g. 1s, 500ms)" },
         { "Daemon", "Mode", key_mode, 0, 0, 0, "manage or observe" },
@@ -392,6 +433,10 @@ static const struct key keys[] = {
           "pages per second (e.g. 25000 or 25k)" },
         { "Engine", "LowerFaultRate", key_rate, ENGINE(lower_fault_rate), 0, 0,
           "pages per second (e.g. 2500 or 2.5k)" },
+        { "Engine", "RaiseFaultTime", key_percent, ENGINE(raise_fault_time), 0, 0,
+          "a share of one core, 0-100% (e.g. 2.5%; 0 = off)" },
+        { "Engine", "FaultCost", key_fault_cost, 0, 0, 0,
+          "auto, off, or the CPU time of one 4K page fault from 1ns to 1s (e.g. 800ns, 12us)" },
         { "Engine", "ConfirmTicks", key_count, ENGINE(confirm_ticks), 1, 100, "a whole number from 1 to 100" },
         { "Engine", "DensityConfirmTicks", key_count, ENGINE(density_confirm_ticks), 1, 100,
           "a whole number from 1 to 100" },

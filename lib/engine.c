@@ -51,7 +51,34 @@ struct signals {
         int stall_pid;                 /* a process stalling in compaction, or 0 */
         bool pressure, fragmented, measured;
         char pressure_why[256];
+        /* this tick's rates (engine_fault_rates) and, when RaiseFaultTime
+         * set them, what they stand for */
+        double raise_at, lower_at;
+        char rate_why[96];
 };
+
+/* The fault rates (4K pages/s) a raise needs and a step-down falls below:
+ * RaiseFaultRate and LowerFaultRate, or where the host's 4K fault cost is
+ * known and RaiseFaultTime is on, the rate at which faults take that share
+ * of one core when it is lower, LowerFaultRate scaled with it (the same
+ * hysteresis). why (may be NULL) then says so. */
+static void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
+                               double *lower, char *why, size_t why_size) {
+        *raise = cfg->raise_fault_rate;
+        *lower = cfg->lower_fault_rate;
+        if (why)
+                *why = 0;
+        if (!(snap->fault_cost_ns > 0) || !(cfg->raise_fault_time > 0))
+                return;
+        double at = cfg->raise_fault_time / 100 * 1e9 / snap->fault_cost_ns;
+        if (!(at < cfg->raise_fault_rate))
+                return;
+        *lower = cfg->lower_fault_rate * at / cfg->raise_fault_rate;
+        *raise = at;
+        if (why)
+                snprintf(why, why_size, " (RaiseFaultTime %g%% of a core at %.2f us a 4K fault)",
+                         cfg->raise_fault_time, snap->fault_cost_ns / 1e3);
+}
 
 /* The kind's fault demand in 4K pages per second, and its share of the
  * faults no mTHP allocation explains. */
@@ -159,6 +186,7 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                          int top_size, struct signals *s) {
         memset(s, 0, sizeof(*s));
         s->measured = snap->dt > 0;
+        engine_fault_rates(cfg, snap, &s->raise_at, &s->lower_at, s->rate_why, sizeof(s->rate_why));
         kind_demand(cfg, snap, mem, kind, s);
         /* Folios of a size at "madvise" go to hg (MADV_HUGEPAGE) mappings
          * alone, which have them whatever mthpd does: no demand for always. */
@@ -269,7 +297,7 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
         /* density speaks for a kind only while the kind faults: a shmem
          * workload's heap must not decide anon sizes; or while a cgroup in
          * its start grace wants the kind before it faults */
-        if (k->sig.demand >= cfg->lower_fault_rate || engine_any_grace(cfg, snap, k->kind))
+        if (k->sig.demand >= k->sig.lower_at || engine_any_grace(cfg, snap, k->kind))
                 engine_judge_density(cfg, caps, snap, next, k->kind, k->ladder, k->n_ladder, st->level, &k->dens);
         else {
                 memset(&k->dens, 0, sizeof(k->dens));
@@ -281,9 +309,9 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
 
         if (k->sig.measured) {
                 st->pressure_streak = k->sig.pressure ? st->pressure_streak + 1 : 0;
-                bool want_up = k->sig.demand >= cfg->raise_fault_rate && !k->sig.pressure && !k->sig.fragmented;
+                bool want_up = k->sig.demand >= k->sig.raise_at && !k->sig.pressure && !k->sig.fragmented;
                 st->raise_streak = want_up ? st->raise_streak + 1 : 0;
-                st->lower_streak = k->sig.demand < cfg->lower_fault_rate ? st->lower_streak + 1 : 0;
+                st->lower_streak = k->sig.demand < k->sig.lower_at ? st->lower_streak + 1 : 0;
                 st->sparse_streak = k->dens.measured && k->dens.keep < st->level ? st->sparse_streak + 1 : 0;
         }
         k->dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
@@ -349,37 +377,36 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
                     (k->kind == MTHP_SHMEM && caps->sizes[k->ladder[st->level - 1]].kb == caps->pmd_kb &&
                      engine_shm_repaired(next, snap->tick, NULL, 0)))
                         st->verify_left = 0;
-                else if (k->sig.demand >= cfg->raise_fault_rate && --st->verify_left == 0)
+                else if (k->sig.demand >= k->sig.raise_at && --st->verify_left == 0)
                         k->probe_failed = true;
         }
 }
 
 /* The reason of a raise to k->target. */
-static void explain_raise(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                          const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
-                          struct kind_step *k) {
+static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                          const struct mthp_engine_state *next, struct kind_step *k) {
         const struct signals *sig = &k->sig;
         char to[16];
         engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
         if (k->dens.measured && k->dens.best < 0)
                 snprintf(k->why, sizeof(k->why),
-                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; wanted by policy: %s; "
+                         "%s fault demand %.0f pages/s >= %.0f%s for %u ticks; wanted by policy: %s; "
                          "no pressure (MemAvailable %.0f%%): raise to %s (probe)",
-                         k->kname, sig->demand, cfg->raise_fault_rate, k->st->raise_streak, k->raiser, sig->avail_pct,
-                         to);
+                         k->kname, sig->demand, sig->raise_at, sig->rate_why, k->st->raise_streak, k->raiser,
+                         sig->avail_pct, to);
         else if (k->dens.measured)
                 snprintf(k->why, sizeof(k->why),
-                         "%s fault demand %.0f pages/s >= %.0f for %u ticks; densest use by %s: "
+                         "%s fault demand %.0f pages/s >= %.0f%s for %u ticks; densest use by %s: "
                          "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
                          "(probe)",
-                         k->kname, sig->demand, cfg->raise_fault_rate, k->st->raise_streak, k->who,
+                         k->kname, sig->demand, sig->raise_at, sig->rate_why, k->st->raise_streak, k->who,
                          engine_remembered(&next->proc[k->dens.best], k->kind, k->ladder[k->target - 1]), to,
                          sig->avail_pct, to);
         else
                 snprintf(k->why, sizeof(k->why),
-                         "%s fault demand %.0f pages/s >= %.0f for %u ticks, no pressure (PSI some "
+                         "%s fault demand %.0f pages/s >= %.0f%s for %u ticks, no pressure (PSI some "
                          "%.1f%%, MemAvailable %.0f%%), fallback %.0f%%, no density sample: step up",
-                         k->kname, sig->demand, cfg->raise_fault_rate, k->st->raise_streak,
+                         k->kname, sig->demand, sig->raise_at, sig->rate_why, k->st->raise_streak,
                          snap->psi.present ? snap->psi.some_avg10 : 0.0, sig->avail_pct, sig->fallback_pct);
         if (k->lim_capped) {
                 size_t l = strlen(k->why);
@@ -440,10 +467,10 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
         else if (!k->dwell_ok)
                 snprintf(extra, sizeof(extra), "; dwelling after last change");
         snprintf(k->why, sizeof(k->why),
-                 "holding %s at %s: demand %.0f pages/s (raise at %.0f for %u ticks: streak %u; lower "
+                 "holding %s at %s: demand %.0f pages/s (raise at %.0f%s for %u ticks: streak %u; lower "
                  "below %.0f for %u: streak %u), fallback %.0f%%%s",
-                 k->kname, k->top, k->sig.demand, cfg->raise_fault_rate, cfg->confirm_ticks, st->raise_streak,
-                 cfg->lower_fault_rate, cfg->lower_ticks, st->lower_streak, k->sig.fallback_pct, extra);
+                 k->kname, k->top, k->sig.demand, k->sig.raise_at, k->sig.rate_why, cfg->confirm_ticks,
+                 st->raise_streak, k->sig.lower_at, cfg->lower_ticks, st->lower_streak, k->sig.fallback_pct, extra);
 }
 
 /* A failed probe: back to the largest enabled size the kernel did use. */
@@ -530,14 +557,14 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                    (k->dwell_ok || (k->dens.measured && st->last_dir > 0))) {
                 /* dwell guards against reversals: a second raise right
                  * after the first (a sample that saw more) is no flap */
-                explain_raise(cfg, caps, snap, next, k);
+                explain_raise(caps, snap, next, k);
                 st->verify_from = st->level;
                 st->verify_left = cfg->verify_ticks;
                 st->level = k->target;
         } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k)) {
                 st->level--;
-                snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f for %u ticks: step down",
-                         k->kname, sig->demand, cfg->lower_fault_rate, st->lower_streak);
+                snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
+                         k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
         } else
                 explain_hold(cfg, caps, snap, next, k);
 }
@@ -736,5 +763,7 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 if (st->kind[k].level > 0)
                         return true;
-        return snap->dt > 0 && snap->fault_pages_rate >= cfg->raise_fault_rate;
+        double raise, lower;
+        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+        return snap->dt > 0 && snap->fault_pages_rate >= raise;
 }

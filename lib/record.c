@@ -67,6 +67,7 @@ unsigned record_tick_fields(struct mthp_snapshot *s, struct field *f) {
         unsigned n = 0;
         f[n++] = SCALAR("t_usec", FIELD_U64, &s->t_usec);
         f[n++] = SCALAR("dt", FIELD_DOUBLE, &s->dt);
+        f[n++] = SCALAR("fault_cost_ns", FIELD_DOUBLE, &s->fault_cost_ns);
         return n;
 }
 

@@ -16,6 +16,12 @@ struct mthp_engine_config {
         unsigned min_kb[_MTHP_KIND_MAX], max_kb[_MTHP_KIND_MAX]; /* sizes the engine may enable */
         double raise_fault_rate;      /* 4K pages/s that count as "faulting hard" */
         double lower_fault_rate;      /* below this for lower_ticks: step down */
+        /* RaiseFaultTime=: percent of one core the kind's faults would take
+         * at the host's 4K fault cost (mthp_snapshot.fault_cost_ns) that
+         * counts as faulting hard too. Where faults are slow, fewer pages/s
+         * cost as much: the raise rate is then the lower of raise_fault_rate
+         * and this share's rate, and the lower rate falls with it. 0: off. */
+        double raise_fault_time;
         unsigned confirm_ticks;       /* ticks the raise condition must hold (no density sample) */
         unsigned density_confirm_ticks; /* the same when density samples back the raise */
         unsigned lower_ticks;         /* ticks the idle condition must hold */
@@ -74,6 +80,12 @@ struct mthp_config {
          * Above 0, at most 100; default 2 (20 ms a tick at the 1 s interval). */
         double collapse_cpu;
         bool fault_sampling;          /* split faults between anon and shmem by sampled addresses (perf) */
+        /* FaultCost=: the CPU time of one 4K page fault, the unit of
+         * RaiseFaultTime=. auto (fault_cost_ns 0, fault_cost_auto): measured
+         * by mthpd at its start on the host it runs on (host root /), unknown
+         * under another root; off (0, false): unknown; else as given. */
+        double fault_cost_ns;
+        bool fault_cost_auto;
         struct mthp_engine_config engine;
 };
 

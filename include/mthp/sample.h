@@ -167,6 +167,12 @@ struct mthp_snapshot {
         double kind_pages_rate[_MTHP_KIND_MAX];
         double kind_fallback_rate[_MTHP_KIND_MAX]; /* fallbacks per second */
         double kind_alloc_rate[_MTHP_KIND_MAX];    /* mTHP allocations per second */
+        /* CPU time of one 4K page fault on this host, ns (FaultCost=): what
+         * turns a fault rate into the share of a core RaiseFaultTime= reads.
+         * Set by the daemon before the engine sees the snapshot (measured at
+         * its start), recorded with it. 0: unknown (FaultCost=off, a host
+         * root other than /, or a recording from before this field). */
+        double fault_cost_ns;
         struct mthp_density_view density;
         /* managed cgroups, highest fault rate first (at most MTHP_SNAP_CGROUPS) */
         unsigned n_cgroups;
