@@ -33,6 +33,9 @@ static void test_defaults(void **state) {
         assert_double_equal(c.engine.min_available, 10);
         assert_double_equal(c.engine.max_fallback, 50);
         assert_double_equal(c.collapse_cpu, 10);
+        assert_double_equal(c.engine.raise_fault_time, 2.5);
+        assert_true(c.fault_cost_auto);
+        assert_double_equal(c.fault_cost_ns, 0);
 }
 
 static void test_every_key(void **state) {
@@ -54,6 +57,8 @@ static void test_every_key(void **state) {
                                         "ShmemSizes=64K\n"
                                         "RaiseFaultRate=40k\n"
                                         "LowerFaultRate=1.5k\n"
+                                        "RaiseFaultTime=5%\n"
+                                        "FaultCost=12us\n"
                                         "ConfirmTicks=3\n"
                                         "DensityConfirmTicks=4\n"
                                         "LowerTicks=20\n"
@@ -94,6 +99,9 @@ static void test_every_key(void **state) {
         assert_int_equal(c.engine.max_kb[MTHP_SHMEM], 64);
         assert_double_equal(c.engine.raise_fault_rate, 40000);
         assert_double_equal(c.engine.lower_fault_rate, 1500);
+        assert_double_equal(c.engine.raise_fault_time, 5);
+        assert_double_equal(c.fault_cost_ns, 12000);
+        assert_false(c.fault_cost_auto);
         assert_int_equal(c.engine.confirm_ticks, 3);
         assert_int_equal(c.engine.lower_ticks, 20);
         assert_int_equal(c.engine.dwell_ticks, 0);
@@ -198,6 +206,21 @@ static void test_bad_values(void **state) {
                 { "Engine", "RaiseFaultRate", "-1", "pages per second" },
                 { "Engine", "RaiseFaultRate", "lots", "pages per second" },
                 { "Engine", "LowerFaultRate", "1e400", "pages per second" },
+                { "Engine", "RaiseFaultTime", "101", "a share of one core, 0-100% (e.g. 2.5%; 0 = off)" },
+                { "Engine", "RaiseFaultTime", "-1%", "a share of one core" },
+                { "Engine", "RaiseFaultTime", "fast", "a share of one core" },
+                /* a unit is required: "12" would read as seconds elsewhere */
+                { "Engine", "FaultCost", "12", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "0ns", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "0.5ns", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "2s", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "1001ms", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "-1us", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "fast", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "12 us", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "12usec", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "nanus", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
+                { "Engine", "FaultCost", "", "auto, off, or the CPU time of one 4K page fault from 1ns to 1s" },
                 { "Engine", "ConfirmTicks", "101", "a whole number from 1 to 100" },
                 { "Engine", "ConfirmTicks", "-1", "a whole number" },
                 { "Engine", "ConfirmTicks", "1.5", "a whole number" },
@@ -274,6 +297,54 @@ static void test_collapse_cpu(void **state) {
                                  "and at most 100% (e.g. 2% or 0.5%), got '0%'\n");
         assert_double_equal(c.collapse_cpu, 0.5);
         assert_int_equal(c.collapse_budget_kb, 64 * 1024);
+}
+
+/* FaultCost=: auto, off, or a duration with its unit; each replaces the
+ * last. RaiseFaultTime=: a percentage, 0 (off) allowed. */
+static void test_fault_cost(void **state) {
+        (void) state;
+        static const struct {
+                const char *value;
+                double ns;
+                bool is_auto;
+        } good[] = {
+                { "12us", 12000, false }, { "800ns", 800, false }, { "1.5us", 1500, false }, { "2ms", 2e6, false },
+                { "1ns", 1, false },      { "1s", 1e9, false },    { "off", 0, false },      { "auto", 0, true },
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                struct mthp_config c;
+                char text[64], err[512];
+                mthp_config_defaults(&c);
+                /* from a value that each must replace */
+                c.fault_cost_ns = 7;
+                c.fault_cost_auto = !good[i].is_auto;
+                snprintf(text, sizeof(text), "[Engine]\nFaultCost=%s\n", good[i].value);
+                if (mthp_config_load_string("cost.conf", text, &c, err, sizeof(err)) != 0)
+                        fail_msg("FaultCost=%s refused: %s", good[i].value, err);
+                assert_double_equal(c.fault_cost_ns, good[i].ns);
+                assert_int_equal(c.fault_cost_auto, good[i].is_auto);
+        }
+        struct mthp_config c;
+        char err[512];
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_string("cost.conf", "[Engine]\nRaiseFaultTime=0\n", &c, err, sizeof(err)), 0);
+        assert_double_equal(c.engine.raise_fault_time, 0);
+        assert_int_equal(mthp_config_load_string("cost.conf", "[Engine]\nRaiseFaultTime=0.5%\n", &c, err, sizeof(err)),
+                         0);
+        assert_double_equal(c.engine.raise_fault_time, 0.5);
+        /* in [Daemon] they are unknown, like every [Engine] key */
+        assert_int_equal(mthp_config_load_string("cost.conf", "[Daemon]\nFaultCost=auto\n", &c, err, sizeof(err)),
+                         -EINVAL);
+        assert_contains(err, "cost.conf:2: unknown key 'FaultCost' in [Daemon]");
+        /* the whole message, the line of the bad value, the rest untouched */
+        assert_int_equal(mthp_config_load_string("cost.conf", "[Engine]\nRaiseFaultTime=3%\n\nFaultCost=12\n", &c, err,
+                                                 sizeof(err)),
+                         -EINVAL);
+        assert_string_equal(err, "cost.conf:4: key 'FaultCost' in [Engine]: expected auto, off, or the CPU time of one "
+                                 "4K page fault from 1ns to 1s (e.g. 800ns, 12us), got '12'\n");
+        assert_double_equal(c.fault_cost_ns, 0);
+        assert_true(c.fault_cost_auto);
+        assert_double_equal(c.engine.raise_fault_time, 0.5);
 }
 
 static void test_lower_not_below_raise(void **state) {
@@ -436,6 +507,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors_point_at_lines),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_collapse_cpu),
+        cmocka_unit_test(test_fault_cost),
         cmocka_unit_test(test_lower_not_below_raise),
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_load_file),
