@@ -112,6 +112,8 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
         s->tick = t;
         s->t_usec = 1000000ULL * t + 123457;
         s->dt = t ? 1.0 + t / 3.0 : 0; /* 4/3, 5/3: need all 17 digits */
+        /* FaultCost=: unknown (0) on tick 0, then measured, 11.4 us / 3 */
+        s->fault_cost_ns = t ? 11400.0 / 3 * t : 0;
         for (int i = 0; i < _MTHP_VM_MAX; i++)
                 if (i != MTHP_VM_PSWPOUT)
                         counter(&s->vm[i], 1000ULL * t * (unsigned) (i + 1), t ? 1e5 / 3 * (i + 1) : 0);
@@ -265,6 +267,7 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
         assert_int_equal(a->tick, b->tick);
         assert_int_equal(a->t_usec, b->t_usec);
         assert_same_double(a->dt, b->dt, "dt");
+        assert_same_double(a->fault_cost_ns, b->fault_cost_ns, "fault_cost_ns");
         for (int i = 0; i < _MTHP_VM_MAX; i++)
                 assert_same_counter(&a->vm[i], &b->vm[i], mthp_vmstat_name(i));
         assert_memory_equal(&a->mem, &b->mem, sizeof(a->mem));
@@ -450,6 +453,7 @@ static void test_minimal_file(void **state) {
         assert_string_equal(caps.knobs[0].allowed[1], "never");
         assert_int_equal(mthp_record_read(r, &snap_out, err, sizeof(err)), 1);
         assert_int_equal(snap_out.tick, 7);
+        assert_same_double(snap_out.fault_cost_ns, 0, "fault_cost_ns"); /* a recording from before it: unknown */
         assert_false(snap_out.psi.present);
         assert_false(snap_out.vm[MTHP_VM_PGFAULT].present);
         assert_false(snap_out.size[0].stat[0].present);
