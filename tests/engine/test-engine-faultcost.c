@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/* RaiseFaultTime= and FaultCost= (lib/engine.c, engine_fault_rates): where
+ * the host's 4K fault cost is known (mthp_snapshot.fault_cost_ns) the raise
+ * rate is the lower of RaiseFaultRate and the rate at which faults take
+ * RaiseFaultTime of one core, and LowerFaultRate scales with it.
+ *
+ * A small host of its own (test-engine.c's closed-loop model is larger than
+ * these tests need): anon faults only, each served by the largest anon size
+ * at "always" (no fallback), so the engine's demand is the workload's. At the
+ * defaults (RaiseFaultRate 25000, LowerFaultRate 2500, RaiseFaultTime 2.5%)
+ * and 11 us a fault, faults take 2.5% of a core at 2273 pages/s and the
+ * lower rate is 227. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mthp/config.h"
+#include "mthp/engine.h"
+#include "mthp/sample.h"
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define MEM_TOTAL_KB 16000000ULL
+
+#define SLOW_NS 11000.0 /* this project's VM: 11.4 us */
+#define FAST_NS 200.0   /* faster than the ~1 us at which the two rates agree */
+
+static const char *const anon_values[] = { "always", "inherit", "madvise", "never", NULL };
+static const char *const shmem_values[] = { "always", "inherit", "within_size", "advise", "never", NULL };
+static const char *const enabled_values[] = { "always", "madvise", "never", NULL };
+static const char *const defrag_values[] = { "always", "defer", "defer+madvise", "madvise", "never", NULL };
+static const char *const shmem_global_values[] = { "always", "within_size", "advise", "never", "deny", "force", NULL };
+static const char *const stat_names[] = { "anon_fault_alloc", "anon_fault_fallback", "shmem_alloc", "shmem_fallback" };
+
+struct host {
+        struct mthp_engine_config cfg;
+        struct mthp_caps caps;
+        struct mthp_engine_state st;
+        struct mthp_snapshot snap;
+        char orig[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        int n_dec;
+        uint64_t tick;
+        double fault_cost_ns; /* what the daemon puts in each snapshot */
+};
+
+static void add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, const char *id, const char *path,
+                     const char *const *values) {
+        struct mthp_knob *k = &c->knobs[c->n_knobs++];
+        k->type = type;
+        k->size_kb = kb;
+        snprintf(k->id, sizeof(k->id), "%s", id);
+        snprintf(k->path, sizeof(k->path), "%s", path);
+        for (k->n_allowed = 0; values[k->n_allowed]; k->n_allowed++)
+                snprintf(k->allowed[k->n_allowed], MTHP_VALUE_MAX, "%s", values[k->n_allowed]);
+}
+
+/* x86-64 on 6.18: 8K..2M, 8K without an anon knob */
+static void caps_init(struct mthp_caps *c) {
+        memset(c, 0, sizeof(*c));
+        c->pmd_kb = 2048;
+        c->page_kb = 4;
+        c->psi = true;
+        c->cg_layout = MTHP_CG_HYBRID;
+        for (unsigned kb = 8; kb <= 2048; kb *= 2) {
+                struct mthp_size *sz = &c->sizes[c->n_sizes++];
+                char name[16], id[32], path[MTHP_PATH_MAX];
+                sz->kb = kb;
+                sz->order = __builtin_ctz(kb / 4);
+                mthp_format_size(kb, name, sizeof(name));
+                sz->knob[MTHP_ANON] = -1;
+                if (kb > 8) {
+                        snprintf(id, sizeof(id), "%s/anon", name);
+                        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/enabled", kb);
+                        sz->knob[MTHP_ANON] = (int) c->n_knobs;
+                        add_knob(c, MTHP_KNOB_SIZE_ANON, kb, id, path, anon_values);
+                }
+                snprintf(id, sizeof(id), "%s/shmem", name);
+                snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/shmem_enabled", kb);
+                sz->knob[MTHP_SHMEM] = (int) c->n_knobs;
+                add_knob(c, MTHP_KNOB_SIZE_SHMEM, kb, id, path, shmem_values);
+                sz->n_stats = ELEMENTSOF(stat_names);
+                for (unsigned j = 0; j < sz->n_stats; j++)
+                        snprintf(sz->stats[j], MTHP_STAT_NAME_MAX, "%s", stat_names[j]);
+        }
+        add_knob(c, MTHP_KNOB_ENABLED, 0, "global/enabled", MTHP_THP_DIR "/enabled", enabled_values);
+        add_knob(c, MTHP_KNOB_DEFRAG, 0, "global/defrag", MTHP_THP_DIR "/defrag", defrag_values);
+        add_knob(c, MTHP_KNOB_SHMEM_ENABLED, 0, "global/shmem_enabled", MTHP_THP_DIR "/shmem_enabled",
+                 shmem_global_values);
+}
+
+/* the shipped defaults on the blind 16K-64K ladder, at the boot state */
+static void host_init(struct host *h, double fault_cost_ns) {
+        struct mthp_config c;
+        memset(h, 0, sizeof(*h));
+        mthp_config_defaults(&c);
+        h->cfg = c.engine;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                h->cfg.max_kb[k] = 64;
+        h->cfg.shmem_align = false;
+        caps_init(&h->caps);
+        for (unsigned i = 0; i < h->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &h->caps.knobs[i];
+                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
+                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
+                                : k->size_kb == h->caps.pmd_kb                                ? "inherit"
+                                                                                              : "never";
+                snprintf(h->orig[i], MTHP_VALUE_MAX, "%s", v);
+                snprintf(h->knob[i], MTHP_VALUE_MAX, "%s", v);
+        }
+        h->fault_cost_ns = fault_cost_ns;
+}
+
+static int host_setup(void **state) {
+        struct host *h = malloc(sizeof(*h));
+        assert_non_null(h);
+        host_init(h, 0);
+        *state = h;
+        return 0;
+}
+
+static int host_teardown(void **state) {
+        free(*state);
+        return 0;
+}
+
+/* This tick's counters: anon faults of `pages` 4K pages/s, each served by
+ * the largest anon size at "always" or a 4K page. */
+static void host_snapshot(struct host *h, double pages) {
+        struct mthp_snapshot *s = &h->snap;
+        memset(s, 0, sizeof(*s));
+        s->tick = h->tick;
+        s->t_usec = 1000000 * (h->tick + 1);
+        s->dt = h->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
+        s->fault_cost_ns = h->fault_cost_ns;
+        int top = -1;
+        for (unsigned i = 0; i < h->caps.n_sizes; i++) {
+                int k = h->caps.sizes[i].knob[MTHP_ANON];
+                for (unsigned j = 0; j < h->caps.sizes[i].n_stats; j++)
+                        s->size[i].stat[j].present = true;
+                if (k >= 0 && strcmp(h->knob[k], "always") == 0)
+                        top = (int) i;
+        }
+        double per_fault = top < 0 ? 1 : (double) h->caps.sizes[top].kb / h->caps.page_kb;
+        double faults = s->dt > 0 ? pages / per_fault : 0;
+        if (top >= 0)
+                s->size[top].stat[mthp_stat_index(&h->caps.sizes[top], "anon_fault_alloc")].rate = faults;
+        s->vm[MTHP_VM_PGFAULT].present = true;
+        s->vm[MTHP_VM_PGFAULT].rate = faults;
+        s->psi.present = true;
+        s->mem.total_kb = MEM_TOTAL_KB;
+        s->mem.available_kb = MEM_TOTAL_KB / 2;
+        s->mem.anon_kb = 4000000;
+        memcpy(s->knob, h->knob, sizeof(s->knob));
+        mthp_snapshot_derive(&h->caps, s);
+}
+
+static void host_step(struct host *h, double pages) {
+        struct mthp_engine_state next;
+        host_snapshot(h, pages);
+        h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, &h->snap, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
+        assert_true(h->n_dec > 0);
+        for (int i = 0; i < h->n_dec; i++)
+                snprintf(h->knob[h->dec[i].knob], MTHP_VALUE_MAX, "%s",
+                         h->dec[i].value[0] ? h->dec[i].value : h->orig[h->dec[i].knob]);
+        h->st = next;
+        h->tick++;
+}
+
+static void host_run(struct host *h, double pages, unsigned ticks) {
+        for (unsigned i = 0; i < ticks; i++)
+                host_step(h, pages);
+}
+
+static unsigned anon_level(const struct host *h) {
+        return h->st.kind[MTHP_ANON].level;
+}
+
+/* the reason of this tick's decision for the first anon rung, 16K */
+static const char *anon_reason(const struct host *h) {
+        int knob = h->caps.sizes[1].knob[MTHP_ANON];
+        assert_int_equal(h->caps.sizes[1].kb, 16);
+        for (int i = 0; i < h->n_dec; i++)
+                if (h->dec[i].knob == knob)
+                        return h->dec[i].reason;
+        fail_msg("no decision for 16K/anon");
+        return NULL;
+}
+
+static __attribute__((noinline)) void assert_contains(const char *haystack, const char *needle) {
+        assert_non_null(haystack);
+        if (!strstr(haystack, needle))
+                fail_msg("\"%s\" does not contain \"%s\"", haystack, needle);
+}
+
+static __attribute__((noinline)) void assert_not_contains(const char *haystack, const char *needle) {
+        assert_non_null(haystack);
+        if (strstr(haystack, needle))
+                fail_msg("\"%s\" contains \"%s\"", haystack, needle);
+}
+
+/* (a) 11 us a fault: 5,000 pages/s, a fifth of RaiseFaultRate, take 5.5%
+ * of a core: confirmed for ConfirmTicks, a raise that says why. */
+static void test_slow_faults_raise(void **state) {
+        struct host *h = *state;
+        host_init(h, SLOW_NS);
+        host_step(h, 5000); /* first sample */
+        host_step(h, 5000);
+        assert_int_equal(anon_level(h), 0);
+        assert_int_equal(h->st.kind[MTHP_ANON].raise_streak, 1);
+        assert_contains(anon_reason(h), "raise at 2273 (RaiseFaultTime 2.5% of a core at 11.00 us a 4K fault) for 2 "
+                                        "ticks: streak 1");
+        host_step(h, 5000);
+        assert_int_equal(anon_level(h), 1);
+        assert_contains(anon_reason(h), "5000 pages/s >= 2273 (RaiseFaultTime 2.5% of a core at 11.00 us a 4K fault) "
+                                        "for 2 ticks");
+        assert_contains(anon_reason(h), "step up");
+
+        /* just below the scaled rate: no streak */
+        host_init(h, SLOW_NS);
+        host_run(h, 2200, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_int_equal(h->st.kind[MTHP_ANON].raise_streak, 0);
+}
+
+/* (b) The same demand with the cost unknown (FaultCost=off, another
+ * --root, an old recording): RaiseFaultRate alone, as before. */
+static void test_unknown_cost_holds(void **state) {
+        struct host *h = *state;
+        host_init(h, SLOW_NS); /* what 0 changes: this raises */
+        host_run(h, 5000, 3);
+        assert_int_equal(anon_level(h), 1);
+
+        host_init(h, 0);
+        host_run(h, 5000, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_int_equal(h->st.kind[MTHP_ANON].raise_streak, 0);
+        assert_contains(anon_reason(h), "demand 5000 pages/s (raise at 25000 for 2 ticks");
+        assert_contains(anon_reason(h), "lower below 2500 for 10");
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
+}
+
+/* (c) A fast host, or one where the two rates agree: RaiseFaultRate is
+ * the lower and decides; the reasons do not mention RaiseFaultTime. */
+static void test_fast_host_keeps_raise_rate(void **state) {
+        struct host *h = *state;
+        host_init(h, SLOW_NS); /* what a fast fault changes: this raises */
+        host_run(h, 5000, 3);
+        assert_int_equal(anon_level(h), 1);
+
+        host_init(h, FAST_NS);
+        host_run(h, 5000, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_contains(anon_reason(h), "(raise at 25000 for 2 ticks");
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
+        host_run(h, 25000, 2);
+        assert_int_equal(anon_level(h), 1);
+        assert_contains(anon_reason(h), "25000 pages/s >= 25000 for 2 ticks");
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
+
+        /* 1 us: 2.5% of a core is exactly RaiseFaultRate */
+        host_init(h, 1000);
+        host_run(h, 24999, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
+}
+
+/* (d) RaiseFaultTime=0 turns it off; another share moves the rate. */
+static void test_raise_fault_time_setting(void **state) {
+        struct host *h = *state;
+        host_init(h, SLOW_NS);
+        h->cfg.raise_fault_time = 0;
+        host_run(h, 5000, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_contains(anon_reason(h), "(raise at 25000 for 2 ticks");
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
+
+        /* 5% of a core at 11 us: 4545 pages/s */
+        host_init(h, SLOW_NS);
+        h->cfg.raise_fault_time = 5;
+        host_run(h, 4500, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_contains(anon_reason(h), "raise at 4545 (RaiseFaultTime 5% of a core at 11.00 us a 4K fault)");
+        host_run(h, 4600, 2);
+        assert_int_equal(anon_level(h), 1);
+        assert_contains(anon_reason(h), "4600 pages/s >= 4545 (RaiseFaultTime 5%");
+}
+
+/* (e) LowerFaultRate scales with the raise rate (2500/25000 of it): at
+ * 11 us, 1,000 pages/s is no idle, 200 is. */
+static void test_lower_rate_scales(void **state) {
+        struct host *h = *state;
+        host_init(h, 0); /* unscaled: 1000 < 2500 counts towards a step down */
+        host_run(h, 1000, 5);
+        assert_int_equal(h->st.kind[MTHP_ANON].lower_streak, 4);
+
+        host_init(h, SLOW_NS);
+        host_run(h, 5000, 3);
+        assert_int_equal(anon_level(h), 1);
+        host_run(h, 1000, 40);
+        assert_int_equal(anon_level(h), 1);
+        assert_int_equal(h->st.kind[MTHP_ANON].lower_streak, 0);
+        /* the hold names RaiseFaultTime once, at the raise rate */
+        assert_contains(anon_reason(h), "lower below 227 for 10: streak 0");
+        host_run(h, 200, h->cfg.lower_ticks - 1);
+        assert_int_equal(anon_level(h), 1);
+        host_step(h, 200);
+        assert_int_equal(anon_level(h), 0);
+        assert_contains(anon_reason(h), "200 pages/s < 227 (RaiseFaultTime 2.5% of a core at 11.00 us a 4K fault) for "
+                                        "10 ticks: step down");
+}
+
+/* The /proc scan starts at the scaled rate too: a raise it may back. */
+static void test_wants_density_scaled(void **state) {
+        struct host *h = *state;
+        host_init(h, SLOW_NS);
+        host_step(h, 5000); /* first sample: no rates */
+        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        host_snapshot(h, 5000);
+        assert_true(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        host_snapshot(h, 2200);
+        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        host_snapshot(h, 5000);
+        h->snap.fault_cost_ns = 0; /* unknown */
+        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        h->snap.fault_cost_ns = FAST_NS;
+        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        h->snap.fault_cost_ns = SLOW_NS;
+        h->cfg.raise_fault_time = 0; /* off */
+        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, host_setup, host_teardown)
+
+int main(void) {
+        static const struct CMUnitTest tests[] = {
+                T(test_slow_faults_raise),
+                T(test_unknown_cost_holds),
+                T(test_fast_host_keeps_raise_rate),
+                T(test_raise_fault_time_setting),
+                T(test_lower_rate_scales),
+                T(test_wants_density_scaled),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
