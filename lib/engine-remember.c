@@ -28,10 +28,7 @@ static double usage(const struct mthp_proc_density *p, enum mthp_kind kind, unsi
         return u;
 }
 
-/* The largest size (caps index) whose folios the kernel hands out to any
- * fault of this kind now: its knob "always", or "inherit" under a global
- * "always"; -1: none. madvise'd memory is the program's own choice. */
-static int largest_always(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind) {
+int mthp_engine_largest_always(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind) {
         int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
         bool global_always = g >= 0 && strcmp(snap->knob[g], "always") == 0;
         int top = -1;
@@ -83,7 +80,7 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
         const struct mthp_density_view *dv = &snap->density;
         int on[_MTHP_KIND_MAX];
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                on[k] = largest_always(caps, snap, k);
+                on[k] = mthp_engine_largest_always(caps, snap, k);
         for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
                 const struct mthp_proc_density *p = &dv->proc[i];
                 struct mthp_engine_proc *m = NULL, *oldest = NULL;

@@ -170,6 +170,11 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
                                 const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
                                 unsigned *n_procs);
 
+/* Pure: the largest size (caps index) whose folios the kernel hands out to
+ * any fault of this kind in snap: its knob "always", or "inherit" under a
+ * global "always"; -1: none. madvise'd memory is the program's own choice. */
+int mthp_engine_largest_always(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind);
+
 /* Pure: does this tick's decision need the density sampler (the /proc
  * scan, the costly part of an idle tick)? Only while the host faults fast
  * enough that some kind could be raised (the per-kind demand never exceeds
