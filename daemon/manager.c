@@ -389,8 +389,16 @@ static int tick(struct daemon *d) {
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
-        if (d->density)
+        if (d->density) {
                 mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
+                /* the sampler's largest size is the PMD one where the PMD
+                 * size is at most MTHP_DENSITY_MAX_KB (open_samplers) */
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        int top = mthp_engine_largest_always(&d->caps, &d->snap, k);
+                        mthp_density_set_pmd_on(d->density, k, top >= 0 && d->caps.sizes[top].kb == d->caps.pmd_kb &&
+                                                d->caps.pmd_kb <= MTHP_DENSITY_MAX_KB);
+                }
+        }
         if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;
                 daemon_faults_give(d);

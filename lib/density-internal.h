@@ -53,6 +53,8 @@ struct win {
 
 struct wmap {
         uint64_t touched[WIN_WORDS], present[WIN_WORDS];
+        uint64_t huge[WIN_WORDS];     /* mapped by a PMD (PAGEMAP_SCAN PAGE_IS_HUGE) */
+        bool huge_known;              /* huge was read (PAGEMAP_SCAN, not pagemap) */
 };
 
 /* One examined window, kept until its subpage reads are in. */
@@ -69,6 +71,8 @@ struct read_req {
         uint64_t addr;
         uint32_t rec;
         uint32_t size_mask;          /* sizes whose block around addr is full */
+        bool small;                  /* PTE-mapped in a block a PMD could map while the
+                                      * PMD size is on: a smaller folio (tally_read) */
 };
 
 struct acc {
@@ -134,6 +138,7 @@ struct mthp_density_sampler {
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
         int kpf_fd;                         /* /proc/kpageflags, -1: not readable here */
         bool pfn_hidden;                    /* our own pagemap shows no PFN: no folio lookups */
+        bool pmd_on[_MTHP_KIND_MAX];        /* mthp_density_set_pmd_on() */
         bool cap_fowner;                    /* mincore of files we do not own tells the truth */
         pid_t self;
 

@@ -172,7 +172,7 @@ static bool budget_allows(struct mthp_density_sampler *s, struct proc_ctx *c, in
 int density_pm_scan(struct mthp_density_sampler *s, int fd, uint64_t start, uint64_t end, size_t vec_len,
                    uint64_t max_pages, size_t *n) {
         int r = mthp_pagemap_scan(fd, start, end, s->vec, vec_len, max_pages, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED, NULL);
+                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_HUGE, NULL);
         if (r < 0)
                 return r;
         *n = (size_t) r;
@@ -386,7 +386,10 @@ static int map_window_ptes(struct mthp_density_sampler *s, struct proc_ctx *c, c
                         set_bits(m->touched, from, len);
                         if (g->categories & PAGE_IS_PRESENT)
                                 set_bits(m->present, from, len);
+                        if (g->categories & PAGE_IS_HUGE)
+                                set_bits(m->huge, from, len);
                 }
+                m->huge_known = true;
                 return 0;
         }
         size_t n = (w->end - w->start) / PAGE;
@@ -434,10 +437,23 @@ static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, 
         return (f & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL | KPF_ZERO_PAGE)) ? 0 : 1;
 }
 
+/* A zero subpage counts as bloat only inside a large folio (base_folio).
+ * Without PFNs (the unit has no CAP_SYS_ADMIN) the folio is unknown, but
+ * where the PMD size is on for the kind (mthp_density_set_pmd_on) a fault in
+ * a block a PMD could map gets a PMD-size folio, mapped by a PMD, whenever
+ * the block holds no page yet: a page of such a block mapped by PTEs is in
+ * a smaller folio that was there before (4K folios faulted before the
+ * raise: PostgreSQL's WAL buffers, zeroed at its start and mapped by its
+ * walwriter 16 s into pgbench with 2M on, read 0.44 used and stepped shmem
+ * down from 2M every run), or one that filled a hole beside them. The
+ * limit: the folio a failed PMD allocation falls back to (64K, 1M...) is
+ * counted as small too; the engine steps down on the fallback rate
+ * (MaxFallback=) instead. */
 static void tally_read(struct mthp_density_sampler *s, const struct proc_ctx *c, const struct read_req *q,
                        bool zero) {
         struct window_rec *rec = &s->recs[q->rec];
-        bool base = zero && base_folio(s, c, q->addr) == 1;
+        int bf = zero ? base_folio(s, c, q->addr) : 0;
+        bool base = zero && (bf == 1 || (bf == -ENODATA && q->small));
         if (!zero)
                 s->reg[rec->kind][rec->reg].data = true;
         for (unsigned i = 0; i < s->n_sizes; i++)
@@ -477,13 +493,13 @@ int density_flush_reads(struct mthp_density_sampler *s, struct proc_ctx *c) {
 }
 
 static int queue_read(struct mthp_density_sampler *s, struct proc_ctx *c, uint64_t addr, uint32_t rec,
-                      uint32_t mask) {
+                      uint32_t mask, bool small) {
         if (s->n_rq == READ_BATCH) {
                 int r = density_flush_reads(s, c);
                 if (r < 0)
                         return r;
         }
-        s->rq[s->n_rq++] = (struct read_req) { addr, rec, mask };
+        s->rq[s->n_rq++] = (struct read_req) { addr, rec, mask, small };
         return 0;
 }
 
@@ -549,6 +565,12 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
          * of those, so one read serves all sizes. Swapped pages are never
          * read: that would swap them in. */
         unsigned avail = rec->full_present[0], bp0 = s->bp[0];
+        /* a whole block of the largest size, which is the PMD size when
+         * pmd_on, aligned in the address space too (shmem: address and
+         * file offset agree modulo its size), with 2M on: a PMD maps it
+         * unless its pages came before (tally_read) */
+        bool pmd_block = s->pmd_on[kind] && m->huge_known && w->lo == 0 && w->hi == s->wpages &&
+                         s->reg[kind][rec->reg].delta % s->wbytes == 0;
         unsigned need = avail < s->b.reads_per_window ? avail : s->b.reads_per_window;
         for (unsigned j = w->lo / bp0; j < w->hi / bp0 && need; j++) {
                 if (!test_bit(full[0], j))
@@ -560,7 +582,8 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
                         for (unsigned i = 0; i < s->n_sizes; i++)
                                 if (test_bit(full[i], idx >> s->lbp[i]))
                                         mask |= 1u << i;
-                        r = queue_read(s, c, w->start + (uint64_t) (idx - w->lo) * PAGE, ri, mask);
+                        r = queue_read(s, c, w->start + (uint64_t) (idx - w->lo) * PAGE, ri, mask,
+                                       pmd_block && !test_bit(m->huge, idx));
                         if (r < 0)
                                 return r;
                         c->queued++;

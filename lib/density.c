@@ -794,6 +794,11 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
         return 0;
 }
 
+void mthp_density_set_pmd_on(struct mthp_density_sampler *s, enum mthp_kind kind, bool on) {
+        if (kind >= 0 && kind < _MTHP_KIND_MAX)
+                s->pmd_on[kind] = on;
+}
+
 void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec) {
         if (faults_per_sec >= 0)
                 s->b.min_hot_rate = faults_per_sec;

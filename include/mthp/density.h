@@ -28,8 +28,12 @@
  *    buffers: 4K folios from before a raise, half of them zeros, read 0.35
  *    used and stepped shmem down); it counts in zero_pages and
  *    zero_base_pages, not here. Telling them apart needs PFNs in pagemap
- *    (CAP_SYS_ADMIN) and a readable kpageflags; without them (the systemd
- *    unit has no CAP_SYS_ADMIN) every zero counts, as before. Content is
+ *    (CAP_SYS_ADMIN) and a readable kpageflags. Without them (the systemd
+ *    unit has no CAP_SYS_ADMIN) the PMD mapping tells part of it: while the
+ *    PMD size is on for the kind (mthp_density_set_pmd_on), a zero in a
+ *    block a PMD could map that is mapped by PTEs is in a smaller folio,
+ *    from before the raise (density-window.c tally_read); otherwise every
+ *    zero counts. Content is
  *    not use: an all-zero mapping may be untouched or written with zeros
  *    (calloc, memset, page_fault1), so it is left out (a mapping, not a
  *    window: too few reads fall in one window to tell), and a process that
@@ -247,6 +251,13 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
 /* A first-sight (lifetime) fault rate counts as hot from this many faults
  * per second: the daemon passes MinProcessFaultRate= (it follows a reload). */
 void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec);
+/* Whether the kernel hands the PMD size's folios to any fault of kind now
+ * (its knob always, or inherit under a global always), where the largest
+ * size given to mthp_density_new is the PMD size. While it does, and pagemap
+ * has no PFNs to ask kpageflags, a zero subpage that is mapped by PTEs in a
+ * block a PMD could map counts as in a small folio, not as bloat
+ * (density-window.c tally_read). Default false: every such zero counts. */
+void mthp_density_set_pmd_on(struct mthp_density_sampler *s, enum mthp_kind kind, bool on);
 /* A tick on which nothing is sampled (no raise possible, none held): keeps
  * the process table current at little cost, so that the tick the host
  * starts to fault on finds the new faulting process at once instead of

@@ -55,7 +55,7 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 flags |= MAP_NORESERVE;
         if (p == THP_SPARSE || p == ADVISED)
                 maplen = len + 2 * MiB;
-        if (p == SHM_HALF_PMD || p == SHM_WHOLE_PMD) {
+        if (p == SHM_HALF_PMD || p == SHM_WHOLE_PMD || p == SHM_ZERO_HALF_PMD) {
                 char *r = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (r == MAP_FAILED)
                         _exit(2);
@@ -117,6 +117,13 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                  * the parent checks smaps for the result */
                 prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
                 (void) madvise(m, p == SHM_HALF_PMD ? len / 2 : len, 25 /* MADV_COLLAPSE */);
+                break;
+        case SHM_ZERO_HALF_PMD:
+                touch(m, len / 2, 8 * P4K);
+                memset(m + len / 2, 0, len / 2);
+                touch(m + len / 2, len / 2, 8 * P4K);
+                prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+                (void) madvise(m, len / 2, 25 /* MADV_COLLAPSE */);
                 break;
         case SPARSE:
         case MEMFD_SPARSE:

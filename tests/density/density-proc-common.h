@@ -33,6 +33,10 @@ enum pattern {
                          * then its first half collapsed (MADV_COLLAPSE): PMD-mapped */
         SHM_WHOLE_PMD,  /* the same, all of it collapsed: every whole 2M block
                          * PMD-mapped, a tail short of 2M left at 4K */
+        SHM_ZERO_HALF_PMD, /* MAP_SHARED|MAP_ANONYMOUS at a 2M boundary. First half: 1 page
+                            * in 8 written nonzero, then collapsed: PMD-mapped 2M folios
+                            * whose untouched 7/8 are zeros. Second half: every page
+                            * written at 4K, zeros but 1 in 8 (PostgreSQL's WAL buffers) */
 };
 
 /* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */
