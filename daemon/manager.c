@@ -331,7 +331,8 @@ static bool per_size_idle(const struct daemon *d) {
 static double fault_cost(struct daemon *d) {
         if (d->cfg.fault_cost_ns > 0)
                 return d->cfg.fault_cost_ns;
-        if (!d->cfg.fault_cost_auto || !d->host->real)
+        /* RaiseFaultTime=0: nothing reads the cost, so no faults to time */
+        if (!d->cfg.fault_cost_auto || !d->host->real || !(d->cfg.engine.raise_fault_time > 0))
                 return 0;
         if (!d->fault_cost_tried) {
                 d->fault_cost_tried = true;
