@@ -68,7 +68,8 @@ static void engine_fault_rates(const struct mthp_engine_config *cfg, const struc
         *lower = cfg->lower_fault_rate;
         if (why)
                 *why = 0;
-        if (!(snap->fault_cost_ns > 0) || !(cfg->raise_fault_time > 0))
+        /* a hand-made recording may say inf: no rate of 0 from it */
+        if (!(snap->fault_cost_ns > 0) || !isfinite(snap->fault_cost_ns) || !(cfg->raise_fault_time > 0))
                 return;
         double at = cfg->raise_fault_time / 100 * 1e9 / snap->fault_cost_ns;
         if (!(at < cfg->raise_fault_rate))

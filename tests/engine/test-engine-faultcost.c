@@ -10,6 +10,7 @@
  * defaults (RaiseFaultRate 25000, LowerFaultRate 2500, RaiseFaultTime 2.5%)
  * and 11 us a fault, faults take 2.5% of a core at 2273 pages/s and the
  * lower rate is 227. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -272,6 +273,19 @@ static void test_fast_host_keeps_raise_rate(void **state) {
 }
 
 /* (d) RaiseFaultTime=0 turns it off; another share moves the rate. */
+/* A cost that is not a number of ns (a hand-made recording's inf or nan)
+ * is unknown: it must not make the raise rate 0 */
+static void test_cost_not_finite(void **state) {
+        struct host *h = *state;
+        host_init(h, INFINITY);
+        host_run(h, 5000, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
+        host_init(h, NAN);
+        host_run(h, 5000, 30);
+        assert_int_equal(anon_level(h), 0);
+}
+
 static void test_raise_fault_time_setting(void **state) {
         struct host *h = *state;
         host_init(h, SLOW_NS);
@@ -343,7 +357,8 @@ int main(void) {
                 T(test_slow_faults_raise),
                 T(test_unknown_cost_holds),
                 T(test_fast_host_keeps_raise_rate),
-                T(test_raise_fault_time_setting),
+                T(test_cost_not_finite),
+        T(test_raise_fault_time_setting),
                 T(test_lower_rate_scales),
                 T(test_wants_density_scaled),
         };
