@@ -393,12 +393,13 @@ static int tick(struct daemon *d) {
         if (d->density) {
                 mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
                 /* the sampler's largest size is the PMD one where the PMD
-                 * size is at most MTHP_DENSITY_MAX_KB (open_samplers) */
-                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        int top = mthp_engine_largest_always(&d->caps, &d->snap, k);
-                        mthp_density_set_pmd_on(d->density, k, top >= 0 && d->caps.sizes[top].kb == d->caps.pmd_kb &&
-                                                d->caps.pmd_kb <= MTHP_DENSITY_MAX_KB);
-                }
+                 * size is at most MTHP_DENSITY_MAX_KB (open_samplers).
+                 * Shmem only: an anon 2M folio is often mapped by PTEs
+                 * (a fork's copy-on-write, MADV_DONTNEED of part of it,
+                 * mremap), a shmem one is mapped again by a PMD */
+                int top = mthp_engine_largest_always(&d->caps, &d->snap, MTHP_SHMEM);
+                mthp_density_set_pmd_on(d->density, MTHP_SHMEM, top >= 0 && d->caps.sizes[top].kb == d->caps.pmd_kb &&
+                                        d->caps.pmd_kb <= MTHP_DENSITY_MAX_KB);
         }
         if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
                 struct mthp_density_report rep;

@@ -444,11 +444,15 @@ static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, 
  * the block holds no page yet: a page of such a block mapped by PTEs is in
  * a smaller folio that was there before (4K folios faulted before the
  * raise: PostgreSQL's WAL buffers, zeroed at its start and mapped by its
- * walwriter 16 s into pgbench with 2M on, read 0.44 used and stepped shmem
- * down from 2M every run), or one that filled a hole beside them. The
- * limit: the folio a failed PMD allocation falls back to (64K, 1M...) is
- * counted as small too; the engine steps down on the fallback rate
- * (MaxFallback=) instead. */
+ * walwriter 16 s into pgbench with 2M on, read 0.53-0.56 used and stepped
+ * shmem down from 2M every run), or one that filled a hole beside them
+ * (64K-1M: counted small too, though its untouched subpages are bloat).
+ * The daemon says so for shmem only: a shmem 2M folio whose PMD was zapped
+ * is mapped by a PMD again on its next fault, while an anon one is often
+ * left mapped by PTEs (a fork's copy-on-write, MADV_DONTNEED of part of
+ * it). Needs PAGEMAP_SCAN (6.7) for PAGE_IS_HUGE. Other limit: the folio a
+ * failed PMD allocation falls back to is counted small too; the engine
+ * steps down on the fallback rate (MaxFallback=) instead. */
 static void tally_read(struct mthp_density_sampler *s, const struct proc_ctx *c, const struct read_req *q,
                        bool zero) {
         struct window_rec *rec = &s->recs[q->rec];

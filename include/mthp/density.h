@@ -30,10 +30,10 @@
  *    zero_base_pages, not here. Telling them apart needs PFNs in pagemap
  *    (CAP_SYS_ADMIN) and a readable kpageflags. Without them (the systemd
  *    unit has no CAP_SYS_ADMIN) the PMD mapping tells part of it: while the
- *    PMD size is on for the kind (mthp_density_set_pmd_on), a zero in a
- *    block a PMD could map that is mapped by PTEs is in a smaller folio,
- *    from before the raise (density-window.c tally_read); otherwise every
- *    zero counts. Content is
+ *    PMD size is on for shmem (mthp_density_set_pmd_on), a zero in a
+ *    whole, aligned 2M block that is mapped by PTEs is in a smaller folio,
+ *    from before the raise (density-window.c tally_read: PAGEMAP_SCAN's
+ *    PAGE_IS_HUGE, Linux 6.7); otherwise every zero counts. Content is
  *    not use: an all-zero mapping may be untouched or written with zeros
  *    (calloc, memset, page_fault1), so it is left out (a mapping, not a
  *    window: too few reads fall in one window to tell), and a process that
@@ -169,7 +169,8 @@ struct mthp_density_size {
         uint64_t full_blocks;         /* of those, blocks with every page touched */
         uint64_t read_pages;          /* subpages of full blocks read */
         uint64_t zero_pages;          /* of those, all zeros */
-        uint64_t zero_base_pages;     /* of those, in a base-page (4K) folio: touched, not in zero_fraction */
+        uint64_t zero_base_pages;     /* of those, in a base-page (4K) folio, or (without PFNs) in a smaller
+                                       * folio than a PMD (tally_read): touched, not in zero_fraction */
         double zero_fraction;         /* NAN if no subpage read in a mapping with data */
 };
 
@@ -256,7 +257,8 @@ void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per
  * size given to mthp_density_new is the PMD size. While it does, and pagemap
  * has no PFNs to ask kpageflags, a zero subpage that is mapped by PTEs in a
  * block a PMD could map counts as in a small folio, not as bloat
- * (density-window.c tally_read). Default false: every such zero counts. */
+ * (density-window.c tally_read). Default false: every such zero counts.
+ * mthpd sets it for shmem only (daemon/manager.c). */
 void mthp_density_set_pmd_on(struct mthp_density_sampler *s, enum mthp_kind kind, bool on);
 /* A tick on which nothing is sampled (no raise possible, none held): keeps
  * the process table current at little cost, so that the tick the host

@@ -61,7 +61,7 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                         _exit(2);
                 uintptr_t a = ((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1);
                 m = mmap((void *) a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-        } else if (p == SHM_MISALIGNED) {
+        } else if (p == SHM_MISALIGNED || p == SHM_ZERO_MISALIGNED) {
                 char *r = mmap(NULL, len + 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (r == MAP_FAILED)
                         _exit(2);
@@ -117,6 +117,10 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                  * the parent checks smaps for the result */
                 prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
                 (void) madvise(m, p == SHM_HALF_PMD ? len / 2 : len, 25 /* MADV_COLLAPSE */);
+                break;
+        case SHM_ZERO_MISALIGNED:
+                memset(m, 0, len);
+                touch(m, len, 8 * P4K);
                 break;
         case SHM_ZERO_HALF_PMD:
                 touch(m, len / 2, 8 * P4K);

@@ -37,6 +37,8 @@ enum pattern {
                             * in 8 written nonzero, then collapsed: PMD-mapped 2M folios
                             * whose untouched 7/8 are zeros. Second half: every page
                             * written at 4K, zeros but 1 in 8 (PostgreSQL's WAL buffers) */
+        SHM_ZERO_MISALIGNED, /* SHM_MISALIGNED's mapping, every page written at 4K, zeros
+                              * but 1 in 8: no PMD can map it */
 };
 
 /* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */

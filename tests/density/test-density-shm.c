@@ -486,6 +486,14 @@ static void test_shm_zeros_pte_mapped(void **state) {
         assert_true(off.zero > 0.75);
         /* the 2M folios' zeros alone: 7/8 of half */
         assert_true(on.zero > 0.3 && on.zero < 0.6);
+
+        /* control: where no PMD can map (8K past a 2M boundary), PTEs say
+         * nothing of the folio, and every zero still counts with 2M on */
+        c = spawn(SHM_ZERO_MISALIGNED, 8 * MiB, 0);
+        on = sample_restricted(&c, &b, NO_PFNS | WHOLE | PMD_ON);
+        printf("# misaligned, written zeros at 4K, without PFNs, 2M on: 16K zero fraction %.3f\n", on.zero);
+        reap(&c);
+        assert_true(on.zero > 0.75);
 }
 
 int main(void) {
