@@ -20,7 +20,7 @@
  *   size kb=16 order=2 anon=0 shmem=1 stats=anon_fault_alloc,anon_fault_fallback,...
  *   ...                              (one per size, ascending; anon/shmem: knob index or -1)
  *   end
- *   tick 0 t_usec=123456789 dt=0
+ *   tick 0 t_usec=123456789 dt=0 fault_cost_ns=X   (fault_cost_ns: FaultCost=, absent when unknown)
  *   vm pgfault=COUNTER ...           (named /proc/vmstat counters; absent ones left out)
  *   mem total=KB available=KB anon=KB shmem=KB anon_huge=KB shmem_huge=KB
  *   psi present=1 some_avg10=X full_avg10=X some_total=COUNTER full_total=COUNTER
