@@ -33,6 +33,10 @@ static void check_config(const struct mthp_config *c) {
         FUZZ_CHECK(rate_ok(e->raise_fault_rate) && rate_ok(e->lower_fault_rate), "%g %g", e->raise_fault_rate,
                    e->lower_fault_rate);
         FUZZ_CHECK(e->lower_fault_rate < e->raise_fault_rate, "%g %g", e->lower_fault_rate, e->raise_fault_rate);
+        FUZZ_CHECK(pct_ok(e->raise_fault_time), "%g", e->raise_fault_time);
+        /* FaultCost=: auto and off are 0; a duration is 1ns..1s */
+        FUZZ_CHECK(c->fault_cost_ns == 0 || (c->fault_cost_ns >= 1 && c->fault_cost_ns <= 1e9 && !c->fault_cost_auto),
+                   "%g %d", c->fault_cost_ns, (int) c->fault_cost_auto);
         FUZZ_CHECK(e->confirm_ticks >= 1 && e->confirm_ticks <= 100, "%u", e->confirm_ticks);
         FUZZ_CHECK(e->density_confirm_ticks >= 1 && e->density_confirm_ticks <= 100, "%u", e->density_confirm_ticks);
         FUZZ_CHECK(e->lower_ticks >= 1 && e->lower_ticks <= 1000, "%u", e->lower_ticks);
