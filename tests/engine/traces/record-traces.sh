@@ -11,12 +11,17 @@
 # before "zeros count as bloat only in mappings that hold data": it is the
 # input that sampler gave the engine). zero-anon: will-it-scale page_fault1's
 # shape, a dense anon fault loop writing 0 to every page (mthp-workload
-# --value 0). pgbench-select, pgbench-select-30s and stress-vm are not
+# --value 0). pgbench-select, pgbench-select-30s, pgbench-select-unit,
+# pgbench-tpcb-unit and stress-vm are not
 # recorded here: tests/bench/mthp-bench records them (--record-dir, see README
 # "Benchmarks"; pgbench-select-30s: --scenario pgbench-select --sizes 64K
 # --reps 5 --real-seconds 30, the median run of mthpd; stress-vm: --mthpd-caps
 # unit --sizes 64K --scenario stress-vm --configs mthpd --reps 1
-# --real-seconds 10, stress-ng --vm's workers). limited-sparse (issue
+# --real-seconds 10, stress-ng --vm's workers; pgbench-*-unit: --mthpd-caps
+# unit --sizes 64K --configs 4K,64K,all,mthpd --reps 3 --real-seconds 30, the
+# median run of mthpd). A new trace needs the golden output of simulate
+# regenerated: MTHP_GOLDEN_UPDATE=1 MTHPCTL=BUILD/ctl/mthpctl
+# tests/ctl/simulate-golden.sh. limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
 # per 64 KiB, held) in a v1 memory cgroup mthpd-test-trace-PID limited to
 # 600 MB, created then (needs the v1 memory hierarchy at /sys/fs/cgroup/memory).
