@@ -24,74 +24,10 @@
 #include "mthp/policy.h"
 #include "mthp/sample.h"
 
+#include "engine-caps.h"
+
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define MEM_TOTAL_KB 16000000ULL /* round, so that percentages are exact */
-
-/* ---- a 6.18 x86-64 host: 8K..2M, 8K without an anon knob ---- */
-
-static const char *const anon_values[] = { "always", "inherit", "madvise", "never", NULL };
-static const char *const shmem_values[] = { "always", "inherit", "within_size", "advise", "never", NULL };
-static const char *const enabled_values[] = { "always", "madvise", "never", NULL };
-static const char *const defrag_values[] = { "always", "defer", "defer+madvise", "madvise", "never", NULL };
-static const char *const shmem_global_values[] = { "always", "within_size", "advise", "never", "deny", "force", NULL };
-static const char *const stat_names[] = {
-        "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge", "nr_anon",
-        "nr_anon_partially_mapped", "shmem_alloc", "shmem_fallback", "shmem_fallback_charge",
-        "split", "split_deferred", "split_failed", "swpin", "swpin_fallback",
-        "swpin_fallback_charge", "swpout", "swpout_fallback", "zswpout",
-};
-
-static int add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, const char *id, const char *path,
-                    const char *const *values) {
-        struct mthp_knob *k = &c->knobs[c->n_knobs];
-        k->type = type;
-        k->size_kb = kb;
-        snprintf(k->id, sizeof(k->id), "%s", id);
-        snprintf(k->path, sizeof(k->path), "%s", path);
-        for (k->n_allowed = 0; values[k->n_allowed]; k->n_allowed++)
-                snprintf(k->allowed[k->n_allowed], MTHP_VALUE_MAX, "%s", values[k->n_allowed]);
-        return (int) c->n_knobs++;
-}
-
-/* Sizes are orders 1..PMD of the base page (arm64 also has 16K and 64K). */
-static void caps_init_base(struct mthp_caps *c, unsigned page_kb, unsigned pmd_kb) {
-        memset(c, 0, sizeof(*c));
-        c->pmd_kb = pmd_kb;
-        c->page_kb = page_kb;
-        c->psi = true;
-        c->cg_layout = MTHP_CG_HYBRID;
-        for (unsigned kb = 2 * page_kb; kb <= pmd_kb; kb *= 2) {
-                struct mthp_size *sz = &c->sizes[c->n_sizes];
-                char name[16], id[32], path[MTHP_PATH_MAX];
-                sz->kb = kb;
-                sz->order = __builtin_ctz(kb / page_kb);
-                mthp_format_size(kb, name, sizeof(name));
-                sz->knob[MTHP_ANON] = -1;
-                if (sz->order > 1) { /* orders 2..PMD only */
-                        snprintf(id, sizeof(id), "%s/anon", name);
-                        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/enabled", kb);
-                        sz->knob[MTHP_ANON] = add_knob(c, MTHP_KNOB_SIZE_ANON, kb, id, path, anon_values);
-                }
-                snprintf(id, sizeof(id), "%s/shmem", name);
-                snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/shmem_enabled", kb);
-                sz->knob[MTHP_SHMEM] = add_knob(c, MTHP_KNOB_SIZE_SHMEM, kb, id, path, shmem_values);
-                /* a different order per size, as readdir gives: stats must be
-                 * found by name, never by position */
-                sz->n_stats = ELEMENTSOF(stat_names);
-                for (unsigned j = 0; j < sz->n_stats; j++)
-                        snprintf(sz->stats[j], MTHP_STAT_NAME_MAX, "%s",
-                                 stat_names[(j + 5 * c->n_sizes) % ELEMENTSOF(stat_names)]);
-                c->n_sizes++;
-        }
-        add_knob(c, MTHP_KNOB_ENABLED, 0, "global/enabled", MTHP_THP_DIR "/enabled", enabled_values);
-        add_knob(c, MTHP_KNOB_DEFRAG, 0, "global/defrag", MTHP_THP_DIR "/defrag", defrag_values);
-        add_knob(c, MTHP_KNOB_SHMEM_ENABLED, 0, "global/shmem_enabled", MTHP_THP_DIR "/shmem_enabled",
-                 shmem_global_values);
-}
-
-static void caps_init(struct mthp_caps *c) {
-        caps_init_base(c, 4, 2048);
-}
 
 static int size_index(const struct mthp_caps *c, unsigned kb) {
         for (unsigned i = 0; i < c->n_sizes; i++)
