@@ -25,18 +25,12 @@
 #include "mthp/engine.h"
 #include "mthp/sample.h"
 
-#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#include "engine-caps.h"
+
 #define MEM_TOTAL_KB 16000000ULL
 
 #define SLOW_NS 11000.0 /* this project's VM: 11.4 us */
 #define FAST_NS 200.0   /* faster than the ~1 us at which the two rates agree */
-
-static const char *const anon_values[] = { "always", "inherit", "madvise", "never", NULL };
-static const char *const shmem_values[] = { "always", "inherit", "within_size", "advise", "never", NULL };
-static const char *const enabled_values[] = { "always", "madvise", "never", NULL };
-static const char *const defrag_values[] = { "always", "defer", "defer+madvise", "madvise", "never", NULL };
-static const char *const shmem_global_values[] = { "always", "within_size", "advise", "never", "deny", "force", NULL };
-static const char *const stat_names[] = { "anon_fault_alloc", "anon_fault_fallback", "shmem_alloc", "shmem_fallback" };
 
 struct host {
         struct mthp_engine_config cfg;
@@ -50,51 +44,6 @@ struct host {
         uint64_t tick;
         double fault_cost_ns; /* what the daemon puts in each snapshot */
 };
-
-static void add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, const char *id, const char *path,
-                     const char *const *values) {
-        struct mthp_knob *k = &c->knobs[c->n_knobs++];
-        k->type = type;
-        k->size_kb = kb;
-        snprintf(k->id, sizeof(k->id), "%s", id);
-        snprintf(k->path, sizeof(k->path), "%s", path);
-        for (k->n_allowed = 0; values[k->n_allowed]; k->n_allowed++)
-                snprintf(k->allowed[k->n_allowed], MTHP_VALUE_MAX, "%s", values[k->n_allowed]);
-}
-
-/* x86-64 on 6.18: 8K..2M, 8K without an anon knob */
-static void caps_init(struct mthp_caps *c) {
-        memset(c, 0, sizeof(*c));
-        c->pmd_kb = 2048;
-        c->page_kb = 4;
-        c->psi = true;
-        c->cg_layout = MTHP_CG_HYBRID;
-        for (unsigned kb = 8; kb <= 2048; kb *= 2) {
-                struct mthp_size *sz = &c->sizes[c->n_sizes++];
-                char name[16], id[32], path[MTHP_PATH_MAX];
-                sz->kb = kb;
-                sz->order = __builtin_ctz(kb / 4);
-                mthp_format_size(kb, name, sizeof(name));
-                sz->knob[MTHP_ANON] = -1;
-                if (kb > 8) {
-                        snprintf(id, sizeof(id), "%s/anon", name);
-                        snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/enabled", kb);
-                        sz->knob[MTHP_ANON] = (int) c->n_knobs;
-                        add_knob(c, MTHP_KNOB_SIZE_ANON, kb, id, path, anon_values);
-                }
-                snprintf(id, sizeof(id), "%s/shmem", name);
-                snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/shmem_enabled", kb);
-                sz->knob[MTHP_SHMEM] = (int) c->n_knobs;
-                add_knob(c, MTHP_KNOB_SIZE_SHMEM, kb, id, path, shmem_values);
-                sz->n_stats = ELEMENTSOF(stat_names);
-                for (unsigned j = 0; j < sz->n_stats; j++)
-                        snprintf(sz->stats[j], MTHP_STAT_NAME_MAX, "%s", stat_names[j]);
-        }
-        add_knob(c, MTHP_KNOB_ENABLED, 0, "global/enabled", MTHP_THP_DIR "/enabled", enabled_values);
-        add_knob(c, MTHP_KNOB_DEFRAG, 0, "global/defrag", MTHP_THP_DIR "/defrag", defrag_values);
-        add_knob(c, MTHP_KNOB_SHMEM_ENABLED, 0, "global/shmem_enabled", MTHP_THP_DIR "/shmem_enabled",
-                 shmem_global_values);
-}
 
 /* the shipped defaults on the blind 16K-64K ladder, at the boot state */
 static void host_init(struct host *h, double fault_cost_ns) {
