@@ -374,6 +374,30 @@ static struct mthp_shm_mapping sample_shm_without_pfns(const struct child *c, co
         return m;
 }
 
+/* Skips the running test on a kernel without PAGEMAP_SCAN (6.7): `what`
+ * says what the test needs it for. */
+static void need_pagemap_scan(const char *what) {
+        struct utsname u;
+        unsigned major = 0, minor = 0;
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major * 100 + minor < 607) {
+                printf("# skipped: kernel %s has no PAGEMAP_SCAN (6.7), %s\n", u.release, what);
+                skip();
+        }
+}
+
+/* Skips the running test (reaping c) unless the first half of c's 8 MiB
+ * segment was collapsed to PMD-mapped 2M folios. */
+static void need_half_pmd(struct child *c, const char *what) {
+        long pmd = smaps_pmd_kb(c->pid, c->addr);
+        printf("# aligned 8 MiB, %s, first half collapsed: ShmemPmdMapped %ld kB\n", what, pmd);
+        if (pmd != 4096) {
+                reap(c);
+                printf("# skipped: MADV_COLLAPSE of the first 4 MiB left ShmemPmdMapped at %ld kB, not 4096: "
+                       "no PMD-mapped half\n", pmd);
+                skip();
+        }
+}
+
 /* Issue 12 under the unit: without PFNs (no CAP_SYS_ADMIN) kpageflags
  * tells nothing, so the shmem probe asks PAGEMAP_SCAN which sampled pages
  * are PMD-mapped. An 8 MiB 2M-aligned segment filled at 4K whose first
@@ -385,22 +409,9 @@ static void test_shm_probe_without_pfns(void **state) {
         struct mthp_density_budget b = roomy();
         struct mthp_density_sampler *s;
         struct mthp_density_report rep;
-        struct utsname u;
-        unsigned major = 0, minor = 0;
-        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major * 100 + minor < 607) {
-                printf("# skipped: kernel %s has no PAGEMAP_SCAN (6.7), the probe without PFNs\n", u.release);
-                skip();
-        }
-
+        need_pagemap_scan("the probe without PFNs");
         struct child c = spawn(SHM_HALF_PMD, 8 * MiB, 0);
-        long pmd = smaps_pmd_kb(c.pid, c.addr);
-        printf("# aligned 8 MiB, first half collapsed: ShmemPmdMapped %ld kB\n", pmd);
-        if (pmd != 4096) {
-                reap(&c);
-                printf("# skipped: MADV_COLLAPSE of the first 4 MiB left ShmemPmdMapped at %ld kB, not 4096: "
-                       "no PMD-mapped half to probe\n", pmd);
-                skip();
-        }
+        need_half_pmd(&c, "every page written");
         if (pfns_visible()) {
                 const struct mthp_density_proc *p = sample(&c, false, &b, &s, &rep);
                 printf("# with PFNs: probe %u, %u of %u sampled pages large\n", p->shm.probe, p->shm.large,
@@ -424,7 +435,7 @@ static void test_shm_probe_without_pfns(void **state) {
          * be, and is not probed (2 of 16 probes fell there, read as small,
          * and the repair tried it every tick) */
         c = spawn(SHM_WHOLE_PMD, 9 * MiB, 0);
-        pmd = smaps_pmd_kb(c.pid, c.addr);
+        long pmd = smaps_pmd_kb(c.pid, c.addr);
         m = sample_shm_without_pfns(&c, &b);
         printf("# 9 MiB, whole blocks collapsed (ShmemPmdMapped %ld kB), without PFNs: %u of %u sampled pages large\n",
                pmd, m.large, m.sampled);
@@ -453,20 +464,9 @@ static void test_shm_zeros_pte_mapped(void **state) {
         struct mthp_density_budget b = roomy();
         /* 4 windows: 64 reads each, or the fraction moves by eighths */
         b.reads_per_window = 64;
-        struct utsname u;
-        unsigned major = 0, minor = 0;
-        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major * 100 + minor < 607) {
-                printf("# skipped: kernel %s has no PAGEMAP_SCAN (6.7), which tells PMD-mapped pages\n", u.release);
-                skip();
-        }
+        need_pagemap_scan("which tells PMD-mapped pages");
         struct child c = spawn(SHM_ZERO_HALF_PMD, 8 * MiB, 0);
-        long pmd = smaps_pmd_kb(c.pid, c.addr);
-        printf("# aligned 8 MiB, 1 page in 8 written, first half collapsed: ShmemPmdMapped %ld kB\n", pmd);
-        if (pmd != 4096) {
-                reap(&c);
-                printf("# skipped: MADV_COLLAPSE of the first 4 MiB left ShmemPmdMapped at %ld kB, not 4096\n", pmd);
-                skip();
-        }
+        need_half_pmd(&c, "1 page in 8 written");
         if (pfns_visible()) {
                 struct mthp_density_sampler *s;
                 struct mthp_density_report rep;
