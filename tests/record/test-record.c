@@ -22,6 +22,8 @@
 #include "mthp/record.h"
 #include "mthp/util.h"
 
+#include "../engine/engine-caps.h"   /* add_knob */
+
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define N_TICKS 6
 
@@ -39,17 +41,6 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* ---- synthetic input ---- */
-
-static void add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, const char *id, const char *path,
-                     const char *const *values) {
-        struct mthp_knob *k = &c->knobs[c->n_knobs++];
-        k->type = type;
-        k->size_kb = kb;
-        snprintf(k->id, sizeof(k->id), "%s", id);
-        snprintf(k->path, sizeof(k->path), "%s", path);
-        for (k->n_allowed = 0; values[k->n_allowed]; k->n_allowed++)
-                snprintf(k->allowed[k->n_allowed], MTHP_VALUE_MAX, "%s", values[k->n_allowed]);
-}
 
 /* 8K..2M like a 6.18 host; strings with the characters the format escapes */
 static void make_caps(struct mthp_caps *c) {
