@@ -338,6 +338,15 @@ static double fault_cost(struct daemon *d) {
                 d->fault_cost_tried = true;
                 double ns;
                 int r = mthp_fault_cost_measure(&ns);
+                /* a 4K fault is 0.5-30 us on the hosts measured; 1 ms means
+                 * the rounds met reclaim or a stall: no cost rather than one
+                 * that lowers the raise rate for the daemon's whole life */
+                if (r == 0 && ns > MTHP_FAULT_COST_MAX_NS) {
+                        mthp_log(LOG_WARNING, "FaultCost=auto: a 4K page fault timed at %.0f us (over %.0f us: a "
+                                 "stall, not a fault); raising on RaiseFaultRate alone", ns / 1e3,
+                                 MTHP_FAULT_COST_MAX_NS / 1e3);
+                        return 0;
+                }
                 if (r < 0)
                         mthp_log(LOG_WARNING, "FaultCost=auto: cannot time a page fault (%s); raising on "
                                  "RaiseFaultRate alone", mthp_errno_words(r));

@@ -60,21 +60,26 @@ struct signals {
 /* The fault rates (4K pages/s) a raise needs and a step-down falls below:
  * RaiseFaultRate and LowerFaultRate, or where the host's 4K fault cost is
  * known and RaiseFaultTime is on, the rate at which faults take that share
- * of one core when it is lower, LowerFaultRate scaled with it (the same
- * hysteresis). why (may be NULL) then says so. */
+ * of one core when it is lower. The lower rate scales with it, keeping
+ * LowerFaultRate's share of RaiseFaultRate but at least a tenth (a
+ * RaiseFaultRate set out of reach, 1e12, would otherwise put it at 6e-6
+ * pages/s: a raised size that never steps down) and never above
+ * LowerFaultRate. why (may be NULL) then says so. */
 static void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
                                double *lower, char *why, size_t why_size) {
         *raise = cfg->raise_fault_rate;
         *lower = cfg->lower_fault_rate;
         if (why)
                 *why = 0;
-        /* a hand-made recording may say inf: no rate of 0 from it */
-        if (!(snap->fault_cost_ns > 0) || !isfinite(snap->fault_cost_ns) || !(cfg->raise_fault_time > 0))
+        /* outside FaultCost='s range (1ns-1s) it is unknown: a hand-made
+         * recording's inf or 1e30 would make a raise rate of about 0 */
+        if (!(snap->fault_cost_ns >= 1 && snap->fault_cost_ns <= 1e9) || !(cfg->raise_fault_time > 0))
                 return;
         double at = cfg->raise_fault_time / 100 * 1e9 / snap->fault_cost_ns;
         if (!(at < cfg->raise_fault_rate))
                 return;
-        *lower = cfg->lower_fault_rate * at / cfg->raise_fault_rate;
+        double share = cfg->lower_fault_rate / cfg->raise_fault_rate;
+        *lower = fmin(cfg->lower_fault_rate, at * fmax(share, 0.1));
         *raise = at;
         if (why)
                 snprintf(why, why_size, " (RaiseFaultTime %g%% of a core at %.2f us a 4K fault)",

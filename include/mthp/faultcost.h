@@ -9,6 +9,9 @@
  * 1.3 to 15 ms of mthpd's start. */
 #define MTHP_FAULT_COST_PAGES 256
 #define MTHP_FAULT_COST_ROUNDS 5
+/* A measured cost above this is a stall (reclaim, a descheduled vCPU's
+ * steal counted as ours), not a fault: mthpd discards it. */
+#define MTHP_FAULT_COST_MAX_NS 1e6
 
 /* 0 and *ns > 0, or a negative errno (mmap refused, no CPU clock). */
 int mthp_fault_cost_measure(double *ns);

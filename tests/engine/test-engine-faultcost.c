@@ -233,6 +233,11 @@ static void test_cost_not_finite(void **state) {
         host_init(h, NAN);
         host_run(h, 5000, 30);
         assert_int_equal(anon_level(h), 0);
+        /* finite but beyond FaultCost='s 1s: unknown too, not a rate of ~0 */
+        host_init(h, 1e30);
+        host_run(h, 5000, 30);
+        assert_int_equal(anon_level(h), 0);
+        assert_not_contains(anon_reason(h), "RaiseFaultTime");
 }
 
 static void test_raise_fault_time_setting(void **state) {
@@ -279,6 +284,21 @@ static void test_lower_rate_scales(void **state) {
                                         "10 ticks: step down");
 }
 
+/* A RaiseFaultRate set out of reach (1e12) with RaiseFaultTime on: the
+ * raise rate is RaiseFaultTime's 2273 pages/s, and the lower rate a tenth
+ * of it (227), not 2500 x 2273 / 1e12 = 6e-6, at which a raised size would
+ * never step down. */
+static void test_lower_rate_floor(void **state) {
+        struct host *h = *state;
+        host_init(h, SLOW_NS);
+        h->cfg.raise_fault_rate = 1e12;
+        host_run(h, 5000, 3);
+        assert_int_equal(anon_level(h), 1);
+        host_run(h, 200, h->cfg.lower_ticks);
+        assert_int_equal(anon_level(h), 0);
+        assert_contains(anon_reason(h), "200 pages/s < 227 (RaiseFaultTime");
+}
+
 /* The /proc scan starts at the scaled rate too: a raise it may back. */
 static void test_wants_density_scaled(void **state) {
         struct host *h = *state;
@@ -307,6 +327,7 @@ int main(void) {
                 T(test_unknown_cost_holds),
                 T(test_fast_host_keeps_raise_rate),
                 T(test_cost_not_finite),
+        T(test_lower_rate_floor),
         T(test_raise_fault_time_setting),
                 T(test_lower_rate_scales),
                 T(test_wants_density_scaled),
