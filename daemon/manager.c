@@ -405,7 +405,8 @@ static int tick(struct daemon *d) {
                  * size is at most MTHP_DENSITY_MAX_KB (open_samplers).
                  * Shmem only: an anon 2M folio is often mapped by PTEs
                  * (a fork's copy-on-write, MADV_DONTNEED of part of it,
-                 * mremap), a shmem one is mapped again by a PMD */
+                 * mremap), a shmem one whose whole PMD was zapped is
+                 * mapped again by a PMD (limits: density-window.c) */
                 int top = mthp_engine_largest_always(&d->caps, &d->snap, MTHP_SHMEM);
                 mthp_density_set_pmd_on(d->density, MTHP_SHMEM, top >= 0 && d->caps.sizes[top].kb == d->caps.pmd_kb &&
                                         d->caps.pmd_kb <= MTHP_DENSITY_MAX_KB);

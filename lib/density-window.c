@@ -447,12 +447,16 @@ static int base_folio(struct mthp_density_sampler *s, const struct proc_ctx *c, 
  * walwriter 16 s into pgbench with 2M on, read 0.53-0.56 used and stepped
  * shmem down from 2M every run), or one that filled a hole beside them
  * (64K-1M: counted small too, though its untouched subpages are bloat).
- * The daemon says so for shmem only: a shmem 2M folio whose PMD was zapped
- * is mapped by a PMD again on its next fault, while an anon one is often
- * left mapped by PTEs (a fork's copy-on-write, MADV_DONTNEED of part of
- * it). Needs PAGEMAP_SCAN (6.7) for PAGE_IS_HUGE. Other limit: the folio a
- * failed PMD allocation falls back to is counted small too; the engine
- * steps down on the fallback rate (MaxFallback=) instead. */
+ * The daemon says so for shmem only: a shmem 2M folio whose whole PMD was
+ * zapped is mapped by a PMD again on its next fault, while an anon one is
+ * often left mapped by PTEs (a fork's copy-on-write, MADV_DONTNEED of part
+ * of it). Needs PAGEMAP_SCAN (6.7) for PAGE_IS_HUGE. Other limits, read as
+ * small though 2M: a shmem folio a partial MADV_DONTNEED, mprotect or
+ * munmap left mapped by PTEs (until khugepaged retracts them), or that a
+ * process with THP disabled maps by PTEs; and the folio a failed PMD
+ * allocation falls back to (the engine steps down on the fallback rate,
+ * MaxFallback=, instead). Only while 2M is on: after a step down from 2M
+ * for another reason those zeros count again. */
 static void tally_read(struct mthp_density_sampler *s, const struct proc_ctx *c, const struct read_req *q,
                        bool zero) {
         struct window_rec *rec = &s->recs[q->rec];
