@@ -19,7 +19,9 @@
 # unit --sizes 64K --scenario stress-vm --configs mthpd --reps 1
 # --real-seconds 10, stress-ng --vm's workers; pgbench-*-unit: --mthpd-caps
 # unit --sizes 64K --configs 4K,64K,all,mthpd --reps 3 --real-seconds 30, the
-# median run of mthpd). A new trace needs the golden output of simulate
+# median run of mthpd; recorded on 1e30669, whose sampler also read anon
+# zeros mapped by PTEs as small while 2M anon was on: no anon size was
+# raised in them, so it did not apply). A new trace needs the golden output of simulate
 # regenerated: MTHP_GOLDEN_UPDATE=1 MTHPCTL=BUILD/ctl/mthpctl
 # tests/ctl/simulate-golden.sh. limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
