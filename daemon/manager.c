@@ -351,18 +351,20 @@ static double fault_cost(struct daemon *d) {
                         mthp_log(LOG_WARNING, "FaultCost=auto: cannot time a page fault (%s); raising on "
                                  "RaiseFaultRate alone", mthp_errno_words(r));
                 else {
+                        /* the engine's own rates, not a second copy of its formula */
                         const struct mthp_engine_config *e = &d->cfg.engine;
-                        double at = e->raise_fault_time > 0 ? e->raise_fault_time / 100 * 1e9 / ns : 0;
+                        double raise, lower;
                         d->fault_cost_measured_ns = ns;
-                        if (at > 0 && at < e->raise_fault_rate)
+                        if (mthp_engine_fault_rates(e, ns, &raise, &lower))
                                 mthp_log(LOG_INFO, "FaultCost=auto: a 4K page fault takes %.2f us of CPU here; "
                                          "RaiseFaultTime %g%% of a core is %.0f pages/s, below RaiseFaultRate "
-                                         "%.0f: raises start at %.0f pages/s", ns / 1e3, e->raise_fault_time,
-                                         at, e->raise_fault_rate, at);
+                                         "%.0f: raises start at %.0f pages/s, step-downs below %.0f", ns / 1e3,
+                                         e->raise_fault_time, raise, e->raise_fault_rate, raise, lower);
                         else
                                 mthp_log(LOG_INFO, "FaultCost=auto: a 4K page fault takes %.2f us of CPU here; "
                                          "RaiseFaultRate %.0f pages/s decides (RaiseFaultTime %g%% of a core "
-                                         "would be %.0f)", ns / 1e3, e->raise_fault_rate, e->raise_fault_time, at);
+                                         "would be %.0f)", ns / 1e3, e->raise_fault_rate, e->raise_fault_time,
+                                         e->raise_fault_time / 100 * 1e9 / ns);
                 }
         }
         return d->fault_cost_measured_ns;

@@ -64,24 +64,31 @@ struct signals {
  * LowerFaultRate's share of RaiseFaultRate but at least a tenth (a
  * RaiseFaultRate set out of reach, 1e12, would otherwise put it at 6e-6
  * pages/s: a raised size that never steps down) and never above
- * LowerFaultRate. why (may be NULL) then says so. */
-static void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
-                               double *lower, char *why, size_t why_size) {
+ * LowerFaultRate. */
+bool mthp_engine_fault_rates(const struct mthp_engine_config *cfg, double fault_cost_ns, double *raise,
+                             double *lower) {
         *raise = cfg->raise_fault_rate;
         *lower = cfg->lower_fault_rate;
-        if (why)
-                *why = 0;
         /* outside FaultCost='s range (1ns-1s) it is unknown: a hand-made
          * recording's inf or 1e30 would make a raise rate of about 0 */
-        if (!(snap->fault_cost_ns >= 1 && snap->fault_cost_ns <= 1e9) || !(cfg->raise_fault_time > 0))
-                return;
-        double at = cfg->raise_fault_time / 100 * 1e9 / snap->fault_cost_ns;
+        if (!(fault_cost_ns >= 1 && fault_cost_ns <= 1e9) || !(cfg->raise_fault_time > 0))
+                return false;
+        double at = cfg->raise_fault_time / 100 * 1e9 / fault_cost_ns;
         if (!(at < cfg->raise_fault_rate))
-                return;
+                return false;
         double share = cfg->lower_fault_rate / cfg->raise_fault_rate;
         *lower = fmin(cfg->lower_fault_rate, at * fmax(share, 0.1));
         *raise = at;
+        return true;
+}
+
+/* This tick's rates; why (may be NULL) says when RaiseFaultTime set them. */
+static void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
+                               double *lower, char *why, size_t why_size) {
+        bool timed = mthp_engine_fault_rates(cfg, snap->fault_cost_ns, raise, lower);
         if (why)
+                *why = 0;
+        if (timed && why)
                 snprintf(why, why_size, " (RaiseFaultTime %g%% of a core at %.2f us a 4K fault)",
                          cfg->raise_fault_time, snap->fault_cost_ns / 1e3);
 }

@@ -170,6 +170,14 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
                                 const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
                                 unsigned *n_procs);
 
+/* Pure: the fault rates (4K pages/s) a raise needs and a step-down falls
+ * below, at the host's 4K fault cost (0: unknown): RaiseFaultRate and
+ * LowerFaultRate, or lower ones where faults at that cost take
+ * RaiseFaultTime of a core (lib/engine.c). True when RaiseFaultTime set
+ * them. */
+bool mthp_engine_fault_rates(const struct mthp_engine_config *cfg, double fault_cost_ns, double *raise,
+                             double *lower);
+
 /* Pure: the largest size (caps index) whose folios the kernel hands out to
  * any fault of this kind in snap: its knob "always", or "inherit" under a
  * global "always"; -1: none. madvise'd memory is the program's own choice. */
