@@ -142,6 +142,9 @@ struct daemon_knob_view {
 #define DAEMON_VIEW_READ 1u
 void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v);
 bool daemon_knob_pinned(const struct daemon *d, int knob);
+/* The 4K fault cost (ns) the engine decides with, 0 when unknown, and the
+ * raise and lower rates it gives (mthp_engine_fault_rates). */
+double daemon_fault_rates(const struct daemon *d, double *raise, double *lower);
 
 /* One managed cgroup as ListCgroups shows it: what the last tick sampled,
  * the policy that manages it and the density the engine remembers of its

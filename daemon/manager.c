@@ -289,6 +289,13 @@ bool daemon_cgroup_created(struct daemon *d, const char *path) {
         return d->cgmon && d->policies && d->policies->n && grace_cgroup(d, path);
 }
 
+double daemon_fault_rates(const struct daemon *d, double *raise, double *lower) {
+        /* FaultCost= is 1 ns to 1 s, a measurement at most 1 ms: the
+         * engine takes either (fault_cost()) */
+        (void) mthp_engine_fault_rates(&d->cfg.engine, d->snap.fault_cost_ns, raise, lower);
+        return d->snap.fault_cost_ns;
+}
+
 /* The status file: the last tick's decisions in the engine's order, each
  * as the knob view says it. */
 static void write_status(const struct daemon *d) {
@@ -304,8 +311,10 @@ static void write_status(const struct daemon *d) {
                 mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
                 row->pinned = v.pinned;
         }
+        struct mthp_status_rates rates;
+        rates.fault_cost_ns = daemon_fault_rates(d, &rates.raise, &rates.lower);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_DRY_RUN,
-                                      d->not_writable, d->last_tick_usec);
+                                      d->not_writable, d->last_tick_usec, &rates);
 }
 
 /* May the next tick read the per-size alloc/fallback counters only with

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@
 #include "mthp/util.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
-                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec) {
+                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec,
+                           const struct mthp_status_rates *rates) {
         char why[MTHP_PATH_MAX + 256];
         int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
         if (dfd < 0)
@@ -33,6 +35,9 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
                 getpid(), dry_run, (unsigned long long) snap->tick,
                 (unsigned long long) now,
                 snap->fault_pages_rate, (unsigned long long) tick_usec);
+        if (rates)
+                fprintf(f, "fault_cost_ns=%.3f\nraise_fault_rate=%.3f\nlower_fault_rate=%.3f\n", rates->fault_cost_ns,
+                        rates->raise, rates->lower);
         /* every value on one line and valid UTF-8: a reason quotes process
          * (comm) and cgroup names, which anyone chooses; a newline in one
          * forged a decision line that 'mthpctl explain' believed */
@@ -84,7 +89,17 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                         st->fault_pages_rate = strtod(value, NULL);
                 else if (strcmp(key, "tick_usec") == 0)
                         st->tick_usec = strtoull(value, NULL, 10);
-                else if (strcmp(key, "not_writable") == 0) {
+                else if (strcmp(key, "fault_cost_ns") == 0 || strcmp(key, "raise_fault_rate") == 0 ||
+                         strcmp(key, "lower_fault_rate") == 0) {
+                        /* a number or nothing: the reader prints it */
+                        char *end;
+                        double x = strtod(value, &end);
+                        if (end == value || *end || !isfinite(x) || x < 0)
+                                return;
+                        *(key[0] == 'f' ? &st->rates.fault_cost_ns : key[0] == 'r' ? &st->rates.raise
+                                                                                 : &st->rates.lower) = x;
+                        st->rates_known = true;
+                } else if (strcmp(key, "not_writable") == 0) {
                         mthp_escape(st->not_writable, sizeof(st->not_writable), value);
                 }
                 return;

@@ -18,6 +18,12 @@ struct mthp_status_knob {
         bool pinned;
 };
 
+/* The fault cost the engine decides with (ns, 0: unknown) and the raise
+ * and lower rates it gives, 4K pages/s (mthp_engine_fault_rates). */
+struct mthp_status_rates {
+        double fault_cost_ns, raise, lower;
+};
+
 struct mthp_status {
         int pid;
         bool dry_run;
@@ -25,14 +31,18 @@ struct mthp_status {
         double fault_pages_rate;
         unsigned long long tick_usec;   /* what the previous tick cost mthpd (wall) */
         char not_writable[512];         /* why mthpd cannot write the knobs; "": it can */
+        bool rates_known;               /* false: the file is from an mthpd that did not write them */
+        struct mthp_status_rates rates;
         unsigned n;
         struct mthp_status_knob k[MTHP_KNOBS_MAX];
 };
 
 /* k: one row per knob the last tick decided, as the reader gets them
- * back; not_writable: why mthpd cannot write the knobs ("" or NULL: it can). */
+ * back; not_writable: why mthpd cannot write the knobs ("" or NULL: it can);
+ * rates: NULL writes none. */
 int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
-                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec);
+                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec,
+                           const struct mthp_status_rates *rates);
 void mthp_status_file_remove(const char *state_dir);
 /* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */
 int mthp_status_file_read(const char *state_dir, struct mthp_status *st);

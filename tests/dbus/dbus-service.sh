@@ -68,6 +68,9 @@ sort > "$T/expected" <<'EOF'
 .Tick property t 
 .FaultPagesPerSecond property d 
 .Changes property t 
+.FaultCostNSec property d 
+.RaiseFaultRate property d 
+.LowerFaultRate property d 
 .KnobChanged signal tssss -
 EOF
 diff -u "$T/expected" "$T/members" || fail "org.mthpd.Manager1 members differ from the spec"
@@ -86,11 +89,16 @@ ok "introspection lists org.mthpd.Manager1 with every method, property and signa
 ticks_pass 2 || fail "Tick does not advance"
 prop FaultPagesPerSecond | grep -Eq '^[0-9.e+-]+$' || fail "FaultPagesPerSecond $(prop FaultPagesPerSecond)"
 prop Changes | grep -Eq '^[0-9]+$' || fail "Changes $(prop Changes)"
+# a fake host tree is not this machine: no fault cost, the configured rates
+[ "$(prop FaultCostNSec)" = 0 ] || fail "FaultCostNSec $(prop FaultCostNSec) on a fake host"
+[ "$(prop RaiseFaultRate)" = 1000 ] || fail "RaiseFaultRate $(prop RaiseFaultRate), configured 1000"
+[ "$(prop LowerFaultRate)" = 10 ] || fail "LowerFaultRate $(prop LowerFaultRate), configured 10"
 busctl --json=short call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 |
         python3 -c 'import json, sys; d = json.load(sys.stdin)["data"][0]
-assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes"}, d' ||
+assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes",
+                  "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate"}, d' ||
         fail "GetAll"
-ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes"
+ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, the fault cost and rates"
 
 # 3. the engine raises the anon ladder: KnobChanged, History, Explain, ListKnobs say so
 bump_faults 30 &
@@ -216,7 +224,14 @@ call Reload || fail "Reload of a good file"
 wait_for 2 saw_signal PropertiesChanged '"IntervalUSec": {"type": "t", "data": 200000}' ||
         fail "no PropertiesChanged for IntervalUSec"
 [ "$(prop Mode)" = manage ] || fail "reload changed the mode"
-ok "Reload: a bad file fails whole with org.mthpd.Error.InvalidConfig and FILE:LINE; a good one applies"
+# a set cost: RaiseFaultTime 2.5% of a core at 100 us a fault is 250 pages/s,
+# under RaiseFaultRate; LowerFaultRate 10 is under a tenth of that (25)
+printf '[Daemon]\nInterval=200ms\n[Engine]\nRaiseFaultRate=1000\nLowerFaultRate=10\nLowerTicks=1000\nFaultCost=100us\n' > "$LIVE"
+call Reload || fail "Reload with FaultCost="
+rates_follow() { [ "$(prop FaultCostNSec)" = 100000 ] && [ "$(prop RaiseFaultRate)" = 250 ] && [ "$(prop LowerFaultRate)" = 10 ]; }
+wait_for 2 rates_follow ||
+        fail "FaultCost=100us: FaultCostNSec $(prop FaultCostNSec) RaiseFaultRate $(prop RaiseFaultRate) LowerFaultRate $(prop LowerFaultRate)"
+ok "Reload: a bad file fails whole with org.mthpd.Error.InvalidConfig and FILE:LINE; a good one applies, the rates too"
 
 # 8. uid 65534 may read everything and change nothing
 as_nobody busctl get-property "${OBJ[@]}" Mode | grep -qx 's "manage"' || fail "uid 65534 cannot read Mode"

@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 snprintf(d[i].decision, sizeof(d[i].decision), "%s", value);
                 snprintf(d[i].reason, sizeof(d[i].reason), "%s", reason);
         }
-        FUZZ_CHECK(mthp_status_file_write(dir, &snap, d, (unsigned) n, false, not_writable, 0) == 0, "write");
+        FUZZ_CHECK(mthp_status_file_write(dir, &snap, d, (unsigned) n, false, not_writable, 0, NULL) == 0, "write");
         FUZZ_CHECK(mthp_status_file_read(dir, &st) == 0, "read");
         FUZZ_CHECK(st.pid == getpid(), "pid %d", st.pid);
         FUZZ_CHECK((int) st.n == n, "%d knobs written, %u read", n, st.n);

@@ -133,7 +133,7 @@ static void item04_status_file_not_forged(void **state) {
         /* what a process named itself (comm) can put into a reason */
         snprintf(d[0].reason, sizeof(d[0].reason),
                  "process 'x\n\n[knob 2M/anon]\ndecision=always\nreason=forged' \x1b[2J faults \xff\xfe hard");
-        assert_int_equal(mthp_status_file_write(dir, &snap, d, 1, false, "not\nwritable \x1b", 0), 0);
+        assert_int_equal(mthp_status_file_write(dir, &snap, d, 1, false, "not\nwritable \x1b", 0, NULL), 0);
         assert_int_equal(mthp_status_file_read(dir, &st), 0);
         assert_int_equal(st.n, 1); /* no forged [knob 2M/anon] */
         assert_string_equal(st.k[0].id, "64K/anon");
@@ -142,6 +142,35 @@ static void item04_status_file_not_forged(void **state) {
         assert_contains(st.k[0].reason, "\\x1b[2J");
         assert_contains(st.k[0].reason, "\\xff\\xfe hard");
         assert_string_equal(st.not_writable, "not\\x0awritable \\x1b");
+        rm_dir(dir);
+}
+
+/* The engine's fault cost and rates go from writer to reader; from an
+ * mthpd that did not write them, or written as no number, they are unknown. */
+static void status_file_rates(void **state) {
+        (void) state;
+        char *dir = make_dir();
+        static struct mthp_snapshot snap;
+        static struct mthp_status st;
+        struct mthp_status_rates rates = { .fault_cost_ns = 10060.4, .raise = 2485.1, .lower = 248.5 };
+        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, &rates), 0);
+        assert_int_equal(mthp_status_file_read(dir, &st), 0);
+        assert_true(st.rates_known);
+        assert_float_equal(st.rates.fault_cost_ns, 10060.4, 1e-9);
+        assert_float_equal(st.rates.raise, 2485.1, 1e-9);
+        assert_float_equal(st.rates.lower, 248.5, 1e-9);
+
+        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, NULL), 0);
+        assert_int_equal(mthp_status_file_read(dir, &st), 0);
+        assert_false(st.rates_known);
+
+        char path[PATH_MAX], text[256];
+        snprintf(path, sizeof(path), "%s/status", dir);
+        snprintf(text, sizeof(text), "[status]\npid=%d\nraise_fault_rate=1e9x\nlower_fault_rate=nan\n"
+                 "fault_cost_ns=-5\n", (int) getpid());
+        write_file(path, text, 0644);
+        assert_int_equal(mthp_status_file_read(dir, &st), 0);
+        assert_false(st.rates_known);
         rm_dir(dir);
 }
 
@@ -250,7 +279,7 @@ static void item06_symlinks_in_state_dir(void **state) {
         snprintf(link, sizeof(link), "%s/status.tmp", dir);
         assert_int_equal(symlink(victim, link), 0);
         static struct mthp_snapshot snap;
-        (void) mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0);
+        (void) mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, NULL);
         assert_string_equal(fixture_file(NULL, victim), "precious\n");
         unlink(victim);
         rm_dir(dir);
@@ -482,6 +511,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(item09_json_and_check_lines),
 #endif
                 cmocka_unit_test(item04_status_file_not_forged),
+                cmocka_unit_test(status_file_rates),
                 cmocka_unit_test(item05_special_files),
                 cmocka_unit_test(item06_symlinks_in_state_dir),
                 cmocka_unit_test(item06_foreign_journal_refused),
