@@ -175,6 +175,14 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                         r = sd_bus_message_read(m, "v", "t", &p->changes);
                 else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_RATE) == 0)
                         r = sd_bus_message_read(m, "v", "d", &p->fault_pages_rate);
+                else if (strcmp(contents, "d") == 0 && (strcmp(name, MTHP_DBUS_PROP_FAULT_COST) == 0 ||
+                                                        strcmp(name, MTHP_DBUS_PROP_RAISE_RATE) == 0 ||
+                                                        strcmp(name, MTHP_DBUS_PROP_LOWER_RATE) == 0)) {
+                        r = sd_bus_message_read(m, "v", "d", name[0] == 'F' ? &p->fault_cost_ns
+                                                           : name[0] == 'R' ? &p->raise_rate
+                                                                            : &p->lower_rate);
+                        p->rates_known = true;
+                }
                 else
                         r = sd_bus_message_skip(m, "v");
                 if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)

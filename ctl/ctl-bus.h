@@ -46,6 +46,8 @@ struct ctl_bus_props {
         uint64_t tick;
         double fault_pages_rate;
         uint64_t changes;
+        bool rates_known;              /* an mthpd that has FaultCostNSec, RaiseFaultRate, LowerFaultRate */
+        double fault_cost_ns, raise_rate, lower_rate;
 };
 int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e);
 

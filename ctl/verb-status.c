@@ -45,6 +45,19 @@ void print_knobs(FILE *f, const struct mthp_caps *caps, const struct mthp_snapsh
         table_free(&t);
 }
 
+/* "raises at 2486 pages/s ..., a 4K fault costs 10.06 us": the engine's
+ * thresholds as the reasons quote them, before any reason has. */
+static void print_rates(FILE *f, const struct daemon_view *v) {
+        if (!v->running || !v->rates_known)
+                return;
+        fprintf(f, "mthpd raises a size at %.0f 4K pages/s of a kind's fault demand and steps down below %.0f",
+                v->raise_rate, v->lower_rate);
+        if (v->fault_cost_ns > 0)
+                fprintf(f, " (a 4K fault costs %.2f us: RaiseFaultTime=, FaultCost=)\n", v->fault_cost_ns / 1e3);
+        else
+                fprintf(f, " (RaiseFaultRate=, LowerFaultRate=; no 4K fault cost known)\n");
+}
+
 static void json_accepts(const struct mthp_knob *k) {
         printf("[");
         for (unsigned a = 0; a < k->n_allowed; a++) {
@@ -68,6 +81,14 @@ static void json_daemon(const struct daemon_view *v) {
                 printf(",\"changes\":%llu", v->changes);
         if (v->interval_usec)
                 printf(",\"interval_usec\":%llu", (unsigned long long) v->interval_usec);
+        if (v->rates_known) {
+                printf(",\"fault_cost_ns\":");
+                if (v->fault_cost_ns > 0)
+                        printf("%.1f", v->fault_cost_ns);
+                else
+                        printf("null");
+                printf(",\"raise_fault_rate\":%.1f,\"lower_fault_rate\":%.1f", v->raise_rate, v->lower_rate);
+        }
         if (v->version[0]) {
                 printf(",\"version\":");
                 json_str(v->version);
@@ -278,7 +299,9 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("%.2f%%", hv->snap.psi.some_avg10);
                 else
                         printf("absent");
-                printf("; MemAvailable %llu MiB\n\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
+                printf("; MemAvailable %llu MiB\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
+                print_rates(stdout, v);
+                printf("\n");
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
                 char clean[4 * sizeof(v->not_writable)];
                 if (v->not_writable[0])

@@ -103,6 +103,10 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->changes_known = true;
                 v->fault_pages_rate = p.fault_pages_rate;
                 v->interval_usec = p.interval_usec;
+                v->rates_known = p.rates_known;
+                v->fault_cost_ns = p.fault_cost_ns;
+                v->raise_rate = p.raise_rate;
+                v->lower_rate = p.lower_rate;
                 return;
         }
         if (bus && r != -ESRCH && !(what & LOOK_QUIET))
@@ -119,6 +123,10 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 mthp_strcpy(v->not_writable, sizeof(v->not_writable), st->not_writable);
                 v->tick = st->tick;
                 v->fault_pages_rate = st->fault_pages_rate;
+                v->rates_known = st->rates_known;
+                v->fault_cost_ns = st->rates.fault_cost_ns;
+                v->raise_rate = st->rates.raise;
+                v->lower_rate = st->rates.lower;
                 v->n_reasons = st->n;
                 memcpy(v->reason, st->k, st->n * sizeof(st->k[0]));
         }
