@@ -335,17 +335,18 @@ static int property_get_fault_rate(sd_bus *bus, const char *path, const char *in
         return sd_bus_message_append(reply, "d", d->snap.fault_pages_rate);
 }
 
-/* The fault cost the engine is using and the rates it gives (FaultCost=,
- * RaiseFaultTime=): what the reasons quote, readable before any raise. */
+/* The fault cost the last tick decided with, the rates it gave and which
+ * setting set them (FaultCost=, RaiseFaultTime=): what the reasons quote,
+ * readable before any raise. */
 static int property_get_fault_cost(sd_bus *bus, const char *path, const char *interface, const char *property,
                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const struct daemon *d = userdata;
-        double raise, lower;
         (void) bus, (void) path, (void) interface, (void) error;
-        double cost = daemon_fault_rates(d, &raise, &lower);
-        return sd_bus_message_append(reply, "d", strcmp(property, MTHP_DBUS_PROP_FAULT_COST) == 0 ? cost
-                                                 : strcmp(property, MTHP_DBUS_PROP_RAISE_RATE) == 0 ? raise
-                                                                                                     : lower);
+        if (strcmp(property, MTHP_DBUS_PROP_RATES_BY) == 0)
+                return sd_bus_message_append(reply, "s", d->rates.by_time ? "RaiseFaultTime" : "RaiseFaultRate");
+        return sd_bus_message_append(reply, "d", strcmp(property, MTHP_DBUS_PROP_FAULT_COST) == 0 ? d->rates.fault_cost_ns
+                                                 : strcmp(property, MTHP_DBUS_PROP_RAISE_RATE) == 0 ? d->rates.raise
+                                                                                                     : d->rates.lower);
 }
 
 static int property_get_changes(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -371,6 +372,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_COST, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_RATES_BY, "s", property_get_fault_cost, 0, 0),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_KNOBS, SD_BUS_NO_ARGS, SD_BUS_RESULT("a" MTHP_DBUS_KNOB_SIG, knobs), method_list_knobs,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size), SD_BUS_RESULT("a" MTHP_DBUS_DECISION_SIG, decisions), method_explain,

@@ -22,6 +22,7 @@
 #include "mthp/procinfo.h"
 #include "mthp/record.h"
 #include "mthp/sample.h"
+#include "mthp/status.h"
 #include "mthp/util.h"
 
 struct bus;
@@ -92,6 +93,10 @@ struct daemon {
          * tick that needs it); 0: not measured or failed (tried: logged) */
         double fault_cost_measured_ns;
         bool fault_cost_tried;
+        /* what the last tick decided with (before the first: the
+         * configuration's, a set FaultCost= included): the bus and the
+         * status file say these, not a reload's that no tick used yet */
+        struct mthp_status_rates rates;
         struct mthp_procinfo *procinfo;
         struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;
@@ -142,9 +147,6 @@ struct daemon_knob_view {
 #define DAEMON_VIEW_READ 1u
 void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct daemon_knob_view *v);
 bool daemon_knob_pinned(const struct daemon *d, int knob);
-/* The 4K fault cost (ns) the engine decides with, 0 when unknown, and the
- * raise and lower rates it gives (mthp_engine_fault_rates). */
-double daemon_fault_rates(const struct daemon *d, double *raise, double *lower);
 
 /* One managed cgroup as ListCgroups shows it: what the last tick sampled,
  * the policy that manages it and the density the engine remembers of its

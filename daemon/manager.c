@@ -289,11 +289,12 @@ bool daemon_cgroup_created(struct daemon *d, const char *path) {
         return d->cgmon && d->policies && d->policies->n && grace_cgroup(d, path);
 }
 
-double daemon_fault_rates(const struct daemon *d, double *raise, double *lower) {
-        /* FaultCost= is 1 ns to 1 s, a measurement at most 1 ms: the
-         * engine takes either (fault_cost()) */
-        (void) mthp_engine_fault_rates(&d->cfg.engine, d->snap.fault_cost_ns, raise, lower);
-        return d->snap.fault_cost_ns;
+/* The fault cost the engine decides with and the rates it gives
+ * (FaultCost= is 1 ns to 1 s, a measurement at most 1 ms: it takes either). */
+static void rates_update(struct daemon *d, double cost_ns) {
+        struct mthp_status_rates *x = &d->rates;
+        x->by_time = mthp_engine_fault_rates(&d->cfg.engine, cost_ns, &x->raise, &x->lower);
+        x->fault_cost_ns = cost_ns;
 }
 
 /* The status file: the last tick's decisions in the engine's order, each
@@ -311,10 +312,8 @@ static void write_status(const struct daemon *d) {
                 mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
                 row->pinned = v.pinned;
         }
-        struct mthp_status_rates rates;
-        rates.fault_cost_ns = daemon_fault_rates(d, &rates.raise, &rates.lower);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_DRY_RUN,
-                                      d->not_writable, d->last_tick_usec, &rates);
+                                      d->not_writable, d->last_tick_usec, &d->rates);
 }
 
 /* May the next tick read the per-size alloc/fallback counters only with
@@ -399,6 +398,7 @@ static int tick(struct daemon *d) {
         }
         memcpy(d->known, d->snap.knob, sizeof(d->known));
         d->snap.fault_cost_ns = fault_cost(d);
+        rates_update(d, d->snap.fault_cost_ns);
         d->snap.n_cgroups = 0;
         if (d->cgmon && d->policies->n) {
                 r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
@@ -789,6 +789,7 @@ int daemon_startup(struct daemon *d) {
                 r = open_actuator(d);
         if (r >= 0)
                 r = open_samplers(d);
+        rates_update(d, d->cfg.fault_cost_ns);   /* a measured cost comes with the first tick */
         return r;
 }
 

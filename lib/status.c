@@ -36,8 +36,9 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
                 (unsigned long long) now,
                 snap->fault_pages_rate, (unsigned long long) tick_usec);
         if (rates)
-                fprintf(f, "fault_cost_ns=%.3f\nraise_fault_rate=%.3f\nlower_fault_rate=%.3f\n", rates->fault_cost_ns,
-                        rates->raise, rates->lower);
+                fprintf(f, "fault_cost_ns=%.3f\nraise_fault_rate=%.3f\nlower_fault_rate=%.3f\nfault_rates_by=%s\n",
+                        rates->fault_cost_ns, rates->raise, rates->lower,
+                        rates->by_time ? "RaiseFaultTime" : "RaiseFaultRate");
         /* every value on one line and valid UTF-8: a reason quotes process
          * (comm) and cgroup names, which anyone chooses; a newline in one
          * forged a decision line that 'mthpctl explain' believed */
@@ -73,6 +74,17 @@ void mthp_status_file_remove(const char *state_dir) {
         close(dfd);
 }
 
+/* A number mthpctl prints: finite and not negative, or left alone. */
+static void status_number(const char *value, double *x, bool *known) {
+        char *end;
+        double v = strtod(value, &end);
+        if (end == value || *end || !isfinite(v) || v < 0)
+                return;
+        *x = v;
+        if (known)
+                *known = true;
+}
+
 /* The status file is mthpd's own output, not a configuration file: reasons
  * run past inih's 200-character line limit, so it is read line by line. */
 static void status_line(struct mthp_status *st, char *section, const char *key, const char *value) {
@@ -89,17 +101,15 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                         st->fault_pages_rate = strtod(value, NULL);
                 else if (strcmp(key, "tick_usec") == 0)
                         st->tick_usec = strtoull(value, NULL, 10);
-                else if (strcmp(key, "fault_cost_ns") == 0 || strcmp(key, "raise_fault_rate") == 0 ||
-                         strcmp(key, "lower_fault_rate") == 0) {
-                        /* a number or nothing: the reader prints it */
-                        char *end;
-                        double x = strtod(value, &end);
-                        if (end == value || *end || !isfinite(x) || x < 0)
-                                return;
-                        *(key[0] == 'f' ? &st->rates.fault_cost_ns : key[0] == 'r' ? &st->rates.raise
-                                                                                 : &st->rates.lower) = x;
-                        st->rates_known = true;
-                } else if (strcmp(key, "not_writable") == 0) {
+                else if (strcmp(key, "fault_cost_ns") == 0)
+                        status_number(value, &st->rates.fault_cost_ns, NULL);
+                else if (strcmp(key, "raise_fault_rate") == 0)
+                        status_number(value, &st->rates.raise, &st->rates_known);
+                else if (strcmp(key, "lower_fault_rate") == 0)
+                        status_number(value, &st->rates.lower, &st->lower_known);
+                else if (strcmp(key, "fault_rates_by") == 0)
+                        st->rates.by_time = strcmp(value, "RaiseFaultTime") == 0;
+                else if (strcmp(key, "not_writable") == 0) {
                         mthp_escape(st->not_writable, sizeof(st->not_writable), value);
                 }
                 return;
@@ -170,6 +180,10 @@ int mthp_status_file_read(const char *state_dir, struct mthp_status *st) {
         }
         int r = status_parse(f, st);
         fclose(f);
+        /* both rates or none: "steps down below 0" would be a lie */
+        st->rates_known = st->rates_known && st->lower_known;
+        if (!st->rates_known)
+                st->rates = (struct mthp_status_rates) { 0 };
         if (r < 0)
                 return r;
         if (st->pid <= 0 || (kill(st->pid, 0) < 0 && errno == ESRCH))

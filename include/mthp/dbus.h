@@ -27,6 +27,7 @@
 #define MTHP_DBUS_PROP_FAULT_COST "FaultCostNSec"     /* d: a 4K fault's cost the engine uses; 0: unknown */
 #define MTHP_DBUS_PROP_RAISE_RATE "RaiseFaultRate"    /* d: the fault rate a raise needs, 4K pages/s */
 #define MTHP_DBUS_PROP_LOWER_RATE "LowerFaultRate"    /* d: the rate a step-down falls below */
+#define MTHP_DBUS_PROP_RATES_BY "FaultRatesBy"        /* s: RaiseFaultTime | RaiseFaultRate: which set them */
 
 /* methods: name, arguments, reply */
 #define MTHP_DBUS_LIST_KNOBS "ListKnobs"

@@ -19,9 +19,12 @@ struct mthp_status_knob {
 };
 
 /* The fault cost the engine decides with (ns, 0: unknown) and the raise
- * and lower rates it gives, 4K pages/s (mthp_engine_fault_rates). */
+ * and lower rates it gives, 4K pages/s (mthp_engine_fault_rates); by_time:
+ * RaiseFaultTime= at that cost set them, else RaiseFaultRate= and
+ * LowerFaultRate= did. */
 struct mthp_status_rates {
         double fault_cost_ns, raise, lower;
+        bool by_time;
 };
 
 struct mthp_status {
@@ -31,8 +34,9 @@ struct mthp_status {
         double fault_pages_rate;
         unsigned long long tick_usec;   /* what the previous tick cost mthpd (wall) */
         char not_writable[512];         /* why mthpd cannot write the knobs; "": it can */
-        bool rates_known;               /* false: the file is from an mthpd that did not write them */
+        bool rates_known;               /* false: the file is from an mthpd that did not write both rates */
         struct mthp_status_rates rates;
+        bool lower_known;               /* the reader's own: lower_fault_rate was read */
         unsigned n;
         struct mthp_status_knob k[MTHP_KNOBS_MAX];
 };

@@ -71,6 +71,7 @@ sort > "$T/expected" <<'EOF'
 .FaultCostNSec property d 
 .RaiseFaultRate property d 
 .LowerFaultRate property d 
+.FaultRatesBy property s 
 .KnobChanged signal tssss -
 EOF
 diff -u "$T/expected" "$T/members" || fail "org.mthpd.Manager1 members differ from the spec"
@@ -93,10 +94,11 @@ prop Changes | grep -Eq '^[0-9]+$' || fail "Changes $(prop Changes)"
 [ "$(prop FaultCostNSec)" = 0 ] || fail "FaultCostNSec $(prop FaultCostNSec) on a fake host"
 [ "$(prop RaiseFaultRate)" = 1000 ] || fail "RaiseFaultRate $(prop RaiseFaultRate), configured 1000"
 [ "$(prop LowerFaultRate)" = 10 ] || fail "LowerFaultRate $(prop LowerFaultRate), configured 10"
+[ "$(prop FaultRatesBy)" = RaiseFaultRate ] || fail "FaultRatesBy $(prop FaultRatesBy) without a cost"
 busctl --json=short call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 |
         python3 -c 'import json, sys; d = json.load(sys.stdin)["data"][0]
 assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes",
-                  "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate"}, d' ||
+                  "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy"}, d' ||
         fail "GetAll"
 ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, the fault cost and rates"
 
@@ -228,9 +230,17 @@ wait_for 2 saw_signal PropertiesChanged '"IntervalUSec": {"type": "t", "data": 2
 # under RaiseFaultRate; LowerFaultRate 10 is under a tenth of that (25)
 printf '[Daemon]\nInterval=200ms\n[Engine]\nRaiseFaultRate=1000\nLowerFaultRate=10\nLowerTicks=1000\nFaultCost=100us\n' > "$LIVE"
 call Reload || fail "Reload with FaultCost="
-rates_follow() { [ "$(prop FaultCostNSec)" = 100000 ] && [ "$(prop RaiseFaultRate)" = 250 ] && [ "$(prop LowerFaultRate)" = 10 ]; }
-wait_for 2 rates_follow ||
-        fail "FaultCost=100us: FaultCostNSec $(prop FaultCostNSec) RaiseFaultRate $(prop RaiseFaultRate) LowerFaultRate $(prop LowerFaultRate)"
+rates_are() { # rates_are COST RAISE LOWER BY
+        [ "$(prop FaultCostNSec)" = "$1" ] && [ "$(prop RaiseFaultRate)" = "$2" ] &&
+                [ "$(prop LowerFaultRate)" = "$3" ] && [ "$(prop FaultRatesBy)" = "$4" ]
+}
+rates_said() { echo "FaultCostNSec $(prop FaultCostNSec) RaiseFaultRate $(prop RaiseFaultRate) LowerFaultRate $(prop LowerFaultRate) FaultRatesBy $(prop FaultRatesBy)"; }
+wait_for 2 rates_are 100000 250 10 RaiseFaultTime || fail "FaultCost=100us: $(rates_said)"
+# a cost too small to matter: 2.5% of a core at 1 us is 25000 pages/s, over
+# RaiseFaultRate=1000, which decides
+printf '[Daemon]\nInterval=200ms\n[Engine]\nRaiseFaultRate=1000\nLowerFaultRate=10\nLowerTicks=1000\nFaultCost=1us\n' > "$LIVE"
+call Reload || fail "Reload with FaultCost=1us"
+wait_for 2 rates_are 1000 1000 10 RaiseFaultRate || fail "FaultCost=1us: $(rates_said)"
 ok "Reload: a bad file fails whole with org.mthpd.Error.InvalidConfig and FILE:LINE; a good one applies, the rates too"
 
 # 8. uid 65534 may read everything and change nothing

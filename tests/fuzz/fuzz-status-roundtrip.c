@@ -8,6 +8,7 @@
  * to the escaped value (cut to the reader's field).
  * Input: fields separated by NUL: not_writable, then id, value, reason per
  * knob (at most 4). */
+#include <math.h>
 #include <stdbool.h>
 
 #include "fuzz-util.h"
@@ -63,10 +64,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 snprintf(d[i].decision, sizeof(d[i].decision), "%s", value);
                 snprintf(d[i].reason, sizeof(d[i].reason), "%s", reason);
         }
-        FUZZ_CHECK(mthp_status_file_write(dir, &snap, d, (unsigned) n, false, not_writable, 0, NULL) == 0, "write");
+        /* the rates from the input's size, or none (an older mthpd) */
+        struct mthp_status_rates rates = { .fault_cost_ns = (double) size * 1.5, .raise = (double) size / 3,
+                                           .lower = (double) (size % 97), .by_time = size & 1 };
+        bool with_rates = size % 3 != 0;
+        FUZZ_CHECK(mthp_status_file_write(dir, &snap, d, (unsigned) n, false, not_writable, 0,
+                                          with_rates ? &rates : NULL) == 0, "write");
         FUZZ_CHECK(mthp_status_file_read(dir, &st) == 0, "read");
         FUZZ_CHECK(st.pid == getpid(), "pid %d", st.pid);
         FUZZ_CHECK((int) st.n == n, "%d knobs written, %u read", n, st.n);
+        FUZZ_CHECK(st.rates_known == with_rates, "rates written %d, read %d", with_rates, st.rates_known);
+        if (with_rates)   /* written with 3 decimals */
+                FUZZ_CHECK(fabs(st.rates.fault_cost_ns - rates.fault_cost_ns) < 1e-3 &&
+                                   fabs(st.rates.raise - rates.raise) < 1e-3 && fabs(st.rates.lower - rates.lower) < 1e-3 &&
+                                   st.rates.by_time == rates.by_time,
+                           "rates %g %g %g %d", st.rates.fault_cost_ns, st.rates.raise, st.rates.lower, st.rates.by_time);
         char want[MTHP_REASON_MAX];
         expect(want, sizeof(st.not_writable) < sizeof(want) ? sizeof(st.not_writable) : sizeof(want), not_writable);
         FUZZ_CHECK(mthp_text_is_clean(st.not_writable), "not_writable not clean");
