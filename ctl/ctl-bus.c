@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl's side of org.mthpd.Manager1 (man/mthpd.dbus.5.scd). */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,8 +142,22 @@ static int bad_reply(int r, const char *method, struct ctl_bus_error *e) {
         return -EBADMSG;
 }
 
+/* A number mthpctl prints (JSON has no NaN): finite and not negative, or
+ * left alone. */
+static int read_number(sd_bus_message *m, double *x, bool *ok) {
+        double v;
+        int r = sd_bus_message_read(m, "v", "d", &v);
+        if (r >= 0 && isfinite(v) && v >= 0) {
+                *x = v;
+                if (ok)
+                        *ok = true;
+        }
+        return r;
+}
+
 int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e) {
         sd_bus_message *m = NULL;
+        bool raise_ok = false, lower_ok = false;
         int r;
 
         memset(p, 0, sizeof(*p));
@@ -175,19 +190,25 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                         r = sd_bus_message_read(m, "v", "t", &p->changes);
                 else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_RATE) == 0)
                         r = sd_bus_message_read(m, "v", "d", &p->fault_pages_rate);
-                else if (strcmp(contents, "d") == 0 && (strcmp(name, MTHP_DBUS_PROP_FAULT_COST) == 0 ||
-                                                        strcmp(name, MTHP_DBUS_PROP_RAISE_RATE) == 0 ||
-                                                        strcmp(name, MTHP_DBUS_PROP_LOWER_RATE) == 0)) {
-                        r = sd_bus_message_read(m, "v", "d", name[0] == 'F' ? &p->fault_cost_ns
-                                                           : name[0] == 'R' ? &p->raise_rate
-                                                                            : &p->lower_rate);
-                        p->rates_known = true;
+                else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_COST) == 0)
+                        r = read_number(m, &p->fault_cost_ns, NULL);
+                else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_RAISE_RATE) == 0)
+                        r = read_number(m, &p->raise_rate, &raise_ok);
+                else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_LOWER_RATE) == 0)
+                        r = read_number(m, &p->lower_rate, &lower_ok);
+                else if (strcmp(contents, "s") == 0 && strcmp(name, MTHP_DBUS_PROP_RATES_BY) == 0) {
+                        if ((r = sd_bus_message_read(m, "v", "s", &s)) >= 0)
+                                p->rates_by_time = strcmp(s, "RaiseFaultTime") == 0;
                 }
                 else
                         r = sd_bus_message_skip(m, "v");
                 if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
                         break;
         }
+        /* both rates or none, as from the status file */
+        p->rates_known = raise_ok && lower_ok;
+        if (!p->rates_known)
+                p->fault_cost_ns = p->raise_rate = p->lower_rate = 0;
         sd_bus_message_unref(m);
         return r < 0 ? bad_reply(r, "GetAll", e) : 0;
 }

@@ -46,8 +46,9 @@ struct ctl_bus_props {
         uint64_t tick;
         double fault_pages_rate;
         uint64_t changes;
-        bool rates_known;              /* an mthpd that has FaultCostNSec, RaiseFaultRate, LowerFaultRate */
+        bool rates_known;              /* an mthpd that says RaiseFaultRate and LowerFaultRate */
         double fault_cost_ns, raise_rate, lower_rate;
+        bool rates_by_time;            /* FaultRatesBy: RaiseFaultTime set them */
 };
 int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e);
 

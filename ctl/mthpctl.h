@@ -149,6 +149,7 @@ struct daemon_view {
         bool rates_known;               /* from an mthpd that says them */
         double fault_cost_ns;           /* the 4K fault cost it decides with; 0: unknown */
         double raise_rate, lower_rate;  /* 4K pages/s: a raise needs, a step-down falls below */
+        bool rates_by_time;             /* RaiseFaultTime= at that cost set them */
         unsigned n_knobs;               /* on the bus: ListKnobs */
         struct ctl_bus_knob knob[MTHP_KNOBS_MAX];
         unsigned n_reasons;             /* Explain("") or the status file */

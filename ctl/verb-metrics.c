@@ -160,9 +160,9 @@ static void collect_daemon(struct metric_set *set, const struct daemon_view *v) 
         gauge(set, "mthpd_fault_pages_per_second", "gauge", "Fault demand in 4K pages per second at mthpd's last tick.",
               v->fault_pages_rate, 1);
         if (v->rates_known) {
-                gauge(set, "mthpd_raise_fault_rate", "gauge",
+                gauge(set, "mthpd_raise_fault_pages_per_second", "gauge",
                       "Fault demand in 4K pages per second at which mthpd raises a size.", v->raise_rate, 1);
-                gauge(set, "mthpd_lower_fault_rate", "gauge",
+                gauge(set, "mthpd_lower_fault_pages_per_second", "gauge",
                       "Fault demand in 4K pages per second below which mthpd steps a size down.", v->lower_rate, 1);
                 if (v->fault_cost_ns > 0)
                         gauge(set, "mthpd_fault_cost_seconds", "gauge",

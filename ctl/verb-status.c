@@ -52,10 +52,12 @@ static void print_rates(FILE *f, const struct daemon_view *v) {
                 return;
         fprintf(f, "mthpd raises a size at %.0f 4K pages/s of a kind's fault demand and steps down below %.0f",
                 v->raise_rate, v->lower_rate);
-        if (v->fault_cost_ns > 0)
-                fprintf(f, " (a 4K fault costs %.2f us: RaiseFaultTime=, FaultCost=)\n", v->fault_cost_ns / 1e3);
+        if (v->rates_by_time)
+                fprintf(f, " (set by RaiseFaultTime= at %.2f us a 4K fault)\n", v->fault_cost_ns / 1e3);
+        else if (v->fault_cost_ns > 0)
+                fprintf(f, " (set by RaiseFaultRate= and LowerFaultRate=; a 4K fault costs %.2f us)\n", v->fault_cost_ns / 1e3);
         else
-                fprintf(f, " (RaiseFaultRate=, LowerFaultRate=; no 4K fault cost known)\n");
+                fprintf(f, " (set by RaiseFaultRate= and LowerFaultRate=; no 4K fault cost known)\n");
 }
 
 static void json_accepts(const struct mthp_knob *k) {
@@ -87,7 +89,8 @@ static void json_daemon(const struct daemon_view *v) {
                         printf("%.1f", v->fault_cost_ns);
                 else
                         printf("null");
-                printf(",\"raise_fault_rate\":%.1f,\"lower_fault_rate\":%.1f", v->raise_rate, v->lower_rate);
+                printf(",\"raise_fault_rate\":%.1f,\"lower_fault_rate\":%.1f,\"fault_rates_by\":\"%s\"", v->raise_rate,
+                       v->lower_rate, v->rates_by_time ? "RaiseFaultTime" : "RaiseFaultRate");
         }
         if (v->version[0]) {
                 printf(",\"version\":");

@@ -107,6 +107,7 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->fault_cost_ns = p.fault_cost_ns;
                 v->raise_rate = p.raise_rate;
                 v->lower_rate = p.lower_rate;
+                v->rates_by_time = p.rates_by_time;
                 return;
         }
         if (bus && r != -ESRCH && !(what & LOOK_QUIET))
@@ -127,6 +128,7 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->fault_cost_ns = st->rates.fault_cost_ns;
                 v->raise_rate = st->rates.raise;
                 v->lower_rate = st->rates.lower;
+                v->rates_by_time = st->rates.by_time;
                 v->n_reasons = st->n;
                 memcpy(v->reason, st->k, st->n * sizeof(st->k[0]));
         }

@@ -44,7 +44,7 @@ expect_rc 0 ctl --sample 0 status
 grep -q "^mthpd: running (manage), pid $PID, tick [0-9]*, [0-9]* change(s)" <<<"$OUT" || fail "status header: $OUT"
 grep -Eq "^64K +always +mthpd +always +mthpd" <<<"$OUT" || fail "status 64K: $OUT"
 grep -Eq "^128K +never +original" <<<"$OUT" || fail "status 128K: $OUT"
-grep -qx "mthpd raises a size at 1000 4K pages/s of a kind's fault demand and steps down below 10 (RaiseFaultRate=, LowerFaultRate=; no 4K fault cost known)" <<<"$OUT" ||
+grep -qx "mthpd raises a size at 1000 4K pages/s of a kind's fault demand and steps down below 10 (set by RaiseFaultRate= and LowerFaultRate=; no 4K fault cost known)" <<<"$OUT" ||
         fail "status: the rates: $OUT"
 ctl status --sample 100ms --json | json_check '
 assert d["daemon"] is True and d["source"] == "bus" and d["mode"] == "manage", d
@@ -53,7 +53,8 @@ k = {x["id"]: x for x in d["knobs"]}
 assert k["64K/anon"]["value"] == "always" and k["64K/anon"]["set_by"] == "mthpd", k["64K/anon"]
 assert k["64K/anon"]["decision"] == "always" and k["64K/anon"]["pinned"] is False, k["64K/anon"]
 assert k["128K/anon"]["decision"] == "original" and k["global/defrag"]["decision"] is not None
-assert (d["raise_fault_rate"], d["lower_fault_rate"], d["fault_cost_ns"]) == (1000, 10, None), d' ||
+assert (d["raise_fault_rate"], d["lower_fault_rate"], d["fault_cost_ns"], d["fault_rates_by"]) == \
+       (1000, 10, None, "RaiseFaultRate"), d' ||
         fail "status --json over the bus"
 ok "status takes set-by and decisions from the bus"
 
@@ -91,11 +92,12 @@ ctl mode --json | json_check 'assert d == {"mode": "manage", "source": "bus"}, d
 ctl metrics > "$T/metrics" || fail "metrics exit $?"
 FAMILIES=$(check_metrics < "$T/metrics") || { cat "$T/metrics"; fail "metrics format"; }
 for f in mthpd_up mthpd_ticks_total mthpd_changes_total mthpd_fault_pages_per_second mthpd_mode mthp_knob_info \
-        mthpd_raise_fault_rate mthpd_lower_fault_rate; do
+        mthpd_raise_fault_pages_per_second mthpd_lower_fault_pages_per_second; do
         grep -qw "$f" <<<"$FAMILIES" || fail "metrics lack $f"
 done
 grep -qx 'mthpd_up 1' "$T/metrics" || fail "mthpd_up"
-grep -qx 'mthpd_raise_fault_rate 1000.0' "$T/metrics" && grep -qx 'mthpd_lower_fault_rate 10.0' "$T/metrics" ||
+grep -qx 'mthpd_raise_fault_pages_per_second 1000.0' "$T/metrics" &&
+        grep -qx 'mthpd_lower_fault_pages_per_second 10.0' "$T/metrics" ||
         fail "metrics: the rates"
 ! grep -q '^mthpd_fault_cost_seconds' "$T/metrics" || fail "metrics: a fault cost on a fake host"
 grep -qx 'mthpd_mode{mode="manage"} 1' "$T/metrics" || fail "mthpd_mode"
@@ -153,7 +155,8 @@ b = {x["id"]: x for x in json.loads(os.environ["BUS"])["knobs"]}["128K/anon"]
 k = {x["id"]: x for x in d["knobs"]}["128K/anon"]
 assert d["source"] == "status-file", d["source"]
 assert (k["set_by"], k["pinned"]) == (b["set_by"], b["pinned"]) == ("pinned", True), (k, b)
-assert (d["raise_fault_rate"], d["lower_fault_rate"], d["fault_cost_ns"]) == (1000, 10, None), d'
+assert (d["raise_fault_rate"], d["lower_fault_rate"], d["fault_cost_ns"], d["fault_rates_by"]) == \
+       (1000, 10, None, "RaiseFaultRate"), d'
 }
 wait_for 3 offbus_pinned || fail "status off the bus does not show the pin (status file)"
 expect_rc 1 ctl pin 128K/anon bogus

@@ -77,9 +77,12 @@ ctl history --json | json_strict 'assert "\\x1b[2J" in d["changes"][0]["reason"]
         fail "item03: history --json: $(cat "$T/py")"
 expect_rc 0 ctl --sample 0 status
 text_clean <<<"$OUT" 2>"$T/py" || fail "item04: status prints raw bytes: $(cat "$T/py")"
-ctl --sample 0 status --json | json_strict 'assert "\\x1b[2J" in d["not_writable"], d' 2>"$T/py" ||
+ctl --sample 0 status --json | json_strict 'assert "\\x1b[2J" in d["not_writable"], d
+assert "raise_fault_rate" not in d and "fault_cost_ns" not in d, d' 2>"$T/py" ||
         fail "item03: status --json: $(cat "$T/py")"
-ok "item04: history and status escape what the bus sends (text and JSON)"
+! grep -q "mthpd raises a size at" <<<"$OUT" || fail "status shows rates from NaN and infinity: $OUT"
+! ctl metrics | grep -q "^mthpd_raise_fault" || fail "metrics show a NaN rate"
+ok "item04: history and status escape what the bus sends (text and JSON); NaN rates are not shown"
 kill "$RAW"
 wait "$RAW" 2>/dev/null || true
 

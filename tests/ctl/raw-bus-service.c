@@ -8,7 +8,9 @@
  *
  * Usage: raw-bus-service TEXT   (runs until killed; prints "ready" once it
  * owns the name). TEXT is the reason of every decision and change, and
- * NotWritable. */
+ * NotWritable. The fault rates are no numbers JSON has (NaN, infinity) and
+ * FaultCostNSec is a string: mthpctl must show none of them. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,11 @@ static int get_t(sd_bus *bus, const char *path, const char *iface, const char *p
 
 static int get_d(sd_bus *bus, const char *path, const char *iface, const char *prop, sd_bus_message *reply,
                  void *userdata, sd_bus_error *error) {
-        (void) bus, (void) path, (void) iface, (void) prop, (void) userdata, (void) error;
+        (void) bus, (void) path, (void) iface, (void) userdata, (void) error;
+        if (strcmp(prop, MTHP_DBUS_PROP_RAISE_RATE) == 0)
+                return sd_bus_message_append(reply, "d", NAN);
+        if (strcmp(prop, MTHP_DBUS_PROP_LOWER_RATE) == 0)
+                return sd_bus_message_append(reply, "d", INFINITY);
         return sd_bus_message_append(reply, "d", 1.0);
 }
 
@@ -65,6 +71,9 @@ static const sd_bus_vtable vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_TICK, "t", get_t, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", get_t, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_RATE, "d", get_d, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", get_d, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", get_d, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_COST, "s", get_s, 0, 0),
         SD_BUS_METHOD(MTHP_DBUS_LIST_KNOBS, "", "a" MTHP_DBUS_KNOB_SIG, list_knobs, 0),
         SD_BUS_METHOD(MTHP_DBUS_EXPLAIN, MTHP_DBUS_EXPLAIN_ARGS, "a" MTHP_DBUS_DECISION_SIG, explain, 0),
         SD_BUS_METHOD(MTHP_DBUS_HISTORY, MTHP_DBUS_HISTORY_ARGS, "a" MTHP_DBUS_CHANGE_SIG, history, 0),
