@@ -115,6 +115,12 @@ struct daemon {
          * manage); "": they can. Only an observing mthpd runs with it set. */
         char not_writable[512];
         uint64_t ticks;                     /* ticks since start */
+        /* the timer's schedule (mthp_tick_next): an early tick after one
+         * that started to await fault samples (awaits: the last tick's) */
+        struct mthp_tick_plan plan;
+        bool awaits;
+        double awaits_rate;                 /* the faults/s of the processes it awaits */
+        bool tick_early;                    /* the tick running now is an early one */
         uint64_t last_tick_usec;            /* what the last tick cost (wall), for the status file */
         uint64_t changes;                   /* knob writes since start */
         bool density_error_logged;
@@ -186,6 +192,9 @@ int daemon_find_knob(const struct daemon *d, const char *id, char *err, size_t e
  * tick run at once after a step-down. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz);
 void daemon_run_tick(struct daemon *d);
+/* The timer's tick, scheduled for usec: runs it and returns when the next
+ * one is due (an Interval later, or sooner: mthp_tick_next). */
+uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec);
 /* guard.c: a memory cgroup was created (inotify). True when a policy that
  * says always manages it, so a tick now can set its sizes (its start
  * grace, mthpd.conf StartGrace=) before its process maps memory. */
@@ -210,6 +219,7 @@ void daemon_faults_open(struct daemon *d);
 void daemon_faults_free(struct daemon *d);
 void daemon_faults_give(struct daemon *d);
 void daemon_faults_steer(struct daemon *d);
+void daemon_faults_expect(struct daemon *d, double awaited_rate, double share);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

@@ -111,3 +111,17 @@ void daemon_faults_steer(struct daemon *d) {
         /* the engine waits for such a process's samples (a tick) */
         d->snap.density.fault_sampling = v->valid;
 }
+
+/* An early tick is due (mthp_tick_next), share of an Interval from now:
+ * the period for the host's fault rate (at least the awaited processes'
+ * own: one that started just before this tick is not in the host's rate
+ * yet) scaled by share, so that the early tick gets about the samples a
+ * whole Interval would bring; the first drain retunes it to FAULT_FREQ_HZ. */
+void daemon_faults_expect(struct daemon *d, double awaited_rate, double share) {
+        double rate = d->snap.vm[MTHP_VM_PGFAULT].rate;
+        if (awaited_rate > rate)
+                rate = awaited_rate;
+        if (!d->faults || !mthp_fault_sampler_enabled(d->faults) || !(rate > 0) || !(share > 0) || share >= 1)
+                return;
+        (void) mthp_fault_sampler_expect(d->faults, rate * share);
+}

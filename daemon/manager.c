@@ -450,7 +450,12 @@ static int tick(struct daemon *d) {
                          d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
         apply(d);
         guard_arm(d->guard);
-        daemon_collapse(d, t);
+        d->awaits = mthp_engine_awaits_samples(&d->cfg.engine, &d->snap, &d->engine, &d->awaits_rate);
+        /* CollapseCPU= and CollapseBudget= are a tick's: the early tick
+         * (a quarter Interval after the last) leaves them to the next one,
+         * due when it would have been without it */
+        if (!d->tick_early)
+                daemon_collapse(d, t);
         write_status(d);
         mthp_sampler_set_idle(d->sampler, per_size_idle(d));
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
@@ -465,6 +470,20 @@ int daemon_knob_write(struct daemon *d, int knob, const char *value, const char 
 
 void daemon_run_tick(struct daemon *d) {
         (void) tick(d);
+}
+
+uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
+        d->tick_early = d->plan.early;
+        (void) tick(d);
+        d->tick_early = false;
+        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, d->awaits);
+        if (d->plan.early) {
+                /* as many samples by then as a whole Interval would bring */
+                daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
+                mthp_log(LOG_DEBUG, "tick %llu: fault samples awaited for a raise: next tick in %llu ms",
+                         (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
+        }
+        return next;
 }
 
 /* Put back every knob mthpd changed, also while observing (what the
@@ -562,6 +581,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 daemon_collapse_config(d); /* CollapseBudget=, CollapseCPU=, Interval= */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
+                d->plan.early = false;   /* the next tick is a regular one */
                 if (interval_changed)
                         bus_emit_property_changed(d->bus, "IntervalUSec");
                 mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,

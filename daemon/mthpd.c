@@ -51,10 +51,10 @@ static void usage(FILE *f) {
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
-        daemon_run_tick(d);
+        uint64_t next = daemon_timer_tick(d, usec);
         if (d->once && d->snap.tick >= 1)
                 return sd_event_exit(d->event, 0);
-        return sd_event_source_set_time(s, usec + d->cfg.interval_usec);
+        return sd_event_source_set_time(s, next);
 }
 
 /* WATCHDOG=1 every third of WATCHDOG_USEC, from the event loop so that a

@@ -780,3 +780,34 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
         engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
         return snap->dt > 0 && snap->fault_pages_rate >= raise;
 }
+
+bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st, double *rate) {
+        double raise, lower, pending = 0;
+        for (unsigned i = 0; snap->dt > 0 && i < MTHP_ENGINE_PROCS; i++) {
+                const struct mthp_engine_proc *p = &st->proc[i];
+                if (p->pid && p->seen_tick == st->tick && p->fs_pending && p->fault_rate >= cfg->min_proc_fault_rate)
+                        pending += p->fault_rate;
+        }
+        if (rate)
+                *rate = pending;
+        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+        return pending > 0 && pending >= raise;
+}
+
+uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
+                        bool awaits) {
+        bool was_early = plan->early;
+        uint64_t regular = was_early ? plan->regular_usec : tick_usec + interval_usec;
+        uint64_t early = interval_usec / 4 > MTHP_TICK_EARLY_MIN_USEC ? interval_usec / 4 : MTHP_TICK_EARLY_MIN_USEC;
+        bool start = awaits && !plan->awaited;
+        plan->awaited = awaits;
+        plan->early = false;
+        if (!start || was_early || early >= interval_usec || tick_usec + early >= regular ||
+            (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING))
+                return regular;
+        plan->early = true;
+        plan->early_tick = tick;
+        plan->regular_usec = regular;
+        return tick_usec + early;
+}

@@ -193,6 +193,43 @@ int mthp_engine_largest_always(const struct mthp_caps *caps, const struct mthp_s
 bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                                const struct mthp_engine_state *st);
 
+/* Pure: does the engine, after deciding this tick (st: the state
+ * mthp_engine_decide() returned), wait for fault samples that may raise a
+ * size? True when processes seen this tick that fault at least
+ * MinProcessFaultRate each hold shared memory, their faults not split
+ * between anon and shmem yet (their samples pending: kind_demand() leaves
+ * them out, so they can hold a raise back but never cause one), and fault
+ * together at the raise rate at least: the samples could make their
+ * faults a raise at the next tick. Their own rates, not the host's: a
+ * process that started faulting just before the tick is seen at its
+ * lifetime rate while the host's rate is still the quiet second's.
+ * rate (may be NULL) gets their faults per second. */
+bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st, double *rate);
+
+/* The tick schedule: a tick every Interval, and an early one, a quarter
+ * Interval (at least MTHP_TICK_EARLY_MIN_USEC) after a tick that started
+ * to await fault samples (mthp_engine_awaits_samples: it was not awaiting
+ * them at the tick before), so that the raise they may bring comes then
+ * rather than a whole Interval later. At most one early tick in
+ * MTHP_TICK_EARLY_SPACING ticks, never two in a row, and the tick after an
+ * early one comes when it would have come without it: an early tick is
+ * one tick more, the grid of the others does not move. */
+#define MTHP_TICK_EARLY_MIN_USEC 100000ULL
+#define MTHP_TICK_EARLY_SPACING 5
+struct mthp_tick_plan {
+        bool awaited;                 /* the last tick awaited samples */
+        bool early;                   /* the next tick is an early one */
+        uint64_t early_tick;          /* the tick that asked for the last early tick; 0: none yet */
+        uint64_t regular_usec;        /* when the tick after the early one is due */
+};
+
+/* Pure: when the tick after `tick` (scheduled for tick_usec, a monotonic
+ * time, the Interval interval_usec) is due, given whether it awaits
+ * samples; updates plan. A zero plan is the start. */
+uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
+                        bool awaits);
+
 /* A limited cgroup crossed the guard's threshold between two ticks. */
 struct mthp_guard_trip {
         char path[MTHP_CGROUP_PATH_MAX];

@@ -45,6 +45,9 @@ struct tick_outcome {
         char reason[_MTHP_KIND_MAX][MTHP_REASON_MAX];
         struct mthp_density_view density;
         bool limited_populated;   /* a populated limited cgroup of the test (limited-sparse) */
+        bool awaits;              /* mthp_engine_awaits_samples() after the decision */
+        uint64_t next_usec;       /* mthp_tick_next(): when the next tick is due after it */
+        uint64_t t_usec;
 };
 
 struct replay {
@@ -73,6 +76,7 @@ static struct replay *replay_trace_time(const char *name, double raise_fault_tim
         _cleanup_(mthp_record_close_readp) struct mthp_record_reader *r = NULL;
         struct replay *rp = calloc(1, sizeof(*rp));
         struct mthp_engine_state st = { 0 }, next;
+        struct mthp_tick_plan plan = { 0 };
         struct mthp_decision dec[MTHP_KNOBS_MAX];
         static struct mthp_snapshot snap;
         unsigned ladder[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
@@ -100,6 +104,10 @@ static struct replay *replay_trace_time(const char *name, double raise_fault_tim
                 int n = mthp_engine_decide(&rp->cfg.engine, &rp->caps, &snap, &st, &next, dec, MTHP_KNOBS_MAX);
                 st = next;
                 o->tick = snap.tick;
+                o->t_usec = snap.t_usec;
+                o->awaits = mthp_engine_awaits_samples(&rp->cfg.engine, &snap, &st, NULL);
+                /* the daemon's ticks count from 1 */
+                o->next_usec = mthp_tick_next(&plan, snap.tick + 1, snap.t_usec, rp->cfg.interval_usec, o->awaits);
                 o->density = snap.density;
                 for (unsigned c = 0; c < snap.n_limited; c++)
                         o->limited_populated = o->limited_populated ||
@@ -597,6 +605,99 @@ static void test_limited_sparse_steps_down(void **state) {
         assert_true(after);
 }
 
+/* How soon a workload that starts faulting is raised (faster first
+ * reaction). pgbench -S under the unit (trace pgbench-select-unit): the
+ * server starts faulting between ticks 2 and 3; at tick 3 the backend is
+ * first seen, holds shared memory, and its faults are no kind's demand
+ * until its sampled fault addresses split them (fault sampling is switched
+ * on at that tick), so shmem went to 2M at tick 4, a whole Interval later,
+ * and pgbench ran its first ~2 s at 4K. Tick 3 awaits the samples, and
+ * mthpd ticks again a quarter Interval after it (mthp_tick_next), then at
+ * tick 4's time as before. No other tick of any trace awaits samples
+ * without a raise coming at most a tick later, and none of them asks for
+ * an early tick in steady state: at most one in MTHP_TICK_EARLY_SPACING
+ * ticks, each at a tick that started to await samples. */
+static void test_pgbench_unit_early_tick(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("pgbench-select-unit");
+        uint64_t interval = rp->cfg.interval_usec;
+        unsigned i3 = 0;
+        while (i3 < rp->n && rp->t[i3].tick != 3)
+                i3++;
+        assert_true(i3 + 1 < rp->n);
+        assert_true(rp->t[i3].awaits);
+        assert_int_equal(rp->t[i3].level[MTHP_SHMEM], 0);
+        assert_int_equal(rp->t[i3].next_usec, rp->t[i3].t_usec + interval / 4);
+        /* the raise the samples bring (tick 4's, replayed as the early tick) */
+        assert_int_equal(rp->t[i3 + 1].level[MTHP_SHMEM], rp->n_ladder[MTHP_SHMEM]);
+        assert_false(rp->t[i3 + 1].awaits);
+        /* the recorded tick 4 stands in for the early tick: the one after
+         * it is due at tick 3's time + Interval, the grid kept */
+        assert_int_equal(rp->t[i3 + 1].next_usec, rp->t[i3].t_usec + interval);
+        for (unsigned i = 0; i < rp->n; i++)
+                if (i != i3 && i != i3 + 1) {
+                        assert_false(rp->t[i].awaits);
+                        assert_int_equal(rp->t[i].next_usec, rp->t[i].t_usec + interval);
+                }
+}
+
+/* Every trace: an early tick only where a tick starts to await samples,
+ * at most one in MTHP_TICK_EARLY_SPACING ticks. */
+static void test_early_ticks_bounded(void **state) {
+        (void) state;
+        static const char *traces[] = { "dense-anon", "dense-shmem", "limited-sparse", "mixed-anon",
+                                        "pgbench-select-30s", "pgbench-select-unit", "pgbench-select",
+                                        "pgbench-tpcb-unit", "sparse-anon", "stress-vm", "zero-anon" };
+        for (size_t t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
+                struct replay *rp = replay_trace(traces[t]);
+                uint64_t interval = rp->cfg.interval_usec;
+                unsigned early = 0, last = 0;
+                for (unsigned i = 0; i < rp->n; i++) {
+                        /* the recorded tick after an early one stands in for it */
+                        if (rp->t[i].next_usec == rp->t[i].t_usec + interval || (early && i == last + 1))
+                                continue;
+                        assert_int_equal(rp->t[i].next_usec, rp->t[i].t_usec + interval / 4);
+                        assert_true(rp->t[i].awaits);
+                        assert_true(i == 0 || !rp->t[i - 1].awaits);
+                        assert_true(early == 0 || i >= last + MTHP_TICK_EARLY_SPACING);
+                        early++;
+                        last = i;
+                }
+                print_message("%s: %u tick(s), %u early\n", traces[t], rp->n, early);
+        }
+}
+
+/* The schedule itself (mthp_tick_next), on made-up ticks: the early tick,
+ * the grid kept after it, no two in a row, the spacing, the floor. */
+static void test_tick_next(void **state) {
+        (void) state;
+        struct mthp_tick_plan p = { 0 };
+        const uint64_t s = 1000000;
+        assert_int_equal(mthp_tick_next(&p, 1, 10 * s, s, false), 11 * s);
+        /* tick 2 starts to await: the next a quarter later, then tick 2's + 1 s */
+        assert_int_equal(mthp_tick_next(&p, 2, 11 * s, s, true), 11 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&p, 3, 11 * s + s / 4, s, true), 12 * s);
+        /* still awaiting: no early tick */
+        assert_int_equal(mthp_tick_next(&p, 4, 12 * s, s, true), 13 * s);
+        assert_int_equal(mthp_tick_next(&p, 5, 13 * s, s, false), 14 * s);
+        /* awaiting again, within the spacing of tick 2: none */
+        assert_int_equal(mthp_tick_next(&p, 6, 14 * s, s, true), 15 * s);
+        assert_int_equal(mthp_tick_next(&p, 7, 15 * s, s, false), 16 * s);
+        /* tick 2 + MTHP_TICK_EARLY_SPACING: one again */
+        uint64_t tk = 2 + MTHP_TICK_EARLY_SPACING;
+        assert_int_equal(mthp_tick_next(&p, tk, 16 * s, s, true), 16 * s + s / 4);
+        /* an early tick that starts to await: not a second in a row */
+        struct mthp_tick_plan q = { .early = true, .regular_usec = 21 * s };
+        assert_int_equal(mthp_tick_next(&q, 20, 20 * s + s / 4, s, true), 21 * s);
+        assert_false(q.early);
+        /* the floor: 100 ms at a 200 ms interval, nothing at 100 ms */
+        struct mthp_tick_plan r = { 0 };
+        assert_int_equal(mthp_tick_next(&r, 1, s, 200000, true), s + MTHP_TICK_EARLY_MIN_USEC);
+        struct mthp_tick_plan u = { 0 };
+        assert_int_equal(mthp_tick_next(&u, 1, s, 100000, true), s + 100000);
+        assert_false(u.early);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dense_anon_raises_to_2m),
@@ -607,6 +708,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_pgbench_walwriter_zeros),
                 cmocka_unit_test(test_pgbench_unit_walwriter_zeros),
                 cmocka_unit_test(test_pgbench_tpcb_fault_time_raises),
+                cmocka_unit_test(test_pgbench_unit_early_tick),
+                cmocka_unit_test(test_early_ticks_bounded),
+                cmocka_unit_test(test_tick_next),
         };
         const struct CMUnitTest known[] = {
                 cmocka_unit_test(known_mixed_raises_while_sparse_runs),
