@@ -724,12 +724,13 @@ static void decide_defrag(const struct mthp_engine_config *cfg, const struct mth
 
 /* Nothing about to change for the kind (mthp_engine_density_steady): its
  * level held this tick and no streak or probe is under way; a raise
- * streak counts only where the density would let the level go higher, a
- * lower streak only above level 0. */
+ * streak counts only where the density would let the level go higher. A
+ * lower streak does not count: low demand steps down from the counters
+ * alone, no sample needed (a database whose buffers are filled shows one
+ * for most of its life). */
 static bool kind_steady(const struct kind_step *k) {
         const struct mthp_engine_kind *st = k->st;
         return st->level == k->old_level && !st->sparse_streak && !st->pressure_streak &&
-               (!st->lower_streak || !st->level) &&
                !st->verify_left && !k->probe_failed && (!st->raise_streak || k->target <= st->level) &&
                k->dens.grace < 0;
 }

@@ -206,14 +206,14 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
  * a raised tick's CPU) runs every MTHP_ENGINE_DENSITY_EVERY ticks instead
  * of every tick once the decision has been steady for
  * MTHP_ENGINE_STEADY_TICKS ticks: no level change, nothing pending (no
- * raise the density allows waiting, no sparse, pressure, lower or probe
- * streak), no start grace, no process of the last sample near its
+ * raise the density allows waiting, no sparse, pressure or probe streak;
+ * a low-demand streak steps down on the counters alone), no start grace, no process of the last sample near its
  * cgroup's limit or stalling in compaction, no memory pressure, and the
  * host's fault rate not jumped since the last sample (above twice it plus
  * the raise rate: a new faulting process). The engine remembers a
  * sampled process for PROC_RECENT_TICKS (3) ticks, so between two samples
  * it decides on the last one. Pure: true when the tick may skip density. */
-#define MTHP_ENGINE_STEADY_TICKS 10
+#define MTHP_ENGINE_STEADY_TICKS 5
 #define MTHP_ENGINE_DENSITY_EVERY 3
 bool mthp_engine_density_steady(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                                 const struct mthp_engine_state *st);
