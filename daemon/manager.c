@@ -322,6 +322,10 @@ static void write_status(const struct daemon *d) {
  * such knob "never", as at boot): then a stale per-size rate hides no
  * demand, since PMD folios are counted fresh in /proc/vmstat. */
 static bool per_size_idle(const struct daemon *d) {
+        /* a raised size skips density on steady ticks (its back-off): raised is never idle */
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (d->engine.kind[k].level > 0)
+                        return false;
         if (mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine))
                 return false;
         for (unsigned i = 0; i < d->caps.n_knobs; i++) {

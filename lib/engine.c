@@ -722,6 +722,40 @@ static void decide_defrag(const struct mthp_engine_config *cfg, const struct mth
                          DEFRAG_FALLBACK_PCT);
 }
 
+/* Nothing about to change for the kind (mthp_engine_density_steady): its
+ * level held this tick and no streak or probe is under way; a raise
+ * streak counts only where the density would let the level go higher. A
+ * lower streak does not count: low demand steps down from the counters
+ * alone, no sample needed (a database whose buffers are filled shows one
+ * for most of its life). */
+static bool kind_steady(const struct kind_step *k) {
+        const struct mthp_engine_kind *st = k->st;
+        return st->level == k->old_level && !st->sparse_streak && !st->pressure_streak &&
+               !st->verify_left && !k->probe_failed && (!st->raise_streak || k->target <= st->level) &&
+               k->dens.grace < 0;
+}
+
+/* The density back-off's memory: when the last sample was taken and what
+ * it saw that only a fresh sample can check again; how long the decision
+ * has been steady. */
+static void density_steady_note(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                struct mthp_engine_state *next, bool steady) {
+        if (snap->density.valid) {
+                next->density_tick = snap->tick ? snap->tick : 1;
+                next->density_rate = snap->fault_pages_rate;
+                next->density_alert = false;
+                for (unsigned i = 0; i < snap->density.n_procs; i++) {
+                        const struct mthp_proc_density *p = &snap->density.proc[i];
+                        if (p->fault_rate > 0 && p->cg_limit_kb &&
+                            100.0 * (double) p->cg_usage_kb / (double) p->cg_limit_kb >= 100.0 - 2 * cfg->cgroup_headroom)
+                                next->density_alert = true;
+                        if (!isnan(p->compact_ms) && p->compact_ms >= cfg->max_compact_ms / 2)
+                                next->density_alert = true;
+                }
+        }
+        next->steady_ticks = steady ? next->steady_ticks + 1 : 0;
+}
+
 /* Pure: no I/O, no clock, no globals. Per kind: its inputs, the level it
  * may go to, the transition and its reason, then one decision per size
  * knob; then defrag and the shrinker. */
@@ -737,17 +771,20 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
         engine_remember(caps, snap, next);
         engine_remember_cgroups(cfg, snap, next);
         engine_remember_limited(snap, next);
+        bool steady = snap->dt > 0;
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct kind_step k = { .kind = kind, .kname = mthp_kind_name(kind), .st = &next->kind[kind] };
                 kind_inputs(cfg, caps, snap, next, &k);
                 kind_target(cfg, caps, snap, next, &k);
                 decide_kind(cfg, caps, snap, next, &k);
                 settle_kind(caps, snap, &k, &want_defer, defer_why, sizeof(defer_why));
+                steady = steady && kind_steady(&k);
                 kind_align(cfg, caps, snap, &k);
                 emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
         }
         decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
         engine_shrinker_net(cfg, caps, next, out, &n, n_out);
+        density_steady_note(cfg, snap, next, steady);
         return (int) n;
 }
 
@@ -771,11 +808,31 @@ void mthp_engine_note_applied(const struct mthp_engine_config *cfg, const struct
         }
 }
 
+bool mthp_engine_density_steady(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st) {
+        if (st->steady_ticks < MTHP_ENGINE_STEADY_TICKS || !st->density_tick || st->density_alert || snap->dt <= 0)
+                return false;
+        double raise, lower;
+        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+        if (snap->fault_pages_rate > 2 * st->density_rate + raise)
+                return false; /* a jump: a new faulting process, or a phase */
+        if (snap->psi.present && snap->psi.some_avg10 >= cfg->psi_some_max)
+                return false;
+        if (snap->mem.total_kb &&
+            100.0 * (double) snap->mem.available_kb / (double) snap->mem.total_kb < cfg->min_available)
+                return false;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (engine_any_grace(cfg, snap, k))
+                        return false;
+        return true;
+}
+
 bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                                const struct mthp_engine_state *st) {
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 if (st->kind[k].level > 0)
-                        return true;
+                        return !mthp_engine_density_steady(cfg, snap, st) ||
+                               snap->tick >= st->density_tick + MTHP_ENGINE_DENSITY_EVERY;
         double raise, lower;
         engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
         return snap->dt > 0 && snap->fault_pages_rate >= raise;

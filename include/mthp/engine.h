@@ -145,6 +145,15 @@ struct mthp_engine_state {
         uint64_t guard_overshoot_kb;
         uint64_t net_until;             /* keep the net up to this tick; 0: none held */
         unsigned net_value;             /* the value it was last held at */
+        /* density back-off (mthp_engine_wants_density): the last tick with
+         * a density sample and the host's fault rate then; the ticks in a
+         * row whose decision was steady (mthp_engine_density_steady); a
+         * process in the last sample near its cgroup's limit or stalling
+         * in compaction (checks only a fresh sample makes) */
+        uint64_t density_tick;
+        double density_rate;
+        unsigned steady_ticks;
+        bool density_alert;
 };
 
 struct mthp_decision {
@@ -229,6 +238,22 @@ struct mthp_tick_plan {
  * samples; updates plan. A zero plan is the start. */
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
                         bool awaits);
+
+/* Density back-off: while a size is raised, the density sampler (most of
+ * a raised tick's CPU) runs every MTHP_ENGINE_DENSITY_EVERY ticks instead
+ * of every tick once the decision has been steady for
+ * MTHP_ENGINE_STEADY_TICKS ticks: no level change, nothing pending (no
+ * raise the density allows waiting, no sparse, pressure or probe streak;
+ * a low-demand streak steps down on the counters alone), no start grace, no process of the last sample near its
+ * cgroup's limit or stalling in compaction, no memory pressure, and the
+ * host's fault rate not jumped since the last sample (above twice it plus
+ * the raise rate: a new faulting process). The engine remembers a
+ * sampled process for PROC_RECENT_TICKS (3) ticks, so between two samples
+ * it decides on the last one. Pure: true when the tick may skip density. */
+#define MTHP_ENGINE_STEADY_TICKS 5
+#define MTHP_ENGINE_DENSITY_EVERY 3
+bool mthp_engine_density_steady(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st);
 
 /* A limited cgroup crossed the guard's threshold between two ticks. */
 struct mthp_guard_trip {

@@ -384,8 +384,11 @@ static void sim_step(struct sim *s, const struct workload *w) {
                 unsigned a = s->st.kind[kind].level, b = next.kind[kind].level;
                 if (a == b)
                         continue;
-                if (!s->snap.density.valid)
-                        assert_true(a + 1 == b || b + 1 == a); /* blind: one step at a time */
+                /* blind: one step at a time; a tick the density back-off
+                 * skips decides on the processes sampled within
+                 * PROC_RECENT_TICKS (3) instead */
+                if (!s->snap.density.valid && !(prev.density_tick && s->tick <= prev.density_tick + 3))
+                        assert_true(a + 1 == b || b + 1 == a);
                 if (b > a)
                         s->ups[kind]++;
                 else
@@ -1252,6 +1255,118 @@ static void test_density_bloat_steps_down_fast(void **state) {
                 sim_step(s, &w);
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_true(s->last_change[MTHP_ANON] <= down + s->cfg.dwell_ticks);
+}
+
+/* As the daemon runs it: the tick samples density only when
+ * mthp_engine_wants_density says so (on the snapshot before density).
+ * Returns whether it sampled. */
+static bool sim_step_sampled(struct sim *s, const struct workload *w) {
+        struct workload blind = *w;
+        struct mthp_snapshot pre;
+        blind.dens = NULL;
+        kernel_model(s, &blind, &pre);
+        bool want = mthp_engine_wants_density(&s->cfg, &pre, &s->st);
+        sim_step(s, want ? w : &blind);
+        return want;
+}
+
+/* Density back-off: once a raised level has held with nothing pending, the
+ * sampler (most of a raised tick's CPU: 2-5 ms of CPU a tick under pgbench)
+ * runs every MTHP_ENGINE_DENSITY_EVERY ticks instead of every tick. */
+static void test_density_backoff_steady(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 400, 1, 0);
+        w.dens = &v;
+        for (unsigned i = 0; i < 5; i++)
+                (void) sim_step_sampled(s, &w); /* raise and verify */
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        unsigned sampled = 0;
+        for (unsigned i = 0; i < 60; i++)
+                sampled += sim_step_sampled(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(changes(s, MTHP_ANON), 1);
+        /* the first MTHP_ENGINE_STEADY_TICKS in full, then one in DENSITY_EVERY */
+        if (sampled > MTHP_ENGINE_STEADY_TICKS + 60 / MTHP_ENGINE_DENSITY_EVERY + 1)
+                fail_msg("density sampled on %u of 60 steady ticks", sampled);
+        assert_true(mthp_engine_density_steady(&s->cfg, &s->snap, &s->st));
+        /* never more than DENSITY_EVERY - 1 ticks without a sample: the
+         * process stays remembered (PROC_RECENT_TICKS) */
+        assert_true(s->snap.tick < s->st.density_tick + MTHP_ENGINE_DENSITY_EVERY);
+        assert_contains(kind_reason(s, MTHP_ANON), "in use");
+}
+
+/* Back to every tick on a change: the host's faults jump, pressure. */
+static void test_density_backoff_wakes(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 410, 1, 0);
+        w.dens = &v;
+        for (unsigned i = 0; i < 40; i++)
+                (void) sim_step_sampled(s, &w);
+        assert_true(mthp_engine_density_steady(&s->cfg, &s->snap, &s->st));
+        struct mthp_snapshot x = s->snap;
+        x.tick = s->st.density_tick + 1;   /* a tick the back-off would skip */
+        assert_false(mthp_engine_wants_density(&s->cfg, &x, &s->st));
+        x.fault_pages_rate = 3 * s->st.density_rate + 100000;   /* a new process faults */
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &s->st));
+        x = s->snap;
+        x.tick = s->st.density_tick + 1;
+        x.psi.present = true;
+        x.psi.some_avg10 = s->cfg.psi_some_max;
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &s->st));
+        x = s->snap;
+        x.tick = s->st.density_tick + 1;
+        x.mem.available_kb = 0;
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &s->st));
+        /* a level change restarts the steady count */
+        struct mthp_engine_state st = s->st;
+        st.steady_ticks = MTHP_ENGINE_STEADY_TICKS - 1;
+        x = s->snap;
+        x.tick = s->st.density_tick + 1;
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &st));
+        /* a sampled process near its cgroup's limit: every tick */
+        st = s->st;
+        st.density_alert = true;
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &st));
+}
+
+/* The bloat guard under the back-off: a sparse process that arrives
+ * without raising the host's fault rate (it takes the dense one's place)
+ * is stepped down within DENSITY_EVERY ticks, not every tick. */
+/* The bloat guard under the back-off: a sparse process that takes a dense
+ * one's place without the host's fault rate showing it, right after a
+ * sample, is stepped down within PROC_RECENT_TICKS (3) ticks, as when
+ * every tick samples (the dense one's memory counts that long either way). */
+static void test_density_backoff_sparse_arrives(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view dense = { .valid = true, .n_procs = 1 }, sparse = dense;
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&dense.proc[0], 420, 1, 0);
+        dens_proc(&sparse.proc[0], 421, 1, 15.0 / 16); /* with 2M folios: 15 of 16 pages zero */
+        w.dens = &dense;
+        for (unsigned i = 0; i < 40; i++)
+                (void) sim_step_sampled(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_true(mthp_engine_density_steady(&s->cfg, &s->snap, &s->st));
+        while (s->st.density_tick != s->tick - 1)
+                (void) sim_step_sampled(s, &w);
+        uint64_t arrive = s->tick;
+        w.dens = &sparse;
+        while (level(s, MTHP_ANON) == 8 && s->tick < arrive + 10)
+                (void) sim_step_sampled(s, &w);
+        assert_true(level(s, MTHP_ANON) < 8);
+        if (s->last_change[MTHP_ANON] > arrive + 3)
+                fail_msg("stepped down %llu ticks after a sparse process arrived",
+                         (unsigned long long) (s->last_change[MTHP_ANON] - arrive));
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 421");
+        /* a step down: back to every tick */
+        assert_true(sim_step_sampled(s, &w));
 }
 
 static void test_density_probe_fails_reverts(void **state) {
@@ -2910,6 +3025,9 @@ int main(void) {
                 T(test_density_pid_exec_reuses_slot),
                 T(test_density_mixed_sparse_wins),
                 T(test_density_bloat_steps_down_fast),
+                T(test_density_backoff_steady),
+                T(test_density_backoff_wakes),
+                T(test_density_backoff_sparse_arrives),
                 T(test_density_probe_fails_reverts),
                 T(test_density_unmeasured_capped),
                 T(test_fault_samples_split_demand),

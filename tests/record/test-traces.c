@@ -48,6 +48,7 @@ struct tick_outcome {
         bool awaits;              /* mthp_engine_awaits_samples() after the decision */
         uint64_t next_usec;       /* mthp_tick_next(): when the next tick is due after it */
         uint64_t t_usec;
+        bool sampled;             /* the replay gave the engine this tick's density */
 };
 
 struct replay {
@@ -70,6 +71,11 @@ static int free_replay(void **state) {
         current = NULL;
         return 0;
 }
+
+/* Replay as the daemon samples: a tick's recorded density reaches the
+ * engine only where mthp_engine_wants_density asks for it (the density
+ * back-off); false: every recorded sample, as recorded. */
+static bool replay_backoff;
 
 /* raise_fault_time: RaiseFaultTime= for the replay; NAN: the default */
 static struct replay *replay_trace_time(const char *name, double raise_fault_time) {
@@ -101,6 +107,11 @@ static struct replay *replay_trace_time(const char *name, double raise_fault_tim
         while ((e = mthp_record_read(r, &snap, err, sizeof(err))) > 0) {
                 assert_true(rp->n < MAX_TICKS);
                 struct tick_outcome *o = &rp->t[rp->n++];
+                if (replay_backoff && !mthp_engine_wants_density(&rp->cfg.engine, &snap, &st)) {
+                        snap.density.valid = false;
+                        snap.density.n_procs = 0;
+                }
+                o->sampled = snap.density.valid;
                 int n = mthp_engine_decide(&rp->cfg.engine, &rp->caps, &snap, &st, &next, dec, MTHP_KNOBS_MAX);
                 st = next;
                 o->tick = snap.tick;
@@ -573,6 +584,48 @@ static void known_churn_zeros_step_anon_down(void **state) {
         assert_true(raised); /* the case is in the trace: anon went to 2M */
 }
 
+/* The density back-off loses no decision on the recorded traces: replayed
+ * as the daemon now samples (a tick's density only where the engine asks
+ * for it), every tick's levels are those of the replay with every sample,
+ * and the long steady stretches (the pgbench traces: shmem at 2M for
+ * 20-100 ticks) sample at most about one tick in MTHP_ENGINE_DENSITY_EVERY. */
+static void test_backoff_same_decisions(void **state) {
+        (void) state;
+        static const char *const traces[] = { "dense-anon", "dense-shmem", "limited-sparse", "mixed-anon",
+                                              "pgbench-select-30s", "pgbench-select-unit", "pgbench-select",
+                                              "pgbench-tpcb-unit", "sparse-anon", "stress-vm", "zero-anon" };
+        unsigned skipped_all = 0;
+        for (unsigned t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
+                static unsigned full[MAX_TICKS][_MTHP_KIND_MAX];
+                unsigned n, sampled_full = 0, sampled = 0;
+                replay_backoff = false;
+                struct replay *rp = replay_trace(traces[t]);
+                n = rp->n;
+                for (unsigned i = 0; i < n; i++) {
+                        memcpy(full[i], rp->t[i].level, sizeof(full[i]));
+                        sampled_full += rp->t[i].sampled;
+                }
+                replay_backoff = true;
+                rp = replay_trace(traces[t]);   /* the first replay is freed */
+                replay_backoff = false;
+                assert_int_equal(rp->n, n);
+                for (unsigned i = 0; i < n; i++) {
+                        sampled += rp->t[i].sampled;
+                        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                                if (rp->t[i].level[k] != full[i][k])
+                                        fail_msg("%s tick %llu: %s level %u with the back-off, %u without (%s)",
+                                                 traces[t], (unsigned long long) rp->t[i].tick, mthp_kind_name(k),
+                                                 rp->t[i].level[k], full[i][k], rp->t[i].reason[k]);
+                }
+                print_message("%s: %u ticks, density on %u with every sample, %u with the back-off\n", traces[t],
+                              n, sampled_full, sampled);
+                skipped_all += sampled_full - sampled;
+                if (strncmp(traces[t], "pgbench-select", 14) == 0 && sampled_full >= 25 && sampled > sampled_full * 2 / 3)
+                        fail_msg("%s: density on %u of %u recorded samples", traces[t], sampled, sampled_full);
+        }
+        assert_true(skipped_all > 0);
+}
+
 /* Issue 16, recorded under --dry-run: a dense workload holds anon 2M; a
  * sparse program starts in a new 600 MB cgroup. From the tick the cgroup
  * is populated until it is empty again, anon stays below 2M and the reason
@@ -711,6 +764,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_pgbench_unit_early_tick),
                 cmocka_unit_test(test_early_ticks_bounded),
                 cmocka_unit_test(test_tick_next),
+                cmocka_unit_test(test_backoff_same_decisions),
         };
         const struct CMUnitTest known[] = {
                 cmocka_unit_test(known_mixed_raises_while_sparse_runs),
