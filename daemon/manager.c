@@ -426,7 +426,9 @@ static int tick(struct daemon *d) {
                 mthp_density_set_pmd_on(d->density, MTHP_SHMEM, top >= 0 && d->caps.sizes[top].kb == d->caps.pmd_kb &&
                                         d->caps.pmd_kb <= MTHP_DENSITY_MAX_KB);
         }
-        if (d->density && mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine)) {
+        /* an early tick is for the fault samples, which only a density
+         * tick hands over: the density back-off does not skip it */
+        if (d->density && (d->tick_early || mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine))) {
                 struct mthp_density_report rep;
                 daemon_faults_give(d);
                 r = mthp_density_tick(d->density, t, &rep);
