@@ -482,7 +482,10 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         d->tick_early = d->plan.early;
         (void) tick(d);
         d->tick_early = false;
-        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, d->awaits);
+        /* a tick without density saw no process: it neither starts nor
+         * ends an await (else the next density tick would start one again) */
+        bool awaits = d->snap.density.valid ? d->awaits : d->plan.awaited;
+        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits);
         if (d->plan.early) {
                 /* as many samples by then as a whole Interval would bring */
                 daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);

@@ -281,6 +281,7 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                 if (w >= (int) sizeof(why))
                         why[sizeof(why) - 2] = '~';
                 st->level = afford;
+                next->steady_ticks = 0;   /* the density back-off: a change, fresh samples */
                 st->verify_left = 0;
                 st->last_dir = -1;
                 st->last_change_tick = tick ? tick : 1;

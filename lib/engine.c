@@ -753,6 +753,15 @@ static void density_steady_note(const struct mthp_engine_config *cfg, const stru
                                 next->density_alert = true;
                 }
         }
+        /* a process whose faults wait for their samples to be split
+         * between the kinds (fs_pending) gets them only on a density
+         * tick: no back-off until they are in */
+        for (unsigned i = 0; steady && i < MTHP_ENGINE_PROCS; i++) {
+                const struct mthp_engine_proc *p = &next->proc[i];
+                if (p->pid && p->fs_pending && next->tick <= p->seen_tick + PROC_RECENT_TICKS &&
+                    p->fault_rate >= cfg->min_proc_fault_rate)
+                        steady = false;
+        }
         next->steady_ticks = steady ? next->steady_ticks + 1 : 0;
 }
 

@@ -1333,11 +1333,28 @@ static void test_density_backoff_wakes(void **state) {
         st = s->st;
         st.density_alert = true;
         assert_true(mthp_engine_wants_density(&s->cfg, &x, &st));
+        /* a faulting process awaiting its fault samples (split between the
+         * kinds only on a density tick): a tick that skips density ends
+         * the steady count, so the next one samples */
+        st = s->st;
+        unsigned pending = MTHP_ENGINE_PROCS;
+        for (unsigned i = 0; i < MTHP_ENGINE_PROCS && pending == MTHP_ENGINE_PROCS; i++)
+                if (st.proc[i].pid == 410)
+                        pending = i;
+        assert_true(pending < MTHP_ENGINE_PROCS);
+        st.proc[pending].fs_pending = true;
+        st.proc[pending].seen_tick = st.tick;
+        x = s->snap;
+        x.tick = s->st.tick + 1;
+        x.density.valid = false;
+        struct mthp_engine_state next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        (void) mthp_engine_decide(&s->cfg, &s->caps, &x, &st, &next, dec, MTHP_KNOBS_MAX);
+        assert_int_equal(next.steady_ticks, 0);
+        x.tick++;
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &next));
 }
 
-/* The bloat guard under the back-off: a sparse process that arrives
- * without raising the host's fault rate (it takes the dense one's place)
- * is stepped down within DENSITY_EVERY ticks, not every tick. */
 /* The bloat guard under the back-off: a sparse process that takes a dense
  * one's place without the host's fault rate showing it, right after a
  * sample, is stepped down within PROC_RECENT_TICKS (3) ticks, as when
@@ -2656,8 +2673,11 @@ static void test_guard_overshoot_learned(void **state) {
                                      .armed_usage_kb = 0, .threshold_kb = 150 * 1024, .what = "usage threshold" };
         struct mthp_engine_state next;
         struct mthp_decision dec[MTHP_KNOBS_MAX];
+        s->st.steady_ticks = 10;   /* the density back-off was on */
         assert_int_equal(mthp_engine_guard(&s->cfg, &s->caps, &t, &s->st, &next, dec, MTHP_KNOBS_MAX), 8);
         assert_int_equal(next.guard_overshoot_kb, 150 * 1024);
+        /* a step down, if the guard's: fresh samples from the next tick */
+        assert_int_equal(next.steady_ticks, 0);
         for (int i = 0; i < 8; i++)
                 memcpy(s->knob[dec[i].knob], s->orig[dec[i].knob], MTHP_VALUE_MAX);
         s->st = next;
