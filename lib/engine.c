@@ -735,6 +735,15 @@ static bool kind_steady(const struct kind_step *k) {
                k->dens.grace < 0;
 }
 
+/* A process fault-heavy enough to speak (MinProcessFaultRate) whose
+ * faults wait for their address samples to be split between the kinds
+ * (fs_pending), seen within the last `recent` ticks: the early tick and the
+ * density back-off both wait on it. */
+static bool proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
+                                unsigned recent) {
+        return p->pid && p->fs_pending && tick <= p->seen_tick + recent && p->fault_rate >= cfg->min_proc_fault_rate;
+}
+
 /* The density back-off's memory: when the last sample was taken and what
  * it saw that only a fresh sample can check again; how long the decision
  * has been steady. */
@@ -756,12 +765,9 @@ static void density_steady_note(const struct mthp_engine_config *cfg, const stru
         /* a process whose faults wait for their samples to be split
          * between the kinds (fs_pending) gets them only on a density
          * tick: no back-off until they are in */
-        for (unsigned i = 0; steady && i < MTHP_ENGINE_PROCS; i++) {
-                const struct mthp_engine_proc *p = &next->proc[i];
-                if (p->pid && p->fs_pending && next->tick <= p->seen_tick + PROC_RECENT_TICKS &&
-                    p->fault_rate >= cfg->min_proc_fault_rate)
+        for (unsigned i = 0; steady && i < MTHP_ENGINE_PROCS; i++)
+                if (proc_awaits_samples(cfg, &next->proc[i], next->tick, PROC_RECENT_TICKS))
                         steady = false;
-        }
         next->steady_ticks = steady ? next->steady_ticks + 1 : 0;
 }
 
@@ -850,11 +856,9 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
 bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                                 const struct mthp_engine_state *st, double *rate) {
         double raise, lower, pending = 0;
-        for (unsigned i = 0; snap->dt > 0 && i < MTHP_ENGINE_PROCS; i++) {
-                const struct mthp_engine_proc *p = &st->proc[i];
-                if (p->pid && p->seen_tick == st->tick && p->fs_pending && p->fault_rate >= cfg->min_proc_fault_rate)
-                        pending += p->fault_rate;
-        }
+        for (unsigned i = 0; snap->dt > 0 && i < MTHP_ENGINE_PROCS; i++)
+                if (proc_awaits_samples(cfg, &st->proc[i], st->tick, 0))   /* seen this tick */
+                        pending += st->proc[i].fault_rate;
         if (rate)
                 *rate = pending;
         engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
