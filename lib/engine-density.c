@@ -268,7 +268,12 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
-                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing;
+                        /* a churning process read dense lately: the zeros
+                         * are a write it had not finished (struct
+                         * mthp_engine_proc churn) */
+                        bool churn = m->churn[kind] && st->tick <= m->peak_tick[kind][ladder[r]] + PROC_RECENT_TICKS &&
+                                     m->peak_u[kind][ladder[r]] >= keep_thr;
+                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn;
                         bool ok_raise = isnan(u) || u >= raise_thr;
                         if (!ok_raise && r < pt->raise)
                                 pt->raise = r;

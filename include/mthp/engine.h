@@ -94,6 +94,17 @@ struct mthp_engine_proc {
          * between two samples of it); its density counts, split by memory
          * held */
         bool fs_pending;
+        /* Churn (engine-remember.c): its memory turned over at least
+         * ENGINE_CHURN_TURNOVER times in the tick of its last sample (its
+         * fault pages at the largest size on, no more than the host's mTHP
+         * allocations of the kind, beside its RSS). With large folios on the
+         * sampler reads content, and a buffer caught mid-write reads zeros
+         * it fills a moment later: such a process is judged by its densest
+         * usage in the last PROC_RECENT_TICKS ticks (peak_u, sampled at
+         * peak_tick), not its average. */
+        bool churn[_MTHP_KIND_MAX];
+        double peak_u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        uint64_t peak_tick[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
