@@ -266,13 +266,15 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         /* at a size that is madvise now, its hg mappings have the
                          * folios already: the others alone say what always costs */
                         double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
+                        /* a churning process that read dense once and holds
+                         * no more than it held then: the zeros are a write it
+                         * had not finished, in memory it holds at any size
+                         * (struct mthp_engine_proc churn) */
+                        unsigned z = ladder[r];
+                        bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
+                                     (double) m->rss_kb[kind] <= (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
-                        /* a churning process read dense lately: the zeros
-                         * are a write it had not finished (struct
-                         * mthp_engine_proc churn) */
-                        bool churn = m->churn[kind] && st->tick <= m->peak_tick[kind][ladder[r]] + PROC_RECENT_TICKS &&
-                                     m->peak_u[kind][ladder[r]] >= keep_thr;
                         bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn;
                         bool ok_raise = isnan(u) || u >= raise_thr;
                         if (!ok_raise && r < pt->raise)

@@ -140,6 +140,7 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         memset(m->up, 0, sizeof(m->up));
                         memset(m->hg, 0, sizeof(m->hg));
                         memset(m->peak_u, 0, sizeof(m->peak_u));
+                        memset(m->peak_rss_kb, 0, sizeof(m->peak_rss_kb));
                 }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         m->churn[k] = churns(caps, snap, p, k, on[k]);
@@ -152,11 +153,12 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                         continue; /* no sample: keep what we knew */
                                 double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
                                 fold_usage(&m->w[k][z], &m->u[k][z], u, w);
-                                /* the densest recent sample: an old one gives way */
-                                if (u >= m->peak_u[k][z] || snap->tick > m->peak_tick[k][z] + PROC_RECENT_TICKS) {
+                                /* its densest sample, and the RSS it held then (as
+                                 * dense again: the larger RSS) */
+                                if (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && m->rss_kb[k] > m->peak_rss_kb[k][z]))
+                                        m->peak_rss_kb[k][z] = m->rss_kb[k];
+                                if (u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;
-                                        m->peak_tick[k][z] = snap->tick;
-                                }
                                 /* the mappings that are not hg: all of them when the
                                  * sample saw no hg one */
                                 m->hg[k][z] = p->hg_blocks[k][z] > 0;

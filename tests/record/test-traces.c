@@ -562,8 +562,9 @@ static void test_pgbench_tpcb_fault_time_raises(void **state) {
  * down the same tick. Fixed by judging a churning process (its memory
  * turned over 4 times or more in the tick: 7332 at tick 5 faulted 4,087
  * times a second at 2M, 8.4 GB/s, under the host's 18.9 GB/s of anon mTHP
- * allocations, beside 111 MiB of RSS) by its densest sample in the last 3
- * ticks (7332: 0.90 at tick 4; 7333: 1.00 at 4K at tick 3).
+ * allocations, beside 111 MiB of RSS) by its densest sample while its RSS
+ * stays within MaxBloat of what it held then (7332: 0.90 at tick 4 at 129
+ * MiB; 7333: 1.00 at 4K at tick 3, 129 MiB).
  * The trace was recorded live, so from tick 6 on its knobs are the old
  * engine's (4K until tick 10): only ticks 4-5 and 11-12 show the case. It
  * fails on any anon step down blamed on a stress-ng-vm worker, and on a
