@@ -155,7 +155,8 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                 fold_usage(&m->w[k][z], &m->u[k][z], u, w);
                                 /* its densest sample, and the RSS it held then (as
                                  * dense again: the larger RSS) */
-                                if (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && m->rss_kb[k] > m->peak_rss_kb[k][z]))
+                                bool larger = m->rss_kb[k] > m->peak_rss_kb[k][z];
+                                if (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))
                                         m->peak_rss_kb[k][z] = m->rss_kb[k];
                                 if (u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;
