@@ -266,9 +266,17 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         /* at a size that is madvise now, its hg mappings have the
                          * folios already: the others alone say what always costs */
                         double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
+                        /* a churning process that read dense once and holds
+                         * no more than it held then: the zeros are a write it
+                         * had not finished, in memory it holds at any size
+                         * (struct mthp_engine_proc churn) */
+                        unsigned z = ladder[r];
+                        double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
+                        bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
+                                     (double) m->rss_kb[kind] <= held;
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
-                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing;
+                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn;
                         bool ok_raise = isnan(u) || u >= raise_thr;
                         if (!ok_raise && r < pt->raise)
                                 pt->raise = r;

@@ -60,6 +60,13 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
  * sparse writer's every fault allocates a folio of the size: 4 to 512
  * pages a fault. */
 #define ENGINE_ALLOC_SHARE 0.1
+/* A process whose memory of a kind turned over at least this many times
+ * in a tick (its fault pages at the largest size on, capped by the host's
+ * mTHP allocation pages of the kind, beside its RSS) churns: it maps,
+ * fills and unmaps buffers faster than the sampler looks, so one sample's
+ * zero subpages say how far a write had got, not what it uses
+ * (struct mthp_engine_proc churn, peak_u). */
+#define ENGINE_CHURN_TURNOVER 4.0
 /* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
 double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only

@@ -40,6 +40,13 @@
  *    writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse.
+ *    And content is a moment: a program that maps a buffer, populates it
+ *    whole and writes it page by page (stress-ng --vm) reads anywhere from
+ *    0 to 1 zero depending on when the sample falls, though it holds the
+ *    same pages at 4K (coverage 1.00 there). The engine reads such a
+ *    process, whose memory turns over several times a tick, by its densest
+ *    sample and the RSS it held then (struct mthp_engine_proc churn), not
+ *    by its average.
  *    What could tell an untouched subpage from a written-zero one was
  *    measured (tests/bench/touch-signals; README "Use, not content"): the
  *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a

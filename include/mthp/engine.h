@@ -94,6 +94,19 @@ struct mthp_engine_proc {
          * between two samples of it); its density counts, split by memory
          * held */
         bool fs_pending;
+        /* Churn (engine-remember.c): its memory turned over at least
+         * ENGINE_CHURN_TURNOVER times in the tick of its last sample (its
+         * fault pages at the largest size on, no more than the host's mTHP
+         * allocations of the kind, beside its RSS). With large folios on
+         * the sampler reads content, and a buffer caught mid-write reads
+         * zeros it fills a moment later. peak_u: its densest sample of each
+         * size (presence with the size off, else content); peak_rss_kb: its
+         * RSS of the kind (smoothed) then. A churning process whose peak is
+         * dense and whose RSS has not grown beyond (1 + MaxBloat) of
+         * peak_rss_kb keeps the size (engine-density.c). */
+        bool churn[_MTHP_KIND_MAX];
+        double peak_u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        uint64_t peak_rss_kb[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are

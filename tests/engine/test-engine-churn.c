@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/* Churn (lib/engine-remember.c churns(), struct mthp_engine_proc churn,
+ * peak_u, peak_rss_kb): a process whose memory turns over
+ * ENGINE_CHURN_TURNOVER (4) times in a tick keeps a size while its densest
+ * sample of it was dense and its RSS has not grown beyond (1 + MaxBloat)
+ * of what it held then. stress-ng --vm (trace stress-vm) maps a 128 MiB
+ * buffer, populates it, writes every page, unmaps it, again and again:
+ * with 2M on, a sample catches it mid-write, 0.10 to 0.62 of its subpages
+ * zero, and its average stepped anon down from 2M; at 4K it held the same
+ * zero pages (coverage 1.00).
+ *
+ * A small host of its own: anon faults only, each served by the largest
+ * anon size at "always" (no fallback); one worker of 128 MiB whose density
+ * the test sets every tick. At 2M, 1,000,000 pages/s is 1,953 faults/s of
+ * 2M, 4 GB/s: its memory turns over about 30 times a tick. The boundaries,
+ * each stepped down and blamed: the same worker whose RSS grows beyond
+ * MaxBloat, the same worker turning over 3 times a tick, and a worker
+ * started after the raise that never reads dense. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mthp/config.h"
+#include "mthp/engine.h"
+#include "mthp/sample.h"
+
+#include "engine-caps.h"
+
+#define MEM_TOTAL_KB 16000000ULL
+#define PAGES 1000000.0         /* the worker's usual fault demand, 4K pages/s */
+#define BUFFER_KB (128 * 1024)  /* its buffer, populated whole */
+#define PID 4242
+
+struct host {
+        struct mthp_engine_config cfg;
+        struct mthp_caps caps;
+        struct mthp_engine_state st;
+        struct mthp_snapshot snap;
+        char orig[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        int n_dec;
+        uint64_t tick;
+        double pages;           /* the worker's fault demand, 4K pages/s */
+        int pid;                /* the worker sampled */
+};
+
+/* the shipped defaults and ladder (16K..2M), at the boot state */
+static void host_init(struct host *h) {
+        struct mthp_config c;
+        memset(h, 0, sizeof(*h));
+        mthp_config_defaults(&c);
+        h->cfg = c.engine;
+        caps_init(&h->caps);
+        h->pages = PAGES;
+        h->pid = PID;
+        for (unsigned i = 0; i < h->caps.n_knobs; i++) {
+                const struct mthp_knob *k = &h->caps.knobs[i];
+                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
+                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
+                                : k->size_kb == h->caps.pmd_kb                                ? "inherit"
+                                                                                              : "never";
+                snprintf(h->orig[i], MTHP_VALUE_MAX, "%s", v);
+                snprintf(h->knob[i], MTHP_VALUE_MAX, "%s", v);
+        }
+}
+
+static int host_setup(void **state) {
+        struct host *h = malloc(sizeof(*h));
+        assert_non_null(h);
+        host_init(h);
+        *state = h;
+        return 0;
+}
+
+static int host_teardown(void **state) {
+        free(*state);
+        return 0;
+}
+
+/* The worker as the sampler sees it: every block present (its buffer is
+ * populated whole), `zero` of its subpages zero, rss_kb of anon. */
+static void worker(struct mthp_proc_density *p, int pid, double fault_rate, uint64_t rss_kb, double zero) {
+        memset(p, 0, sizeof(*p));
+        p->pid = pid;
+        snprintf(p->comm, sizeof(p->comm), "stress-ng-vm");
+        p->fault_rate = fault_rate;
+        p->rss_kb[MTHP_ANON] = rss_kb;
+        p->compact_ms = p->thrash_ms = p->reclaim_ms = NAN;
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++) {
+                p->coverage[MTHP_ANON][i] = 1;
+                p->zero[MTHP_ANON][i] = zero;
+                p->blocks[MTHP_ANON][i] = (double) BUFFER_KB / (16u << (i < 1 ? 0 : i - 1));
+                p->coverage[MTHP_SHMEM][i] = p->zero[MTHP_SHMEM][i] = NAN;
+        }
+}
+
+/* One tick: PAGES of anon faults, each a folio of the largest anon size at
+ * "always"; the worker's sample with `zero` subpages zero and rss_kb. */
+static void host_step(struct host *h, uint64_t rss_kb, double zero) {
+        struct mthp_snapshot *s = &h->snap;
+        struct mthp_engine_state next;
+        memset(s, 0, sizeof(*s));
+        s->tick = h->tick;
+        s->t_usec = 1000000 * (h->tick + 1);
+        s->dt = h->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
+        int top = -1;
+        for (unsigned i = 0; i < h->caps.n_sizes; i++) {
+                int k = h->caps.sizes[i].knob[MTHP_ANON];
+                for (unsigned j = 0; j < h->caps.sizes[i].n_stats; j++)
+                        s->size[i].stat[j].present = true;
+                if (k >= 0 && strcmp(h->knob[k], "always") == 0)
+                        top = (int) i;
+        }
+        double per_fault = top < 0 ? 1 : (double) h->caps.sizes[top].kb / h->caps.page_kb;
+        double faults = s->dt > 0 ? h->pages / per_fault : 0;
+        if (top >= 0)
+                s->size[top].stat[mthp_stat_index(&h->caps.sizes[top], "anon_fault_alloc")].rate = faults;
+        s->vm[MTHP_VM_PGFAULT].present = true;
+        s->vm[MTHP_VM_PGFAULT].rate = faults;
+        s->psi.present = true;
+        s->mem.total_kb = MEM_TOTAL_KB;
+        s->mem.available_kb = MEM_TOTAL_KB / 2;
+        s->mem.anon_kb = rss_kb;
+        s->density.valid = true;
+        s->density.n_procs = 1;
+        worker(&s->density.proc[0], h->pid, faults, rss_kb, zero);
+        memcpy(s->knob, h->knob, sizeof(s->knob));
+        mthp_snapshot_derive(&h->caps, s);
+        h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
+        assert_true(h->n_dec > 0);
+        for (int i = 0; i < h->n_dec; i++)
+                snprintf(h->knob[h->dec[i].knob], MTHP_VALUE_MAX, "%s",
+                         h->dec[i].value[0] ? h->dec[i].value : h->orig[h->dec[i].knob]);
+        h->st = next;
+        h->tick++;
+}
+
+static unsigned anon_level(const struct host *h) {
+        return h->st.kind[MTHP_ANON].level;
+}
+
+/* the reason of this tick's decision for 16K/anon */
+static const char *anon_reason(const struct host *h) {
+        int knob = h->caps.sizes[1].knob[MTHP_ANON];
+        assert_int_equal(h->caps.sizes[1].kb, 16);
+        for (int i = 0; i < h->n_dec; i++)
+                if (h->dec[i].knob == knob)
+                        return h->dec[i].reason;
+        fail_msg("no decision for 16K/anon");
+        return NULL;
+}
+
+/* a step down blamed on the worker sampled now */
+static __attribute__((noinline)) void assert_blames(const struct host *h, const char *reason) {
+        char who[48];
+        snprintf(who, sizeof(who), "pid %d (stress-ng-vm", h->pid);
+        assert_non_null(reason);
+        if (!strstr(reason, who) || !strstr(reason, "step anon down"))
+                fail_msg("\"%s\" does not blame pid %d", reason, h->pid);
+}
+
+static const struct mthp_engine_proc *remembered(const struct host *h) {
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (h->st.proc[j].pid == h->pid)
+                        return &h->st.proc[j];
+        fail_msg("pid %d not remembered", h->pid);
+        return NULL;
+}
+
+/* At 4K the worker reads dense (coverage: every page touched) and anon
+ * goes to 2M; returns with 2M on. */
+static void raise_to_2m(struct host *h) {
+        for (unsigned i = 0; i < 10 && anon_level(h) < 8; i++)
+                host_step(h, BUFFER_KB, 0.5);
+        assert_int_equal(anon_level(h), 8);
+}
+
+/* The zeros a sample of the worker reads at 2M, caught mid-write:
+ * stress-vm's pid 7332 read 0.10 and then 0.62 */
+static double mid_write(unsigned i) {
+        static const double z[] = { 0.10, 0.62, 0.34, 0.62, 0.17 };
+        return z[i % (sizeof(z) / sizeof(z[0]))];
+}
+
+/* The worker churns: its zeros come and go, its RSS stays at its buffer;
+ * anon stays at 2M. */
+static void test_churn_keeps_2m(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        for (unsigned i = 0; i < 30; i++) {
+                host_step(h, BUFFER_KB, mid_write(i));
+                if (anon_level(h) != 8)
+                        fail_msg("tick %u (zeros %.2f): %s", (unsigned) h->tick - 1, mid_write(i), anon_reason(h));
+                assert_true(remembered(h)->churn[MTHP_ANON]);
+        }
+}
+
+/* The boundary (MaxBloat): the same worker whose RSS grows beyond
+ * (1 + MaxBloat) of what it held when it read dense, while it still
+ * churns: it holds memory it did not hold at 4K, and its zeros may be it.
+ * Stepped down, blamed. */
+static void test_grown_rss_steps_down(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) == 8; i++) {
+                host_step(h, BUFFER_KB * 3 / 2, mid_write(i));
+                assert_true(remembered(h)->churn[MTHP_ANON]);
+        }
+        assert_true(anon_level(h) < 8);
+        assert_blames(h, anon_reason(h));
+        /* at 1.2 times its RSS (MaxBloat 20%), not above: it keeps 2M */
+        host_init(h);
+        raise_to_2m(h);
+        for (i = 0; i < 30; i++)
+                host_step(h, BUFFER_KB * 6 / 5 - 2, mid_write(i));
+        assert_int_equal(anon_level(h), 8);
+}
+
+/* The boundary (churn): the same worker, dense at 4K, with its RSS
+ * unchanged, but whose memory does not turn over 4 times a tick (100,000
+ * pages/s: 400 MB/s beside 128 MiB, 3 times): a sample is not a moment of a
+ * write it repeats faster than the sampler looks; its average decides, and
+ * it is stepped down. */
+static void test_slow_turnover_steps_down(void **state) {
+        struct host *h = *state;
+        h->pages = 100000;
+        raise_to_2m(h);
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) == 8; i++) {
+                host_step(h, BUFFER_KB, mid_write(i));
+                assert_false(remembered(h)->churn[MTHP_ANON]);
+        }
+        assert_true(anon_level(h) < 8);
+        assert_blames(h, anon_reason(h));
+}
+
+/* The boundary (no dense sample): a worker that starts after the raise
+ * (it has no 4K reference) and churns but never reads dense, as a sparse
+ * program that maps, touches and unmaps would: its content decides, and it
+ * is stepped down (issue 16's no-harm case: a process started after the
+ * raise). */
+static void test_new_sparse_churner_steps_down(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        host_step(h, BUFFER_KB, 0.10); /* the dense worker, at 2M */
+        h->pid = PID + 1;               /* it exits; a new one starts */
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) == 8; i++) {
+                host_step(h, BUFFER_KB, 0.62);
+                assert_true(remembered(h)->churn[MTHP_ANON]);
+        }
+        assert_true(anon_level(h) < 8);
+        assert_blames(h, anon_reason(h));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_churn_keeps_2m, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_grown_rss_steps_down, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_slow_turnover_steps_down, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_new_sparse_churner_steps_down, host_setup, host_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
