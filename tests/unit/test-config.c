@@ -497,7 +497,14 @@ static void known_bug_duration_out_of_range(void **state) {
         uint64_t u = 42;
         assert_true(mthp_parse_duration("1e19", &u) < 0);
         assert_true(mthp_parse_duration("1e300min", &u) < 0);
+        /* mthp_parse_decimal takes no exponent any more: plain digits are
+         * what still reaches the range check */
+        assert_int_equal(mthp_parse_duration("18446744073709551616us", &u), -ERANGE); /* 2^64 */
+        assert_int_equal(mthp_parse_duration("18446744073709552s", &u), -ERANGE);
+        assert_int_equal(mthp_parse_duration("10000000000000000000000000min", &u), -ERANGE);
         assert_int_equal(u, 42);
+        assert_int_equal(mthp_parse_duration("18446744073709s", &u), 0); /* just below 2^64 us */
+        assert_true(u > 18446744073708000000ULL);
 }
 
 static const struct CMUnitTest tests[] = {
