@@ -503,6 +503,8 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
         char err[1024];
         unsigned failed = 0, restored = 0;
 
+        if (n_restored)
+                *n_restored = 0;
         int r = mthp_journal_load(file, &j, err, sizeof(err));
         if (r == -ENOENT) {
                 if (n_restored)
@@ -518,8 +520,8 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
         struct stat want, have;
         if (stat(j.root[0] ? j.root : "/", &want) < 0 || fstat(h->root_fd, &have) < 0 ||
             want.st_dev != have.st_dev || want.st_ino != have.st_ino) {
-                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it", file,
-                         j.root[0] ? j.root : "/", h->root);
+                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it "
+                         "(the journal is kept)", file, j.root[0] ? j.root : "/", h->root);
                 return -EXDEV;
         }
         /* Per-size knobs, then global ones, then per-size again: a per-size
@@ -543,11 +545,15 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
         for (unsigned i = 0; i < j.n; i++)
                 if (j.e[i].path[0])
                         left.e[left.n++] = j.e[i];
-        r = mthp_journal_save(file, &left);
-        if (r < 0)
-                return r;
         if (n_restored)
                 *n_restored = restored;
+        r = mthp_journal_save(file, &left);
+        if (r < 0) {
+                /* strerror: an error of the state directory, not of /sys */
+                mthp_log(LOG_ERR, "restored %u knob(s), but cannot update the restore journal %s: %s", restored,
+                         file, strerror(-r));
+                return r;
+        }
         return (int) failed;
 }
 
