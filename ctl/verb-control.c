@@ -194,9 +194,15 @@ static int restore_from_journal(struct ctl *c) {
         mthp_host_free(h);
         if (lfd >= 0)
                 close(lfd);
-        if (r != 0) {
+        if (r < 0) {
+                /* refused (another host root) or the journal not updated */
+                fprintf(stderr, "mthpctl: restored %u knob(s), then stopped (see above); the journal %s is kept\n",
+                        n, path);
+                return EXIT_FAIL;
+        }
+        if (r > 0) {
                 fprintf(stderr, "mthpctl: restored %u knob(s); %d could not be restored (see above); the journal "
-                        "%s keeps them\n", n, r < 0 ? -1 : r, path);
+                        "%s keeps them\n", n, r, path);
                 return EXIT_FAIL;
         }
         printf("restored %u knob(s)\n", n);

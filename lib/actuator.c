@@ -172,18 +172,30 @@ static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, c
         return 0;
 }
 
+/* Which step of knob_put failed: the write itself, reading the knob back,
+ * or the comparison. Three different things to tell the administrator; a
+ * write failing with EIO must not read as a mismatch (the return value
+ * alone cannot say which, as the mismatch returns -EIO too). */
+enum put_step { PUT_WRITE, PUT_READ_BACK, PUT_MISMATCH };
+
 /* The one place a knob is written: one write(2), then read the knob back
- * and compare. 0; the write's -errno; or -EIO when the kernel reads back
- * something else (back then holds it, "" if the read failed). */
+ * and compare. 0; the write's or the read's -errno; or -EIO when the kernel
+ * reads back something else (back then holds it). *step says which. */
 static int knob_put(const struct mthp_host *h, const struct mthp_knob *k, const char *value,
-                    char back[MTHP_VALUE_MAX]) {
+                    char back[MTHP_VALUE_MAX], enum put_step *step) {
         back[0] = 0;
+        *step = PUT_WRITE;
         int r = mthp_host_write(h, k->path, value);
-        if (r == 0)
-                r = mthp_knob_read(h, k, back);
-        if (r == 0 && strcmp(back, value) != 0)
-                r = -EIO;
-        return r;
+        if (r < 0)
+                return r;
+        *step = PUT_READ_BACK;
+        r = mthp_knob_read(h, k, back);
+        if (r < 0) {
+                back[0] = 0;
+                return r;
+        }
+        *step = PUT_MISMATCH;
+        return strcmp(back, value) != 0 ? -EIO : 0;
 }
 
 static int check_allowed(const struct mthp_knob *k, const char *target, char *err, size_t errsz) {
@@ -307,11 +319,15 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
         if (r < 0)
                 return r;
 
-        r = knob_put(a->host, k, target, back);
+        enum put_step step;
+        r = knob_put(a->host, k, target, back, &step);
         if (r < 0) {
-                if (r == -EIO && back[0])
+                if (step == PUT_MISMATCH)
                         snprintf(err, errsz, "%s (%s): wrote '%s' but the kernel reads back '%s'", k->id, k->path,
                                  target, back);
+                else if (step == PUT_READ_BACK)
+                        snprintf(err, errsz, "%s (%s): wrote '%s' but cannot read it back: %s", k->id, k->path,
+                                 target, mthp_errno_words(r));
                 else
                         snprintf(err, errsz, "%s (%s): writing '%s' failed: %s", k->id, k->path, target,
                                  mthp_errno_words(r));
@@ -460,11 +476,19 @@ static int restore_entry(const struct mthp_host *h, const char *file, struct mth
                 return 0;
         }
         char back[MTHP_VALUE_MAX];
-        r = knob_put(h, &k, e->original, back);
+        enum put_step step;
+        r = knob_put(h, &k, e->original, back, &step);
         if (r < 0) {
                 if (last_try) {
-                        mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s",
-                                      e->id, e->original, e->path, mthp_errno_words(r));
+                        if (step == PUT_MISMATCH)
+                                mthp_log_knob(LOG_ERR, e->id, "restore %s: wrote '%s' to %s but the kernel reads "
+                                              "back '%s'", e->id, e->original, e->path, back);
+                        else if (step == PUT_READ_BACK)
+                                mthp_log_knob(LOG_ERR, e->id, "restore %s: wrote '%s' to %s but cannot read it "
+                                              "back: %s", e->id, e->original, e->path, mthp_errno_words(r));
+                        else
+                                mthp_log_knob(LOG_ERR, e->id, "restore %s: writing '%s' to %s failed: %s", e->id,
+                                              e->original, e->path, mthp_errno_words(r));
                         return -1;
                 }
                 return 0;
@@ -479,6 +503,8 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
         char err[1024];
         unsigned failed = 0, restored = 0;
 
+        if (n_restored)
+                *n_restored = 0;
         int r = mthp_journal_load(file, &j, err, sizeof(err));
         if (r == -ENOENT) {
                 if (n_restored)
@@ -494,8 +520,8 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
         struct stat want, have;
         if (stat(j.root[0] ? j.root : "/", &want) < 0 || fstat(h->root_fd, &have) < 0 ||
             want.st_dev != have.st_dev || want.st_ino != have.st_ino) {
-                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it", file,
-                         j.root[0] ? j.root : "/", h->root);
+                mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it "
+                         "(the journal is kept)", file, j.root[0] ? j.root : "/", h->root);
                 return -EXDEV;
         }
         /* Per-size knobs, then global ones, then per-size again: a per-size
@@ -519,11 +545,15 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
         for (unsigned i = 0; i < j.n; i++)
                 if (j.e[i].path[0])
                         left.e[left.n++] = j.e[i];
-        r = mthp_journal_save(file, &left);
-        if (r < 0)
-                return r;
         if (n_restored)
                 *n_restored = restored;
+        r = mthp_journal_save(file, &left);
+        if (r < 0) {
+                /* strerror: an error of the state directory, not of /sys */
+                mthp_log(LOG_ERR, "restored %u knob(s), but cannot update the restore journal %s: %s", restored,
+                         file, strerror(-r));
+                return r;
+        }
         return (int) failed;
 }
 

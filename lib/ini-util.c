@@ -32,7 +32,12 @@ static char *read_line(char *buf, int size, void *stream) {
         r->ini->line++;
         while (len > 0 && line[len - 1] == '\r')
                 len--;
-        const char *p = line + strspn(line, " \t");
+        /* where inih sees the line start: after a UTF-8 byte order mark on
+         * line 1 (INI_ALLOW_BOM) and any isspace() */
+        const char *start = line;
+        if (r->ini->line == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0)
+                start += 3;
+        const char *p = start + strspn(start, " \t\v\f\r");
         size_t skip = (size_t) (p - line);
         if ((size_t) size < 2)
                 return NULL;

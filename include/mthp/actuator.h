@@ -68,10 +68,13 @@ bool mthp_actuator_is_foreign(const struct mthp_actuator *a, int knob);
 int mthp_actuator_resume(struct mthp_actuator *a, int knob);
 /* Put back every managed knob of the journal file whose current value is still what mthpd wrote.
  * Knobs changed by someone else are left alone (and reported). Restores
- * per-size knobs before global ones (the kernel rejects per-size "inherit"
- * for shmem while the global value is "force"). Removes the journal when
- * everything is back. Returns the number of knobs that could not be
- * restored (0 = all good) or a negative errno. */
+ * per-size knobs, then global ones, then per-size knobs again (the kernel
+ * rejects per-size shmem "inherit" while the global value is "force", and
+ * global "force" while a non-PMD size inherits). Removes the journal when
+ * everything is back, else keeps what is left. A journal whose root= is not
+ * the host h (a --root run's) is not applied and kept as it is: -EXDEV.
+ * Returns the number of knobs that could not be restored (0 = all good) or
+ * a negative errno; *n_restored: knobs put back. */
 int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsigned *n_restored);
 /* A burst of step-downs (the limited-cgroup guard): between begin (on) and
  * end (off), a write back to a knob's original value saves no journal; end

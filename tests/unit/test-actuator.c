@@ -171,6 +171,29 @@ static void test_read_back_mismatch(void **state) {
         assert_int_equal(x->n_changes, 0);
 }
 
+/* The write lands, then the knob goes away (its size's directory moved
+ * aside in the fake tree, so the fake cannot put the file back either): the
+ * read-back fails. That is neither a failed write nor a mismatch. */
+static int remove_after_write_hook(void *user, const char *host_path, const char *value) {
+        const char *dir = user; /* host_path is the host's: move the fake tree's directory */
+        char from[PATH_MAX], to[PATH_MAX + 8];
+        (void) value;
+        snprintf(from, sizeof(from), "%s%s", dir, host_path);
+        char *slash = strrchr(from, '/');
+        *slash = 0;
+        snprintf(to, sizeof(to), "%s.gone", from);
+        return rename(from, to) < 0 ? -errno : 1; /* 1: reported as written */
+}
+
+static void test_read_back_fails(void **state) {
+        struct afix *x = *state;
+        fakehost_set_write_hook(remove_after_write_hook, x->f->dir);
+        int r = knob_write(x, "64K/anon", "always");
+        fakehost_set_write_hook(NULL, NULL);
+        assert_true(r < 0 && r != -EIO);
+        assert_contains(x->err, "64K/anon (" THP "/hugepages-64kB/enabled): wrote 'always' but cannot read it back: ");
+}
+
 static void test_value_not_offered(void **state) {
         struct afix *x = *state;
         assert_int_equal(knob_write(x, "64K/anon", "sometimes"), -EINVAL);
@@ -432,6 +455,7 @@ static const struct CMUnitTest tests[] = {
         T(test_write),
         T(test_journal_before_write),
         T(test_read_back_mismatch),
+        T(test_read_back_fails),
         T(test_value_not_offered),
         T(test_kernel_rejects),
         T(test_injected_errors),

@@ -379,6 +379,23 @@ static void test_syntax_error(void **state) {
         assert_contains(err, "s.conf:1: unknown section []");
 }
 
+/* A UTF-8 byte order mark on line 1 (inih skips it) must not hide that
+ * line's section header: [Foo] there, with or without keys, is an error. */
+static void test_header_after_bom(void **state) {
+        (void) state;
+        struct mthp_config c;
+        char err[512];
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_string("b.conf", "\xEF\xBB\xBF[Daemon]\nInterval=2s\n", &c, err, sizeof(err)), 0);
+        assert_int_equal(c.interval_usec, 2000000);
+        assert_int_equal(mthp_config_load_string("b.conf", "\xEF\xBB\xBF[Foo]\nx=1\n", &c, err, sizeof(err)), -EINVAL);
+        assert_contains(err, "b.conf:1: unknown section [Foo]: expected [Daemon] or [Engine]");
+        assert_int_equal(mthp_config_load_string("b.conf", "\xEF\xBB\xBF  [Foo]\n", &c, err, sizeof(err)), -EINVAL);
+        assert_contains(err, "b.conf:1: unknown section [Foo]");
+        assert_int_equal(mthp_config_load_string("b.conf", "[Daemon]\n\v[Egnine]\n", &c, err, sizeof(err)), -EINVAL);
+        assert_contains(err, "b.conf:2: unknown section [Egnine]");
+}
+
 static void test_load_file(void **state) {
         (void) state;
         char dir[] = "/tmp/mthp-config-XXXXXX", file[64], err[512];
@@ -497,7 +514,14 @@ static void known_bug_duration_out_of_range(void **state) {
         uint64_t u = 42;
         assert_true(mthp_parse_duration("1e19", &u) < 0);
         assert_true(mthp_parse_duration("1e300min", &u) < 0);
+        /* mthp_parse_decimal takes no exponent any more: plain digits are
+         * what still reaches the range check */
+        assert_int_equal(mthp_parse_duration("18446744073709551616us", &u), -ERANGE); /* 2^64 */
+        assert_int_equal(mthp_parse_duration("18446744073709552s", &u), -ERANGE);
+        assert_int_equal(mthp_parse_duration("10000000000000000000000000min", &u), -ERANGE);
         assert_int_equal(u, 42);
+        assert_int_equal(mthp_parse_duration("18446744073709s", &u), 0); /* just below 2^64 us */
+        assert_true(u > 18446744073708000000ULL);
 }
 
 static const struct CMUnitTest tests[] = {
@@ -510,6 +534,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fault_cost),
         cmocka_unit_test(test_lower_not_below_raise),
         cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_header_after_bom),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_percent),

@@ -87,6 +87,22 @@ static void test_errors_name_line(void **state) {
         load_bad("[Match]\nUnit=x.service\n[Policy]\nnot a key\n", "t.policy:4: syntax error");
 }
 
+/* inih skips a UTF-8 byte order mark on line 1 and any isspace() before a
+ * header: the section headers mthp_ini announces must be the same ones, or
+ * a misspelt first section (and its keys) passes silently and a second
+ * [Match] goes unnoticed. */
+static void test_header_after_bom(void **state) {
+        (void) state;
+        struct mthp_policy p;
+        load_ok("\xEF\xBB\xBF[Match]\nUnit=x.service\n[Policy]\nAnon=never\n", &p);
+        assert_int_equal(p.mode[MTHP_ANON], MTHP_POLICY_NEVER);
+        load_bad("\xEF\xBB\xBF[Mtach]\nUnit=y.service\n[Match]\nUnit=x.service\n[Policy]\n",
+                 "t.policy:1: unknown section [Mtach]");
+        load_bad("\xEF\xBB\xBF[Match]\nUnit=x.service\n[Policy]\n[Match]\n",
+                 "t.policy:4: section [Match] repeated (first at line 1)");
+        load_bad("[Match]\nUnit=x.service\n[Policy]\n\f[Extra]\nAnon=never\n", "t.policy:4: unknown section [Extra]");
+}
+
 static void test_contradictions(void **state) {
         (void) state;
         load_bad("[Match]\nUnit=x.service\n[Policy]\nAnon=never\nCollapse=yes\n",
@@ -243,6 +259,7 @@ int main(void) {
                 cmocka_unit_test(test_every_key),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_errors_name_line),
+        cmocka_unit_test(test_header_after_bom),
                 cmocka_unit_test(test_contradictions),
                 cmocka_unit_test(test_several_errors_at_once),
                 cmocka_unit_test(test_dir_all_or_nothing),
