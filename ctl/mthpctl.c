@@ -139,7 +139,9 @@ static const struct command commands[] = {
           "replay a recording (mthpd --record) through the engine",
           "Replay a recording made with 'mthpd --record FILE' through the engine, with\n"
           "CONF's thresholds (default: built-in) and DIR's policy files (default: none),\n"
-          "and print each tick's knob changes with their reasons, then a summary.\n\n"
+          "and print each tick's knob changes with their reasons, then a summary.\n"
+          "CONF's FaultCost=auto (the default) keeps the 4K fault cost the recording\n"
+          "holds; a set FaultCost= replaces it; off makes it unknown.\n\n"
           "  -c, --config CONF      mthpd.conf to take the engine's settings from\n"
           "  -p, --policy-dir DIR   policy files to arbitrate with (mthpd.policy(5))\n"
           "  -j, --json          one JSON object per change, then the summary\n",

@@ -72,6 +72,16 @@ static void print_simulate_summary(bool json, const char *file, const struct mth
                 printf("}}}\n");
 }
 
+/* The 4K fault cost a replayed tick decides with (FaultCost= of CONF): a
+ * set cost replaces the recorded one ("what if a fault cost 1 us"), off
+ * makes it unknown, auto (the default) keeps what the daemon recorded:
+ * its measurement on the host it ran on, which a replay cannot redo. */
+static double replay_fault_cost(const struct mthp_config *cfg, double recorded_ns) {
+        if (cfg->fault_cost_ns > 0)
+                return cfg->fault_cost_ns;
+        return cfg->fault_cost_auto ? recorded_ns : 0;
+}
+
 /* Replay a recording through the engine from a zero state, as mthpd would
  * have decided on those snapshots; print only decisions that change what a
  * knob holds. A knob mthpd leaves alone holds what the recording shows. */
@@ -120,6 +130,7 @@ int cmd_simulate(struct ctl *c, int argc, char **argv) {
                 }
                 span.last_tick = snap.tick;
                 span.last_usec = snap.t_usec;
+                snap.fault_cost_ns = replay_fault_cost(&cfg, snap.fault_cost_ns);
                 int n = mthp_engine_decide(&cfg.engine, &caps, &snap, &st, &next, dec, MTHP_KNOBS_MAX);
                 st = next;
                 for (int i = 0; i < n; i++) {

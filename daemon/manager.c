@@ -456,7 +456,7 @@ static int tick(struct daemon *d) {
                          d->caps.knobs[d->decisions[i].knob].id, d->decisions[i].reason);
         apply(d);
         guard_arm(d->guard);
-        d->awaits = mthp_engine_awaits_samples(&d->cfg.engine, &d->snap, &d->engine, &d->awaits_rate);
+        d->awaits = mthp_engine_awaits_samples(&d->cfg.engine, &d->caps, &d->snap, &d->engine, &d->awaits_rate);
         /* CollapseCPU= and CollapseBudget= are a tick's: the early tick
          * (a quarter Interval after the last) leaves them to the next one,
          * due when it would have been without it */

@@ -853,8 +853,27 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
         return snap->dt > 0 && snap->fault_pages_rate >= raise;
 }
 
-bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                                const struct mthp_engine_state *st, double *rate) {
+/* Could the tick after st's raise the kind at all? Not at the top of its
+ * ladder (AnonSizes=, ShmemSizes=, the sizes the kernel offers), nor with
+ * the next level barred after a failure (step_down_failed, kind_target),
+ * nor at the level every limited cgroup affords (engine_limited_afford).
+ * Policy files are not asked: a process's cgroup policy bounds its own
+ * say, but its faults are demand all the same and may raise the kind for
+ * another party. */
+static bool kind_has_room(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_engine_state *st, enum mthp_kind kind) {
+        const struct mthp_engine_kind *k = &st->kind[kind];
+        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+        if (k->level >= n_ladder)
+                return false;
+        if (k->ceiling && st->tick + 1 < k->ceiling_until && k->level + 1 >= k->ceiling)
+                return false;
+        int blocker;
+        return k->level < engine_limited_afford(cfg, caps, st, kind, ladder, n_ladder, &blocker, NULL, 0);
+}
+
+bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_snapshot *snap, const struct mthp_engine_state *st, double *rate) {
         double raise, lower, pending = 0;
         for (unsigned i = 0; snap->dt > 0 && i < MTHP_ENGINE_PROCS; i++)
                 if (proc_awaits_samples(cfg, &st->proc[i], st->tick, 0))   /* seen this tick */
@@ -862,7 +881,12 @@ bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const stru
         if (rate)
                 *rate = pending;
         engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
-        return pending > 0 && pending >= raise;
+        if (!(pending > 0 && pending >= raise))
+                return false;
+        /* the samples split its faults between anon and shmem: a raise of
+         * either may come of them, and of neither where both are as high
+         * as they can go (an early tick and a faster perf rate for nothing) */
+        return kind_has_room(cfg, caps, st, MTHP_ANON) || kind_has_room(cfg, caps, st, MTHP_SHMEM);
 }
 
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,

@@ -225,10 +225,13 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
  * together at the raise rate at least: the samples could make their
  * faults a raise at the next tick. Their own rates, not the host's: a
  * process that started faulting just before the tick is seen at its
- * lifetime rate while the host's rate is still the quiet second's.
+ * lifetime rate while the host's rate is still the quiet second's. False
+ * when neither anon nor shmem could go higher at the next tick: each at
+ * the top of its ladder, below a level barred after a failure, or at what
+ * the memory-limited cgroups afford (the samples could raise nothing).
  * rate (may be NULL) gets their faults per second. */
-bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                                const struct mthp_engine_state *st, double *rate);
+bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_snapshot *snap, const struct mthp_engine_state *st, double *rate);
 
 /* The tick schedule: a tick every Interval, and an early one, a quarter
  * Interval (at least MTHP_TICK_EARLY_MIN_USEC) after a tick that started

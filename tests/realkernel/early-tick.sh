@@ -20,14 +20,9 @@ MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3
 . "$(dirname "$0")/lib.sh"
 rk_init early-tick
 
-[[ -e $THP/hugepages-2048kB/shmem_enabled ]] || rk_skip "no 2M shmem knob ($THP/hugepages-2048kB/shmem_enabled)"
-rk_sanitized "$WORKLOAD" && rk_skip "$WORKLOAD is built with a sanitizer: its shadow memory is most of its anon"
-
-# Density decides (MinProcessFaultRate within reach), one tick confirms it
-CONF=$RK_TMP/mthpd.conf
-rk_config "$CONF" MinProcessFaultRate=100 RaiseFaultRate=1000 UnmeasuredMaxSize=16K LowerTicks=1000 \
-        DensityConfirmTicks=1 VerifyTicks=100 ShmemAlign=no
-sed -i 's/^Interval=.*/Interval=1s/' "$CONF"
+# Skips without a 2M shmem knob or with a sanitizer-built workload; writes
+# CONF: density decides, one tick confirms it, no idle advise of shmem
+rk_sampling_config 1s
 
 # each log line stamped with the time it was written (ms)
 LOG=$RK_TMP/mthpd.log

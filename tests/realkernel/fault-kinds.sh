@@ -19,16 +19,9 @@ MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3
 . "$(dirname "$0")/lib.sh"
 rk_init fault-kinds
 
-[[ -e $THP/hugepages-2048kB/shmem_enabled ]] || rk_skip "no 2M shmem knob ($THP/hugepages-2048kB/shmem_enabled)"
-# A sanitizer-built workload maps shadow memory: another process than the one described
-rk_sanitized "$WORKLOAD" && rk_skip "$WORKLOAD is built with a sanitizer: its shadow memory is most of its anon"
-
-# Density decides (MinProcessFaultRate within reach); no idle advise of
-# shmem (ShmemAlign=no), so any shmem write is a raise.
-CONF=$RK_TMP/mthpd.conf
-rk_config "$CONF" MinProcessFaultRate=100 RaiseFaultRate=1000 UnmeasuredMaxSize=16K LowerTicks=1000 \
-        DensityConfirmTicks=1 VerifyTicks=100 ShmemAlign=no
-sed -i 's/^Interval=.*/Interval=250ms/' "$CONF"
+# Skips without a 2M shmem knob or with a sanitizer-built workload; writes
+# CONF: density decides, one tick confirms it, no idle advise of shmem
+rk_sampling_config 250ms
 
 # The workload first: its 1 GiB fill is a real shmem demand, and mthpd
 # would be right to raise shmem for it. mthpd starts once the fill is done.

@@ -241,6 +241,24 @@ rk_config() {
         } >"$file"
 }
 
+# rk_sampling_config INTERVAL: the start of the tests whose workload holds
+# shared memory and faults one kind, so that fault sampling splits its
+# faults between anon and shmem (early-tick, fault-kinds). Skips when there
+# is no 2M shmem knob, or when WORKLOAD is built with a sanitizer (its
+# shadow memory would be most of its anon: another process than the one
+# described). Then writes CONF=$RK_TMP/mthpd.conf (rk_config): density
+# decides (MinProcessFaultRate within reach), one tick confirms it, no idle
+# advise of shmem (ShmemAlign=no: any shmem write is a raise), and the
+# daemon ticks every INTERVAL.
+rk_sampling_config() {
+        [[ -e $THP/hugepages-2048kB/shmem_enabled ]] || rk_skip "no 2M shmem knob ($THP/hugepages-2048kB/shmem_enabled)"
+        rk_sanitized "$WORKLOAD" && rk_skip "$WORKLOAD is built with a sanitizer: its shadow memory is most of its anon"
+        CONF=$RK_TMP/mthpd.conf
+        rk_config "$CONF" MinProcessFaultRate=100 RaiseFaultRate=1000 UnmeasuredMaxSize=16K LowerTicks=1000 \
+                DensityConfirmTicks=1 VerifyTicks=100 ShmemAlign=no
+        sed -i "s/^Interval=.*/Interval=$1/" "$CONF"
+}
+
 # rk_workloads SECONDS: one dense anon and one dense shmem fault loop, so
 # both kinds have demand. PIDs are tracked.
 RK_WL_PIDS=()

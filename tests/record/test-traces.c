@@ -116,7 +116,7 @@ static struct replay *replay_trace_time(const char *name, double raise_fault_tim
                 st = next;
                 o->tick = snap.tick;
                 o->t_usec = snap.t_usec;
-                o->awaits = mthp_engine_awaits_samples(&rp->cfg.engine, &snap, &st, NULL);
+                o->awaits = mthp_engine_awaits_samples(&rp->cfg.engine, &rp->caps, &snap, &st, NULL);
                 /* the daemon's ticks count from 1 */
                 o->next_usec = mthp_tick_next(&plan, snap.tick + 1, snap.t_usec, rp->cfg.interval_usec, o->awaits);
                 o->density = snap.density;
@@ -736,6 +736,96 @@ static void test_early_ticks_bounded(void **state) {
         }
 }
 
+/* The state and snapshot of trace `name` at recorded tick `tick`, the
+ * decision taken (every recorded sample, default config); apart from
+ * replay_trace*(), which it leaves alone. */
+static struct {
+        struct mthp_config cfg;
+        struct mthp_caps caps;
+        struct mthp_snapshot snap;
+        struct mthp_engine_state st;
+} at;
+
+static void replay_to_tick(const char *name, uint64_t tick) {
+        _cleanup_(mthp_record_close_readp) struct mthp_record_reader *r = NULL;
+        static struct mthp_engine_state next;
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        char path[512], err[512];
+        int e;
+        memset(&at.st, 0, sizeof(at.st));
+        mthp_config_defaults(&at.cfg);
+        snprintf(path, sizeof(path), "%s/%s.rec", MTHP_TRACE_DIR, name);
+        if (mthp_record_open_read(path, &at.caps, &r, err, sizeof(err)) < 0)
+                fail_msg("%s", err);
+        while ((e = mthp_record_read(r, &at.snap, err, sizeof(err))) > 0) {
+                (void) mthp_engine_decide(&at.cfg.engine, &at.caps, &at.snap, &at.st, &next, dec, MTHP_KNOBS_MAX);
+                at.st = next;
+                if (at.snap.tick == tick)
+                        return;
+        }
+        fail_msg("%s: no tick %llu (%s)", name, (unsigned long long) tick, e < 0 ? err : "end of trace");
+}
+
+/* An early tick only where the samples can bring a raise (review of the
+ * early tick): a process awaiting its samples splits its faults between
+ * anon and shmem, so one of them must be able to go higher at the next
+ * tick. Under connection churn with shmem at 2M and anon at its top a new
+ * backend asked for an early tick (and the daemon for 4x the perf sample
+ * rate) every MTHP_TICK_EARLY_SPACING ticks for nothing. Tick 3 of
+ * pgbench-select-unit awaits its backend's samples with both kinds at 4K;
+ * the same tick with the kinds moved: */
+static void test_awaits_needs_room(void **state) {
+        (void) state;
+        unsigned ladder[MTHP_SIZES_MAX], top[_MTHP_KIND_MAX];
+        replay_to_tick("pgbench-select-unit", 3);
+        const struct mthp_engine_config *cfg = &at.cfg.engine;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                top[k] = mthp_engine_ladder(cfg, &at.caps, k, ladder);
+                assert_int_equal(at.st.kind[k].level, 0);
+        }
+        assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+        struct mthp_engine_state saved = at.st;
+
+        /* one kind at its top: the other may still be raised */
+        at.st.kind[MTHP_SHMEM].level = top[MTHP_SHMEM];
+        assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+        at.st.kind[MTHP_SHMEM].level = 0;
+        at.st.kind[MTHP_ANON].level = top[MTHP_ANON];
+        assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+        /* both at their tops: nothing to wait for */
+        at.st.kind[MTHP_SHMEM].level = top[MTHP_SHMEM];
+        assert_false(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+
+        /* shmem at its top, anon's next level barred after a failure: none;
+         * the bar lifts at the next tick: anon again */
+        at.st.kind[MTHP_ANON].level = 2;
+        at.st.kind[MTHP_ANON].ceiling = 3;
+        at.st.kind[MTHP_ANON].ceiling_until = at.st.tick + 10;
+        assert_false(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+        at.st.kind[MTHP_ANON].ceiling_until = at.st.tick + 1;
+        assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+
+        /* both at 4K, a populated memory-limited cgroup 1 MiB from its
+         * 1 GiB limit: it affords no size of either kind */
+        at.st = saved;
+        struct mthp_engine_limited *c = &at.st.limited[0];
+        memset(c, 0, sizeof(*c));
+        snprintf(c->path, sizeof(c->path), "/mthpd-test-full");
+        c->present = c->populated = true;
+        c->limit_kb = 1 << 20;
+        c->usage_kb = c->limit_kb - 1024;
+        assert_false(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+
+        /* ladders cut to one size (AnonSizes=16K, ShmemSizes=16K), that
+         * size always: at their tops */
+        at.st = saved;
+        at.cfg.engine.max_kb[MTHP_ANON] = at.cfg.engine.max_kb[MTHP_SHMEM] = 16;
+        at.st.kind[MTHP_ANON].level = at.st.kind[MTHP_SHMEM].level = 1;
+        assert_false(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+        at.st.kind[MTHP_SHMEM].level = 0;
+        assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
+}
+
 /* The schedule itself (mthp_tick_next), on made-up ticks: the early tick,
  * the grid kept after it, no two in a row, the spacing, the floor. */
 static void test_tick_next(void **state) {
@@ -779,6 +869,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_pgbench_tpcb_fault_time_raises),
                 cmocka_unit_test(test_pgbench_unit_early_tick),
                 cmocka_unit_test(test_early_ticks_bounded),
+                cmocka_unit_test(test_awaits_needs_room),
                 cmocka_unit_test(test_tick_next),
                 cmocka_unit_test(test_backoff_same_decisions),
         };
