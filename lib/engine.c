@@ -299,6 +299,7 @@ struct kind_step {
         /* a raise back after a step-down blamed on a churner that reads
          * dense now (struct mthp_engine_kind churn_pid): no dwell, and why */
         bool churn_back, churn_armed;
+        unsigned churn_to;              /* where it may go: no higher than it came down from */
         char churn_note[200];
         char why[MTHP_REASON_MAX - 96];
 };
@@ -335,22 +336,24 @@ static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cf
         return m;
 }
 
-/* A raise to k->target after a step-down blamed on a churner
- * (struct mthp_engine_kind churn_pid) need not wait DwellTicks: the same
- * process was sampled since, with the sizes off (presence), and its
- * densest sample of every size the raise turns on is dense. Not above the
- * level it stepped down from. */
+/* A raise after a step-down blamed on a churner (struct mthp_engine_kind
+ * churn_pid) need not wait DwellTicks: the same process was sampled since,
+ * with the sizes off (presence), and its densest sample of every size the
+ * raise turns on is dense. Not above the level it stepped down from
+ * (k->churn_to): a target above it waits for the next tick's second raise,
+ * as after any raise. */
 static void churn_raise_back(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                              const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
                              struct kind_step *k) {
         const struct mthp_engine_kind *st = k->st;
         k->churn_back = false;
         const struct mthp_engine_proc *m = churn_proc(next, st->churn_pid);
-        if (!m || !k->dens.measured || k->target <= st->level || k->target > st->churn_from ||
-            m->seen_tick <= st->churn_tick || snap->tick > m->seen_tick + PROC_RECENT_TICKS)
+        unsigned to = k->target < st->churn_from ? k->target : st->churn_from;
+        if (!m || !k->dens.measured || to <= st->level || m->seen_tick <= st->churn_tick ||
+            snap->tick > m->seen_tick + PROC_RECENT_TICKS)
                 return;
         double keep = keep_threshold(cfg, m), least = 1;
-        for (unsigned r = 0; r < k->target; r++) {
+        for (unsigned r = 0; r < to; r++) {
                 double u = m->peak_u[k->kind][k->ladder[r]];
                 if (!(u >= keep))
                         return;
@@ -359,6 +362,7 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
         char at[16];
         engine_level_name(caps, k->ladder, st->level, at, sizeof(at));
         k->churn_back = true;
+        k->churn_to = to;
         snprintf(k->churn_note, sizeof(k->churn_note),
                  "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for zeros it was writing (it "
                  "churns), reads dense at %s (at least %.2f of each block)",
@@ -621,7 +625,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 char note[200] = "";
                 if (m && !m->churn_spent[k->kind]) {
                         snprintf(note, sizeof(note),
-                                 "; it churns (its memory turned over %.0f times a tick or more) and never read "
+                                 "; it churns (its memory turned over %g times a tick or more) and never read "
                                  "dense there: a raise back once it reads dense need not wait DwellTicks",
                                  ENGINE_CHURN_TURNOVER);
                         m->churn_spent[k->kind] = true;
@@ -662,6 +666,8 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                  * after the first (a sample that saw more) is no flap; nor
                  * is a raise back once a churner blamed for a step-down
                  * reads dense (once for each process: churn_spent) */
+                if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
+                        k->target = k->churn_to; /* the churn case: back where it was, no higher */
                 explain_raise(caps, snap, next, k);
                 st->verify_from = st->level;
                 st->verify_left = cfg->verify_ticks;
