@@ -286,6 +286,7 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
                 st->last_dir = -1;
                 st->last_change_tick = tick ? tick : 1;
                 st->raise_streak = st->lower_streak = st->sparse_streak = 0;
+                st->churn_pid = 0; /* no quick raise back after the guard */
                 /* largest first: it bloats most */
                 for (unsigned r = old; r-- > afford && n < n_out;) {
                         struct mthp_decision *d = &out[n++];

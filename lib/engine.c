@@ -296,8 +296,78 @@ struct kind_step {
         char lim_why[400];
         char top[16], who[96], raiser[200], keeper[200];
         char left_out[240];             /* processes that opted out, for the reasons */
+        /* a raise back after a step-down blamed on a churner that reads
+         * dense now (struct mthp_engine_kind churn_pid): no dwell, and why */
+        bool churn_back, churn_armed;
+        unsigned churn_to;              /* where it may go: no higher than it came down from */
+        char churn_note[200];
         char why[MTHP_REASON_MAX - 96];
 };
+
+/* The remembered process of a pid, or NULL. */
+static const struct mthp_engine_proc *churn_proc(const struct mthp_engine_state *st, int pid) {
+        for (unsigned i = 0; pid && i < MTHP_ENGINE_PROCS; i++)
+                if (st->proc[i].pid == pid)
+                        return &st->proc[i];
+        return NULL;
+}
+
+/* The keep threshold of a process's density: 1 / (1 + its MaxBloat). */
+static double keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *m) {
+        const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+        double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+        return 1.0 / (1.0 + bloat / 100.0);
+}
+
+/* The process a density step-down is blamed on, when it churns and has no
+ * dense sample of the size it failed at: its zeros may be a buffer it was
+ * caught writing (stress-ng --vm, trace stress-vm-2w), which the churn
+ * rule cannot tell from bloat without one. NULL otherwise. */
+static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cfg, struct mthp_engine_state *next,
+                                             const struct kind_step *k) {
+        if (k->dens.holder < 0)
+                return NULL;
+        const struct party *p = &k->dens.party[k->dens.holder];
+        if (p->proc < 0 || p->capped)
+                return NULL;
+        struct mthp_engine_proc *m = &next->proc[p->proc];
+        if (!m->churn[k->kind] || m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m))
+                return NULL;
+        return m;
+}
+
+/* A raise after a step-down blamed on a churner (struct mthp_engine_kind
+ * churn_pid) need not wait DwellTicks: the same process was sampled since,
+ * with the sizes off (presence), and its densest sample of every size the
+ * raise turns on is dense. Not above the level it stepped down from
+ * (k->churn_to): a target above it waits for the next tick's second raise,
+ * as after any raise. */
+static void churn_raise_back(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                             struct kind_step *k) {
+        const struct mthp_engine_kind *st = k->st;
+        k->churn_back = false;
+        const struct mthp_engine_proc *m = churn_proc(next, st->churn_pid);
+        unsigned to = k->target < st->churn_from ? k->target : st->churn_from;
+        if (!m || !k->dens.measured || to <= st->level || m->seen_tick <= st->churn_tick ||
+            snap->tick > m->seen_tick + PROC_RECENT_TICKS)
+                return;
+        double keep = keep_threshold(cfg, m), least = 1;
+        for (unsigned r = 0; r < to; r++) {
+                double u = m->peak_u[k->kind][k->ladder[r]];
+                if (!(u >= keep))
+                        return;
+                least = u < least ? u : least;
+        }
+        char at[16];
+        engine_level_name(caps, k->ladder, st->level, at, sizeof(at));
+        k->churn_back = true;
+        k->churn_to = to;
+        snprintf(k->churn_note, sizeof(k->churn_note),
+                 "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for zeros it was writing (it "
+                 "churns), reads dense at %s (at least %.2f of each block)",
+                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick, at, least);
+}
 
 /* The kind's ladder, signals and density verdict, and its streaks. */
 static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -328,6 +398,8 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
                 st->sparse_streak = k->dens.measured && k->dens.keep < st->level ? st->sparse_streak + 1 : 0;
         }
         k->dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
+        if (k->dwell_ok)
+                st->churn_pid = 0; /* the dwell is over: nothing to skip */
         engine_left_out(cfg, next, k->kind, k->left_out, sizeof(k->left_out));
 }
 
@@ -393,6 +465,7 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
                 else if (k->sig.demand >= k->sig.raise_at && --st->verify_left == 0)
                         k->probe_failed = true;
         }
+        churn_raise_back(cfg, caps, snap, next, k);
 }
 
 /* The reason of a raise to k->target. */
@@ -424,6 +497,10 @@ static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapsh
         if (k->lim_capped) {
                 size_t l = strlen(k->why);
                 snprintf(k->why + l, sizeof(k->why) - l, "; stops there: %s", k->lim_why);
+        }
+        if (k->churn_back && !k->dwell_ok) {
+                size_t l = strlen(k->why);
+                snprintf(k->why + l, sizeof(k->why) - l, "; %s", k->churn_note);
         }
 }
 
@@ -516,7 +593,7 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
 /* The transition: the first condition that holds, in order of urgency,
  * moves the level (or holds it), and k->why says why. */
 static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                        const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                        const struct mthp_snapshot *snap, struct mthp_engine_state *next,
                         struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
@@ -542,7 +619,24 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 char hd[320];
                 engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
                 engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
-                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", hd, k->kname, k->top, to);
+                /* a churner caught writing: a raise back once it reads
+                 * dense need not wait the dwell, once for each process */
+                struct mthp_engine_proc *m = churn_blamed(cfg, next, k);
+                char note[200] = "";
+                if (m && !m->churn_spent[k->kind]) {
+                        snprintf(note, sizeof(note),
+                                 "; it churns (its memory turned over %g times a tick or more) and never read "
+                                 "dense there: a raise back once it reads dense need not wait DwellTicks",
+                                 ENGINE_CHURN_TURNOVER);
+                        m->churn_spent[k->kind] = true;
+                        st->churn_pid = m->pid;
+                        st->churn_from = st->level;
+                        st->churn_tick = snap->tick;
+                        k->churn_armed = true;
+                } else if (m)
+                        snprintf(note, sizeof(note), "; it churns and never read dense there, but was stepped "
+                                 "down for that before: DwellTicks applies");
+                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
                 st->level = k->dens.keep;
                 st->verify_left = 0;
         } else if (st->level > 0 && sig->fragmented && k->dwell_ok) {
@@ -567,9 +661,13 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 st->level = k->target;
         } else if (k->target > st->level &&
                    st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
-                   (k->dwell_ok || (k->dens.measured && st->last_dir > 0))) {
+                   (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back)) {
                 /* dwell guards against reversals: a second raise right
-                 * after the first (a sample that saw more) is no flap */
+                 * after the first (a sample that saw more) is no flap; nor
+                 * is a raise back once a churner blamed for a step-down
+                 * reads dense (once for each process: churn_spent) */
+                if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
+                        k->target = k->churn_to; /* the churn case: back where it was, no higher */
                 explain_raise(caps, snap, next, k);
                 st->verify_from = st->level;
                 st->verify_left = cfg->verify_ticks;
@@ -588,6 +686,8 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
                         bool *want_defer, char *defer_why, size_t defer_size) {
         struct mthp_engine_kind *st = k->st;
         if (st->level != k->old_level) {
+                if (!k->churn_armed)
+                        st->churn_pid = 0; /* used, or another change: the dwell applies */
                 st->last_dir = st->level > k->old_level ? 1 : -1;
                 st->last_change_tick = snap->tick ? snap->tick : 1;
                 st->raise_streak = st->lower_streak = st->sparse_streak = 0;

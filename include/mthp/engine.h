@@ -35,6 +35,19 @@ struct mthp_engine_kind {
         unsigned verify_from;           /* level to go back to if it fails */
         unsigned sparse_streak;         /* ticks a faulting process was too sparse for the level */
         int last_dir;                   /* +1 last change raised, -1 lowered, 0 none */
+        /* A density step-down blamed on a churning process (struct
+         * mthp_engine_proc churn) with no dense sample of the size it
+         * failed at: it was caught writing a buffer. churn_pid: that
+         * process (0: none), churn_from: the level it stepped down from,
+         * churn_tick: when. Once the process, sampled since with the sizes
+         * off (presence), reads dense at every size a raise turns on, the
+         * raise back need not wait DwellTicks; cleared by any other change
+         * of the level and when the dwell is over. Once per process
+         * (struct mthp_engine_proc churn_spent): a later step-down blamed
+         * on it waits the dwell (no flap). */
+        int churn_pid;
+        unsigned churn_from;
+        uint64_t churn_tick;
         bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
 };
 
@@ -107,6 +120,10 @@ struct mthp_engine_proc {
         bool churn[_MTHP_KIND_MAX];
         double peak_u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         uint64_t peak_rss_kb[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* a density step-down of the kind was blamed on it while it
+         * churned and never read dense, and let a raise back skip the
+         * dwell (struct mthp_engine_kind churn_pid): the next one waits */
+        bool churn_spent[_MTHP_KIND_MAX];
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are

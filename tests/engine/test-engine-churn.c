@@ -50,6 +50,7 @@ struct host {
         uint64_t tick;
         double pages;           /* the worker's fault demand, 4K pages/s */
         int pid;                /* the worker sampled */
+        double coverage;        /* of every block of its buffer: 1, populated whole */
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -61,6 +62,7 @@ static void host_init(struct host *h) {
         caps_init(&h->caps);
         h->pages = PAGES;
         h->pid = PID;
+        h->coverage = 1;
         for (unsigned i = 0; i < h->caps.n_knobs; i++) {
                 const struct mthp_knob *k = &h->caps.knobs[i];
                 const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
@@ -85,9 +87,11 @@ static int host_teardown(void **state) {
         return 0;
 }
 
-/* The worker as the sampler sees it: every block present (its buffer is
- * populated whole), `zero` of its subpages zero, rss_kb of anon. */
-static void worker(struct mthp_proc_density *p, int pid, double fault_rate, uint64_t rss_kb, double zero) {
+/* The worker as the sampler sees it: `coverage` of every block present
+ * (1: its buffer is populated whole), `zero` of its subpages zero, rss_kb
+ * of anon. */
+static void worker(struct mthp_proc_density *p, int pid, double fault_rate, uint64_t rss_kb, double zero,
+                   double coverage) {
         memset(p, 0, sizeof(*p));
         p->pid = pid;
         snprintf(p->comm, sizeof(p->comm), "stress-ng-vm");
@@ -95,7 +99,7 @@ static void worker(struct mthp_proc_density *p, int pid, double fault_rate, uint
         p->rss_kb[MTHP_ANON] = rss_kb;
         p->compact_ms = p->thrash_ms = p->reclaim_ms = NAN;
         for (unsigned i = 0; i < MTHP_SIZES_MAX; i++) {
-                p->coverage[MTHP_ANON][i] = 1;
+                p->coverage[MTHP_ANON][i] = coverage;
                 p->zero[MTHP_ANON][i] = zero;
                 p->blocks[MTHP_ANON][i] = (double) BUFFER_KB / (16u << (i < 1 ? 0 : i - 1));
                 p->coverage[MTHP_SHMEM][i] = p->zero[MTHP_SHMEM][i] = NAN;
@@ -131,7 +135,7 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->mem.anon_kb = rss_kb;
         s->density.valid = true;
         s->density.n_procs = 1;
-        worker(&s->density.proc[0], h->pid, faults, rss_kb, zero);
+        worker(&s->density.proc[0], h->pid, faults, rss_kb, zero, h->coverage);
         memcpy(s->knob, h->knob, sizeof(s->knob));
         mthp_snapshot_derive(&h->caps, s);
         h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
@@ -262,12 +266,94 @@ static void test_new_sparse_churner_steps_down(void **state) {
         assert_blames(h, anon_reason(h));
 }
 
+/* A worker started after the raise, caught mid-write at its every sample
+ * with 2M on (no dense sample: the churn rule cannot keep it), is stepped
+ * down; at 4K it reads dense by presence. Its zeros were a write it had
+ * not finished: anon goes back to 2M at the next tick, not DwellTicks (5)
+ * later, and the reason says why. Returns at 2M, 1 tick after the raise
+ * back. (trace stress-vm-2w: pid 13756, tick 4.) */
+static void new_churner_stepped_down(struct host *h) {
+        raise_to_2m(h);
+        h->pid = PID + 1;
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) == 8; i++)
+                host_step(h, BUFFER_KB, 0.62);
+        assert_int_equal(anon_level(h), 0);
+        assert_blames(h, anon_reason(h));
+        if (!strstr(anon_reason(h), "it churns"))
+                fail_msg("the step down does not say the worker churns: %s", anon_reason(h));
+}
+
+static void test_churner_raised_back(void **state) {
+        struct host *h = *state;
+        new_churner_stepped_down(h);
+        host_step(h, BUFFER_KB, 0.5); /* at 4K: coverage 1.00, its zeros do not count */
+        if (anon_level(h) != 8)
+                fail_msg("1 tick after the step down: level %u: %s", anon_level(h), anon_reason(h));
+        if (!strstr(anon_reason(h), "no DwellTicks wait") || !strstr(anon_reason(h), "zeros it was writing"))
+                fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
+}
+
+/* No flap (1): the same churner reads sparse by presence at 4K (a third
+ * of each block touched): no raise, quick or not, while the dwell lasts,
+ * nor after. */
+static void test_sparse_churner_not_raised(void **state) {
+        struct host *h = *state;
+        new_churner_stepped_down(h);
+        h->coverage = 0.3;
+        for (unsigned i = 0; i < 8; i++) {
+                host_step(h, BUFFER_KB, 0.5);
+                if (anon_level(h) != 0)
+                        fail_msg("%u ticks after the step down, reading sparse at 4K: %s", i + 1, anon_reason(h));
+        }
+}
+
+/* No flap (2): raised back, the same worker steps anon down again (its RSS
+ * grows beyond MaxBloat while it churns): the raise back, dense at 4K
+ * again, waits DwellTicks after that second step down. And a second step
+ * down blamed on it for zeros with no dense sample (its densest samples
+ * forgotten: the engine's memory edited) does not skip the dwell either:
+ * once a process. */
+static void test_second_step_down_dwells(void **state) {
+        struct host *h = *state;
+        for (int pass = 0; pass < 2; pass++) {
+                host_init(h);
+                new_churner_stepped_down(h);
+                host_step(h, BUFFER_KB, 0.5);
+                assert_int_equal(anon_level(h), 8);
+                unsigned i;
+                for (i = 0; i < 10 && anon_level(h) == 8; i++) {
+                        if (pass == 1)
+                                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                                        if (h->st.proc[j].pid == h->pid)
+                                                memset(h->st.proc[j].peak_u, 0, sizeof(h->st.proc[j].peak_u));
+                        host_step(h, pass == 0 ? BUFFER_KB * 3 / 2 : BUFFER_KB, 0.62);
+                }
+                assert_int_equal(anon_level(h), 0);
+                assert_blames(h, anon_reason(h));
+                if (strstr(anon_reason(h), "need not wait DwellTicks"))
+                        fail_msg("pass %d: a second step down arms a quick raise: %s", pass, anon_reason(h));
+                if (pass == 1 && !strstr(anon_reason(h), "DwellTicks applies"))
+                        fail_msg("the second step down does not say the dwell applies: %s", anon_reason(h));
+                uint64_t down = h->tick - 1;
+                for (i = 0; i < 10 && anon_level(h) == 0; i++)
+                        host_step(h, BUFFER_KB, 0.5);
+                if (anon_level(h) != 8 || h->tick - 1 < down + h->cfg.dwell_ticks)
+                        fail_msg("pass %d: stepped down at tick %llu, level %u at tick %llu: %s", pass,
+                                 (unsigned long long) down, anon_level(h), (unsigned long long) h->tick - 1,
+                                 anon_reason(h));
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_churn_keeps_2m, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_rss_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_slow_turnover_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_new_sparse_churner_steps_down, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churner_raised_back, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
