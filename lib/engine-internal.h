@@ -60,13 +60,18 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
  * sparse writer's every fault allocates a folio of the size: 4 to 512
  * pages a fault. */
 #define ENGINE_ALLOC_SHARE 0.1
-/* A process whose memory of a kind turned over at least this many times
- * in a tick (its fault pages at the largest size on, capped by the host's
- * mTHP allocation pages of the kind, beside its RSS) churns: it maps,
+/* A process whose memory of a kind turns over at least this many times
+ * a second (its fault pages of the kind at the largest size on, capped by
+ * the host's mTHP allocation pages of the kind, beside its RSS) churns: it maps,
  * fills and unmaps buffers faster than the sampler looks, so one sample's
  * zero subpages say how far a write had got, not what it uses
- * (struct mthp_engine_proc churn, peak_u). */
-#define ENGINE_CHURN_TURNOVER 4.0
+ * (struct mthp_engine_proc churn, peak_u). A process that holds what it
+ * faults turns over at most once a second (its RSS grows by what it
+ * faults) once it is a second old; stress-ng --vm's workers with 64K on
+ * turn over about twice (recording stress-vm.mthpd.10 of 2026-12-03: 4 was
+ * too high for them), with 2M on 30-75 times. Per second, not per tick:
+ * an early tick (a quarter Interval) must not lose it. */
+#define ENGINE_CHURN_TURNOVER 1.5
 /* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
 double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only

@@ -76,21 +76,24 @@ static double plain_usage(const struct mthp_proc_density *p, enum mthp_kind kind
 }
 
 /* Does the process's memory of a kind turn over ENGINE_CHURN_TURNOVER
- * times in this tick, with folios of size index top (or larger) on? Each
+ * times a second, with folios of size index top (or larger) on? Each
  * of its faults brings a folio of the top size at most, and the host's
  * mTHP allocations of the kind bound all of them together. stress-ng --vm
  * (trace stress-vm): 4,087 faults/s with 2M on, 8.4 GB/s, beside 111 MiB
  * of RSS. A sparse program that holds what it faults grows by its fault
- * pages: it turns over less than once a tick after its first second. */
+ * pages: it turns over less than once a second after its first second. */
 static bool churns(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const struct mthp_proc_density *p,
-                   enum mthp_kind kind, int top) {
+                   const struct mthp_engine_proc *m, enum mthp_kind kind, int top) {
         if (top < 0 || snap->dt <= 0 || p->rss_kb[kind] == 0)
                 return false;
-        double kb = p->fault_rate * caps->sizes[top].kb;
+        /* its faults of this kind only (a backend's shmem faults are no
+         * turnover of its anon), per second whatever the tick's length
+         * (an early tick is a quarter of one) */
+        double kb = p->fault_rate * engine_fault_share(m, kind, false) * caps->sizes[top].kb;
         double host = snap->kind_pages_rate[kind] * mthp_caps_page_kb(caps);
         if (host < kb)
                 kb = host;
-        return kb * snap->dt >= ENGINE_CHURN_TURNOVER * (double) p->rss_kb[kind];
+        return kb >= ENGINE_CHURN_TURNOVER * (double) p->rss_kb[kind];
 }
 
 /* Fold this tick's density samples into the remembered processes. */
@@ -115,7 +118,11 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                  * changes comm): a new process, in the same slot. The search
                  * stopped at the match, so `oldest` only covers the slots
                  * before it (NULL when the match is slot 0). */
-                if (m && strncmp(m->comm, p->comm, sizeof(m->comm)) != 0) {
+                /* Or the scanner saw a new process at this pid (a new start
+                 * time: its rate is a lifetime average again) with the same
+                 * comm: nothing remembered of the old one is its. */
+                bool reused = m && m->seen_tick && m->seen_tick < snap->tick && p->new_proc && !m->new_proc;
+                if (m && (reused || strncmp(m->comm, p->comm, sizeof(m->comm)) != 0)) {
                         memset(m, 0, sizeof(*m));
                         m->pid = p->pid;
                 }
@@ -143,10 +150,13 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         memset(m->peak_rss_kb, 0, sizeof(m->peak_rss_kb));
                 }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        m->churn[k] = churns(caps, snap, p, k, on[k]);
                         /* smoothed: a map/unmap loop's RSS depends on the instant */
                         m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
                         m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
+                }
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        /* after both kinds' RSS: without fault samples they split its faults */
+                        m->churn[k] = churns(caps, snap, p, m, k, on[k]);
                         for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX && !m->thp_off; z++) {
                                 double u = usage(p, k, z, (int) z <= on[k]);
                                 if (isnan(u))
@@ -154,11 +164,15 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                 double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
                                 fold_usage(&m->w[k][z], &m->u[k][z], u, w);
                                 /* its densest sample, and the RSS it held then (as
-                                 * dense again: the larger RSS) */
-                                bool larger = m->rss_kb[k] > m->peak_rss_kb[k][z];
-                                if (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))
+                                 * dense again: the larger RSS). Not one that read
+                                 * no content with the size on: whole folios are
+                                 * present, so its coverage is 1 whatever it uses
+                                 * (an all-zero mapping has no zero share) */
+                                bool blind = (int) z <= on[k] && isnan(p->zero[k][z]);
+                                bool larger = !blind && m->rss_kb[k] > m->peak_rss_kb[k][z];
+                                if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger)))
                                         m->peak_rss_kb[k][z] = m->rss_kb[k];
-                                if (u > m->peak_u[k][z])
+                                if (!blind && u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;
                                 /* the mappings that are not hg: all of them when the
                                  * sample saw no hg one */

@@ -625,7 +625,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 char note[200] = "";
                 if (m && !m->churn_spent[k->kind]) {
                         snprintf(note, sizeof(note),
-                                 "; it churns (its memory turned over %g times a tick or more) and never read "
+                                 "; it churns (its memory turned over %g times a second or more) and never read "
                                  "dense there: a raise back once it reads dense need not wait DwellTicks",
                                  ENGINE_CHURN_TURNOVER);
                         m->churn_spent[k->kind] = true;

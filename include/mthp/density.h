@@ -44,7 +44,7 @@
  *    whole and writes it page by page (stress-ng --vm) reads anywhere from
  *    0 to 1 zero depending on when the sample falls, though it holds the
  *    same pages at 4K (coverage 1.00 there). The engine reads such a
- *    process, whose memory turns over several times a tick, by its densest
+ *    process, whose memory turns over several times a second, by its densest
  *    sample and the RSS it held then (struct mthp_engine_proc churn), not
  *    by its average.
  *    What could tell an untouched subpage from a written-zero one was

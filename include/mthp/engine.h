@@ -108,9 +108,9 @@ struct mthp_engine_proc {
          * held */
         bool fs_pending;
         /* Churn (engine-remember.c): its memory turned over at least
-         * ENGINE_CHURN_TURNOVER times in the tick of its last sample (its
-         * fault pages at the largest size on, no more than the host's mTHP
-         * allocations of the kind, beside its RSS). With large folios on
+         * ENGINE_CHURN_TURNOVER times a second at its last sample (its
+         * fault pages of the kind at the largest size on, no more than the
+         * host's mTHP allocations of the kind, beside its RSS). With large folios on
          * the sampler reads content, and a buffer caught mid-write reads
          * zeros it fills a moment later. peak_u: its densest sample of each
          * size (presence with the size off, else content); peak_rss_kb: its

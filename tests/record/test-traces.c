@@ -560,7 +560,7 @@ static void test_pgbench_tpcb_fault_time_raises(void **state) {
  * tried and does not fix it: the other worker (pid 7333: 0.17 and then 0.34
  * zeros) is below the keep threshold on its average then, and anon steps
  * down the same tick. Fixed by judging a churning process (its memory
- * turned over 4 times or more in the tick: 7332 at tick 5 faulted 4,087
+ * turned over 1.5 times or more in the tick: 7332 at tick 5 faulted 4,087
  * times a second at 2M, 8.4 GB/s, under the host's 18.9 GB/s of anon mTHP
  * allocations, beside 111 MiB of RSS) by its densest sample while its RSS
  * stays within MaxBloat of what it held then (7332: 0.90 at tick 4 at 129
