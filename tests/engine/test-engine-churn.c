@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Churn (lib/engine-remember.c churns(), struct mthp_engine_proc churn,
  * peak_u, peak_rss_kb): a process whose memory turns over
- * ENGINE_CHURN_TURNOVER (4) times in a tick keeps a size while its densest
+ * ENGINE_CHURN_TURNOVER (1.5) times in a tick keeps a size while its densest
  * sample of it was dense and its RSS has not grown beyond (1 + MaxBloat)
  * of what it held then. stress-ng --vm (trace stress-vm) maps a 128 MiB
  * buffer, populates it, writes every page, unmaps it, again and again:
@@ -12,9 +12,9 @@
  * A small host of its own: anon faults only, each served by the largest
  * anon size at "always" (no fallback); one worker of 128 MiB whose density
  * the test sets every tick. At 2M, 1,000,000 pages/s is 1,953 faults/s of
- * 2M, 4 GB/s: its memory turns over about 30 times a tick. The boundaries,
+ * 2M, 4 GB/s: its memory turns over about 30 times a second. The boundaries,
  * each stepped down and blamed: the same worker whose RSS grows beyond
- * MaxBloat, the same worker turning over 3 times a tick, and a worker
+ * MaxBloat, the same worker turning over less than once a second, and a worker
  * started after the raise that never reads dense. */
 #include <math.h>
 #include <setjmp.h>
@@ -51,6 +51,7 @@ struct host {
         double pages;           /* the worker's fault demand, 4K pages/s */
         int pid;                /* the worker sampled */
         double coverage;        /* of every block of its buffer: 1, populated whole */
+        bool new_proc;          /* the scanner sees a new process at pid (a new start time) */
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -136,6 +137,7 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.valid = true;
         s->density.n_procs = 1;
         worker(&s->density.proc[0], h->pid, faults, rss_kb, zero, h->coverage);
+        s->density.proc[0].new_proc = h->new_proc;
         memcpy(s->knob, h->knob, sizeof(s->knob));
         mthp_snapshot_derive(&h->caps, s);
         h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
@@ -229,18 +231,20 @@ static void test_grown_rss_steps_down(void **state) {
         assert_int_equal(anon_level(h), 8);
 }
 
-/* The boundary (churn): the same worker, dense at 4K, with its RSS
- * unchanged, but whose memory does not turn over 4 times a tick (100,000
- * pages/s: 400 MB/s beside 128 MiB, 3 times): a sample is not a moment of a
- * write it repeats faster than the sampler looks; its average decides, and
- * it is stepped down. */
+/* The boundary (churn): a worker with 4 buffers, 512 MiB, dense at 4K,
+ * with its RSS unchanged, but whose memory does not turn over 1.5 times a
+ * second (100,000 pages/s, 195 faults/s of 2M: 400 MB/s beside 512 MiB,
+ * 0.76 times): a sample is not a moment of a write it repeats faster than
+ * the sampler looks; its average decides, and it is stepped down. */
 static void test_slow_turnover_steps_down(void **state) {
         struct host *h = *state;
         h->pages = 100000;
-        raise_to_2m(h);
         unsigned i;
+        for (i = 0; i < 10 && anon_level(h) < 8; i++)
+                host_step(h, 4 * BUFFER_KB, 0.5);
+        assert_int_equal(anon_level(h), 8);
         for (i = 0; i < 10 && anon_level(h) == 8; i++) {
-                host_step(h, BUFFER_KB, mid_write(i));
+                host_step(h, 4 * BUFFER_KB, mid_write(i));
                 assert_false(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
@@ -345,6 +349,57 @@ static void test_second_step_down_dwells(void **state) {
         }
 }
 
+/* The review's cases. A sample that reads no content with 2M on (an
+ * all-zero mapping: no zero share) sets no densest sample: with whole
+ * folios present its coverage is 1 whatever it uses. */
+static void test_blind_sample_sets_no_peak(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        h->pid = PID + 1;                 /* started after the raise */
+        host_step(h, BUFFER_KB, NAN);
+        for (unsigned z = 0; z < h->caps.n_sizes; z++)
+                if (remembered(h)->peak_u[MTHP_ANON][z] != 0)
+                        fail_msg("size %u: peak %.2f from a sample that read no content", z,
+                                 remembered(h)->peak_u[MTHP_ANON][z]);
+}
+
+/* A new process at a reused pid with the same comm (the scanner saw a new
+ * start time) inherits nothing: its densest sample is its own. */
+static void test_reused_pid_forgets_peak(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        assert_true(remembered(h)->peak_u[MTHP_ANON][8] > 0.9); /* dense at 4K */
+        h->new_proc = true;
+        host_step(h, BUFFER_KB, 0.62);
+        h->new_proc = false;
+        if (remembered(h)->peak_u[MTHP_ANON][8] > 0.5)
+                fail_msg("the new process at pid %d kept the old one's peak %.2f", h->pid,
+                         remembered(h)->peak_u[MTHP_ANON][8]);
+}
+
+/* Turnover is per second: a churner at 3 turnovers a second (100,000
+ * pages/s: 400 MB/s beside 128 MiB) still churns on an early tick (a
+ * quarter Interval: 0.76 turnovers in it). */
+static void test_churn_per_second(void **state) {
+        struct host *h = *state;
+        h->pages = 100000;
+        raise_to_2m(h);
+        host_step(h, BUFFER_KB, mid_write(0));
+        assert_true(remembered(h)->churn[MTHP_ANON]);
+        /* the same rates over a quarter of a second */
+        struct mthp_snapshot *s = &h->snap;
+        struct mthp_engine_state next;
+        s->tick = h->tick;
+        s->t_usec += 250000;
+        s->dt = 0.25;
+        s->density.proc[0].zero[MTHP_ANON][1] = mid_write(1);
+        h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
+        h->st = next;
+        h->tick++;
+        assert_true(remembered(h)->churn[MTHP_ANON]);
+        assert_int_equal(anon_level(h), 8);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_churn_keeps_2m, host_setup, host_teardown),
@@ -354,6 +409,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_blind_sample_sets_no_peak, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_reused_pid_forgets_peak, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churn_per_second, host_setup, host_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
