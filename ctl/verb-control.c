@@ -194,10 +194,15 @@ static int restore_from_journal(struct ctl *c) {
         mthp_host_free(h);
         if (lfd >= 0)
                 close(lfd);
+        if (r < 0 && n == 0) {
+                /* unreadable, or written for another host root: nothing applied */
+                fprintf(stderr, "mthpctl: the journal %s was not applied (see above); it is kept\n", path);
+                return EXIT_FAIL;
+        }
         if (r < 0) {
-                /* refused (another host root) or the journal not updated */
-                fprintf(stderr, "mthpctl: restored %u knob(s), then stopped (see above); the journal %s is kept\n",
-                        n, path);
+                /* every entry was tried; the file could not be rewritten */
+                fprintf(stderr, "mthpctl: restored %u knob(s), but the journal %s could not be updated (see above): "
+                        "it may still list knobs already restored\n", n, path);
                 return EXIT_FAIL;
         }
         if (r > 0) {

@@ -337,6 +337,7 @@ journal_bad() {
         check "other root: mthpctl restore refuses ($RC)" [ "$RC" != 0 ]
         check "other root: says which root" grep -q "was written for host root $ROOT, not $T/other" "$T/err"
         check "other root: the journal is kept" cmp -s "$T/real.journal" "$J"
+        check "other root: says the journal was not applied" grep -q "was not applied (see above); it is kept" "$T/err"
         RC=0; LD_PRELOAD="$FAKESYSFS" "$MTHPD" --root "$T/other" --state-dir "$STATE" -c "$FAST" --no-bus --once \
                 2>"$LOG" || RC=$?
         check "other root: mthpd refuses to start with exit 6 ($RC)" [ "$RC" = 6 ]
