@@ -74,3 +74,28 @@ void caps_init_base(struct mthp_caps *c, unsigned page_kb, unsigned pmd_kb) {
 void caps_init(struct mthp_caps *c) {
         caps_init_base(c, 4, 2048);
 }
+
+void caps_boot_knobs(const struct mthp_caps *c, char orig[][MTHP_VALUE_MAX], char knob[][MTHP_VALUE_MAX]) {
+        for (unsigned i = 0; i < c->n_knobs; i++) {
+                const struct mthp_knob *k = &c->knobs[i];
+                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
+                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
+                                : k->size_kb == c->pmd_kb                                     ? "inherit"
+                                                                                              : "never";
+                snprintf(orig[i], MTHP_VALUE_MAX, "%s", v);
+                snprintf(knob[i], MTHP_VALUE_MAX, "%s", v);
+        }
+}
+
+void apply_decisions(const struct mthp_decision *dec, int n, char knob[][MTHP_VALUE_MAX],
+                     const char orig[][MTHP_VALUE_MAX]) {
+        for (int i = 0; i < n; i++)
+                snprintf(knob[dec[i].knob], MTHP_VALUE_MAX, "%s", dec[i].value[0] ? dec[i].value : orig[dec[i].knob]);
+}
+
+const char *decision_reason(const struct mthp_decision *dec, int n, int knob) {
+        for (int i = 0; i < n; i++)
+                if (dec[i].knob == knob)
+                        return dec[i].reason;
+        return NULL;
+}

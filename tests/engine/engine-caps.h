@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 /* The synthetic host the engine tests decide on: the mTHP sizes and knobs
- * of a 6.18 kernel (engine-caps.c), shared by test-engine.c and
- * test-engine-faultcost.c. */
+ * of a 6.18 kernel, its boot knob values and the decisions applied to
+ * them (engine-caps.c), shared by the engine tests and test-record. */
+#include "mthp/engine.h"
 #include "mthp/types.h"
 
 /* Appends a knob allowing the NULL-terminated values; returns its index. */
@@ -12,3 +13,13 @@ int add_knob(struct mthp_caps *c, enum mthp_knob_type type, unsigned kb, const c
 void caps_init_base(struct mthp_caps *c, unsigned page_kb, unsigned pmd_kb);
 /* x86-64: 4K pages, 8K..2M, 8K without an anon knob. */
 void caps_init(struct mthp_caps *c);
+
+/* The boot state into orig and knob: global enabled and defrag madvise,
+ * shmem_enabled never, the PMD size inherit, every other size never. */
+void caps_boot_knobs(const struct mthp_caps *c, char orig[][MTHP_VALUE_MAX], char knob[][MTHP_VALUE_MAX]);
+/* What the kernel holds after the n decisions: each one's value, or the
+ * knob's orig for a restore (an empty value). */
+void apply_decisions(const struct mthp_decision *dec, int n, char knob[][MTHP_VALUE_MAX],
+                     const char orig[][MTHP_VALUE_MAX]);
+/* The reason of the decision for knob among the n, NULL if none. */
+const char *decision_reason(const struct mthp_decision *dec, int n, int knob);

@@ -64,15 +64,7 @@ static void host_init(struct host *h) {
         h->pages = PAGES;
         h->pid = PID;
         h->coverage = 1;
-        for (unsigned i = 0; i < h->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &h->caps.knobs[i];
-                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
-                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
-                                : k->size_kb == h->caps.pmd_kb                                ? "inherit"
-                                                                                              : "never";
-                snprintf(h->orig[i], MTHP_VALUE_MAX, "%s", v);
-                snprintf(h->knob[i], MTHP_VALUE_MAX, "%s", v);
-        }
+        caps_boot_knobs(&h->caps, h->orig, h->knob);
 }
 
 static int host_setup(void **state) {
@@ -142,9 +134,7 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         mthp_snapshot_derive(&h->caps, s);
         h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
         assert_true(h->n_dec > 0);
-        for (int i = 0; i < h->n_dec; i++)
-                snprintf(h->knob[h->dec[i].knob], MTHP_VALUE_MAX, "%s",
-                         h->dec[i].value[0] ? h->dec[i].value : h->orig[h->dec[i].knob]);
+        apply_decisions(h->dec, h->n_dec, h->knob, h->orig);
         h->st = next;
         h->tick++;
 }
@@ -157,11 +147,10 @@ static unsigned anon_level(const struct host *h) {
 static const char *anon_reason(const struct host *h) {
         int knob = h->caps.sizes[1].knob[MTHP_ANON];
         assert_int_equal(h->caps.sizes[1].kb, 16);
-        for (int i = 0; i < h->n_dec; i++)
-                if (h->dec[i].knob == knob)
-                        return h->dec[i].reason;
-        fail_msg("no decision for 16K/anon");
-        return NULL;
+        const char *why = decision_reason(h->dec, h->n_dec, knob);
+        if (!why)
+                fail_msg("no decision for 16K/anon");
+        return why;
 }
 
 /* a step down blamed on the worker sampled now */

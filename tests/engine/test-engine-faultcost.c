@@ -55,15 +55,7 @@ static void host_init(struct host *h, double fault_cost_ns) {
                 h->cfg.max_kb[k] = 64;
         h->cfg.shmem_align = false;
         caps_init(&h->caps);
-        for (unsigned i = 0; i < h->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &h->caps.knobs[i];
-                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
-                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
-                                : k->size_kb == h->caps.pmd_kb                                ? "inherit"
-                                                                                              : "never";
-                snprintf(h->orig[i], MTHP_VALUE_MAX, "%s", v);
-                snprintf(h->knob[i], MTHP_VALUE_MAX, "%s", v);
-        }
+        caps_boot_knobs(&h->caps, h->orig, h->knob);
         h->fault_cost_ns = fault_cost_ns;
 }
 
@@ -116,9 +108,7 @@ static void host_step(struct host *h, double pages) {
         host_snapshot(h, pages);
         h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, &h->snap, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
         assert_true(h->n_dec > 0);
-        for (int i = 0; i < h->n_dec; i++)
-                snprintf(h->knob[h->dec[i].knob], MTHP_VALUE_MAX, "%s",
-                         h->dec[i].value[0] ? h->dec[i].value : h->orig[h->dec[i].knob]);
+        apply_decisions(h->dec, h->n_dec, h->knob, h->orig);
         h->st = next;
         h->tick++;
 }
@@ -136,11 +126,10 @@ static unsigned anon_level(const struct host *h) {
 static const char *anon_reason(const struct host *h) {
         int knob = h->caps.sizes[1].knob[MTHP_ANON];
         assert_int_equal(h->caps.sizes[1].kb, 16);
-        for (int i = 0; i < h->n_dec; i++)
-                if (h->dec[i].knob == knob)
-                        return h->dec[i].reason;
-        fail_msg("no decision for 16K/anon");
-        return NULL;
+        const char *why = decision_reason(h->dec, h->n_dec, knob);
+        if (!why)
+                fail_msg("no decision for 16K/anon");
+        return why;
 }
 
 static __attribute__((noinline)) void assert_contains(const char *haystack, const char *needle) {

@@ -108,15 +108,7 @@ static void sim_init(struct sim *s) {
 /* The boot state: global enabled and defrag madvise, shmem_enabled never,
  * the PMD size inherit, every other size never. */
 static void sim_knobs_init(struct sim *s) {
-        for (unsigned i = 0; i < s->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &s->caps.knobs[i];
-                const char *v = k->type == MTHP_KNOB_ENABLED || k->type == MTHP_KNOB_DEFRAG ? "madvise"
-                                : k->type == MTHP_KNOB_SHMEM_ENABLED                          ? "never"
-                                : k->size_kb == s->caps.pmd_kb                                ? "inherit"
-                                                                                              : "never";
-                snprintf(s->orig[i], MTHP_VALUE_MAX, "%s", v);
-                snprintf(s->knob[i], MTHP_VALUE_MAX, "%s", v);
-        }
+        caps_boot_knobs(&s->caps, s->orig, s->knob);
 }
 
 static int sim_setup(void **state) {
@@ -395,9 +387,7 @@ static void sim_step(struct sim *s, const struct workload *w) {
                         s->downs[kind]++;
                 s->last_change[kind] = s->tick;
         }
-        for (int i = 0; i < s->n_dec; i++)
-                snprintf(s->knob[s->dec[i].knob], MTHP_VALUE_MAX, "%s",
-                         s->dec[i].value[0] ? s->dec[i].value : s->orig[s->dec[i].knob]);
+        apply_decisions(s->dec, s->n_dec, s->knob, s->orig);
         s->st = next;
         s->tick++;
 }
