@@ -154,6 +154,10 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
                         m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
                 }
+                bool content[_MTHP_KIND_MAX] = { false };
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++)
+                                content[k] = content[k] || !isnan(p->zero[k][z]);
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         /* after both kinds' RSS: without fault samples they split its faults */
                         m->churn[k] = churns(caps, snap, p, m, k, on[k]);
@@ -165,10 +169,13 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                 fold_usage(&m->w[k][z], &m->u[k][z], u, w);
                                 /* its densest sample, and the RSS it held then (as
                                  * dense again: the larger RSS). Not one that read
-                                 * no content with the size on: whole folios are
-                                 * present, so its coverage is 1 whatever it uses
-                                 * (an all-zero mapping has no zero share) */
-                                bool blind = (int) z <= on[k] && isnan(p->zero[k][z]);
+                                 * no content at all with the size on: whole folios
+                                 * are present, so its coverage is 1 whatever it
+                                 * uses (an all-zero mapping has no zero share at
+                                 * any size). One that read data at some size
+                                 * (stress-ng --vm: zeros 0 at 16K, none read in a
+                                 * whole larger block) counts by its coverage. */
+                                bool blind = (int) z <= on[k] && isnan(p->zero[k][z]) && !content[k];
                                 bool larger = !blind && m->rss_kb[k] > m->peak_rss_kb[k][z];
                                 if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger)))
                                         m->peak_rss_kb[k][z] = m->rss_kb[k];

@@ -52,6 +52,7 @@ struct host {
         int pid;                /* the worker sampled */
         double coverage;        /* of every block of its buffer: 1, populated whole */
         bool new_proc;          /* the scanner sees a new process at pid (a new start time) */
+        unsigned zero_nan_from; /* sizes from this index on read no whole block (0: none) */
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -130,6 +131,8 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.n_procs = 1;
         worker(&s->density.proc[0], h->pid, faults, rss_kb, zero, h->coverage);
         s->density.proc[0].new_proc = h->new_proc;
+        for (unsigned z = h->zero_nan_from; h->zero_nan_from && z < MTHP_SIZES_MAX; z++)
+                s->density.proc[0].zero[MTHP_ANON][z] = NAN;
         memcpy(s->knob, h->knob, sizeof(s->knob));
         mthp_snapshot_derive(&h->caps, s);
         h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
@@ -352,6 +355,20 @@ static void test_blind_sample_sets_no_peak(void **state) {
                                  remembered(h)->peak_u[MTHP_ANON][z]);
 }
 
+/* But one that read data at a smaller size (stress-ng --vm: zeros 0 at
+ * 16K, no whole larger block read, recording stress-vm.mthpd.23) read
+ * content: its coverage at the larger sizes sets their densest sample. */
+static void test_data_at_16k_sets_peak(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        h->pid = PID + 1;                 /* started after the raise */
+        h->zero_nan_from = 2;             /* 16K reads 0 zeros, 32K..2M none read */
+        host_step(h, BUFFER_KB, 0);
+        h->zero_nan_from = 0;
+        if (!(remembered(h)->peak_u[MTHP_ANON][8] > 0.9))
+                fail_msg("2M: peak %.2f after a sample with data at 16K", remembered(h)->peak_u[MTHP_ANON][8]);
+}
+
 /* A new process at a reused pid with the same comm (the scanner saw a new
  * start time) inherits nothing: its densest sample is its own. */
 static void test_reused_pid_forgets_peak(void **state) {
@@ -399,6 +416,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_blind_sample_sets_no_peak, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_data_at_16k_sets_peak, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_reused_pid_forgets_peak, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churn_per_second, host_setup, host_teardown),
         };
