@@ -70,7 +70,7 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
                 if (!inside)
                         continue;
                 const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
-                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double bloat = engine_max_bloat(cfg, pol);
                 double keep_thr = 1.0 / (1.0 + bloat / 100.0);
                 int kb = 0;
                 bool any = false;
@@ -91,6 +91,10 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
         if (n_procs)
                 *n_procs = n;
         return dense;
+}
+
+double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
+        return pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
 }
 
 bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
@@ -235,7 +239,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
                 const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
-                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double bloat = engine_max_bloat(cfg, pol);
                 double keep_thr = 1.0 / (1.0 + bloat / 100.0);
                 double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
                 if (pol && pol->mode[kind] != MTHP_POLICY_AUTO)
@@ -417,7 +421,7 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
         char who[200], hs[16];
         engine_describe_party(caps, st, snap, kind, p, who, sizeof(who));
         if (p->proc >= 0 && !p->capped) {
-                double bloat = p->pol && !isnan(p->pol->max_bloat) ? p->pol->max_bloat : cfg->max_bloat;
+                double bloat = engine_max_bloat(cfg, p->pol);
                 mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
                 snprintf(buf, n, "%s uses %.2f of each %s block%s (predicted RSS x%.1f > MaxBloat %.0f%%)", who,
                          p->fail_usage, hs, p->fail_plain ? " outside its MADV_HUGEPAGE mappings" : "",

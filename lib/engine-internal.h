@@ -95,6 +95,8 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
 bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                          const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
 /* Does some managed cgroup of the snapshot have its start grace for kind? */
+/* MaxBloat= in percent for a process under pol (NULL: the defaults). */
+double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
 bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
 /* Folds this tick's sampled processes (engine_remember) and managed
  * cgroups into what the engine remembers (engine-remember.c). */

@@ -346,7 +346,7 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
                 if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
                         continue;
                 const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
-                double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
+                double bloat = engine_max_bloat(cfg, pol);
                 double u = engine_remembered(m, MTHP_ANON, (unsigned) pmd);
                 if (isnan(u) || u < 1.0 / (1.0 + bloat / 100.0))
                         continue; /* not one 2M is held for */

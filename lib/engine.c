@@ -314,9 +314,7 @@ static const struct mthp_engine_proc *churn_proc(const struct mthp_engine_state 
 
 /* The keep threshold of a process's density: 1 / (1 + its MaxBloat). */
 static double keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *m) {
-        const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
-        double bloat = pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
-        return 1.0 / (1.0 + bloat / 100.0);
+        return 1.0 / (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0);
 }
 
 /* The process a density step-down is blamed on, when it churns and has no
