@@ -95,6 +95,15 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
 bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                          const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
 /* Does some managed cgroup of the snapshot have its start grace for kind? */
+/* The raise and lower fault rates (4K pages/s) for this snapshot's fault
+ * cost; why (if not NULL) says when RaiseFaultTime= set them (engine.c). */
+void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
+                        double *lower, char *why, size_t why_size);
+/* A process fault-heavy enough to speak whose faults wait for their
+ * address samples (fs_pending), seen within the last `recent` ticks
+ * (engine.c): the early tick and the density back-off both wait on it. */
+bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
+                                unsigned recent);
 /* MaxBloat= in percent for a process under pol (NULL: the defaults). */
 double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
 bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);

@@ -83,8 +83,8 @@ bool mthp_engine_fault_rates(const struct mthp_engine_config *cfg, double fault_
 }
 
 /* This tick's rates; why (may be NULL) says when RaiseFaultTime set them. */
-static void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
-                               double *lower, char *why, size_t why_size) {
+void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
+                        double *lower, char *why, size_t why_size) {
         bool timed = mthp_engine_fault_rates(cfg, snap->fault_cost_ns, raise, lower);
         if (why)
                 *why = 0;
@@ -837,7 +837,7 @@ static bool kind_steady(const struct kind_step *k) {
  * faults wait for their address samples to be split between the kinds
  * (fs_pending), seen within the last `recent` ticks: the early tick and the
  * density back-off both wait on it. */
-static bool proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
+bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
                                 unsigned recent) {
         return p->pid && p->fs_pending && tick <= p->seen_tick + recent && p->fault_rate >= cfg->min_proc_fault_rate;
 }
@@ -864,7 +864,7 @@ static void density_steady_note(const struct mthp_engine_config *cfg, const stru
          * between the kinds (fs_pending) gets them only on a density
          * tick: no back-off until they are in */
         for (unsigned i = 0; steady && i < MTHP_ENGINE_PROCS; i++)
-                if (proc_awaits_samples(cfg, &next->proc[i], next->tick, PROC_RECENT_TICKS))
+                if (engine_proc_awaits_samples(cfg, &next->proc[i], next->tick, PROC_RECENT_TICKS))
                         steady = false;
         next->steady_ticks = steady ? next->steady_ticks + 1 : 0;
 }
@@ -919,87 +919,4 @@ void mthp_engine_note_applied(const struct mthp_engine_config *cfg, const struct
                 if (level <= k->verify_from)
                         k->verify_left = 0; /* nothing raised to verify */
         }
-}
-
-bool mthp_engine_density_steady(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                                const struct mthp_engine_state *st) {
-        if (st->steady_ticks < MTHP_ENGINE_STEADY_TICKS || !st->density_tick || st->density_alert || snap->dt <= 0)
-                return false;
-        double raise, lower;
-        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
-        if (snap->fault_pages_rate > 2 * st->density_rate + raise)
-                return false; /* a jump: a new faulting process, or a phase */
-        if (snap->psi.present && snap->psi.some_avg10 >= cfg->psi_some_max)
-                return false;
-        if (snap->mem.total_kb &&
-            100.0 * (double) snap->mem.available_kb / (double) snap->mem.total_kb < cfg->min_available)
-                return false;
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                if (engine_any_grace(cfg, snap, k))
-                        return false;
-        return true;
-}
-
-bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                               const struct mthp_engine_state *st) {
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                if (st->kind[k].level > 0)
-                        return !mthp_engine_density_steady(cfg, snap, st) ||
-                               snap->tick >= st->density_tick + MTHP_ENGINE_DENSITY_EVERY;
-        double raise, lower;
-        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
-        return snap->dt > 0 && snap->fault_pages_rate >= raise;
-}
-
-/* Could the tick after st's raise the kind at all? Not at the top of its
- * ladder (AnonSizes=, ShmemSizes=, the sizes the kernel offers), nor with
- * the next level barred after a failure (step_down_failed, kind_target),
- * nor at the level every limited cgroup affords (engine_limited_afford).
- * Policy files are not asked: a process's cgroup policy bounds its own
- * say, but its faults are demand all the same and may raise the kind for
- * another party. */
-static bool kind_has_room(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                          const struct mthp_engine_state *st, enum mthp_kind kind) {
-        const struct mthp_engine_kind *k = &st->kind[kind];
-        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
-        if (k->level >= n_ladder)
-                return false;
-        if (k->ceiling && st->tick + 1 < k->ceiling_until && k->level + 1 >= k->ceiling)
-                return false;
-        int blocker;
-        return k->level < engine_limited_afford(cfg, caps, st, kind, ladder, n_ladder, &blocker, NULL, 0);
-}
-
-bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                                const struct mthp_snapshot *snap, const struct mthp_engine_state *st, double *rate) {
-        double raise, lower, pending = 0;
-        for (unsigned i = 0; snap->dt > 0 && i < MTHP_ENGINE_PROCS; i++)
-                if (proc_awaits_samples(cfg, &st->proc[i], st->tick, 0))   /* seen this tick */
-                        pending += st->proc[i].fault_rate;
-        if (rate)
-                *rate = pending;
-        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
-        if (!(pending > 0 && pending >= raise))
-                return false;
-        /* the samples split its faults between anon and shmem: a raise of
-         * either may come of them, and of neither where both are as high
-         * as they can go (an early tick and a faster perf rate for nothing) */
-        return kind_has_room(cfg, caps, st, MTHP_ANON) || kind_has_room(cfg, caps, st, MTHP_SHMEM);
-}
-
-uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
-                        bool awaits) {
-        bool was_early = plan->early;
-        uint64_t regular = was_early ? plan->regular_usec : tick_usec + interval_usec;
-        uint64_t early = interval_usec / 4 > MTHP_TICK_EARLY_MIN_USEC ? interval_usec / 4 : MTHP_TICK_EARLY_MIN_USEC;
-        bool start = awaits && !plan->awaited;
-        plan->awaited = awaits;
-        plan->early = false;
-        if (!start || was_early || early >= interval_usec || tick_usec + early >= regular ||
-            (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING))
-                return regular;
-        plan->early = true;
-        plan->early_tick = tick;
-        plan->regular_usec = regular;
-        return tick_usec + early;
 }
