@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mthp/sample.h"
 #include "mthp/types.h"
 
 #include "engine-caps.h"
@@ -98,4 +99,26 @@ const char *decision_reason(const struct mthp_decision *dec, int n, int knob) {
                 if (dec[i].knob == knob)
                         return dec[i].reason;
         return NULL;
+}
+
+double snap_anon_faults(const struct mthp_caps *c, const char knob[][MTHP_VALUE_MAX], struct mthp_snapshot *s,
+                        double pages, uint64_t total_kb) {
+        int top = -1;
+        for (unsigned i = 0; i < c->n_sizes; i++) {
+                int k = c->sizes[i].knob[MTHP_ANON];
+                for (unsigned j = 0; j < c->sizes[i].n_stats; j++)
+                        s->size[i].stat[j].present = true;
+                if (k >= 0 && strcmp(knob[k], "always") == 0)
+                        top = (int) i;
+        }
+        double per_fault = top < 0 ? 1 : (double) c->sizes[top].kb / c->page_kb;
+        double faults = s->dt > 0 ? pages / per_fault : 0;
+        if (top >= 0)
+                s->size[top].stat[mthp_stat_index(&c->sizes[top], "anon_fault_alloc")].rate = faults;
+        s->vm[MTHP_VM_PGFAULT].present = true;
+        s->vm[MTHP_VM_PGFAULT].rate = faults;
+        s->psi.present = true;
+        s->mem.total_kb = total_kb;
+        s->mem.available_kb = total_kb / 2;
+        return faults;
 }

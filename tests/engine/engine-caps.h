@@ -21,5 +21,12 @@ void caps_boot_knobs(const struct mthp_caps *c, char orig[][MTHP_VALUE_MAX], cha
  * knob's orig for a restore (an empty value). */
 void apply_decisions(const struct mthp_decision *dec, int n, char knob[][MTHP_VALUE_MAX],
                      const char orig[][MTHP_VALUE_MAX]);
+/* A host whose anon faults (pages, 4K pages/s, over s->dt) are each served
+ * by the largest anon size at "always" in knob, without fallback: every
+ * size's stats present, that size's anon_fault_alloc and pgfault at the
+ * fault rate, PSI present, total_kb of memory half available. Returns the
+ * fault rate (0 on a snapshot without rates). */
+double snap_anon_faults(const struct mthp_caps *c, const char knob[][MTHP_VALUE_MAX], struct mthp_snapshot *s,
+                        double pages, uint64_t total_kb);
 /* The reason of the decision for knob among the n, NULL if none. */
 const char *decision_reason(const struct mthp_decision *dec, int n, int knob);

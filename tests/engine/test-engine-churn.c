@@ -109,23 +109,7 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->tick = h->tick;
         s->t_usec = 1000000 * (h->tick + 1);
         s->dt = h->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
-        int top = -1;
-        for (unsigned i = 0; i < h->caps.n_sizes; i++) {
-                int k = h->caps.sizes[i].knob[MTHP_ANON];
-                for (unsigned j = 0; j < h->caps.sizes[i].n_stats; j++)
-                        s->size[i].stat[j].present = true;
-                if (k >= 0 && strcmp(h->knob[k], "always") == 0)
-                        top = (int) i;
-        }
-        double per_fault = top < 0 ? 1 : (double) h->caps.sizes[top].kb / h->caps.page_kb;
-        double faults = s->dt > 0 ? h->pages / per_fault : 0;
-        if (top >= 0)
-                s->size[top].stat[mthp_stat_index(&h->caps.sizes[top], "anon_fault_alloc")].rate = faults;
-        s->vm[MTHP_VM_PGFAULT].present = true;
-        s->vm[MTHP_VM_PGFAULT].rate = faults;
-        s->psi.present = true;
-        s->mem.total_kb = MEM_TOTAL_KB;
-        s->mem.available_kb = MEM_TOTAL_KB / 2;
+        double faults = snap_anon_faults(&h->caps, h->knob, s, h->pages, MEM_TOTAL_KB);
         s->mem.anon_kb = rss_kb;
         s->density.valid = true;
         s->density.n_procs = 1;
