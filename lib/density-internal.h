@@ -147,6 +147,9 @@ struct mthp_density_sampler {
         size_t n_targets;
         const struct mthp_fault_sample *faults;   /* sorted by pid, addr; until the tick returns */
         size_t n_faults;
+        /* sampled first on the next tick (mthp_density_set_first) */
+        pid_t first[MTHP_DENSITY_FIRST_MAX];
+        size_t n_first;
         struct mthp_density_proc *procs;
 
         /* per tick */

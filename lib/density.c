@@ -163,6 +163,47 @@ void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct
         s->n_faults = v ? n : 0;
 }
 
+void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, size_t n) {
+        s->n_first = 0;
+        for (size_t i = 0; pids && i < n && s->n_first < MTHP_DENSITY_FIRST_MAX; i++)
+                if (pids[i] > 0)
+                        s->first[s->n_first++] = pids[i];
+}
+
+/* The processes set first (mthp_density_set_first) that are candidates,
+ * in that order, then the rest of order[0, nc) as ranked. order holds room
+ * for every entry of the table. */
+static size_t put_first(struct mthp_density_sampler *s, size_t *order, size_t nc, size_t *led_by) {
+        size_t lead[MTHP_DENSITY_FIRST_MAX], n_lead = 0;
+        for (size_t f = 0; f < s->n_first; f++)
+                for (size_t i = 0; i < s->ps.n_tab; i++) {
+                        const struct mthp_proc_entry *e = &s->ps.tab[i];
+                        if (e->pid != s->first[f] || !e->seen || e->kthread || e->zombie ||
+                            (s->host->real && e->pid == s->self))
+                                continue;
+                        bool dup = false;
+                        for (size_t j = 0; j < n_lead; j++)
+                                dup |= lead[j] == i;
+                        if (!dup)
+                                lead[n_lead++] = i;
+                        break;
+                }
+        *led_by = n_lead;
+        if (!n_lead)
+                return nc;
+        size_t k = 0;
+        for (size_t j = 0; j < nc; j++) {   /* the ranked rest, without the lead */
+                bool led = false;
+                for (size_t l = 0; l < n_lead; l++)
+                        led |= order[j] == lead[l];
+                if (!led)
+                        order[k++] = order[j];
+        }
+        memmove(order + n_lead, order, k * sizeof(*order));
+        memcpy(order, lead, n_lead * sizeof(*order));
+        return n_lead + k;
+}
+
 /* The run of pid's fault samples: [*lo, *hi). */
 static void fault_run(const struct mthp_density_sampler *s, pid_t pid, size_t *lo, size_t *hi) {
         size_t a = 0, b = s->n_faults;
@@ -724,6 +765,7 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out) {
         int r = density_tick(s, t_usec, out);
         mthp_density_set_fault_samples(s, NULL, 0);   /* given for one tick */
+        s->n_first = 0;
         return r;
 }
 
@@ -760,18 +802,23 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
         }
         /* the tick samples at most max_procs; a few more in case some exit */
         nc = mthp_proc_scan_top(s->ps.tab, order, nc, 4 * (size_t) s->b.max_procs);
+        size_t n_lead = 0;
+        if (!s->n_targets)
+                nc = put_first(s, order, nc, &n_lead);
 
         unsigned quiet = 0;
         for (size_t j = 0; j < nc && out->n_procs < s->b.max_procs; j++) {
-                /* the first candidate (the most faulting) is always
-                 * sampled, at least in the floor's windows (density-window.c) */
+                /* the first candidate (the first set first, else the most
+                 * faulting) is always sampled, at least in the floor's
+                 * windows (density-window.c) */
                 if (j > 0 && (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||
                               density_elapsed_usec(s) >= s->b.max_usec)) {
                         s->exhausted = true;
                         break;
                 }
                 struct mthp_proc_entry *e = &s->ps.tab[order[j]];
-                if (!s->n_targets && e->from_lifetime && e->rate < s->b.min_hot_rate && quiet++ >= s->b.max_quiet)
+                if (!s->n_targets && j >= n_lead && e->from_lifetime && e->rate < s->b.min_hot_rate &&
+                    quiet++ >= s->b.max_quiet)
                         continue;
                 r = sample_proc(s, e, find_target(s, e->pid), &s->procs[out->n_procs]);
                 if (r == -ENOMEM) {

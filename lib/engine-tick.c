@@ -75,6 +75,32 @@ bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const stru
         return kind_has_room(cfg, caps, st, MTHP_ANON) || kind_has_room(cfg, caps, st, MTHP_SHMEM);
 }
 
+size_t mthp_engine_awaited_pids(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, int *pids,
+                                size_t max) {
+        size_t n = 0;
+        double rate[MTHP_ENGINE_PROCS];
+        for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++) {
+                const struct mthp_engine_proc *p = &st->proc[i];
+                if (!engine_proc_awaits_samples(cfg, p, st->tick, PROC_RECENT_TICKS))
+                        continue;
+                size_t at = n < max ? n : max;   /* insertion, most faulting first */
+                while (at > 0 && rate[at - 1] < p->fault_rate)
+                        at--;
+                if (at >= max)
+                        continue;
+                size_t last = n < max ? n : max - 1;
+                for (size_t j = last; j > at; j--) {
+                        pids[j] = pids[j - 1];
+                        rate[j] = rate[j - 1];
+                }
+                pids[at] = p->pid;
+                rate[at] = p->fault_rate;
+                if (n < max)
+                        n++;
+        }
+        return n;
+}
+
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
                         bool awaits) {
         bool was_early = plan->early;

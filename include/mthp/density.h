@@ -253,6 +253,14 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
  * (mthp_density_proc.fault_samples), against the maps it reads anyway.
  * The sampler keeps the pointer until that tick returns; n 0: none. */
 void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct mthp_fault_sample *v, size_t n);
+
+/* Processes the next mthp_density_tick() samples before any other, in this
+ * order, whatever their rank (the early tick is due for their fault
+ * samples: the tick's budget must not go to a busier process first). Given
+ * for that one tick, at most MTHP_DENSITY_FIRST_MAX (more are ignored);
+ * choosing from all of /proc only (set_targets wins). n 0: none. */
+#define MTHP_DENSITY_FIRST_MAX 8
+void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, size_t n);
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);

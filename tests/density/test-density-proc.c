@@ -310,6 +310,40 @@ static void test_host_wide(void **state) {
         reap(&c);
 }
 
+/* mthp_density_set_first: a process set first is sampled before a busier
+ * one, for that one tick. With room for one process a tick, the churning
+ * child is the one sampled; set first, the quiet one is (the early tick's
+ * budget goes to the process it is due for), and the tick after is
+ * ranked again. */
+static void test_first_sampled(void **state) {
+        (void) state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = roomy();
+        b.max_procs = 1;
+        struct child busy = spawn(CHURN, 16 * MiB, 0), quiet = spawn(DENSE, 4 * MiB, 0);
+        assert_int_equal(mthp_density_new(host, sizes, 3, &b, &s), 0);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);   /* rates from here on */
+        usleep(100000);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        assert_int_equal(rep.n_procs, 1);
+        assert_int_equal(rep.procs[0].pid, busy.pid);
+        int first[] = { -1, quiet.pid, quiet.pid };   /* an invalid pid and a duplicate are ignored */
+        mthp_density_set_first(s, first, 3);
+        usleep(100000);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        assert_int_equal(rep.n_procs, 1);
+        assert_int_equal(rep.procs[0].pid, quiet.pid);
+        assert_int_equal(rep.procs[0].kind[MTHP_ANON].size[0].coverage >= 0.99, 1);
+        usleep(100000);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        assert_int_equal(rep.n_procs, 1);
+        assert_int_equal(rep.procs[0].pid, busy.pid);
+        mthp_density_free(s);
+        reap(&busy);
+        reap(&quiet);
+}
+
 /* With 2M THP (madvise + inherit) a process touching 1 page per 64K gets
  * whole 2M folios: pagemap shows them full, the zeros show the bloat. */
 static void test_thp_bloat(void **state) {
@@ -435,6 +469,7 @@ int main(void) {
                 cmocka_unit_test(test_exit_mid_tick),
                 cmocka_unit_test(test_zombie_and_dead),
                 cmocka_unit_test(test_host_wide),
+                cmocka_unit_test(test_first_sampled),
                 cmocka_unit_test(test_thp_bloat),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -871,6 +871,59 @@ static void test_awaits_needs_room(void **state) {
         assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, NULL));
 }
 
+/* mthp_engine_awaited_pids: the processes whose faults wait for their
+ * samples (the ones mthp_engine_awaits_samples counts), most faulting
+ * first, at most max; none other. At pgbench-select-unit's tick 3 the
+ * engine awaits the backends' samples; three more made-up processes are
+ * ranked among them. */
+static void test_awaited_pids(void **state) {
+        (void) state;
+        replay_to_tick("pgbench-select-unit", 3);
+        const struct mthp_engine_config *cfg = &at.cfg.engine;
+        int pids[MTHP_ENGINE_PROCS];
+        double pending = 0, rate;
+        size_t n = mthp_engine_awaited_pids(cfg, &at.st, pids, MTHP_ENGINE_PROCS);
+        assert_true(n >= 1);
+        assert_true(mthp_engine_awaits_samples(cfg, &at.caps, &at.snap, &at.st, &rate));
+        for (size_t i = 0; i < n; i++) {
+                const struct mthp_engine_proc *p = NULL;
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                        if (at.st.proc[j].pid == pids[i])
+                                p = &at.st.proc[j];
+                assert_non_null(p);
+                assert_true(p->fs_pending);
+                pending += p->fault_rate;
+        }
+        assert_float_equal(pending, rate, 1e-6);   /* the same processes as awaits_samples counts */
+
+        /* three more: two awaiting, one whose samples are in */
+        unsigned free_slot[3], k = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS && k < 3; j++)
+                if (!at.st.proc[j].pid)
+                        free_slot[k++] = j;
+        assert_int_equal(k, 3);
+        const double rates[3] = { 9e9, 8e9, 1e10 };
+        for (k = 0; k < 3; k++) {
+                struct mthp_engine_proc *p = &at.st.proc[free_slot[k]];
+                memset(p, 0, sizeof(*p));
+                p->pid = 900001 + (int) k;
+                p->seen_tick = at.st.tick;
+                p->fault_rate = rates[k];
+                p->fs_pending = k != 2;
+        }
+        assert_int_equal(mthp_engine_awaited_pids(cfg, &at.st, pids, 2), 2);
+        assert_int_equal(pids[0], 900001);
+        assert_int_equal(pids[1], 900002);
+        assert_int_equal(mthp_engine_awaited_pids(cfg, &at.st, pids, MTHP_ENGINE_PROCS), n + 2);
+        assert_int_equal(pids[0], 900001);
+        for (size_t i = 0; i < n + 2; i++)
+                assert_int_not_equal(pids[i], 900003);
+        /* seen too long ago: not awaited any more */
+        at.st.proc[free_slot[0]].seen_tick = 0;
+        at.st.tick += 100;
+        assert_int_equal(mthp_engine_awaited_pids(cfg, &at.st, pids, MTHP_ENGINE_PROCS), 0);
+}
+
 /* The schedule itself (mthp_tick_next), on made-up ticks: the early tick,
  * the grid kept after it, no two in a row, the spacing, the floor. */
 static void test_tick_next(void **state) {
@@ -916,6 +969,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_pgbench_unit_early_tick),
                 cmocka_unit_test(test_early_ticks_bounded),
                 cmocka_unit_test(test_awaits_needs_room),
+                cmocka_unit_test(test_awaited_pids),
                 cmocka_unit_test(test_tick_next),
                 cmocka_unit_test(test_backoff_same_decisions),
         };
