@@ -430,9 +430,15 @@ static int tick(struct daemon *d) {
          * tick hands over: the density back-off does not skip it */
         if (d->density && (d->tick_early || mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine))) {
                 struct mthp_density_report rep;
-                int first[MTHP_DENSITY_FIRST_MAX];
-                size_t n_first = mthp_engine_awaited_pids(&d->cfg.engine, &d->engine, first, MTHP_DENSITY_FIRST_MAX);
-                mthp_density_set_first(d->density, first, n_first);
+                /* while the last tick awaited fault samples (and on the
+                 * early tick it asked for), their processes are sampled
+                 * first: not forever for one whose samples never reach 8 */
+                if (d->tick_early || d->awaits) {
+                        int first[MTHP_DENSITY_FIRST_MAX];
+                        size_t n_first = mthp_engine_awaited_pids(&d->cfg.engine, &d->engine, first,
+                                                                  MTHP_DENSITY_FIRST_MAX);
+                        mthp_density_set_first(d->density, first, n_first);
+                }
                 daemon_faults_give(d);
                 r = mthp_density_tick(d->density, t, &rep);
                 if (r == 0) {

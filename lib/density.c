@@ -170,12 +170,14 @@ void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, siz
                         s->first[s->n_first++] = pids[i];
 }
 
-/* The processes set first (mthp_density_set_first) that are candidates,
- * in that order, then the rest of order[0, nc) as ranked. order holds room
- * for every entry of the table. */
+/* The processes set first (mthp_density_set_first) that are in the table,
+ * in that order, then the rest of order[0, nc) as ranked. Leads leave the
+ * tick's last process slot to the ranked ones (the busiest process is not
+ * crowded out). order holds room for every entry of the table. */
 static size_t put_first(struct mthp_density_sampler *s, size_t *order, size_t nc, size_t *led_by) {
         size_t lead[MTHP_DENSITY_FIRST_MAX], n_lead = 0;
-        for (size_t f = 0; f < s->n_first; f++)
+        size_t cap = s->b.max_procs > 1 ? s->b.max_procs - 1 : 1;
+        for (size_t f = 0; f < s->n_first && n_lead < cap; f++)
                 for (size_t i = 0; i < s->ps.n_tab; i++) {
                         const struct mthp_proc_entry *e = &s->ps.tab[i];
                         if (e->pid != s->first[f] || !e->seen || e->kthread || e->zombie ||

@@ -254,11 +254,14 @@ int mthp_density_set_targets(struct mthp_density_sampler *s, const struct mthp_d
  * The sampler keeps the pointer until that tick returns; n 0: none. */
 void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct mthp_fault_sample *v, size_t n);
 
-/* Processes the next mthp_density_tick() samples before any other, in this
- * order, whatever their rank (the early tick is due for their fault
- * samples: the tick's budget must not go to a busier process first). Given
- * for that one tick, at most MTHP_DENSITY_FIRST_MAX (more are ignored);
- * choosing from all of /proc only (set_targets wins). n 0: none. */
+/* Processes the next mthp_density_tick() samples before the ranked ones,
+ * in this order (the early tick is due for their fault samples: the tick's
+ * budget must not go to a busier process first). A pid not in the /proc
+ * table is skipped; the first lead is always sampled, later ones within
+ * the tick's budget, and leads take at most max_procs - 1 slots (at least
+ * 1). Given for that one tick (mthp_density_idle_tick keeps them), at
+ * most MTHP_DENSITY_FIRST_MAX (more are ignored); choosing from all of
+ * /proc only (set_targets wins). n 0: none. */
 #define MTHP_DENSITY_FIRST_MAX 8
 void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, size_t n);
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's

@@ -250,9 +250,10 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
 bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                 const struct mthp_snapshot *snap, const struct mthp_engine_state *st, double *rate);
 
-/* The processes whose faults wait for their address samples
- * (mthp_engine_awaits_samples counts them), seen in the last few ticks,
- * the most faulting first: up to max pids into pids; returns how many.
+/* The processes whose faults wait for their address samples, fault-heavy
+ * enough to speak, seen in the last few ticks (a superset of those
+ * mthp_engine_awaits_samples counts: it takes this tick's only), the most
+ * faulting first: up to max pids into pids; returns how many.
  * The next density tick samples them before any other
  * (mthp_density_set_first), so that its budget does not go to a busier
  * process and leave their samples uncounted another tick. */
