@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The synthetic host the engine tests decide on (engine-caps.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "mthp/sample.h"
 #include "mthp/types.h"
@@ -99,6 +105,26 @@ const char *decision_reason(const struct mthp_decision *dec, int n, int knob) {
                 if (dec[i].knob == knob)
                         return dec[i].reason;
         return NULL;
+}
+
+int decide_apply(const struct mthp_engine_config *cfg, const struct mthp_caps *c, const struct mthp_snapshot *s,
+                 struct mthp_engine_state *st, struct mthp_decision *dec, char knob[][MTHP_VALUE_MAX],
+                 const char orig[][MTHP_VALUE_MAX]) {
+        struct mthp_engine_state next;
+        int n = mthp_engine_decide(cfg, c, s, st, &next, dec, MTHP_KNOBS_MAX);
+        assert_true(n > 0);
+        apply_decisions(dec, n, knob, orig);
+        *st = next;
+        return n;
+}
+
+const char *anon16_reason(const struct mthp_caps *c, const struct mthp_decision *dec, int n) {
+        int knob = c->sizes[1].knob[MTHP_ANON];
+        assert_int_equal(c->sizes[1].kb, 16);
+        const char *why = decision_reason(dec, n, knob);
+        if (!why)
+                fail_msg("no decision for 16K/anon");
+        return why;
 }
 
 double snap_anon_faults(const struct mthp_caps *c, const char knob[][MTHP_VALUE_MAX], struct mthp_snapshot *s,

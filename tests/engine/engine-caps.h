@@ -30,3 +30,12 @@ double snap_anon_faults(const struct mthp_caps *c, const char knob[][MTHP_VALUE_
                         double pages, uint64_t total_kb);
 /* The reason of the decision for knob among the n, NULL if none. */
 const char *decision_reason(const struct mthp_decision *dec, int n, int knob);
+/* One engine tick on snapshot s: decide from *st (at least one decision,
+ * else the running test fails), apply the decisions to knob, then *st is
+ * the next state. The decisions go to dec; returns how many. */
+int decide_apply(const struct mthp_engine_config *cfg, const struct mthp_caps *c, const struct mthp_snapshot *s,
+                 struct mthp_engine_state *st, struct mthp_decision *dec, char knob[][MTHP_VALUE_MAX],
+                 const char orig[][MTHP_VALUE_MAX]);
+/* The reason of the decision for 16K/anon (the first anon rung) among the
+ * n; fails the running test if there is none. */
+const char *anon16_reason(const struct mthp_caps *c, const struct mthp_decision *dec, int n);

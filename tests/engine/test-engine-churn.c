@@ -104,7 +104,6 @@ static void worker(struct mthp_proc_density *p, int pid, double fault_rate, uint
  * "always"; the worker's sample with `zero` subpages zero and rss_kb. */
 static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         struct mthp_snapshot *s = &h->snap;
-        struct mthp_engine_state next;
         memset(s, 0, sizeof(*s));
         s->tick = h->tick;
         s->t_usec = 1000000 * (h->tick + 1);
@@ -119,10 +118,7 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
                 s->density.proc[0].zero[MTHP_ANON][z] = NAN;
         memcpy(s->knob, h->knob, sizeof(s->knob));
         mthp_snapshot_derive(&h->caps, s);
-        h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
-        assert_true(h->n_dec > 0);
-        apply_decisions(h->dec, h->n_dec, h->knob, h->orig);
-        h->st = next;
+        h->n_dec = decide_apply(&h->cfg, &h->caps, s, &h->st, h->dec, h->knob, h->orig);
         h->tick++;
 }
 
@@ -132,12 +128,7 @@ static unsigned anon_level(const struct host *h) {
 
 /* the reason of this tick's decision for 16K/anon */
 static const char *anon_reason(const struct host *h) {
-        int knob = h->caps.sizes[1].knob[MTHP_ANON];
-        assert_int_equal(h->caps.sizes[1].kb, 16);
-        const char *why = decision_reason(h->dec, h->n_dec, knob);
-        if (!why)
-                fail_msg("no decision for 16K/anon");
-        return why;
+        return anon16_reason(&h->caps, h->dec, h->n_dec);
 }
 
 /* a step down blamed on the worker sampled now */

@@ -88,12 +88,8 @@ static void host_snapshot(struct host *h, double pages) {
 }
 
 static void host_step(struct host *h, double pages) {
-        struct mthp_engine_state next;
         host_snapshot(h, pages);
-        h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, &h->snap, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
-        assert_true(h->n_dec > 0);
-        apply_decisions(h->dec, h->n_dec, h->knob, h->orig);
-        h->st = next;
+        h->n_dec = decide_apply(&h->cfg, &h->caps, &h->snap, &h->st, h->dec, h->knob, h->orig);
         h->tick++;
 }
 
@@ -108,12 +104,7 @@ static unsigned anon_level(const struct host *h) {
 
 /* the reason of this tick's decision for the first anon rung, 16K */
 static const char *anon_reason(const struct host *h) {
-        int knob = h->caps.sizes[1].knob[MTHP_ANON];
-        assert_int_equal(h->caps.sizes[1].kb, 16);
-        const char *why = decision_reason(h->dec, h->n_dec, knob);
-        if (!why)
-                fail_msg("no decision for 16K/anon");
-        return why;
+        return anon16_reason(&h->caps, h->dec, h->n_dec);
 }
 
 static __attribute__((noinline)) void assert_contains(const char *haystack, const char *needle) {
