@@ -107,21 +107,19 @@ const char *decision_reason(const struct mthp_decision *dec, int n, int knob) {
         return NULL;
 }
 
-int decide_apply(const struct mthp_engine_config *cfg, const struct mthp_caps *c, const struct mthp_snapshot *s,
-                 struct mthp_engine_state *st, struct mthp_decision *dec, char knob[][MTHP_VALUE_MAX],
-                 const char orig[][MTHP_VALUE_MAX]) {
+void engine_host_decide(struct engine_host *e) {
         struct mthp_engine_state next;
-        int n = mthp_engine_decide(cfg, c, s, st, &next, dec, MTHP_KNOBS_MAX);
-        assert_true(n > 0);
-        apply_decisions(dec, n, knob, orig);
-        *st = next;
-        return n;
+        e->n_dec = mthp_engine_decide(&e->cfg, &e->caps, &e->snap, &e->st, &next, e->dec, MTHP_KNOBS_MAX);
+        assert_true(e->n_dec > 0);
+        apply_decisions(e->dec, e->n_dec, e->knob, e->orig);
+        e->st = next;
+        e->tick++;
 }
 
-const char *anon16_reason(const struct mthp_caps *c, const struct mthp_decision *dec, int n) {
-        int knob = c->sizes[1].knob[MTHP_ANON];
-        assert_int_equal(c->sizes[1].kb, 16);
-        const char *why = decision_reason(dec, n, knob);
+const char *anon16_reason(const struct engine_host *e) {
+        int knob = e->caps.sizes[1].knob[MTHP_ANON];
+        assert_int_equal(e->caps.sizes[1].kb, 16);
+        const char *why = decision_reason(e->dec, e->n_dec, knob);
         if (!why)
                 fail_msg("no decision for 16K/anon");
         return why;

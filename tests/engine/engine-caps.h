@@ -30,12 +30,23 @@ double snap_anon_faults(const struct mthp_caps *c, const char knob[][MTHP_VALUE_
                         double pages, uint64_t total_kb);
 /* The reason of the decision for knob among the n, NULL if none. */
 const char *decision_reason(const struct mthp_decision *dec, int n, int knob);
-/* One engine tick on snapshot s: decide from *st (at least one decision,
- * else the running test fails), apply the decisions to knob, then *st is
- * the next state. The decisions go to dec; returns how many. */
-int decide_apply(const struct mthp_engine_config *cfg, const struct mthp_caps *c, const struct mthp_snapshot *s,
-                 struct mthp_engine_state *st, struct mthp_decision *dec, char knob[][MTHP_VALUE_MAX],
-                 const char orig[][MTHP_VALUE_MAX]);
-/* The reason of the decision for 16K/anon (the first anon rung) among the
- * n; fails the running test if there is none. */
-const char *anon16_reason(const struct mthp_caps *c, const struct mthp_decision *dec, int n);
+/* A synthetic host's engine side: config, caps, state, this tick's
+ * snapshot, the knobs (boot values in orig) and the last decisions. */
+struct engine_host {
+        struct mthp_engine_config cfg;
+        struct mthp_caps caps;
+        struct mthp_engine_state st;
+        struct mthp_snapshot snap;
+        char orig[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
+        struct mthp_decision dec[MTHP_KNOBS_MAX];
+        int n_dec;
+        uint64_t tick;
+};
+/* One engine tick on e->snap: decide (at least one decision, else the
+ * running test fails), apply the decisions to e->knob, move to the next
+ * state and tick. */
+void engine_host_decide(struct engine_host *e);
+/* The reason of the last tick's decision for 16K/anon (the first anon
+ * rung); fails the running test if there is none. */
+const char *anon16_reason(const struct engine_host *e);

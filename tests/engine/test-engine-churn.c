@@ -39,15 +39,7 @@
 #define PID 4242
 
 struct host {
-        struct mthp_engine_config cfg;
-        struct mthp_caps caps;
-        struct mthp_engine_state st;
-        struct mthp_snapshot snap;
-        char orig[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
-        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
-        struct mthp_decision dec[MTHP_KNOBS_MAX];
-        int n_dec;
-        uint64_t tick;
+        struct engine_host e;   /* config, caps, state, snapshot, knobs, decisions */
         double pages;           /* the worker's fault demand, 4K pages/s */
         int pid;                /* the worker sampled */
         double coverage;        /* of every block of its buffer: 1, populated whole */
@@ -60,12 +52,12 @@ static void host_init(struct host *h) {
         struct mthp_config c;
         memset(h, 0, sizeof(*h));
         mthp_config_defaults(&c);
-        h->cfg = c.engine;
-        caps_init(&h->caps);
+        h->e.cfg = c.engine;
+        caps_init(&h->e.caps);
         h->pages = PAGES;
         h->pid = PID;
         h->coverage = 1;
-        caps_boot_knobs(&h->caps, h->orig, h->knob);
+        caps_boot_knobs(&h->e.caps, h->e.orig, h->e.knob);
 }
 
 static int host_setup(void **state) {
@@ -103,12 +95,12 @@ static void worker(struct mthp_proc_density *p, int pid, double fault_rate, uint
 /* One tick: PAGES of anon faults, each a folio of the largest anon size at
  * "always"; the worker's sample with `zero` subpages zero and rss_kb. */
 static void host_step(struct host *h, uint64_t rss_kb, double zero) {
-        struct mthp_snapshot *s = &h->snap;
+        struct mthp_snapshot *s = &h->e.snap;
         memset(s, 0, sizeof(*s));
-        s->tick = h->tick;
-        s->t_usec = 1000000 * (h->tick + 1);
-        s->dt = h->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
-        double faults = snap_anon_faults(&h->caps, h->knob, s, h->pages, MEM_TOTAL_KB);
+        s->tick = h->e.tick;
+        s->t_usec = 1000000 * (h->e.tick + 1);
+        s->dt = h->e.tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
+        double faults = snap_anon_faults(&h->e.caps, h->e.knob, s, h->pages, MEM_TOTAL_KB);
         s->mem.anon_kb = rss_kb;
         s->density.valid = true;
         s->density.n_procs = 1;
@@ -116,19 +108,18 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.proc[0].new_proc = h->new_proc;
         for (unsigned z = h->zero_nan_from; h->zero_nan_from && z < MTHP_SIZES_MAX; z++)
                 s->density.proc[0].zero[MTHP_ANON][z] = NAN;
-        memcpy(s->knob, h->knob, sizeof(s->knob));
-        mthp_snapshot_derive(&h->caps, s);
-        h->n_dec = decide_apply(&h->cfg, &h->caps, s, &h->st, h->dec, h->knob, h->orig);
-        h->tick++;
+        memcpy(s->knob, h->e.knob, sizeof(s->knob));
+        mthp_snapshot_derive(&h->e.caps, s);
+        engine_host_decide(&h->e);
 }
 
 static unsigned anon_level(const struct host *h) {
-        return h->st.kind[MTHP_ANON].level;
+        return h->e.st.kind[MTHP_ANON].level;
 }
 
 /* the reason of this tick's decision for 16K/anon */
 static const char *anon_reason(const struct host *h) {
-        return anon16_reason(&h->caps, h->dec, h->n_dec);
+        return anon16_reason(&h->e);
 }
 
 /* a step down blamed on the worker sampled now */
@@ -142,8 +133,8 @@ static __attribute__((noinline)) void assert_blames(const struct host *h, const 
 
 static const struct mthp_engine_proc *remembered(const struct host *h) {
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
-                if (h->st.proc[j].pid == h->pid)
-                        return &h->st.proc[j];
+                if (h->e.st.proc[j].pid == h->pid)
+                        return &h->e.st.proc[j];
         fail_msg("pid %d not remembered", h->pid);
         return NULL;
 }
@@ -171,7 +162,7 @@ static void test_churn_keeps_2m(void **state) {
         for (unsigned i = 0; i < 30; i++) {
                 host_step(h, BUFFER_KB, mid_write(i));
                 if (anon_level(h) != 8)
-                        fail_msg("tick %u (zeros %.2f): %s", (unsigned) h->tick - 1, mid_write(i), anon_reason(h));
+                        fail_msg("tick %u (zeros %.2f): %s", (unsigned) h->e.tick - 1, mid_write(i), anon_reason(h));
                 assert_true(remembered(h)->churn[MTHP_ANON]);
         }
 }
@@ -296,8 +287,8 @@ static void test_second_step_down_dwells(void **state) {
                 for (i = 0; i < 10 && anon_level(h) == 8; i++) {
                         if (pass == 1)
                                 for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
-                                        if (h->st.proc[j].pid == h->pid)
-                                                memset(h->st.proc[j].peak_u, 0, sizeof(h->st.proc[j].peak_u));
+                                        if (h->e.st.proc[j].pid == h->pid)
+                                                memset(h->e.st.proc[j].peak_u, 0, sizeof(h->e.st.proc[j].peak_u));
                         host_step(h, pass == 0 ? BUFFER_KB * 3 / 2 : BUFFER_KB, 0.62);
                 }
                 assert_int_equal(anon_level(h), 0);
@@ -306,12 +297,12 @@ static void test_second_step_down_dwells(void **state) {
                         fail_msg("pass %d: a second step down arms a quick raise: %s", pass, anon_reason(h));
                 if (pass == 1 && !strstr(anon_reason(h), "DwellTicks applies"))
                         fail_msg("the second step down does not say the dwell applies: %s", anon_reason(h));
-                uint64_t down = h->tick - 1;
+                uint64_t down = h->e.tick - 1;
                 for (i = 0; i < 10 && anon_level(h) == 0; i++)
                         host_step(h, BUFFER_KB, 0.5);
-                if (anon_level(h) != 8 || h->tick - 1 < down + h->cfg.dwell_ticks)
+                if (anon_level(h) != 8 || h->e.tick - 1 < down + h->e.cfg.dwell_ticks)
                         fail_msg("pass %d: stepped down at tick %llu, level %u at tick %llu: %s", pass,
-                                 (unsigned long long) down, anon_level(h), (unsigned long long) h->tick - 1,
+                                 (unsigned long long) down, anon_level(h), (unsigned long long) h->e.tick - 1,
                                  anon_reason(h));
         }
 }
@@ -324,7 +315,7 @@ static void test_blind_sample_sets_no_peak(void **state) {
         raise_to_2m(h);
         h->pid = PID + 1;                 /* started after the raise */
         host_step(h, BUFFER_KB, NAN);
-        for (unsigned z = 0; z < h->caps.n_sizes; z++)
+        for (unsigned z = 0; z < h->e.caps.n_sizes; z++)
                 if (remembered(h)->peak_u[MTHP_ANON][z] != 0)
                         fail_msg("size %u: peak %.2f from a sample that read no content", z,
                                  remembered(h)->peak_u[MTHP_ANON][z]);
@@ -368,15 +359,15 @@ static void test_churn_per_second(void **state) {
         host_step(h, BUFFER_KB, mid_write(0));
         assert_true(remembered(h)->churn[MTHP_ANON]);
         /* the same rates over a quarter of a second */
-        struct mthp_snapshot *s = &h->snap;
+        struct mthp_snapshot *s = &h->e.snap;
         struct mthp_engine_state next;
-        s->tick = h->tick;
+        s->tick = h->e.tick;
         s->t_usec += 250000;
         s->dt = 0.25;
         s->density.proc[0].zero[MTHP_ANON][1] = mid_write(1);
-        h->n_dec = mthp_engine_decide(&h->cfg, &h->caps, s, &h->st, &next, h->dec, MTHP_KNOBS_MAX);
-        h->st = next;
-        h->tick++;
+        h->e.n_dec = mthp_engine_decide(&h->e.cfg, &h->e.caps, s, &h->e.st, &next, h->e.dec, MTHP_KNOBS_MAX);
+        h->e.st = next;
+        h->e.tick++;
         assert_true(remembered(h)->churn[MTHP_ANON]);
         assert_int_equal(anon_level(h), 8);
 }

@@ -33,15 +33,7 @@
 #define FAST_NS 200.0   /* faster than the ~1 us at which the two rates agree */
 
 struct host {
-        struct mthp_engine_config cfg;
-        struct mthp_caps caps;
-        struct mthp_engine_state st;
-        struct mthp_snapshot snap;
-        char orig[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
-        char knob[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
-        struct mthp_decision dec[MTHP_KNOBS_MAX];
-        int n_dec;
-        uint64_t tick;
+        struct engine_host e;   /* config, caps, state, snapshot, knobs, decisions */
         double fault_cost_ns; /* what the daemon puts in each snapshot */
 };
 
@@ -50,12 +42,12 @@ static void host_init(struct host *h, double fault_cost_ns) {
         struct mthp_config c;
         memset(h, 0, sizeof(*h));
         mthp_config_defaults(&c);
-        h->cfg = c.engine;
+        h->e.cfg = c.engine;
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                h->cfg.max_kb[k] = 64;
-        h->cfg.shmem_align = false;
-        caps_init(&h->caps);
-        caps_boot_knobs(&h->caps, h->orig, h->knob);
+                h->e.cfg.max_kb[k] = 64;
+        h->e.cfg.shmem_align = false;
+        caps_init(&h->e.caps);
+        caps_boot_knobs(&h->e.caps, h->e.orig, h->e.knob);
         h->fault_cost_ns = fault_cost_ns;
 }
 
@@ -75,22 +67,21 @@ static int host_teardown(void **state) {
 /* This tick's counters: anon faults of `pages` 4K pages/s, each served by
  * the largest anon size at "always" or a 4K page. */
 static void host_snapshot(struct host *h, double pages) {
-        struct mthp_snapshot *s = &h->snap;
+        struct mthp_snapshot *s = &h->e.snap;
         memset(s, 0, sizeof(*s));
-        s->tick = h->tick;
-        s->t_usec = 1000000 * (h->tick + 1);
-        s->dt = h->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
+        s->tick = h->e.tick;
+        s->t_usec = 1000000 * (h->e.tick + 1);
+        s->dt = h->e.tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
         s->fault_cost_ns = h->fault_cost_ns;
-        snap_anon_faults(&h->caps, h->knob, s, pages, MEM_TOTAL_KB);
+        snap_anon_faults(&h->e.caps, h->e.knob, s, pages, MEM_TOTAL_KB);
         s->mem.anon_kb = 4000000;
-        memcpy(s->knob, h->knob, sizeof(s->knob));
-        mthp_snapshot_derive(&h->caps, s);
+        memcpy(s->knob, h->e.knob, sizeof(s->knob));
+        mthp_snapshot_derive(&h->e.caps, s);
 }
 
 static void host_step(struct host *h, double pages) {
         host_snapshot(h, pages);
-        h->n_dec = decide_apply(&h->cfg, &h->caps, &h->snap, &h->st, h->dec, h->knob, h->orig);
-        h->tick++;
+        engine_host_decide(&h->e);
 }
 
 static void host_run(struct host *h, double pages, unsigned ticks) {
@@ -99,12 +90,12 @@ static void host_run(struct host *h, double pages, unsigned ticks) {
 }
 
 static unsigned anon_level(const struct host *h) {
-        return h->st.kind[MTHP_ANON].level;
+        return h->e.st.kind[MTHP_ANON].level;
 }
 
 /* the reason of this tick's decision for the first anon rung, 16K */
 static const char *anon_reason(const struct host *h) {
-        return anon16_reason(&h->caps, h->dec, h->n_dec);
+        return anon16_reason(&h->e);
 }
 
 static __attribute__((noinline)) void assert_contains(const char *haystack, const char *needle) {
@@ -127,7 +118,7 @@ static void test_slow_faults_raise(void **state) {
         host_step(h, 5000); /* first sample */
         host_step(h, 5000);
         assert_int_equal(anon_level(h), 0);
-        assert_int_equal(h->st.kind[MTHP_ANON].raise_streak, 1);
+        assert_int_equal(h->e.st.kind[MTHP_ANON].raise_streak, 1);
         assert_contains(anon_reason(h), "raise at 2273 (RaiseFaultTime 2.5% of a core at 11.00 us a 4K fault) for 2 "
                                         "ticks: streak 1");
         host_step(h, 5000);
@@ -140,7 +131,7 @@ static void test_slow_faults_raise(void **state) {
         host_init(h, SLOW_NS);
         host_run(h, 2200, 30);
         assert_int_equal(anon_level(h), 0);
-        assert_int_equal(h->st.kind[MTHP_ANON].raise_streak, 0);
+        assert_int_equal(h->e.st.kind[MTHP_ANON].raise_streak, 0);
 }
 
 /* (b) The same demand with the cost unknown (FaultCost=off, another
@@ -154,7 +145,7 @@ static void test_unknown_cost_holds(void **state) {
         host_init(h, 0);
         host_run(h, 5000, 30);
         assert_int_equal(anon_level(h), 0);
-        assert_int_equal(h->st.kind[MTHP_ANON].raise_streak, 0);
+        assert_int_equal(h->e.st.kind[MTHP_ANON].raise_streak, 0);
         assert_contains(anon_reason(h), "demand 5000 pages/s (raise at 25000 for 2 ticks");
         assert_contains(anon_reason(h), "lower below 2500 for 10");
         assert_not_contains(anon_reason(h), "RaiseFaultTime");
@@ -207,7 +198,7 @@ static void test_cost_not_finite(void **state) {
 static void test_raise_fault_time_setting(void **state) {
         struct host *h = *state;
         host_init(h, SLOW_NS);
-        h->cfg.raise_fault_time = 0;
+        h->e.cfg.raise_fault_time = 0;
         host_run(h, 5000, 30);
         assert_int_equal(anon_level(h), 0);
         assert_contains(anon_reason(h), "(raise at 25000 for 2 ticks");
@@ -215,7 +206,7 @@ static void test_raise_fault_time_setting(void **state) {
 
         /* 5% of a core at 11 us: 4545 pages/s */
         host_init(h, SLOW_NS);
-        h->cfg.raise_fault_time = 5;
+        h->e.cfg.raise_fault_time = 5;
         host_run(h, 4500, 30);
         assert_int_equal(anon_level(h), 0);
         assert_contains(anon_reason(h), "raise at 4545 (RaiseFaultTime 5% of a core at 11.00 us a 4K fault)");
@@ -230,17 +221,17 @@ static void test_lower_rate_scales(void **state) {
         struct host *h = *state;
         host_init(h, 0); /* unscaled: 1000 < 2500 counts towards a step down */
         host_run(h, 1000, 5);
-        assert_int_equal(h->st.kind[MTHP_ANON].lower_streak, 4);
+        assert_int_equal(h->e.st.kind[MTHP_ANON].lower_streak, 4);
 
         host_init(h, SLOW_NS);
         host_run(h, 5000, 3);
         assert_int_equal(anon_level(h), 1);
         host_run(h, 1000, 40);
         assert_int_equal(anon_level(h), 1);
-        assert_int_equal(h->st.kind[MTHP_ANON].lower_streak, 0);
+        assert_int_equal(h->e.st.kind[MTHP_ANON].lower_streak, 0);
         /* the hold names RaiseFaultTime once, at the raise rate */
         assert_contains(anon_reason(h), "lower below 227 for 10: streak 0");
-        host_run(h, 200, h->cfg.lower_ticks - 1);
+        host_run(h, 200, h->e.cfg.lower_ticks - 1);
         assert_int_equal(anon_level(h), 1);
         host_step(h, 200);
         assert_int_equal(anon_level(h), 0);
@@ -255,10 +246,10 @@ static void test_lower_rate_scales(void **state) {
 static void test_lower_rate_floor(void **state) {
         struct host *h = *state;
         host_init(h, SLOW_NS);
-        h->cfg.raise_fault_rate = 1e12;
+        h->e.cfg.raise_fault_rate = 1e12;
         host_run(h, 5000, 3);
         assert_int_equal(anon_level(h), 1);
-        host_run(h, 200, h->cfg.lower_ticks);
+        host_run(h, 200, h->e.cfg.lower_ticks);
         assert_int_equal(anon_level(h), 0);
         assert_contains(anon_reason(h), "200 pages/s < 227 (RaiseFaultTime");
 }
@@ -268,19 +259,19 @@ static void test_wants_density_scaled(void **state) {
         struct host *h = *state;
         host_init(h, SLOW_NS);
         host_step(h, 5000); /* first sample: no rates */
-        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        assert_false(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
         host_snapshot(h, 5000);
-        assert_true(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        assert_true(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
         host_snapshot(h, 2200);
-        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        assert_false(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
         host_snapshot(h, 5000);
-        h->snap.fault_cost_ns = 0; /* unknown */
-        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
-        h->snap.fault_cost_ns = FAST_NS;
-        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
-        h->snap.fault_cost_ns = SLOW_NS;
-        h->cfg.raise_fault_time = 0; /* off */
-        assert_false(mthp_engine_wants_density(&h->cfg, &h->snap, &h->st));
+        h->e.snap.fault_cost_ns = 0; /* unknown */
+        assert_false(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
+        h->e.snap.fault_cost_ns = FAST_NS;
+        assert_false(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
+        h->e.snap.fault_cost_ns = SLOW_NS;
+        h->e.cfg.raise_fault_time = 0; /* off */
+        assert_false(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, host_setup, host_teardown)
