@@ -94,7 +94,6 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
  * than start_grace_usec before this snapshot? *age_s: since when. */
 bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                          const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
-/* Does some managed cgroup of the snapshot have its start grace for kind? */
 /* The raise and lower fault rates (4K pages/s) for this snapshot's fault
  * cost; why (if not NULL) says when RaiseFaultTime= set them (engine.c). */
 void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
@@ -106,6 +105,7 @@ bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const stru
                                 unsigned recent);
 /* MaxBloat= in percent for a process under pol (NULL: the defaults). */
 double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
+/* Does some managed cgroup of the snapshot have its start grace for kind? */
 bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
 /* Folds this tick's sampled processes (engine_remember) and managed
  * cgroups into what the engine remembers (engine-remember.c). */
