@@ -278,10 +278,15 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
                         bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
                                      (double) m->rss_kb[kind] <= held;
+                        /* and a raise through a size it keeps so, with the
+                         * raise threshold: what keeps a size must not bar
+                         * a raise past it (recording stress-vm.mthpd.15:
+                         * held at 512K for 20 ticks by zeros read there) */
+                        bool churn_raise = churn && m->peak_u[kind][z] >= raise_thr;
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
                         bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn;
-                        bool ok_raise = isnan(u) || u >= raise_thr;
+                        bool ok_raise = isnan(u) || u >= raise_thr || churn_raise;
                         if (!ok_raise && r < pt->raise)
                                 pt->raise = r;
                         if (!ok_keep) {

@@ -45,6 +45,8 @@ struct host {
         double coverage;        /* of every block of its buffer: 1, populated whole */
         bool new_proc;          /* the scanner sees a new process at pid (a new start time) */
         unsigned zero_nan_from; /* sizes from this index on read no whole block (0: none) */
+        unsigned cov_from;      /* sizes from this index on read cov_large present (0: none) */
+        double cov_large;
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -108,6 +110,8 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.proc[0].new_proc = h->new_proc;
         for (unsigned z = h->zero_nan_from; h->zero_nan_from && z < MTHP_SIZES_MAX; z++)
                 s->density.proc[0].zero[MTHP_ANON][z] = NAN;
+        for (unsigned z = h->cov_from; h->cov_from && z < MTHP_SIZES_MAX; z++)
+                s->density.proc[0].coverage[MTHP_ANON][z] = h->cov_large;
         memcpy(s->knob, h->e.knob, sizeof(s->knob));
         mthp_snapshot_derive(&h->e.caps, s);
         engine_host_decide(&h->e);
@@ -307,6 +311,35 @@ static void test_second_step_down_dwells(void **state) {
         }
 }
 
+/* A raise that stopped short (recording stress-vm.mthpd.15, session 14:
+ * raised back to 512K at tick 7, 2M only at tick 27): the churner was
+ * dense at 4K, so at 512K the churn rule keeps the sizes it has, but its
+ * content there, caught mid-write, held the raise above them for 20 ticks
+ * while both workers' presence read dense at 1M and 2M. What keeps a size
+ * does not bar a raise through it: anon goes on to 2M. Here the first
+ * sample reads 0.88 of each 1M and 2M block (dense enough to keep, not to
+ * raise: the raise stops at 512K); the next ones read every block whole. */
+static void test_churner_raise_not_held_by_zeros(void **state) {
+        struct host *h = *state;
+        h->cov_from = 7;                  /* 1M and 2M */
+        h->cov_large = 0.88;
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) == 0; i++)
+                host_step(h, BUFFER_KB, 0.5);
+        if (anon_level(h) != 6)
+                fail_msg("the first raise went to level %u, not 512K: %s", anon_level(h), anon_reason(h));
+        h->cov_from = 0;
+        /* the zeros pid 12461 read at 512K, ticks 8 to 12 */
+        static const double z[] = { 0.62, 0.38, 0.88, 0.37, 0.64 };
+        for (i = 0; i < 5 && anon_level(h) == 6; i++) {
+                host_step(h, BUFFER_KB, z[i]);
+                assert_true(remembered(h)->churn[MTHP_ANON]);
+        }
+        if (anon_level(h) != 8)
+                fail_msg("%u ticks at 512K, dense at 1M and 2M by presence: level %u: %s", i, anon_level(h),
+                         anon_reason(h));
+}
+
 /* The review's cases. A sample that reads no content with 2M on (an
  * all-zero mapping: no zero share) sets no densest sample: with whole
  * folios present its coverage is 1 whatever it uses. */
@@ -381,6 +414,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churner_raise_not_held_by_zeros, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_blind_sample_sets_no_peak, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_data_at_16k_sets_peak, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_reused_pid_forgets_peak, host_setup, host_teardown),
