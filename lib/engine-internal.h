@@ -109,7 +109,8 @@ double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_
 bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
 /* Folds this tick's sampled processes (engine_remember) and managed
  * cgroups into what the engine remembers (engine-remember.c). */
-void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                     const struct mthp_snapshot *snap, struct mthp_engine_state *st);
 void engine_remember_cgroups(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                              struct mthp_engine_state *st);
 const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);

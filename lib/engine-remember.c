@@ -97,7 +97,8 @@ static bool churns(const struct mthp_caps *caps, const struct mthp_snapshot *sna
 }
 
 /* Fold this tick's density samples into the remembered processes. */
-void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
+void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                     const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
         const struct mthp_density_view *dv = &snap->density;
         int on[_MTHP_KIND_MAX];
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
@@ -154,6 +155,8 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                         m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
                         m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
                 }
+                /* its MaxBloat's keep threshold: what reads dense */
+                double dense = 1.0 / (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0);
                 bool content[_MTHP_KIND_MAX] = { false };
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++)
@@ -177,7 +180,17 @@ void engine_remember(const struct mthp_caps *caps, const struct mthp_snapshot *s
                                  * whole larger block) counts by its coverage. */
                                 bool blind = (int) z <= on[k] && isnan(p->zero[k][z]) && !content[k];
                                 bool larger = !blind && m->rss_kb[k] > m->peak_rss_kb[k][z];
+                                /* or any sample with the size off (presence: what
+                                 * it touched) that reads dense at a larger RSS: a
+                                 * churner first seen while it populated its buffer
+                                 * (recording stress-vm.mthpd.19: 91 of 129 MiB)
+                                 * held the rest densely too */
+                                bool touched = (int) z > on[k] && u >= dense;
                                 if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger)))
+                                        m->peak_rss_kb[k][z] = touched && m->peak_u[k][z] >= dense && !larger
+                                                                       ? m->peak_rss_kb[k][z] /* never lowered by it */
+                                                                       : m->rss_kb[k];
+                                else if (touched && larger)
                                         m->peak_rss_kb[k][z] = m->rss_kb[k];
                                 if (!blind && u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;

@@ -317,27 +317,45 @@ static double keep_threshold(const struct mthp_engine_config *cfg, const struct 
         return 1.0 / (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0);
 }
 
-/* The process a density step-down is blamed on, when it churns and has no
- * dense sample of the size it failed at: its zeros may be a buffer it was
- * caught writing (stress-ng --vm, trace stress-vm-2w), which the churn
- * rule cannot tell from bloat without one. NULL otherwise. */
+/* The RSS of a kind a process may hold and keep a size by the churn rule:
+ * (1 + its MaxBloat) of what it held when it read dense there. */
+static double churn_held_kb(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *m,
+                            enum mthp_kind kind, unsigned z) {
+        return (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0) *
+               (double) m->peak_rss_kb[kind][z];
+}
+
+/* The process a density step-down is blamed on, when it churns and the
+ * churn rule could not keep it at the size it failed at: it has no dense
+ * sample there, so its zeros may be a buffer it was caught writing
+ * (stress-ng --vm, trace stress-vm-2w), which the rule cannot tell from
+ * bloat without one; or its RSS grew past what it held when it read dense
+ * (recording stress-vm.mthpd.19: first sampled while it populated its
+ * buffer), which a sample with the sizes off tells apart. *grown says
+ * which. NULL otherwise. */
 static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cfg, struct mthp_engine_state *next,
-                                             const struct kind_step *k) {
+                                             const struct kind_step *k, bool *grown) {
+        *grown = false;
         if (k->dens.holder < 0)
                 return NULL;
         const struct party *p = &k->dens.party[k->dens.holder];
         if (p->proc < 0 || p->capped)
                 return NULL;
         struct mthp_engine_proc *m = &next->proc[p->proc];
-        if (!m->churn[k->kind] || m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m))
+        if (!m->churn[k->kind])
                 return NULL;
-        return m;
+        if (m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m))
+                *grown = (double) m->rss_kb[k->kind] > churn_held_kb(cfg, m, k->kind, p->fail_size);
+        else
+                return m;
+        return *grown ? m : NULL;
 }
 
 /* A raise after a step-down blamed on a churner (struct mthp_engine_kind
  * churn_pid) need not wait DwellTicks: the same process was sampled since,
- * with the sizes off (presence), and its densest sample of every size the
- * raise turns on is dense. Not above the level it stepped down from
+ * with the sizes off (presence), its densest sample of every size the
+ * raise turns on is dense, and its RSS is within MaxBloat of what it held
+ * when it read dense (the churn rule will keep the sizes). Not above the level it stepped down from
  * (k->churn_to): a target above it waits for the next tick's second raise,
  * as after any raise. */
 static void churn_raise_back(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -353,7 +371,7 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
         double keep = keep_threshold(cfg, m), least = 1;
         for (unsigned r = 0; r < to; r++) {
                 double u = m->peak_u[k->kind][k->ladder[r]];
-                if (!(u >= keep))
+                if (!(u >= keep) || (double) m->rss_kb[k->kind] > churn_held_kb(cfg, m, k->kind, k->ladder[r]))
                         return;
                 least = u < least ? u : least;
         }
@@ -363,8 +381,9 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
         k->churn_to = to;
         snprintf(k->churn_note, sizeof(k->churn_note),
                  "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for zeros it was writing (it "
-                 "churns), reads dense at %s (at least %.2f of each block)",
-                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick, at, least);
+                 "churns), reads dense at %s (at least %.2f of each block) at %llu MiB",
+                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick, at, least,
+                 (unsigned long long) (m->rss_kb[k->kind] / 1024));
 }
 
 /* The kind's ladder, signals and density verdict, and its streaks. */
@@ -619,21 +638,30 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
                 /* a churner caught writing: a raise back once it reads
                  * dense need not wait the dwell, once for each process */
-                struct mthp_engine_proc *m = churn_blamed(cfg, next, k);
-                char note[200] = "";
+                bool grown;
+                struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown);
+                char note[240] = "", why[120] = "never read dense there";
+                if (grown) {
+                        unsigned z = k->dens.party[k->dens.holder].fail_size;
+                        snprintf(why, sizeof(why), "its RSS, %llu MiB, grew past %.0f%% of the %llu MiB it held "
+                                 "when it read dense there",
+                                 (unsigned long long) (m->rss_kb[k->kind] / 1024),
+                                 100 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)),
+                                 (unsigned long long) (m->peak_rss_kb[k->kind][z] / 1024));
+                }
                 if (m && !m->churn_spent[k->kind]) {
                         snprintf(note, sizeof(note),
-                                 "; it churns (its memory turned over %g times a second or more) and never read "
-                                 "dense there: a raise back once it reads dense need not wait DwellTicks",
-                                 ENGINE_CHURN_TURNOVER);
+                                 "; it churns (its memory turned over %g times a second or more) and %s: a "
+                                 "raise back once it reads dense need not wait DwellTicks",
+                                 ENGINE_CHURN_TURNOVER, why);
                         m->churn_spent[k->kind] = true;
                         st->churn_pid = m->pid;
                         st->churn_from = st->level;
                         st->churn_tick = snap->tick;
                         k->churn_armed = true;
                 } else if (m)
-                        snprintf(note, sizeof(note), "; it churns and never read dense there, but was stepped "
-                                 "down for that before: DwellTicks applies");
+                        snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
+                                 "DwellTicks applies", why);
                 snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
                 st->level = k->dens.keep;
                 st->verify_left = 0;
@@ -881,7 +909,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
 
         *next = *prev;
         next->tick = snap->tick;
-        engine_remember(caps, snap, next);
+        engine_remember(cfg, caps, snap, next);
         engine_remember_cgroups(cfg, snap, next);
         engine_remember_limited(snap, next);
         bool steady = snap->dt > 0;

@@ -114,7 +114,8 @@ struct mthp_engine_proc {
          * the sampler reads content, and a buffer caught mid-write reads
          * zeros it fills a moment later. peak_u: its densest sample of each
          * size (presence with the size off, else content); peak_rss_kb: its
-         * RSS of the kind (smoothed) then. A churning process whose peak is
+         * RSS of the kind (smoothed) then, or a larger one at which a sample
+         * with the size off read dense. A churning process whose peak is
          * dense and whose RSS has not grown beyond (1 + MaxBloat) of
          * peak_rss_kb keeps the size (engine-density.c). */
         bool churn[_MTHP_KIND_MAX];

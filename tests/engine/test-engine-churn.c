@@ -260,6 +260,39 @@ static void test_churner_raised_back(void **state) {
                 fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
 }
 
+/* The other way a churner loses the rule (recording stress-vm.mthpd.19,
+ * session 14: pid 12483, sampled dense at 4K at 91 MiB while it populated
+ * its 129 MiB buffer): its RSS grows past (1 + MaxBloat) of what it held
+ * when it read dense, so with 2M on its zeros decide and anon steps down.
+ * At 4K it reads dense at its whole buffer (presence): the growth was
+ * memory it uses, and the raise back does not wait DwellTicks either;
+ * at 2M again it keeps the size at that RSS. */
+static void test_grown_churner_raised_back(void **state) {
+        struct host *h = *state;
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) < 8; i++)
+                host_step(h, BUFFER_KB * 7 / 10, 0.5);
+        assert_int_equal(anon_level(h), 8);
+        for (i = 0; i < 10 && anon_level(h) == 8; i++)
+                host_step(h, BUFFER_KB, 0.62);
+        assert_int_equal(anon_level(h), 0);
+        assert_blames(h, anon_reason(h));
+        if (!strstr(anon_reason(h), "need not wait DwellTicks"))
+                fail_msg("the step down arms no raise back: %s", anon_reason(h));
+        uint64_t down = h->e.tick - 1;
+        for (i = 0; i < 10 && anon_level(h) == 0; i++)
+                host_step(h, BUFFER_KB, 0.5);
+        if (anon_level(h) != 8 || h->e.tick - 1 > down + 2)
+                fail_msg("stepped down at tick %llu, level %u at tick %llu: %s", (unsigned long long) down,
+                         anon_level(h), (unsigned long long) h->e.tick - 1, anon_reason(h));
+        assert_non_null(strstr(anon_reason(h), "no DwellTicks wait"));
+        for (i = 0; i < 20; i++) {
+                host_step(h, BUFFER_KB, mid_write(i));
+                if (anon_level(h) != 8)
+                        fail_msg("%u ticks after the raise back: %s", i + 1, anon_reason(h));
+        }
+}
+
 /* No flap (1): the same churner reads sparse by presence at 4K (a third
  * of each block touched): no raise, quick or not, while the dwell lasts,
  * nor after. */
@@ -412,6 +445,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_slow_turnover_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_new_sparse_churner_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_raised_back, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_grown_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_raise_not_held_by_zeros, host_setup, host_teardown),
