@@ -287,8 +287,11 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                          * give it folios of this size, so it cannot bloat with them */
                         bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn;
                         bool ok_raise = isnan(u) || u >= raise_thr || churn_raise;
-                        if (!ok_raise && r < pt->raise)
+                        if (!ok_raise && r < pt->raise) {
                                 pt->raise = r;
+                                pt->raise_size = ladder[r];
+                                pt->raise_usage = u;
+                        }
                         if (!ok_keep) {
                                 pt->keep = r;
                                 pt->fail_size = ladder[r];
@@ -376,7 +379,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
 
         memset(v, 0, sizeof(*v));
-        v->holder = v->best = v->unknown = v->grace = -1;
+        v->holder = v->raise_holder = v->best = v->unknown = v->grace = -1;
         v->keep = v->raise = n_ladder;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
@@ -401,6 +404,9 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
                 v->keep = keep;
                 v->raise = raise;
                 v->holder = keep < n_ladder ? blocker : -1;
+                if (raise < keep && !level_ok(v, raise + 1, true, &blocker) && blocker >= 0 &&
+                    v->party[blocker].proc >= 0 && v->party[blocker].raise < v->party[blocker].keep)
+                        v->raise_holder = blocker;
         }
 
         name_outranked(caps, snap, st, kind, n_ladder, v);
@@ -436,6 +442,28 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
                 mthp_format_size(caps->sizes[ladder[r]].kb, hs, sizeof(hs));
                 snprintf(buf, n, "%s accepts no %s folios of %s as always", who, mthp_kind_name(kind), hs);
         }
+}
+
+bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                  const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
+                                  enum mthp_kind kind, const struct density_verdict *v, char *buf, size_t n) {
+        char who[200], hs[16];
+        if (v->raise_holder >= 0) {
+                const struct party *p = &v->party[v->raise_holder];
+                double keep = 1.0 / (1.0 + engine_max_bloat(cfg, p->pol) / 100.0);
+                engine_describe_party(caps, st, snap, kind, p, who, sizeof(who));
+                mthp_format_size(caps->sizes[p->raise_size].kb, hs, sizeof(hs));
+                snprintf(buf, n, "%s uses %.2f of each %s block (a raise needs %.2f: MaxBloat %.0f%% and its "
+                         "hysteresis)", who, p->raise_usage, hs, keep + (1 - keep) / 2, engine_max_bloat(cfg, p->pol));
+                return true;
+        }
+        if (v->unknown >= 0) {
+                const struct mthp_engine_proc *m = &st->proc[v->unknown];
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s) counts but has no density sample yet", m->pid, m->comm,
+                         m->fault_rate);
+                return true;
+        }
+        return false;
 }
 
 /* Why a recently faulting process has no say for kind, in why (n bytes);

@@ -20,6 +20,8 @@ struct party {
         unsigned fail_size;       /* auto: caps size index its density failed at (keep) */
         double fail_usage;
         bool fail_plain;          /* fail_usage is over its mappings that are not hg */
+        unsigned raise_size;      /* auto: caps size index its density failed the raise at */
+        double raise_usage;
         bool capped;              /* keep limited by its Sizes=, not by density */
         bool grace;               /* a cgroup in its start grace (engine_cgroup_grace) */
 };
@@ -28,6 +30,7 @@ struct density_verdict {
         bool measured;            /* at least one party with a say */
         unsigned keep, raise;     /* highest level the arbitration allows (keep / raise thresholds) */
         int holder;               /* party that limits keep (-1: none) */
+        int raise_holder;         /* process party that limits raise below keep (-1: none) */
         int best;                 /* the most faulting process that counts */
         int unknown;              /* a process that counts but was never sampled, or -1 */
         unsigned n_parties;
@@ -137,6 +140,12 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
                             const struct mthp_engine_state *st, const struct mthp_snapshot *snap, enum mthp_kind kind,
                             const struct density_verdict *v, const unsigned *ladder, unsigned n_ladder, char *buf,
                             size_t n);
+/* Why the density allows no raise above level, though it keeps it: the
+ * process whose usage misses the raise threshold (raise_holder), or one
+ * that counts but was never sampled; false: neither. */
+bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                  const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
+                                  enum mthp_kind kind, const struct density_verdict *v, char *buf, size_t n);
 /* A shmem size 'always' that cannot reach a sampled process's shared
  * mapping (remembered processes seen in the last PROC_RECENT_TICKS): true
  * and why in buf. */

@@ -561,6 +561,13 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                 char hd[320];
                 engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
                 snprintf(extra, sizeof(extra), "; held back by %s", hd);
+        } else if (k->dens.measured && st->level < k->n_ladder && k->target <= st->level &&
+                   st->raise_streak >= cfg->density_confirm_ticks && (k->dwell_ok || st->last_dir > 0) &&
+                   !k->sig.fragmented && k->dens.raise <= st->level &&
+                   engine_describe_raise_holder(cfg, caps, next, snap, k->kind, &k->dens, extra + 13,
+                                                sizeof(extra) - 13)) {
+                /* a raise is due but density allows none: say who bars it */
+                memcpy(extra, "; no higher: ", 13);
         } else if (grace_holds(k)) {
                 char who[200];
                 engine_describe_party(caps, next, snap, k->kind, &k->dens.party[k->dens.grace], who, sizeof(who));

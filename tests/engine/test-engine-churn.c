@@ -361,6 +361,12 @@ static void test_churner_raise_not_held_by_zeros(void **state) {
                 host_step(h, BUFFER_KB, 0.5);
         if (anon_level(h) != 6)
                 fail_msg("the first raise went to level %u, not 512K: %s", anon_level(h), anon_reason(h));
+        /* held there, the reason says what bars a raise */
+        host_step(h, BUFFER_KB, 0.5);
+        assert_int_equal(anon_level(h), 6);
+        if (!strstr(anon_reason(h), "no higher: pid 4242 (stress-ng-vm") ||
+            !strstr(anon_reason(h), "uses 0.88 of each 1M block (a raise needs 0.92"))
+                fail_msg("the hold does not say what bars the raise: %s", anon_reason(h));
         h->cov_from = 0;
         /* the zeros pid 12461 read at 512K, ticks 8 to 12 */
         static const double z[] = { 0.62, 0.38, 0.88, 0.37, 0.64 };
