@@ -634,6 +634,57 @@ static void test_churner_raised_back(void **state) {
                  (unsigned long long) rp->t[down].tick);
 }
 
+/* stress-ng --vm, session 14's bench (mthp-bench --mthpd-caps unit
+ * --configs 4K,all,mthpd --reps 3 --real-seconds 30 --scenario
+ * pgbench-select --scenario stress-vm, main 94ec70e; rep 1 read 0.26 of
+ * all): two more ways a churner stepped anon down and kept it down.
+ * stress-vm-512k (rep 1): pid 12462, no dense sample, stepped 2M down at
+ * tick 5; the quick raise back at tick 7 went to 512K only, and the other
+ * worker's zeros read at 512K (0.38-0.88) held the raise above it until
+ * tick 27, though both read dense at 1M and 2M by presence.
+ * stress-vm-grown (rep 2): pid 12483, dense at 4K at 91 of its 129 MiB
+ * while it populated its buffer, lost the churn rule when its RSS grew
+ * past MaxBloat of that, was stepped down at tick 7, and waited DwellTicks
+ * to tick 12 though at 4K it read dense at its whole buffer. Both: back at
+ * the top within 3 ticks of the step down, and no second step down.
+ * Recorded live: the knobs after the step down are the old engine's. */
+static void churner_back_within(const char *trace, unsigned within) {
+        struct replay *rp = replay_trace(trace);
+        unsigned top = rp->n_ladder[MTHP_ANON];
+        int down = -1;
+        for (unsigned i = 1; i < rp->n && down < 0; i++)
+                if (rp->t[i - 1].level[MTHP_ANON] == top && rp->t[i].level[MTHP_ANON] < top)
+                        down = (int) i;
+        if (down < 0)
+                fail_msg("%s: no anon step down from %u: the case is not in the trace", trace, top);
+        const struct mthp_proc_density *p = recent_proc(rp, (unsigned) down, blamed_pid(rp->t[down].reason[MTHP_ANON]));
+        if (!p || strcmp(p->comm, "stress-ng-vm") != 0)
+                fail_msg("%s tick %llu: %s; not blamed on a stress-ng-vm worker", trace,
+                         (unsigned long long) rp->t[down].tick, rp->t[down].reason[MTHP_ANON]);
+        for (unsigned i = (unsigned) down + 1; i < rp->n; i++)
+                if (rp->t[i].level[MTHP_ANON] == top) {
+                        if (rp->t[i].tick > rp->t[down].tick + within)
+                                fail_msg("%s: anon stepped down at tick %llu (%s), back to the top at tick %llu: %s",
+                                         trace, (unsigned long long) rp->t[down].tick, rp->t[down].reason[MTHP_ANON],
+                                         (unsigned long long) rp->t[i].tick, rp->t[i].reason[MTHP_ANON]);
+                        for (unsigned j = i; j < rp->n; j++)
+                                assert_level(rp, j, MTHP_ANON, top);
+                        return;
+                }
+        fail_msg("%s: anon stepped down at tick %llu and never went back", trace,
+                 (unsigned long long) rp->t[down].tick);
+}
+
+static void known_churner_held_at_512k(void **state) {
+        (void) state;
+        churner_back_within("stress-vm-512k", 3);
+}
+
+static void known_grown_churner_waits_dwell(void **state) {
+        (void) state;
+        churner_back_within("stress-vm-grown", 3);
+}
+
 /* The density back-off loses no decision on the recorded traces: replayed
  * as the daemon now samples (a tick's density only where the engine asks
  * for it), every tick's levels are those of the replay with every sample,
@@ -648,6 +699,7 @@ static void test_backoff_same_decisions(void **state) {
         static const char *const traces[] = { "dense-anon", "dense-shmem", "limited-sparse", "mixed-anon",
                                               "pgbench-select-30s", "pgbench-select-unit", "pgbench-select",
                                               "pgbench-tpcb-unit", "sparse-anon", "stress-vm", "stress-vm-2w",
+                                              "stress-vm-512k", "stress-vm-grown",
                                               "zero-anon" };
         unsigned skipped_all = 0;
         for (unsigned t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
@@ -981,6 +1033,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(known_zero_content_before_raise),
                 cmocka_unit_test(known_pgbench_zeros_step_shmem_down),
                 cmocka_unit_test(known_churn_zeros_step_anon_down),
+                cmocka_unit_test(known_churner_held_at_512k),
+                cmocka_unit_test(known_grown_churner_waits_dwell),
         };
 
         if (argc > 1) {

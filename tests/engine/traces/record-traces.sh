@@ -12,7 +12,8 @@
 # input that sampler gave the engine). zero-anon: will-it-scale page_fault1's
 # shape, a dense anon fault loop writing 0 to every page (mthp-workload
 # --value 0). pgbench-select, pgbench-select-30s, pgbench-select-unit,
-# pgbench-tpcb-unit, stress-vm and stress-vm-2w are not
+# pgbench-tpcb-unit, stress-vm, stress-vm-2w, stress-vm-512k and
+# stress-vm-grown are not
 # recorded here: tests/bench/mthp-bench records them (--record-dir, see README
 # "Benchmarks"; pgbench-select-30s: --scenario pgbench-select --sizes 64K
 # --reps 5 --real-seconds 30, the median run of mthpd; stress-vm: --mthpd-caps
@@ -20,7 +21,10 @@
 # --real-seconds 10, stress-ng --vm's workers; stress-vm-2w: --mthpd-caps
 # unit --configs 4K,all,mthpd --reps 3 --real-seconds 15 --scenario
 # stress-vm, the first rep's mthpd run, recorded on main with the churn
-# rule (33ea5f8..2d385fb); pgbench-*-unit: --mthpd-caps
+# rule (33ea5f8..2d385fb); stress-vm-512k and stress-vm-grown:
+# --mthpd-caps unit --configs 4K,all,mthpd --reps 3 --real-seconds 30
+# --scenario pgbench-select --scenario stress-vm on 94ec70e, the mthpd
+# runs of reps 1 and 2; pgbench-*-unit: --mthpd-caps
 # unit --sizes 64K --configs 4K,64K,all,mthpd --reps 3 --real-seconds 30, the
 # median run of mthpd; recorded on 1e30669, whose sampler also read anon
 # zeros mapped by PTEs as small while 2M anon was on: no anon size was
