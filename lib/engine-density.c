@@ -278,11 +278,14 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                         double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
                         bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
                                      (double) m->rss_kb[kind] <= held;
-                        /* and a raise through a size it keeps so, with the
-                         * raise threshold: what keeps a size must not bar
-                         * a raise past it (recording stress-vm.mthpd.15:
-                         * held at 512K for 20 ticks by zeros read there) */
-                        bool churn_raise = churn && m->peak_u[kind][z] >= raise_thr;
+                        /* and a raise through a size on now that it keeps
+                         * so, with the raise threshold: what keeps a size
+                         * must not bar a raise past it (recording
+                         * stress-vm.mthpd.15: held at 512K for 20 ticks by
+                         * zeros read there). Not onto a size off now: there
+                         * its presence says what it uses, and an old dense
+                         * sample must not outvote it (peak_u never decays) */
+                        bool churn_raise = churn && (int) z <= top && m->peak_u[kind][z] >= raise_thr;
                         /* no block of this size in its mappings: the kernel cannot
                          * give it folios of this size, so it cannot bloat with them */
                         bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn;
@@ -419,8 +422,10 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         for (unsigned r = 0; r < v->keep && r < n_ladder; r++)
                 v->madvise[r] = false; /* always already */
         /* a process that counts but has no sample yet may be sparse: no raise */
-        if (v->unknown >= 0 && v->raise > level)
+        if (v->unknown >= 0 && v->raise > level) {
                 v->raise = level;
+                v->raise_holder = -1; /* it bars the raise, whatever the others read */
+        }
 }
 
 /* Why a party holds the level at keep: its density or its policy. */
@@ -453,7 +458,7 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
                 double keep = 1.0 / (1.0 + engine_max_bloat(cfg, p->pol) / 100.0);
                 engine_describe_party(caps, st, snap, kind, p, who, sizeof(who));
                 mthp_format_size(caps->sizes[p->raise_size].kb, hs, sizeof(hs));
-                snprintf(buf, n, "%s uses %.2f of each %s block (a raise needs %.2f: MaxBloat %.0f%% and its "
+                snprintf(buf, n, "%s uses %.3f of each %s block (a raise needs %.3f: MaxBloat %.0f%% and its "
                          "hysteresis)", who, p->raise_usage, hs, keep + (1 - keep) / 2, engine_max_bloat(cfg, p->pol));
                 return true;
         }

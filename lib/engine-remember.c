@@ -157,6 +157,7 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                 }
                 /* its MaxBloat's keep threshold: what reads dense */
                 double dense = 1.0 / (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0);
+                double dense_raise = dense + (1 - dense) / 2; /* the raise threshold (engine-density.c) */
                 bool content[_MTHP_KIND_MAX] = { false };
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++)
@@ -184,14 +185,25 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                  * it touched) that reads dense at a larger RSS: a
                                  * churner first seen while it populated its buffer
                                  * (recording stress-vm.mthpd.19: 91 of 129 MiB)
-                                 * held the rest densely too */
-                                bool touched = (int) z > on[k] && u >= dense;
-                                if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger)))
-                                        m->peak_rss_kb[k][z] = touched && m->peak_u[k][z] >= dense && !larger
-                                                                       ? m->peak_rss_kb[k][z] /* never lowered by it */
-                                                                       : m->rss_kb[k];
-                                else if (touched && larger)
-                                        m->peak_rss_kb[k][z] = m->rss_kb[k];
+                                 * held the rest densely too. Dense enough to raise
+                                 * (the threshold peak_u is judged by for a raise).
+                                 * With the size off, at the lower of the sample's
+                                 * RSS and the smoothed one (which still holds half
+                                 * of the RSS before), and never raised in the tick
+                                 * after a step down: the folios of before may still
+                                 * be there, whole. Once it has read dense, no
+                                 * sample lowers peak_rss_kb. */
+                                const struct mthp_engine_kind *ks = &st->kind[k];
+                                bool off = (int) z > on[k];
+                                bool settled = !(ks->last_dir < 0 && snap->tick < ks->last_change_tick + 2);
+                                uint64_t seen_kb = off && p->rss_kb[k] < m->rss_kb[k] ? p->rss_kb[k] : m->rss_kb[k];
+                                bool was_dense = m->peak_u[k][z] >= dense;
+                                bool grows = seen_kb > m->peak_rss_kb[k][z] && (!off || settled);
+                                if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))) {
+                                        if (!was_dense || grows)
+                                                m->peak_rss_kb[k][z] = seen_kb;
+                                } else if (off && u >= dense_raise && grows)
+                                        m->peak_rss_kb[k][z] = seen_kb;
                                 if (!blind && u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;
                                 /* the mappings that are not hg: all of them when the

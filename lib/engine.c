@@ -344,11 +344,10 @@ static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cf
         struct mthp_engine_proc *m = &next->proc[p->proc];
         if (!m->churn[k->kind])
                 return NULL;
-        if (m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m))
-                *grown = (double) m->rss_kb[k->kind] > churn_held_kb(cfg, m, k->kind, p->fail_size);
-        else
-                return m;
-        return *grown ? m : NULL;
+        /* a churner with a dense sample there failed the keep only
+         * because its RSS grew (the churn rule, engine-density.c) */
+        *grown = m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m);
+        return m;
 }
 
 /* A raise after a step-down blamed on a churner (struct mthp_engine_kind
@@ -380,9 +379,10 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
         k->churn_back = true;
         k->churn_to = to;
         snprintf(k->churn_note, sizeof(k->churn_note),
-                 "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for zeros it was writing (it "
-                 "churns), reads dense at %s (at least %.2f of each block) at %llu MiB",
-                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick, at, least,
+                 "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for %s (it churns), reads "
+                 "dense at %s (at least %.2f of each block) at %llu MiB",
+                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick,
+                 st->churn_grown ? "the RSS it grew to" : "zeros it was writing", at, least,
                  (unsigned long long) (m->rss_kb[k->kind] / 1024));
 }
 
@@ -401,7 +401,7 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
                 engine_judge_density(cfg, caps, snap, next, k->kind, k->ladder, k->n_ladder, st->level, &k->dens);
         else {
                 memset(&k->dens, 0, sizeof(k->dens));
-                k->dens.holder = k->dens.best = k->dens.unknown = k->dens.grace = -1;
+                k->dens.holder = k->dens.raise_holder = k->dens.best = k->dens.unknown = k->dens.grace = -1;
                 k->dens.keep = k->n_ladder;
                 k->dens.raise = st->level;
                 engine_madvise_wishes(cfg, caps, snap, k->kind, k->ladder, k->n_ladder, k->dens.madvise);
@@ -665,6 +665,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                         st->churn_pid = m->pid;
                         st->churn_from = st->level;
                         st->churn_tick = snap->tick;
+                        st->churn_grown = grown;
                         k->churn_armed = true;
                 } else if (m)
                         snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "

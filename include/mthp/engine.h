@@ -37,17 +37,20 @@ struct mthp_engine_kind {
         int last_dir;                   /* +1 last change raised, -1 lowered, 0 none */
         /* A density step-down blamed on a churning process (struct
          * mthp_engine_proc churn) with no dense sample of the size it
-         * failed at: it was caught writing a buffer. churn_pid: that
-         * process (0: none), churn_from: the level it stepped down from,
-         * churn_tick: when. Once the process, sampled since with the sizes
-         * off (presence), reads dense at every size a raise turns on, the
-         * raise back need not wait DwellTicks; cleared by any other change
+         * failed at (it was caught writing a buffer), or whose RSS grew
+         * beyond MaxBloat of what it held when it read dense there
+         * (churn_grown). churn_pid: that process (0: none), churn_from: the
+         * level it stepped down from, churn_tick: when. Once the process,
+         * sampled since with the sizes off (presence), reads dense at every
+         * size a raise turns on, at an RSS within MaxBloat of one it read
+         * dense at, the raise back need not wait DwellTicks; cleared by any other change
          * of the level and when the dwell is over. Once per process
          * (struct mthp_engine_proc churn_spent): a later step-down blamed
          * on it waits the dwell (no flap). */
         int churn_pid;
         unsigned churn_from;
         uint64_t churn_tick;
+        bool churn_grown;
         bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
 };
 
@@ -113,11 +116,13 @@ struct mthp_engine_proc {
          * host's mTHP allocations of the kind, beside its RSS). With large folios on
          * the sampler reads content, and a buffer caught mid-write reads
          * zeros it fills a moment later. peak_u: its densest sample of each
-         * size (presence with the size off, else content); peak_rss_kb: its
-         * RSS of the kind (smoothed) then, or a larger one at which a sample
-         * with the size off read dense. A churning process whose peak is
-         * dense and whose RSS has not grown beyond (1 + MaxBloat) of
-         * peak_rss_kb keeps the size (engine-density.c). */
+         * size (presence with the size off, else content); peak_rss_kb: the
+         * largest RSS of the kind (smoothed) at which it read dense: at a
+         * new densest sample, or at a sample with the size off for a tick
+         * or more that read dense enough to raise. A churning process whose
+         * peak is dense and whose RSS has not grown beyond (1 + MaxBloat)
+         * of peak_rss_kb keeps the size, and a raise may go past it while
+         * it is on (engine-density.c). */
         bool churn[_MTHP_KIND_MAX];
         double peak_u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         uint64_t peak_rss_kb[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
