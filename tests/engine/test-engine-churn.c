@@ -293,8 +293,9 @@ static void test_churner_not_raised_onto_sparse(void **state) {
  * At 4K it reads dense at its whole buffer (presence): the growth was
  * memory it uses, and the raise back does not wait DwellTicks either;
  * at 2M again it keeps the size at that RSS. */
-static void test_grown_churner_raised_back(void **state) {
-        struct host *h = *state;
+/* Dense at 4K at 70% of its buffer, raised to 2M, then at its whole
+ * buffer with zeros: stepped down, blamed, the quick raise back armed. */
+static void grown_churner_stepped_down(struct host *h) {
         unsigned i;
         for (i = 0; i < 10 && anon_level(h) < 8; i++)
                 host_step(h, BUFFER_KB * 7 / 10, 0.5);
@@ -305,6 +306,12 @@ static void test_grown_churner_raised_back(void **state) {
         assert_blames(h, anon_reason(h));
         if (!strstr(anon_reason(h), "need not wait DwellTicks"))
                 fail_msg("the step down arms no raise back: %s", anon_reason(h));
+}
+
+static void test_grown_churner_raised_back(void **state) {
+        struct host *h = *state;
+        unsigned i;
+        grown_churner_stepped_down(h);
         uint64_t down = h->e.tick - 1;
         for (i = 0; i < 10 && anon_level(h) == 0; i++)
                 host_step(h, BUFFER_KB, 0.5);
@@ -327,12 +334,7 @@ static void test_grown_churner_raised_back(void **state) {
 static void test_grown_churner_stale_sample(void **state) {
         struct host *h = *state;
         unsigned i;
-        for (i = 0; i < 10 && anon_level(h) < 8; i++)
-                host_step(h, BUFFER_KB * 7 / 10, 0.5);
-        assert_int_equal(anon_level(h), 8);
-        for (i = 0; i < 10 && anon_level(h) == 8; i++)
-                host_step(h, BUFFER_KB, 0.62);
-        assert_int_equal(anon_level(h), 0);
+        grown_churner_stepped_down(h);
         host_step(h, 2 * BUFFER_KB, 0.5); /* the folios of before, whole */
         if (anon_level(h) != 0)
                 fail_msg("raised back on the sample of the folios of before: %s", anon_reason(h));

@@ -590,50 +590,6 @@ static void known_churn_zeros_step_anon_down(void **state) {
         assert_true(raised); /* the case is in the trace: anon went to 2M */
 }
 
-/* stress-ng --vm again (trace stress-vm-2w: mthp-bench --mthpd-caps unit
- * --configs 4K,all,mthpd --reps 3 --real-seconds 15 --scenario stress-vm
- * --record-dir DIR on main with the churn rule of 33ea5f8..2d385fb: the
- * first rep's mthpd run, 7,478 bogo ops/s against 10,517 with every size
- * always). Anon went to 2M at tick 1;
- * pid 13756, a worker first sampled at tick 4 with 2M on, read 0.38 of
- * each 16K block: caught mid-write, with no dense sample for the churn rule
- * to keep it by, it stepped anon down to 4K. At 4K it read 1.00 (presence)
- * at tick 5, but the raise back waited DwellTicks to tick 9: 5 of 15
- * seconds at 4K, 20 times slower. A step down blamed on a churner with no
- * dense sample lets the raise back skip the dwell once the same process
- * reads dense: within 2 ticks of the step down. The trace was recorded
- * live: its knobs stay 4K until tick 9 whatever the replay decides. */
-static void test_churner_raised_back(void **state) {
-        (void) state;
-        struct replay *rp = replay_trace("stress-vm-2w");
-        unsigned top = rp->n_ladder[MTHP_ANON];
-        int down = -1;
-        for (unsigned i = 1; i < rp->n && down < 0; i++)
-                if (rp->t[i - 1].level[MTHP_ANON] == top && rp->t[i].level[MTHP_ANON] < top)
-                        down = (int) i;
-        if (down < 0)
-                fail_msg("stress-vm-2w: no anon step down from %u: the case is not in the trace", top);
-        const struct mthp_proc_density *p = recent_proc(rp, (unsigned) down, blamed_pid(rp->t[down].reason[MTHP_ANON]));
-        if (!p || strcmp(p->comm, "stress-ng-vm") != 0)
-                fail_msg("stress-vm-2w tick %llu: %s; not blamed on a stress-ng-vm worker",
-                         (unsigned long long) rp->t[down].tick, rp->t[down].reason[MTHP_ANON]);
-        for (unsigned i = (unsigned) down + 1; i < rp->n; i++)
-                if (rp->t[i].level[MTHP_ANON] == top) {
-                        if (rp->t[i].tick > rp->t[down].tick + 2)
-                                fail_msg("stress-vm-2w: anon stepped down at tick %llu (%s), back to the top at "
-                                         "tick %llu: %s", (unsigned long long) rp->t[down].tick,
-                                         rp->t[down].reason[MTHP_ANON], (unsigned long long) rp->t[i].tick,
-                                         rp->t[i].reason[MTHP_ANON]);
-                        assert_reason_contains(rp, i, MTHP_ANON, "no DwellTicks wait");
-                        /* and it stays there: no second step down */
-                        for (unsigned j = i; j < rp->n; j++)
-                                assert_level(rp, j, MTHP_ANON, top);
-                        return;
-                }
-        fail_msg("stress-vm-2w: anon stepped down at tick %llu and never went back",
-                 (unsigned long long) rp->t[down].tick);
-}
-
 /* stress-ng --vm, session 14's bench (mthp-bench --mthpd-caps unit
  * --configs 4K,all,mthpd --reps 3 --real-seconds 30 --scenario
  * pgbench-select --scenario stress-vm, main 94ec70e; rep 1 read 0.26 of
@@ -648,7 +604,10 @@ static void test_churner_raised_back(void **state) {
  * to tick 12 though at 4K it read dense at its whole buffer. Both: back at
  * the top within 3 ticks of the step down, and no second step down.
  * Recorded live: the knobs after the step down are the old engine's. */
-static void churner_back_within(const char *trace, unsigned within) {
+/* The replay of a stress-ng --vm trace steps anon down from the top once,
+ * blamed on a worker, and is back at the top within `within` ticks, for
+ * good: the index of the replayed tick it is back at. */
+static unsigned churner_back_within(const char *trace, unsigned within) {
         struct replay *rp = replay_trace(trace);
         unsigned top = rp->n_ladder[MTHP_ANON];
         int down = -1;
@@ -669,10 +628,30 @@ static void churner_back_within(const char *trace, unsigned within) {
                                          (unsigned long long) rp->t[i].tick, rp->t[i].reason[MTHP_ANON]);
                         for (unsigned j = i; j < rp->n; j++)
                                 assert_level(rp, j, MTHP_ANON, top);
-                        return;
+                        return i;
                 }
         fail_msg("%s: anon stepped down at tick %llu and never went back", trace,
                  (unsigned long long) rp->t[down].tick);
+        return 0;
+}
+
+/* stress-ng --vm again (trace stress-vm-2w: mthp-bench --mthpd-caps unit
+ * --configs 4K,all,mthpd --reps 3 --real-seconds 15 --scenario stress-vm
+ * --record-dir DIR on main with the churn rule of 33ea5f8..2d385fb: the
+ * first rep's mthpd run, 7,478 bogo ops/s against 10,517 with every size
+ * always). Anon went to 2M at tick 1;
+ * pid 13756, a worker first sampled at tick 4 with 2M on, read 0.38 of
+ * each 16K block: caught mid-write, with no dense sample for the churn rule
+ * to keep it by, it stepped anon down to 4K. At 4K it read 1.00 (presence)
+ * at tick 5, but the raise back waited DwellTicks to tick 9: 5 of 15
+ * seconds at 4K, 20 times slower. A step down blamed on a churner with no
+ * dense sample lets the raise back skip the dwell once the same process
+ * reads dense: within 2 ticks of the step down. The trace was recorded
+ * live: its knobs stay 4K until tick 9 whatever the replay decides. */
+static void test_churner_raised_back(void **state) {
+        (void) state;
+        unsigned i = churner_back_within("stress-vm-2w", 2);
+        assert_reason_contains(replay_trace("stress-vm-2w"), i, MTHP_ANON, "no DwellTicks wait");
 }
 
 static void known_churner_held_at_512k(void **state) {
