@@ -181,12 +181,16 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                  * whole larger block) counts by its coverage. */
                                 bool blind = (int) z <= on[k] && isnan(p->zero[k][z]) && !content[k];
                                 bool larger = !blind && m->rss_kb[k] > m->peak_rss_kb[k][z];
-                                /* or any sample with the size off (presence: what
-                                 * it touched) that reads dense at a larger RSS: a
-                                 * churner first seen while it populated its buffer
-                                 * (recording stress-vm.mthpd.19: 91 of 129 MiB)
-                                 * held the rest densely too. Dense enough to raise
-                                 * (the threshold peak_u is judged by for a raise).
+                                /* or any other sample that reads dense enough to
+                                 * raise (the threshold peak_u is judged by for a
+                                 * raise) at a larger RSS, by presence with the size
+                                 * off, by content with it on: a churner first seen
+                                 * while it populated its buffer (recording
+                                 * stress-vm.mthpd.19: 91 of 129 MiB) held the rest
+                                 * densely too; one whose densest sample read 1.00
+                                 * and whose later ones at its whole buffer read
+                                 * 0.9996 lost the rule 26 s in (stress-vm.mthpd.2
+                                 * of session 15, tick 29).
                                  * With the size off, at the lower of the sample's
                                  * RSS and the smoothed one (which still holds half
                                  * of the RSS before), and never raised in the tick
@@ -202,7 +206,7 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                 if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))) {
                                         if (!was_dense || grows)
                                                 m->peak_rss_kb[k][z] = seen_kb;
-                                } else if (off && u >= dense_raise && grows)
+                                } else if (!blind && u >= dense_raise && grows)
                                         m->peak_rss_kb[k][z] = seen_kb;
                                 if (!blind && u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;

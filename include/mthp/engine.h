@@ -118,8 +118,9 @@ struct mthp_engine_proc {
          * zeros it fills a moment later. peak_u: its densest sample of each
          * size (presence with the size off, else content); peak_rss_kb: the
          * largest RSS of the kind (smoothed) at which it read dense: at a
-         * new densest sample, or at a sample with the size off for a tick
-         * or more that read dense enough to raise. A churning process whose
+         * new densest sample, or at any other that read dense enough to
+         * raise (with the size off, not in the tick after a step down, at
+         * the lower of its RSS and the smoothed one). A churning process whose
          * peak is dense and whose RSS has not grown beyond (1 + MaxBloat)
          * of peak_rss_kb keeps the size, and a raise may go past it while
          * it is on (engine-density.c). */

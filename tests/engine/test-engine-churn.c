@@ -326,6 +326,27 @@ static void test_grown_churner_raised_back(void **state) {
         }
 }
 
+/* And one that reads dense by content at its whole buffer with 2M on
+ * (0.9996 used: a few zero subpages, just below its densest sample's 1.00
+ * at 70%) held that RSS densely: caught mid-write later, it keeps 2M
+ * (recording stress-vm.mthpd.2 of session 15: pid 2428, densest at 98 of
+ * its 129 MiB, read 0.9996 at 129 MiB at tick 11, stepped down at tick 29
+ * for its RSS). */
+static void test_churner_dense_by_content_keeps_2m(void **state) {
+        struct host *h = *state;
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) < 8; i++)
+                host_step(h, BUFFER_KB * 7 / 10, 0.5);
+        assert_int_equal(anon_level(h), 8);
+        for (i = 0; i < 3; i++)
+                host_step(h, BUFFER_KB, 0.0004);
+        for (i = 0; i < 20; i++) {
+                host_step(h, BUFFER_KB, mid_write(i));
+                if (anon_level(h) != 8)
+                        fail_msg("%u ticks mid-write at the RSS it read dense at: %s", i + 1, anon_reason(h));
+        }
+}
+
 /* The review's case for it: in the tick after the step down the sample
  * may still see the 2M folios of before, whole, and the RSS they bloated
  * (here twice the buffer); from the next tick on the worker reads 0.30 of
@@ -507,6 +528,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_churner_not_raised_onto_sparse, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_stale_sample, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churner_dense_by_content_keeps_2m, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_raise_not_held_by_zeros, host_setup, host_teardown),
