@@ -190,7 +190,11 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                  * densely too; one whose densest sample read 1.00
                                  * and whose later ones at its whole buffer read
                                  * 0.9996 lost the rule 26 s in (stress-vm.mthpd.2
-                                 * of session 15, tick 29).
+                                 * of session 15, tick 29). By content no more than
+                                 * MaxBloat past what presence or the densest sample
+                                 * showed (peak_base_kb): the zero share leaves out
+                                 * mappings where no read found data, so content
+                                 * alone must not ratchet it up tick by tick.
                                  * With the size off, at the lower of the sample's
                                  * RSS and the smoothed one (which still holds half
                                  * of the RSS before), and never raised in the tick
@@ -205,9 +209,17 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                 bool grows = seen_kb > m->peak_rss_kb[k][z] && (!off || settled);
                                 if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))) {
                                         if (!was_dense || grows)
-                                                m->peak_rss_kb[k][z] = seen_kb;
-                                } else if (!blind && u >= dense_raise && grows)
-                                        m->peak_rss_kb[k][z] = seen_kb;
+                                                m->peak_rss_kb[k][z] = m->peak_base_kb[k][z] = seen_kb;
+                                } else if (!blind && u >= dense_raise && grows) {
+                                        if (off)
+                                                m->peak_rss_kb[k][z] = m->peak_base_kb[k][z] = seen_kb;
+                                        else { /* by content: within MaxBloat of the base */
+                                                double cap = (double) m->peak_base_kb[k][z] / dense;
+                                                uint64_t to = (double) seen_kb < cap ? seen_kb : (uint64_t) cap;
+                                                if (to > m->peak_rss_kb[k][z])
+                                                        m->peak_rss_kb[k][z] = to;
+                                        }
+                                }
                                 if (!blind && u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;
                                 /* the mappings that are not hg: all of them when the

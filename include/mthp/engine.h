@@ -118,15 +118,20 @@ struct mthp_engine_proc {
          * zeros it fills a moment later. peak_u: its densest sample of each
          * size (presence with the size off, else content); peak_rss_kb: the
          * largest RSS of the kind (smoothed) at which it read dense: at a
-         * new densest sample, or at any other that read dense enough to
-         * raise (with the size off, not in the tick after a step down, at
-         * the lower of its RSS and the smoothed one). A churning process whose
+         * new densest sample or at one with the size off that read dense
+         * enough to raise (not in the tick after a step down, at the lower
+         * of its RSS and the smoothed one): peak_base_kb; or by content
+         * with the size on, dense enough to raise, but then no more than
+         * (1 + MaxBloat) of peak_base_kb, so content alone, which leaves
+         * out mappings where no read found data, cannot ratchet it up
+         * tick by tick. A churning process whose
          * peak is dense and whose RSS has not grown beyond (1 + MaxBloat)
          * of peak_rss_kb keeps the size, and a raise may go past it while
          * it is on (engine-density.c). */
         bool churn[_MTHP_KIND_MAX];
         double peak_u[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         uint64_t peak_rss_kb[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        uint64_t peak_base_kb[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         /* a density step-down of the kind was blamed on it while it
          * churned and never read dense, and let a raise back skip the
          * dwell (struct mthp_engine_kind churn_pid): the next one waits */

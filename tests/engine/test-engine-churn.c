@@ -347,6 +347,26 @@ static void test_churner_dense_by_content_keeps_2m(void **state) {
         }
 }
 
+/* The bound on it (the review of that change): content leaves out
+ * mappings where no read found data, so a churner whose RSS grows 10% a
+ * tick, reading 0.95 by content every other tick, must not carry the RSS
+ * it is allowed up with it: by content, no more than MaxBloat past what
+ * presence or its densest sample showed. It is stepped down, and blamed. */
+static void test_churner_growing_by_content_steps_down(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        double rss = BUFFER_KB;
+        unsigned i;
+        for (i = 0; i < 20 && anon_level(h) == 8; i++) {
+                rss *= 1.1;
+                host_step(h, (uint64_t) rss, i % 2 ? 0.62 : 0.05);
+                assert_true(remembered(h)->churn[MTHP_ANON]);
+        }
+        if (anon_level(h) == 8)
+                fail_msg("RSS %.1f times the buffer it read dense at: %s", rss / BUFFER_KB, anon_reason(h));
+        assert_blames(h, anon_reason(h));
+}
+
 /* The review's case for it: in the tick after the step down the sample
  * may still see the 2M folios of before, whole, and the RSS they bloated
  * (here twice the buffer); from the next tick on the worker reads 0.30 of
@@ -529,6 +549,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_grown_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_stale_sample, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_dense_by_content_keeps_2m, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churner_growing_by_content_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_sparse_churner_not_raised, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_second_step_down_dwells, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_raise_not_held_by_zeros, host_setup, host_teardown),
