@@ -149,6 +149,7 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                         memset(m->hg, 0, sizeof(m->hg));
                         memset(m->peak_u, 0, sizeof(m->peak_u));
                         memset(m->peak_rss_kb, 0, sizeof(m->peak_rss_kb));
+                        memset(m->peak_base_kb, 0, sizeof(m->peak_base_kb));
                 }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         /* smoothed: a map/unmap loop's RSS depends on the instant */
@@ -190,11 +191,17 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                  * densely too; one whose densest sample read 1.00
                                  * and whose later ones at its whole buffer read
                                  * 0.9996 lost the rule 26 s in (stress-vm.mthpd.2
-                                 * of session 15, tick 29). By content no more than
-                                 * MaxBloat past what presence or the densest sample
-                                 * showed (peak_base_kb): the zero share leaves out
-                                 * mappings where no read found data, so content
-                                 * alone must not ratchet it up tick by tick.
+                                 * of session 15, tick 29). By content (the size on)
+                                 * below a new densest sample, no more than MaxBloat
+                                 * past what presence or the densest sample showed
+                                 * (peak_base_kb): the zero share leaves out mappings
+                                 * where no read found data, so content alone must
+                                 * not ratchet it up tick by tick. The churn rule
+                                 * then allows MaxBloat on top: (1 + MaxBloat)^2 of
+                                 * the base, 1.44 at 20%. A new densest sample by
+                                 * content still sets the base: a worker first dense
+                                 * mid-map (recording stress-vm.mthpd.23 of session
+                                 * 14, pid 12504: 47 MiB, later 129) needs it.
                                  * With the size off, at the lower of the sample's
                                  * RSS and the smoothed one (which still holds half
                                  * of the RSS before), and never raised in the tick

@@ -118,13 +118,14 @@ struct mthp_engine_proc {
          * zeros it fills a moment later. peak_u: its densest sample of each
          * size (presence with the size off, else content); peak_rss_kb: the
          * largest RSS of the kind (smoothed) at which it read dense: at a
-         * new densest sample or at one with the size off that read dense
-         * enough to raise (not in the tick after a step down, at the lower
-         * of its RSS and the smoothed one): peak_base_kb; or by content
-         * with the size on, dense enough to raise, but then no more than
-         * (1 + MaxBloat) of peak_base_kb, so content alone, which leaves
-         * out mappings where no read found data, cannot ratchet it up
-         * tick by tick. A churning process whose
+         * new densest sample, or at one with the size off that read dense
+         * (not in the tick after a step down, at the lower of its RSS and
+         * the smoothed one): peak_base_kb; or by content with the size on
+         * (dense enough to raise, not its densest), but then no more than
+         * (1 + MaxBloat) of peak_base_kb, so content alone, which
+         * leaves out mappings where no read found data, cannot ratchet it
+         * up tick by tick (the churn rule allows MaxBloat on top: (1 +
+         * MaxBloat)^2 of the base). A churning process whose
          * peak is dense and whose RSS has not grown beyond (1 + MaxBloat)
          * of peak_rss_kb keeps the size, and a raise may go past it while
          * it is on (engine-density.c). */
