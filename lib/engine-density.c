@@ -97,6 +97,14 @@ double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_
         return pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
 }
 
+double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
+        return 1.0 / (1.0 + engine_max_bloat(cfg, pol) / 100.0);
+}
+
+double engine_raise_threshold(double keep) {
+        return keep + (1.0 - keep) / 2;
+}
+
 bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                          const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s) {
         if (!cfg->start_grace_usec || !c->appeared_usec || snap->t_usec < c->appeared_usec ||
@@ -240,8 +248,8 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 const struct mthp_engine_proc *m = &st->proc[j];
                 const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
                 double bloat = engine_max_bloat(cfg, pol);
-                double keep_thr = 1.0 / (1.0 + bloat / 100.0);
-                double raise_thr = keep_thr + (1.0 - keep_thr) / 2; /* hysteresis band */
+                double keep_thr = engine_keep_threshold(cfg, pol);
+                double raise_thr = engine_raise_threshold(keep_thr);
                 if (pol && pol->mode[kind] != MTHP_POLICY_AUTO)
                         continue; /* its cgroup speaks for it, below */
                 if (!counts(cfg, st, j, kind, total, caps, top, keep_default))
@@ -455,11 +463,12 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
         char who[200], hs[16];
         if (v->raise_holder >= 0) {
                 const struct party *p = &v->party[v->raise_holder];
-                double keep = 1.0 / (1.0 + engine_max_bloat(cfg, p->pol) / 100.0);
+                double keep = engine_keep_threshold(cfg, p->pol);
                 engine_describe_party(caps, st, snap, kind, p, who, sizeof(who));
                 mthp_format_size(caps->sizes[p->raise_size].kb, hs, sizeof(hs));
                 snprintf(buf, n, "%s uses %.3f of each %s block (a raise needs %.3f: MaxBloat %.0f%% and its "
-                         "hysteresis)", who, p->raise_usage, hs, keep + (1 - keep) / 2, engine_max_bloat(cfg, p->pol));
+                         "hysteresis)", who, p->raise_usage, hs, engine_raise_threshold(keep),
+                         engine_max_bloat(cfg, p->pol));
                 return true;
         }
         if (v->unknown >= 0) {

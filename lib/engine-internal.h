@@ -108,6 +108,11 @@ bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const stru
                                 unsigned recent);
 /* MaxBloat= in percent for a process under pol (NULL: the defaults). */
 double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
+/* A process's keep threshold under pol (NULL: the defaults), 1 / (1 +
+ * MaxBloat), and the raise threshold above it (half way to 1: the
+ * hysteresis band). */
+double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
+double engine_raise_threshold(double keep);
 /* Does some managed cgroup of the snapshot have its start grace for kind? */
 bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
 /* Folds this tick's sampled processes (engine_remember) and managed

@@ -157,8 +157,8 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                         m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
                 }
                 /* its MaxBloat's keep threshold: what reads dense */
-                double dense = 1.0 / (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0);
-                double dense_raise = dense + (1 - dense) / 2; /* the raise threshold (engine-density.c) */
+                double dense = engine_keep_threshold(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0));
+                double dense_raise = engine_raise_threshold(dense);
                 bool content[_MTHP_KIND_MAX] = { false };
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++)

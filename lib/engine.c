@@ -314,7 +314,7 @@ static const struct mthp_engine_proc *churn_proc(const struct mthp_engine_state 
 
 /* The keep threshold of a process's density: 1 / (1 + its MaxBloat). */
 static double keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *m) {
-        return 1.0 / (1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0);
+        return engine_keep_threshold(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0));
 }
 
 /* The RSS of a kind a process may hold and keep a size by the churn rule:
