@@ -419,3 +419,195 @@ void mthp_fault_sampler_free(struct mthp_fault_sampler *s) {
         free(s->rings);
         free(s);
 }
+
+/* The fault-burst alarm: see include/mthp/faults.h. */
+struct alarm_cpu {
+        int fd;
+        int cpu;
+        uint64_t period;        /* faults to its next overflow, counted from its arm; 0: off */
+        void *map;              /* metadata page + one data page */
+        size_t map_len;
+};
+
+struct mthp_fault_alarm {
+        struct alarm_cpu *cpus;
+        size_t n;
+};
+
+static int open_alarm(struct alarm_cpu *c, int cpu, size_t page) {
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_SOFTWARE,
+                .size = sizeof(attr),
+                .config = PERF_COUNT_SW_PAGE_FAULTS,
+                .sample_period = 1ULL << 40,    /* set by each arm */
+                .sample_type = 0,               /* a sample is its header: only its coming counts */
+                .disabled = 1,
+                .exclude_hv = 1,
+                .wakeup_events = 1,
+        };
+        long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        c->fd = (int) fd;
+        c->cpu = cpu;
+        /* without a ring, poll() on the event says EPOLLHUP at once */
+        c->map_len = 2 * page;
+        void *m = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+        if (m == MAP_FAILED) {
+                int r = -errno;
+                close(c->fd);
+                c->fd = -1;
+                return r;
+        }
+        c->map = m;
+        return 0;
+}
+
+int mthp_fault_alarm_new(struct mthp_fault_alarm **ret) {
+        enum { MAX_CPUS = 8192 };
+        long pg = sysconf(_SC_PAGESIZE);
+        size_t page = pg > 0 ? (size_t) pg : 4096;
+        int r = 0;
+
+        if (!ret)
+                return -EINVAL;
+        unsigned char *set = calloc(MAX_CPUS, 1);
+        struct mthp_fault_alarm *a = calloc(1, sizeof(*a));
+        if (!set || !a) {
+                free(set);
+                free(a);
+                return -ENOMEM;
+        }
+        int top = online_cpus(set, MAX_CPUS);
+        a->cpus = calloc((size_t) top, sizeof(*a->cpus));
+        if (!a->cpus) {
+                free(set);
+                free(a);
+                return -ENOMEM;
+        }
+        for (int cpu = 0; cpu < top; cpu++) {
+                if (!set[cpu])
+                        continue;
+                r = open_alarm(&a->cpus[a->n], cpu, page);
+                if (r == -ENODEV)       /* went offline since the list was read */
+                        continue;
+                if (r < 0)
+                        break;
+                a->n++;
+        }
+        free(set);
+        if ((r < 0 && r != -ENODEV) || a->n == 0) {
+                mthp_fault_alarm_free(a);
+                return r < 0 ? r : -ENODEV;
+        }
+        *ret = a;
+        return 0;
+}
+
+size_t mthp_fault_alarm_n(const struct mthp_fault_alarm *a) {
+        return a ? a->n : 0;
+}
+
+int mthp_fault_alarm_fd(const struct mthp_fault_alarm *a, size_t i) {
+        return a && i < a->n ? a->cpus[i].fd : -EINVAL;
+}
+
+int mthp_fault_alarm_cpu(const struct mthp_fault_alarm *a, size_t i) {
+        return a && i < a->n ? a->cpus[i].cpu : -EINVAL;
+}
+
+/* what the ring holds is read: the next overflow wakes poll() again */
+static bool alarm_consume(struct alarm_cpu *c) {
+        struct perf_event_mmap_page *meta = c->map;
+        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        bool any = head != meta->data_tail;
+        __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+        return any;
+}
+
+/* Disabled, a new period, enabled: the kernel restarts a software event's
+ * count toward its period when it is enabled with a period just set
+ * (PERF_EVENT_IOC_PERIOD on an enabled one would overflow at its next
+ * fault). Off on failure. */
+static int alarm_arm_cpu(struct alarm_cpu *c, uint64_t period) {
+        int r = 0;
+        if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) < 0 || ioctl(c->fd, PERF_EVENT_IOC_PERIOD, &period) < 0)
+                r = -errno;
+        c->period = 0;
+        (void) alarm_consume(c);
+        if (r == 0 && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                r = -errno;
+        if (r == 0)
+                c->period = period;
+        return r;
+}
+
+static int alarm_off_cpu(struct alarm_cpu *c) {
+        if (!c->period)
+                return 0;
+        c->period = 0;
+        return ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) < 0 ? -errno : 0;
+}
+
+int mthp_fault_alarm_arm(struct mthp_fault_alarm *a, uint64_t faults_per_cpu) {
+        if (!a || !faults_per_cpu || faults_per_cpu > MTHP_FAULT_ALARM_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < a->n; i++) {
+                if (a->cpus[i].period == faults_per_cpu)
+                        continue;
+                int r = alarm_arm_cpu(&a->cpus[i], faults_per_cpu);
+                if (r < 0) {   /* none left on */
+                        (void) mthp_fault_alarm_disarm(a);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+int mthp_fault_alarm_rearm(struct mthp_fault_alarm *a, size_t i, uint64_t faults) {
+        if (!a || i >= a->n || !faults || faults > MTHP_FAULT_ALARM_MAX)
+                return -EINVAL;
+        return alarm_arm_cpu(&a->cpus[i], faults);
+}
+
+int mthp_fault_alarm_disarm(struct mthp_fault_alarm *a) {
+        int r = 0;
+        if (!a)
+                return -EINVAL;
+        for (size_t i = 0; i < a->n; i++) {
+                int q = alarm_off_cpu(&a->cpus[i]);
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        return r;
+}
+
+bool mthp_fault_alarm_armed(const struct mthp_fault_alarm *a) {
+        for (size_t i = 0; a && i < a->n; i++)
+                if (a->cpus[i].period)
+                        return true;
+        return false;
+}
+
+uint64_t mthp_fault_alarm_period(const struct mthp_fault_alarm *a, size_t i) {
+        return a && i < a->n ? a->cpus[i].period : 0;
+}
+
+bool mthp_fault_alarm_fired(struct mthp_fault_alarm *a, size_t i) {
+        if (!a || i >= a->n)
+                return false;
+        return alarm_consume(&a->cpus[i]);
+}
+
+void mthp_fault_alarm_free(struct mthp_fault_alarm *a) {
+        if (!a)
+                return;
+        for (size_t i = 0; i < a->n; i++) {
+                if (a->cpus[i].map)
+                        munmap(a->cpus[i].map, a->cpus[i].map_len);
+                if (a->cpus[i].fd >= 0)
+                        close(a->cpus[i].fd);
+        }
+        free(a->cpus);
+        free(a);
+}

@@ -101,3 +101,47 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
 
 /* NULL is fine; closes the fds, unmaps the rings. */
 void mthp_fault_sampler_free(struct mthp_fault_sampler *s);
+
+/* The fault-burst alarm: a wakeup when the host starts to fault fast, so
+ * that mthpd need not wait for its next tick to see it (up to a whole
+ * Interval: pgbench ran its first ~1.3 s at 4K). One software event
+ * (PERF_COUNT_SW_PAGE_FAULTS: every fault, as /proc/vmstat pgfault counts
+ * them) per online CPU, pid -1, counting only: no sample is read, a ring
+ * of one page is there for poll() (an event without one says EPOLLHUP).
+ * Each CPU's event, once armed, overflows after its count of faults on
+ * that CPU (and every count after), and its fd becomes readable
+ * (wakeup_events 1). The overflow says only that one CPU took that many
+ * faults since it was armed: the caller asks the host's fault rate itself,
+ * then re-arms that CPU (a larger count backs it off) or disarms. Off,
+ * an event costs a fault nothing.
+ *
+ * Needs what the fault sampler needs (CAP_PERFMON under perf_event_paranoid
+ * > 0); same errors as mthp_fault_sampler_new(). Created disarmed. */
+#define MTHP_FAULT_ALARM_MAX (1ULL << 40)
+struct mthp_fault_alarm;
+int mthp_fault_alarm_new(struct mthp_fault_alarm **ret);
+/* The number of CPUs' events, and the fd of the i-th (for poll: readable
+ * after an overflow; read it with mthp_fault_alarm_fired()). */
+size_t mthp_fault_alarm_n(const struct mthp_fault_alarm *a);
+int mthp_fault_alarm_fd(const struct mthp_fault_alarm *a, size_t i);
+/* The CPU the i-th event counts on; -EINVAL past the last. */
+int mthp_fault_alarm_cpu(const struct mthp_fault_alarm *a, size_t i);
+/* Every CPU's event on with the count faults_per_cpu (1 .. 
+ * MTHP_FAULT_ALARM_MAX). A CPU already on with that count is left as it
+ * is (its count goes on: no syscall); the others count from 0. 0 or the
+ * first ioctl error (then none is left on). */
+int mthp_fault_alarm_arm(struct mthp_fault_alarm *a, uint64_t faults_per_cpu);
+/* The i-th CPU's event on with the count faults, from 0. 0 or an ioctl
+ * error (then it is off). */
+int mthp_fault_alarm_rearm(struct mthp_fault_alarm *a, size_t i, uint64_t faults);
+/* Every event off; nothing for those off already. */
+int mthp_fault_alarm_disarm(struct mthp_fault_alarm *a);
+/* Is any CPU's event on? */
+bool mthp_fault_alarm_armed(const struct mthp_fault_alarm *a);
+/* The i-th CPU's count; 0 when it is off. */
+uint64_t mthp_fault_alarm_period(const struct mthp_fault_alarm *a, size_t i);
+/* Did the i-th CPU's event overflow since the last call (or its last arm)?
+ * Empties its ring, so that poll() waits for the next overflow. */
+bool mthp_fault_alarm_fired(struct mthp_fault_alarm *a, size_t i);
+/* NULL is fine. */
+void mthp_fault_alarm_free(struct mthp_fault_alarm *a);
