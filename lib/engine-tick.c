@@ -5,6 +5,8 @@
  * an early tick should bring, and the next tick's time. Pure functions of
  * config, snapshot and engine state, as the engine is. */
 
+#include <math.h>
+
 #include "mthp/engine.h"
 
 #include "engine-internal.h"
@@ -116,4 +118,38 @@ uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tic
         plan->early_tick = tick;
         plan->regular_usec = regular;
         return tick_usec + early;
+}
+
+uint64_t mthp_tick_alarm_period(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_snapshot *snap, const struct mthp_engine_state *st,
+                                const struct mthp_tick_plan *plan, uint64_t interval_usec, unsigned n_cpus) {
+        double raise, lower;
+        if (snap->dt <= 0 || plan->early || !n_cpus || !interval_usec ||
+            (plan->burst_tick && st->tick < plan->burst_tick + MTHP_TICK_EARLY_SPACING))
+                return 0;
+        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+        if (!(raise > 0) || snap->fault_pages_rate >= raise)
+                return 0;
+        if (!kind_has_room(cfg, caps, st, MTHP_ANON) && !kind_has_room(cfg, caps, st, MTHP_SHMEM))
+                return 0;
+        uint64_t span = interval_usec / 4 > MTHP_TICK_EARLY_MIN_USEC ? interval_usec / 4 : MTHP_TICK_EARLY_MIN_USEC;
+        double count = ceil(raise * (double) span / 1e6 / n_cpus);
+        return count < 16 ? 16 : count > 1e12 ? (uint64_t) 1e12 : (uint64_t) count;
+}
+
+bool mthp_tick_burst(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, uint64_t now_usec,
+                     uint64_t pgfault_now, double *rate, uint64_t *tick_usec) {
+        double raise, lower;
+        const struct mthp_counter *c = &snap->vm[MTHP_VM_PGFAULT];
+        *rate = 0;
+        *tick_usec = 0;
+        if (!c->present || now_usec <= snap->t_usec || pgfault_now < c->value)
+                return false;
+        *rate = (double) (pgfault_now - c->value) / ((double) (now_usec - snap->t_usec) / 1e6);
+        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+        if (!(raise > 0) || *rate < raise)
+                return false;
+        *tick_usec = snap->t_usec + MTHP_TICK_EARLY_MIN_USEC > now_usec ? snap->t_usec + MTHP_TICK_EARLY_MIN_USEC
+                                                                         : now_usec;
+        return true;
 }

@@ -288,6 +288,7 @@ struct mthp_tick_plan {
         bool early;                   /* the next tick is an early one */
         uint64_t early_tick;          /* the tick that asked for the last early tick; 0: none yet */
         uint64_t regular_usec;        /* when the tick after the early one is due */
+        uint64_t burst_tick;          /* the last tick a fault burst brought forward; 0: none yet */
 };
 
 /* Pure: when the tick after `tick` (scheduled for tick_usec, a monotonic
@@ -295,6 +296,32 @@ struct mthp_tick_plan {
  * samples; updates plan. A zero plan is the start. */
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
                         bool awaits);
+
+/* The fault-burst wakeup (mthp_fault_alarm, daemon/faults.c): a tick
+ * brought forward when the host starts to fault fast between two ticks,
+ * so that the first raise need not wait for the grid (up to an Interval).
+ *
+ * Pure: after a tick (snap, st: what it decided; plan: after
+ * mthp_tick_next), the faults per CPU at which the alarm should wake the
+ * daemon, or 0: leave it off. Off while an early tick is due anyway, while
+ * the host already faults at the raise rate (the ticks see it; the alarm
+ * would only ring once an Interval), when neither kind could go higher
+ * (kind_has_room), within MTHP_TICK_EARLY_SPACING ticks of the last
+ * brought-forward tick, and at the first tick (no rates yet). The count:
+ * the raise rate for a quarter Interval (at least
+ * MTHP_TICK_EARLY_MIN_USEC), split between n_cpus, at least 16. */
+uint64_t mthp_tick_alarm_period(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_snapshot *snap, const struct mthp_engine_state *st,
+                                const struct mthp_tick_plan *plan, uint64_t interval_usec, unsigned n_cpus);
+
+/* Pure: the alarm rang at now_usec, when /proc/vmstat pgfault read
+ * pgfault_now. Since the last tick's snapshot (snap), has the host faulted
+ * at the raise rate (that tick's fault cost)? *rate gets its faults per
+ * second. Then a tick is due at *tick_usec: now, or
+ * MTHP_TICK_EARLY_MIN_USEC after the last one. False: keep waiting (the
+ * overflow said only that one CPU took its count since the alarm was set). */
+bool mthp_tick_burst(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, uint64_t now_usec,
+                     uint64_t pgfault_now, double *rate, uint64_t *tick_usec);
 
 /* Density back-off: while a size is raised, the density sampler (most of
  * a raised tick's CPU) runs every MTHP_ENGINE_DENSITY_EVERY ticks instead

@@ -989,6 +989,84 @@ static void test_tick_next(void **state) {
         assert_false(u.early);
 }
 
+/* The fault-burst wakeup's arm (mthp_tick_alarm_period) and its ring
+ * (mthp_tick_burst), on pgbench -S's recorded ticks: armed while the host
+ * is quiet, with the raise rate for a quarter Interval split between the
+ * CPUs; off when the host already faults at the raise rate, while an early
+ * tick is due, within the spacing of the last brought-forward tick, and
+ * with both kinds at their tops. A ring brings the tick forward only when
+ * the host's faults since the last tick are at the raise rate, at least
+ * MTHP_TICK_EARLY_MIN_USEC after it. */
+static void test_tick_alarm(void **state) {
+        (void) state;
+        const uint64_t s = 1000000;
+        double raise, lower, rate;
+        uint64_t at_usec;
+        replay_to_tick("pgbench-select-unit", 1);
+        const struct mthp_engine_config *cfg = &at.cfg.engine;
+        struct mthp_tick_plan plan = { 0 };
+        mthp_engine_fault_rates(cfg, at.snap.fault_cost_ns, &raise, &lower);
+        printf("# tick 1: %.0f pages/s, a raise needs %.0f\n", at.snap.fault_pages_rate, raise);
+        assert_true(at.snap.fault_pages_rate < raise);
+        uint64_t p2 = mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2);
+        assert_int_equal(p2, (uint64_t) ceil(raise / 4 / 2));
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, 4 * s, 2), (uint64_t) ceil(raise / 2));
+        /* the floor of a quarter Interval: MTHP_TICK_EARLY_MIN_USEC */
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s / 10, 1),
+                         mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, 4 * MTHP_TICK_EARLY_MIN_USEC, 1));
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 1 << 20), 16);
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 0), 0);
+        /* an early tick due: off */
+        plan.early = true;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
+        plan.early = false;
+        /* within the spacing of the last brought-forward tick: off; after: on */
+        plan.burst_tick = at.st.tick;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
+        plan.burst_tick = at.st.tick - MTHP_TICK_EARLY_SPACING;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), p2);
+        plan.burst_tick = 0;
+        /* both kinds at their tops: off */
+        unsigned ladder[MTHP_SIZES_MAX];
+        struct mthp_engine_state saved = at.st;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                at.st.kind[k].level = mthp_engine_ladder(cfg, &at.caps, k, ladder);
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
+        at.st.kind[MTHP_ANON].level = 0;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), p2);
+        at.st = saved;
+        /* the host at the raise rate already: off */
+        struct mthp_snapshot quiet = at.snap;
+        at.snap.fault_pages_rate = raise;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
+        /* the first tick (no rates): off */
+        at.snap = quiet;
+        at.snap.dt = 0;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
+        at.snap = quiet;
+
+        /* the ring: faults since the tick's snapshot over the time since */
+        uint64_t t0 = at.snap.t_usec, v0 = at.snap.vm[MTHP_VM_PGFAULT].value;
+        assert_true(at.snap.vm[MTHP_VM_PGFAULT].present);
+        uint64_t half = (uint64_t) ceil(raise / 2);
+        /* 0.5 s later, half a second's worth of the raise rate + 1: due now */
+        assert_true(mthp_tick_burst(cfg, &at.snap, t0 + s / 2, v0 + half + 1, &rate, &at_usec));
+        assert_true(rate >= raise);
+        assert_int_equal(at_usec, t0 + s / 2);
+        /* below it: not due */
+        assert_false(mthp_tick_burst(cfg, &at.snap, t0 + s / 2, v0 + half / 2, &rate, &at_usec));
+        assert_true(rate < raise);
+        /* 10 ms after the tick at the rate: due at the floor, not before */
+        assert_true(mthp_tick_burst(cfg, &at.snap, t0 + s / 100, v0 + (uint64_t) ceil(raise), &rate, &at_usec));
+        assert_int_equal(at_usec, t0 + MTHP_TICK_EARLY_MIN_USEC);
+        /* no time since, a counter that went back, no pgfault: not due */
+        assert_false(mthp_tick_burst(cfg, &at.snap, t0, v0 + 1000000, &rate, &at_usec));
+        assert_false(mthp_tick_burst(cfg, &at.snap, t0 + s, v0 - 1, &rate, &at_usec));
+        at.snap.vm[MTHP_VM_PGFAULT].present = false;
+        assert_false(mthp_tick_burst(cfg, &at.snap, t0 + s, v0 + 1000000, &rate, &at_usec));
+        at.snap = quiet;
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dense_anon_raises_to_2m),
@@ -1005,6 +1083,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_awaits_needs_room),
                 cmocka_unit_test(test_awaited_pids),
                 cmocka_unit_test(test_tick_next),
+                cmocka_unit_test(test_tick_alarm),
                 cmocka_unit_test(test_backoff_same_decisions),
         };
         const struct CMUnitTest known[] = {
