@@ -89,6 +89,15 @@ struct daemon {
         uint64_t faults_lost;
         bool faults_tried;                  /* opened, or failed and logged once */
         uint64_t faults_mixed_tick;         /* the last tick a faulting process held shared memory */
+        /* the fault-burst wakeup (faults.c, also FaultSampling=): a tick
+         * brought forward when the host starts to fault fast; NULL: off or
+         * unavailable */
+        struct mthp_fault_alarm *alarm;
+        sd_event_source **alarm_src;        /* one per CPU's event */
+        bool alarm_tried;                   /* opened, or failed and logged once */
+        unsigned alarm_false;               /* rings since the last tick that were no burst */
+        bool tick_burst;                    /* the timer was brought forward for a burst */
+        uint64_t bursts;                    /* ticks brought forward since start */
         /* FaultCost=auto: this host's 4K fault, measured once (on the first
          * tick that needs it); 0: not measured or failed (tried: logged) */
         double fault_cost_measured_ns;
@@ -220,6 +229,11 @@ void daemon_faults_free(struct daemon *d);
 void daemon_faults_give(struct daemon *d);
 void daemon_faults_steer(struct daemon *d);
 void daemon_faults_expect(struct daemon *d, double awaited_rate, double share);
+/* The fault-burst wakeup: after each timer tick, arm it or leave it off
+ * (mthp_tick_alarm_period; opened on the first call with FaultSampling=yes
+ * on a real host, freed with no); free at the end. */
+void daemon_alarm_steer(struct daemon *d);
+void daemon_alarm_free(struct daemon *d);
 
 /* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);

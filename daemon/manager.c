@@ -494,6 +494,9 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         /* a tick without density saw no process: it neither starts nor
          * ends an await (else the next density tick would start one again) */
         bool awaits = d->snap.density.valid ? d->awaits : d->plan.awaited;
+        if (d->tick_burst)
+                d->plan.burst_tick = d->engine.tick;
+        d->tick_burst = false;
         uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits);
         if (d->plan.early) {
                 /* as many samples by then as a whole Interval would bring */
@@ -501,6 +504,7 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
                 mthp_log(LOG_DEBUG, "tick %llu: fault samples awaited for a raise: next tick in %llu ms",
                          (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
         }
+        daemon_alarm_steer(d);
         return next;
 }
 
@@ -600,6 +604,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 d->plan.early = false;   /* the next tick is a regular one */
+                d->tick_burst = false;
                 if (interval_changed)
                         bus_emit_property_changed(d->bus, "IntervalUSec");
                 mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
@@ -886,6 +891,7 @@ void daemon_free(struct daemon *d) {
         bus_free(d->bus);
         guard_free(d->guard);
         sd_event_source_unref(d->timer);
+        daemon_alarm_free(d);
         sd_event_unref(d->event);
         if (mthp_record_close_write(d->recorder) < 0)
                 mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d->record_file);
