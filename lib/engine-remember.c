@@ -292,6 +292,13 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && snap->tick > st->proc[j].seen_tick + PROC_FORGET_TICKS)
                         memset(&st->proc[j], 0, sizeof(st->proc[j]));
+        /* gone: forgotten now, not PROC_FORGET_TICKS later (its last sample
+         * would count for PROC_RECENT_TICKS); not one sampled this tick (a
+         * new process at the pid) */
+        for (unsigned g = 0; dv->valid && g < dv->n_gone && g < MTHP_DENSITY_GONE_MAX; g++)
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                        if (dv->gone[g] > 0 && st->proc[j].pid == dv->gone[g] && st->proc[j].seen_tick < snap->tick)
+                                memset(&st->proc[j], 0, sizeof(st->proc[j]));
 }
 
 /* Fold this tick's managed cgroups into the remembered ones. */

@@ -517,6 +517,16 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                         e = parse_fields(r, "proc", tok + 1, n_tok - 1, fl,
                                          record_proc_fields(&snap->density.proc[snap->density.n_procs++], r->caps.n_sizes,
                                                      fl));
+                } else if (strcmp(tok[0], "gone") == 0) {
+                        if (snap->density.n_gone == MTHP_DENSITY_GONE_MAX)
+                                return bad(r, "more than %d 'gone' lines in tick %llu", MTHP_DENSITY_GONE_MAX,
+                                           (unsigned long long) snap->tick);
+                        int *pid = &snap->density.gone[snap->density.n_gone++];
+                        struct field gf[1] = { SCALAR("pid", FIELD_INT, pid) };
+                        e = parse_fields(r, "gone", tok + 1, n_tok - 1, gf, 1);
+                        if (e == 0 && *pid <= 0)
+                                return bad(r, "'gone' line in tick %llu: pid=%d, expected a process ID above 0",
+                                           (unsigned long long) snap->tick, *pid);
                 } else if (strcmp(tok[0], "cgroup") == 0) {
                         if (snap->n_cgroups == MTHP_SNAP_CGROUPS)
                                 return bad(r, "more than %d 'cgroup' lines in tick %llu", MTHP_SNAP_CGROUPS,
@@ -533,7 +543,7 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                                          record_limited_fields(&snap->limited[snap->n_limited++], fl));
                 } else
                         return bad(r, "unknown line '%s' in tick %llu: expected vm, mem, psi, stat, knobs, rates, "
-                                   "density, proc, cgroup, limits, limited or end", tok[0],
+                                   "density, proc, gone, cgroup, limits, limited or end", tok[0],
                                    (unsigned long long) snap->tick);
                 if (e < 0)
                         return e;

@@ -400,6 +400,8 @@ static void put_tick(FILE *f, const struct mthp_caps *caps, const struct mthp_sn
                 fputs("proc", f);
                 put_fields(f, fl, record_proc_fields(&s->density.proc[i], caps->n_sizes, fl));
         }
+        for (unsigned i = 0; i < s->density.n_gone && i < MTHP_DENSITY_GONE_MAX; i++)
+                fprintf(f, "gone pid=%d\n", s->density.gone[i]);
         for (unsigned i = 0; i < s->n_cgroups && i < MTHP_SNAP_CGROUPS; i++) {
                 fputs("cgroup", f);
                 put_fields(f, fl, record_cgroup_fields(&s->cgroup[i], fl));

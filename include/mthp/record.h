@@ -45,6 +45,8 @@
  *                                     kpageflags (in a large folio; absent in
  *                                     older recordings), 1 PMD-mapped;
  *                                     shm_repaired: kB of it the daemon collapsed)
+ *   gone pid=N                       (a remembered process that had exited by this
+ *                                     tick; up to 16 per tick; absent in older recordings)
  *   cgroup path=S fault_rate=X new=B anon=KB shmem=KB usage=KB limit=KB growth=X psi=B
  *          psi_some=X appeared=USEC  (one per managed cgroup, on one line; appeared:
  *                                     when the monitor saw it appear, 0 not seen)

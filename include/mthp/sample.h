@@ -47,6 +47,7 @@ struct mthp_size_stats {
 /* What the density sampler saw of one of the processes that fault most,
  * reduced to what the engine needs (and what a recording keeps). */
 #define MTHP_DENSITY_PROCS 8
+#define MTHP_DENSITY_GONE_MAX 16       /* MTHP_ENGINE_PROCS */
 struct mthp_proc_density {
         int pid;
         char comm[16];
@@ -114,6 +115,13 @@ struct mthp_density_view {
         unsigned n_procs;
         struct mthp_proc_density proc[MTHP_DENSITY_PROCS];
         double usec;                       /* what sampling cost */
+        /* processes the engine remembers that had exited by this tick (the
+         * daemon looks for /proc/PID of those not sampled): forgotten at
+         * once, so that the last sample of a process that is gone (a
+         * compiler job, a short-lived client) bars no raise: it would count
+         * for 3 more ticks. 0: none, or a recording from before this field */
+        unsigned n_gone;
+        int gone[MTHP_DENSITY_GONE_MAX];
 };
 
 /* One managed memory cgroup (matched by a policy file), from its own

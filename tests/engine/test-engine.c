@@ -2031,6 +2031,51 @@ static void test_density_small_share_no_veto(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "pid 1101");
 }
 
+/* A process that has exited bars no raise. Its last sample (0.874 of each
+ * 1M block, as a pgbench backend read in the first tick of a run) would
+ * hold the kind at 512K for PROC_RECENT_TICKS more ticks while the others
+ * read dense at 2M. Once the daemon says it is gone, the raise comes at
+ * that tick. */
+static void test_gone_process_bars_no_raise(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 }, left = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1250, 1, 0);
+        dens_proc(&v.proc[1], 1251, 1, 0);
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)   /* 1M and 2M: 0.874 */
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        if (i < s->caps.n_sizes && s->caps.sizes[i].kb >= 1024)
+                                v.proc[1].coverage[k][i] = 0.874;
+        w.dens = &v;
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        assert_contains(kind_reason(s, MTHP_ANON), "raise to 512K");
+        /* 1251 no longer sampled, not said to be gone: its sample holds */
+        left.proc[0] = v.proc[0];
+        w.dens = &left;
+        sim_run(s, &w, 1);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        assert_contains(kind_reason(s, MTHP_ANON), "no higher: pid 1251");
+        /* gone: the raise comes now */
+        left.n_gone = 1;
+        left.gone[0] = 1251;
+        sim_run(s, &w, 1);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                assert_int_not_equal(s->st.proc[j].pid, 1251);
+        /* a gone pid sampled in the same tick (a new process there) is kept */
+        struct mthp_density_view again = v;
+        again.n_gone = 1;
+        again.gone[0] = 1251;
+        w.dens = &again;
+        sim_run(s, &w, 1);
+        bool kept = false;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                kept = kept || s->st.proc[j].pid == 1251;
+        assert_true(kept);
+}
+
 static void test_density_first_sight_waits(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v = { .valid = true, .n_procs = 1 }, two = { .valid = true, .n_procs = 2 };
@@ -3066,6 +3111,7 @@ int main(void) {
                 T(test_density_memory_outweighs_odd_sample),
                 T(test_density_small_share_no_veto),
                 T(test_density_first_sight_waits),
+                T(test_gone_process_bars_no_raise),
                 T(test_density_phase_change_is_quick),
                 T(test_policy_high_always_outranks_never),
                 T(test_policy_high_never_forces_madvise),

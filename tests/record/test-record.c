@@ -137,6 +137,10 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
         v->valid = t != 1;
         v->usec = 1234.5 + t;
         v->fault_sampling = t % 2 == 0;
+        /* none, one, and as many as a tick holds */
+        v->n_gone = t == 4 ? MTHP_DENSITY_GONE_MAX : t % 2;
+        for (unsigned g = 0; g < v->n_gone; g++)
+                v->gone[g] = 4000000 + (int) (t * 100 + g);
         unsigned n_procs = t == 5 ? MTHP_DENSITY_PROCS : (t % 3) + 1;
         v->n_procs = n_procs;
         for (unsigned p = 0; p < n_procs; p++) {
@@ -283,6 +287,9 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
         assert_same_double(x->usec, y->usec, "density usec");
         assert_int_equal(x->fault_sampling, y->fault_sampling);
         assert_int_equal(x->n_procs, y->n_procs);
+        assert_int_equal(x->n_gone, y->n_gone);
+        for (unsigned g = 0; g < x->n_gone; g++)
+                assert_int_equal(x->gone[g], y->gone[g]);
         for (unsigned p = 0; p < x->n_procs; p++) {
                 const struct mthp_proc_density *u = &x->proc[p], *v = &y->proc[p];
                 assert_int_equal(u->pid, v->pid);
@@ -500,6 +507,9 @@ static const struct malformed malformed[] = {
         { "no tick line", CAPS "mem total=1\nend\n", 6, "expected 'tick N ...' to start a tick, got 'mem'", false },
         { "ticks go back", CAPS TICK "end\ntick 0\nend\n", 8, "tick 0 after tick 0: ticks must increase", false },
         { "unknown line", CAPS TICK "vmstat pgfault=1\nend\n", 7, "unknown line 'vmstat' in tick 0", false },
+        { "gone without pid", CAPS TICK "gone\nend\n", 7, "pid=0, expected a process ID above 0", false },
+        { "gone of pid 0", CAPS TICK "gone pid=0\nend\n", 7, "pid=0, expected a process ID above 0", false },
+        { "gone bad key", CAPS TICK "gone tid=3\nend\n", 7, "'gone' line: unknown key 'tid'", false },
         { "line twice", CAPS TICK "mem total=1\nmem total=2\nend\n", 8, "second 'mem' line in tick 0", false },
         { "bad counter", CAPS TICK "vm pgfault=12/x\nend\n", 7, "pgfault=12/x: expected a counter", false },
         { "bad counter flag", CAPS TICK "psi some_total=1:z\nend\n", 7, "expected a counter", false },
