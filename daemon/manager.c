@@ -382,6 +382,24 @@ static double fault_cost(struct daemon *d) {
         return d->fault_cost_measured_ns;
 }
 
+/* The processes the engine remembers that this density tick did not
+ * sample and that have exited (no /proc/PID): the engine forgets them at
+ * once (engine_remember). At most MTHP_ENGINE_PROCS lookups a density tick. */
+static void density_gone(struct daemon *d, struct mthp_density_view *v) {
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS && v->n_gone < MTHP_DENSITY_GONE_MAX; j++) {
+                int pid = d->engine.proc[j].pid;
+                bool sampled = false;
+                for (unsigned i = 0; i < v->n_procs && !sampled; i++)
+                        sampled = v->proc[i].pid == pid;
+                char path[32];
+                if (pid <= 0 || sampled)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%d", pid);
+                if (!mthp_host_exists(d->host, path))
+                        v->gone[v->n_gone++] = pid;
+        }
+}
+
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
@@ -414,6 +432,7 @@ static int tick(struct daemon *d) {
         }
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
+        d->snap.density.n_gone = 0;
         if (d->density) {
                 mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
                 /* the sampler's largest size is the PMD one where the PMD
@@ -444,6 +463,7 @@ static int tick(struct daemon *d) {
                 if (r == 0) {
                         density_view(d, &rep, &d->snap.density);
                         mthp_procinfo_enrich(d->procinfo, &d->snap.density);
+                        density_gone(d, &d->snap.density);
                 }
                 else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
