@@ -140,14 +140,5 @@ attempt() {
         return 1
 }
 
-late=0
-for ((a = 1; a <= ATTEMPTS; a++)); do
-        attempt $a
-        case $? in
-        0) exit 0 ;;
-        1) late=$((late + 1)) ;;
-        esac
-done
-((late > 0)) || rk_skip "no attempt of $ATTEMPTS could be judged: anon was raised before the workload started, or the workload could not be started right after a tick, each time"
-rk_fail "the first anon raise came ${LIMIT_MS} ms or more after the workload started in $late of $ATTEMPTS attempts, and no attempt was in time (Interval ${INTERVAL_MS} ms: a fault burst should tick at once)"
-exit 0
+rk_attempts "$ATTEMPTS" "no attempt of $ATTEMPTS could be judged: anon was raised before the workload started, or the workload could not be started right after a tick, each time" \
+        "the first anon raise came ${LIMIT_MS} ms or more after the workload started (Interval ${INTERVAL_MS} ms: a fault burst should tick at once)"

@@ -435,3 +435,21 @@ rk_wait_shm_collapse() {
         grep -E 'MADV_COLLAPSE|2M/shmem' "$log" | tail -5 | cut -c1-600 | sed 's/^/    /'
         return 1
 }
+
+# rk_attempts N SKIP FAIL: runs the caller's `attempt K` for K = 1..N (it
+# returns 0 in time, 1 late, 2 not judged) and exits 0 at the first in
+# time; none judged: skips with SKIP; else fails with FAIL (late attempts
+# counted) and exits 0 for the restore checks of the exit trap.
+rk_attempts() {
+        local n=$1 a late=0
+        for ((a = 1; a <= n; a++)); do
+                attempt $a
+                case $? in
+                0) exit 0 ;;
+                1) late=$((late + 1)) ;;
+                esac
+        done
+        ((late > 0)) || rk_skip "$2"
+        rk_fail "$3 in $late of $n attempts, and no attempt was in time"
+        exit 0
+}
