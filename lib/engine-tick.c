@@ -145,9 +145,12 @@ bool mthp_tick_burst(const struct mthp_engine_config *cfg, const struct mthp_sna
         *tick_usec = 0;
         if (!c->present || now_usec <= snap->t_usec || pgfault_now < c->value)
                 return false;
-        *rate = (double) (pgfault_now - c->value) / ((double) (now_usec - snap->t_usec) / 1e6);
+        uint64_t faults = pgfault_now - c->value;
+        *rate = (double) faults / ((double) (now_usec - snap->t_usec) / 1e6);
         engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
-        if (!(raise > 0) || *rate < raise)
+        /* and at least MTHP_TICK_EARLY_MIN_USEC's worth of it: a few ms
+         * after a tick, one exec's faults would read as the raise rate */
+        if (!(raise > 0) || *rate < raise || (double) faults < raise * (double) MTHP_TICK_EARLY_MIN_USEC / 1e6)
                 return false;
         *tick_usec = snap->t_usec + MTHP_TICK_EARLY_MIN_USEC > now_usec ? snap->t_usec + MTHP_TICK_EARLY_MIN_USEC
                                                                          : now_usec;

@@ -553,8 +553,10 @@ int mthp_fault_alarm_arm(struct mthp_fault_alarm *a, uint64_t faults_per_cpu) {
         if (!a || !faults_per_cpu || faults_per_cpu > MTHP_FAULT_ALARM_MAX)
                 return -EINVAL;
         for (size_t i = 0; i < a->n; i++) {
-                if (a->cpus[i].period == faults_per_cpu)
+                if (a->cpus[i].period == faults_per_cpu) {
+                        (void) alarm_consume(&a->cpus[i]);   /* a ring not yet read is the last interval's */
                         continue;
+                }
                 int r = alarm_arm_cpu(&a->cpus[i], faults_per_cpu);
                 if (r < 0) {   /* none left on */
                         (void) mthp_fault_alarm_disarm(a);

@@ -316,8 +316,11 @@ uint64_t mthp_tick_alarm_period(const struct mthp_engine_config *cfg, const stru
 
 /* Pure: the alarm rang at now_usec, when /proc/vmstat pgfault read
  * pgfault_now. Since the last tick's snapshot (snap), has the host faulted
- * at the raise rate (that tick's fault cost)? *rate gets its faults per
- * second. Then a tick is due at *tick_usec: now, or
+ * at the raise rate (that tick's fault cost), and at least
+ * MTHP_TICK_EARLY_MIN_USEC's worth of it (a few ms after a tick, one exec
+ * would read as the rate)? Fault events against a rate of 4K pages: they
+ * are one and the same while faults are 4K, as on a host the alarm is
+ * set for. *rate gets its faults per second. Then a tick is due at *tick_usec: now, or
  * MTHP_TICK_EARLY_MIN_USEC after the last one. False: keep waiting (the
  * overflow said only that one CPU took its count since the alarm was set). */
 bool mthp_tick_burst(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, uint64_t now_usec,

