@@ -166,7 +166,8 @@ static int on_alarm(sd_event_source *s, int fd, uint32_t revents, void *userdata
         struct daemon *d = userdata;
         size_t i, n = mthp_fault_alarm_n(d->alarm);
         (void) fd;
-        (void) revents;
+        if (revents & (EPOLLHUP | EPOLLERR))   /* a dead event: level-triggered, it would wake the loop forever */
+                return sd_event_source_set_enabled(s, SD_EVENT_OFF);
         for (i = 0; i < n; i++)
                 if (d->alarm_src[i] == s)
                         break;
@@ -188,8 +189,8 @@ static int on_alarm(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 return 0;   /* the tick comes as soon anyway */
         double raise, lower;
         mthp_engine_fault_rates(&d->cfg.engine, d->snap.fault_cost_ns, &raise, &lower);
-        mthp_log(LOG_DEBUG, "tick %llu: woken by a fault burst on CPU %d: the host faulted %.0f times/s since it "
-                 "(a raise needs %.0f pages/s); next tick in %llu ms instead of %llu",
+        mthp_log(LOG_DEBUG, "tick %llu: woken by a fault burst on CPU %d: the host took %.0f faults/s since it "
+                 "(a raise needs %.0f 4K pages/s); next tick in %llu ms instead of %llu",
                  (unsigned long long) d->snap.tick, mthp_fault_alarm_cpu(d->alarm, i), rate, raise,
                  (unsigned long long) (at > now ? at - now : 0) / 1000, (unsigned long long) (due - now) / 1000);
         d->tick_burst = true;

@@ -21,6 +21,7 @@
 #include "bus.h"
 #include "guard.h"
 #include "daemon.h"
+#include "mthp/faults.h"
 #include "mthp/deciders.h"
 #include "mthp/faultcost.h"
 #include "mthp/log.h"
@@ -395,7 +396,11 @@ static void density_gone(struct daemon *d, struct mthp_density_view *v) {
                 if (pid <= 0 || sampled)
                         continue;
                 snprintf(path, sizeof(path), "/proc/%d", pid);
-                if (!mthp_host_exists(d->host, path))
+                /* gone only when /proc says so: EMFILE or EACCES is no exit */
+                int fd = mthp_host_open_file(d->host, path, O_PATH | O_CLOEXEC);
+                if (fd >= 0)
+                        close(fd);
+                else if (fd == -ENOENT)
                         v->gone[v->n_gone++] = pid;
         }
 }
@@ -625,6 +630,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 d->plan.early = false;   /* the next tick is a regular one */
                 d->tick_burst = false;
+                (void) mthp_fault_alarm_disarm(d->alarm);   /* that tick sets it again, from the new config */
                 if (interval_changed)
                         bus_emit_property_changed(d->bus, "IntervalUSec");
                 mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
