@@ -384,9 +384,13 @@ static double fault_cost(struct daemon *d) {
 }
 
 /* The processes the engine remembers that this density tick did not
- * sample and that have exited (no /proc/PID): the engine forgets them at
- * once (engine_remember). At most MTHP_ENGINE_PROCS lookups a density tick. */
-static void density_gone(struct daemon *d, struct mthp_density_view *v) {
+ * sample: those that have exited (no /proc/PID) in gone[], the engine
+ * forgets them at once (engine_remember); the others' fault rates as the
+ * /proc scan read them this tick in rates[], so that one that stopped
+ * faulting no longer weighs with its last sample's rate. At most
+ * MTHP_ENGINE_PROCS lookups a density tick. */
+_Static_assert(MTHP_DENSITY_GONE_MAX >= MTHP_ENGINE_PROCS, "gone[] and rates[] hold every remembered process");
+static void density_unsampled(struct daemon *d, struct mthp_density_view *v) {
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS && v->n_gone < MTHP_DENSITY_GONE_MAX; j++) {
                 int pid = d->engine.proc[j].pid;
                 bool sampled = false;
@@ -395,6 +399,11 @@ static void density_gone(struct daemon *d, struct mthp_density_view *v) {
                 char path[32];
                 if (pid <= 0 || sampled)
                         continue;
+                double rate;
+                if (mthp_density_proc_rate(d->density, pid, &rate) == 0) {
+                        v->rates[v->n_rates++] = (struct mthp_proc_rate) { .pid = pid, .fault_rate = rate };
+                        continue;
+                }
                 snprintf(path, sizeof(path), "/proc/%d", pid);
                 /* gone only when /proc says so: EMFILE or EACCES is no exit */
                 int fd = mthp_host_open_file(d->host, path, O_PATH | O_CLOEXEC);
@@ -438,6 +447,7 @@ static int tick(struct daemon *d) {
         d->snap.density.valid = false;
         d->snap.density.n_procs = 0;
         d->snap.density.n_gone = 0;
+        d->snap.density.n_rates = 0;
         if (d->density) {
                 mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
                 /* the sampler's largest size is the PMD one where the PMD
@@ -468,7 +478,7 @@ static int tick(struct daemon *d) {
                 if (r == 0) {
                         density_view(d, &rep, &d->snap.density);
                         mthp_procinfo_enrich(d->procinfo, &d->snap.density);
-                        density_gone(d, &d->snap.density);
+                        density_unsampled(d, &d->snap.density);
                 }
                 else if (mthp_once_set(&d->density_error_logged))
                         mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",

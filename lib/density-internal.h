@@ -143,6 +143,7 @@ struct mthp_density_sampler {
         pid_t self;
 
         struct mthp_proc_scan ps;           /* the /proc scan: who faults */
+        uint64_t scan_usec;                 /* the t_usec of its last tick (mthp_density_proc_rate) */
         struct mthp_density_target *targets;
         size_t n_targets;
         const struct mthp_fault_sample *faults;   /* sorted by pid, addr; until the tick returns */

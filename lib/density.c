@@ -787,6 +787,7 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
         r = mthp_proc_scan_tick(&s->ps, s->targets, s->n_targets, t_usec, &s->b, scan_stop, s, &ps);
         if (r < 0)
                 return r;
+        s->scan_usec = t_usec;
         out->procs_listed = ps.listed;
         out->procs_scanned = ps.scanned;
         out->procs_full_list = ps.full_list;
@@ -868,6 +869,7 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         bool first = !s->ps.listed_once;
         if (first)
                 b.max_scan = UINT_MAX;
+        s->scan_usec = t_usec;
         return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, first ? NULL : scan_stop, s, &ps);
 }
 
@@ -900,4 +902,24 @@ void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_dens
                                 }
                 }
         }
+}
+
+int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double *rate) {
+        if (!s || pid <= 0 || !rate)
+                return -EINVAL;
+        size_t lo = 0, hi = s->ps.n_tab;   /* the table is in PID order */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->ps.tab[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo >= s->ps.n_tab || s->ps.tab[lo].pid != pid)
+                return -ENOENT;
+        const struct mthp_proc_entry *e = &s->ps.tab[lo];
+        if (!e->seen || e->t_usec != s->scan_usec || e->from_lifetime || !s->scan_usec)
+                return -EAGAIN;
+        *rate = e->rate;
+        return 0;
 }

@@ -299,6 +299,14 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                 for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                         if (dv->gone[g] > 0 && st->proc[j].pid == dv->gone[g] && st->proc[j].seen_tick < snap->tick)
                                 memset(&st->proc[j], 0, sizeof(st->proc[j]));
+        /* not sampled but read by the /proc scan: its rate now, not its
+         * last sample's; the rest of that sample stands */
+        for (unsigned g = 0; dv->valid && g < dv->n_rates && g < MTHP_DENSITY_GONE_MAX; g++)
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                        if (dv->rates[g].pid > 0 && st->proc[j].pid == dv->rates[g].pid &&
+                            st->proc[j].seen_tick < snap->tick && dv->rates[g].fault_rate >= 0 &&
+                            isfinite(dv->rates[g].fault_rate))
+                                st->proc[j].fault_rate = dv->rates[g].fault_rate;
 }
 
 /* Fold this tick's managed cgroups into the remembered ones. */

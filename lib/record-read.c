@@ -527,6 +527,18 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                         if (e == 0 && *pid <= 0)
                                 return bad(r, "'gone' line in tick %llu: pid=%d, expected a process ID above 0",
                                            (unsigned long long) snap->tick, *pid);
+                } else if (strcmp(tok[0], "rate") == 0) {
+                        if (snap->density.n_rates == MTHP_DENSITY_GONE_MAX)
+                                return bad(r, "more than %d 'rate' lines in tick %llu", MTHP_DENSITY_GONE_MAX,
+                                           (unsigned long long) snap->tick);
+                        struct mthp_proc_rate *pr = &snap->density.rates[snap->density.n_rates++];
+                        struct field rf[2] = { SCALAR("pid", FIELD_INT, &pr->pid),
+                                               SCALAR("fault_rate", FIELD_DOUBLE, &pr->fault_rate) };
+                        e = parse_fields(r, "rate", tok + 1, n_tok - 1, rf, 2);
+                        if (e == 0 && (pr->pid <= 0 || !(pr->fault_rate >= 0) || !isfinite(pr->fault_rate)))
+                                return bad(r, "'rate' line in tick %llu: pid=%d fault_rate=%g, expected a process ID "
+                                           "above 0 and a rate of 0 or more", (unsigned long long) snap->tick, pr->pid,
+                                           pr->fault_rate);
                 } else if (strcmp(tok[0], "cgroup") == 0) {
                         if (snap->n_cgroups == MTHP_SNAP_CGROUPS)
                                 return bad(r, "more than %d 'cgroup' lines in tick %llu", MTHP_SNAP_CGROUPS,
@@ -543,7 +555,7 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                                          record_limited_fields(&snap->limited[snap->n_limited++], fl));
                 } else
                         return bad(r, "unknown line '%s' in tick %llu: expected vm, mem, psi, stat, knobs, rates, "
-                                   "density, proc, gone, cgroup, limits, limited or end", tok[0],
+                                   "density, proc, gone, rate, cgroup, limits, limited or end", tok[0],
                                    (unsigned long long) snap->tick);
                 if (e < 0)
                         return e;

@@ -402,6 +402,13 @@ static void put_tick(FILE *f, const struct mthp_caps *caps, const struct mthp_sn
         }
         for (unsigned i = 0; i < s->density.n_gone && i < MTHP_DENSITY_GONE_MAX; i++)
                 fprintf(f, "gone pid=%d\n", s->density.gone[i]);
+        for (unsigned i = 0; i < s->density.n_rates && i < MTHP_DENSITY_GONE_MAX; i++) {
+                struct mthp_proc_rate pr = s->density.rates[i];
+                struct field rf[2] = { SCALAR("pid", FIELD_INT, &pr.pid),
+                                       SCALAR("fault_rate", FIELD_DOUBLE, &pr.fault_rate) };
+                fputs("rate", f);
+                put_fields(f, rf, 2);
+        }
         for (unsigned i = 0; i < s->n_cgroups && i < MTHP_SNAP_CGROUPS; i++) {
                 fputs("cgroup", f);
                 put_fields(f, fl, record_cgroup_fields(&s->cgroup[i], fl));

@@ -267,6 +267,11 @@ void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, siz
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
+/* After a tick: pid's minor faults per second as the /proc scan measured
+ * them in that tick (since its read before). -ENOENT: not in the scan's
+ * table (exited, or never seen); -EAGAIN: not read in that tick, or only
+ * its lifetime average known; -EINVAL. */
+int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double *rate);
 /* A first-sight (lifetime) fault rate counts as hot from this many faults
  * per second: the daemon passes MinProcessFaultRate= (it follows a reload). */
 void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec);

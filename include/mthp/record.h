@@ -47,6 +47,8 @@
  *                                     shm_repaired: kB of it the daemon collapsed)
  *   gone pid=N                       (a remembered process that had exited by this
  *                                     tick; up to 16 per tick; absent in older recordings)
+ *   rate pid=N fault_rate=X          (a remembered process this tick did not sample:
+ *                                     its faults/s as the /proc scan read them; up to 16)
  *   cgroup path=S fault_rate=X new=B anon=KB shmem=KB usage=KB limit=KB growth=X psi=B
  *          psi_some=X appeared=USEC  (one per managed cgroup, on one line; appeared:
  *                                     when the monitor saw it appear, 0 not seen)

@@ -122,6 +122,18 @@ struct mthp_density_view {
          * for 3 more ticks. 0: none, or a recording from before this field */
         unsigned n_gone;
         int gone[MTHP_DENSITY_GONE_MAX];
+        /* the others of them: their minor faults per second as the /proc
+         * scan read them this tick. The engine takes it as the process's
+         * rate, so that one that stopped faulting no longer weighs with
+         * the rate of its last sample (a pgbench backend, quiet after the
+         * run's first tick, held shmem at 512K for 3 ticks with the 23,333
+         * faults/s and 0.874 of each 1M block of that sample). 0: none, or
+         * a recording from before this field */
+        unsigned n_rates;
+        struct mthp_proc_rate {
+                int pid;
+                double fault_rate;
+        } rates[MTHP_DENSITY_GONE_MAX];
 };
 
 /* One managed memory cgroup (matched by a policy file), from its own

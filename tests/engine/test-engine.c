@@ -2076,6 +2076,44 @@ static void test_gone_process_bars_no_raise(void **state) {
         assert_true(kept);
 }
 
+/* A process that stopped faulting bars no raise either. The same 0.874 at
+ * 1M holds anon at 512K while its remembered rate is its last sample's;
+ * the /proc scan's rate this tick (rates[]) replaces it: 0 faults/s, it no
+ * longer counts, the raise comes; 40,000 faults/s, it still holds. */
+static void test_quiet_process_bars_no_raise(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 }, left = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1260, 1, 0);
+        dens_proc(&v.proc[1], 1261, 1, 0);
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        if (i < s->caps.n_sizes && s->caps.sizes[i].kb >= 1024)
+                                v.proc[1].coverage[k][i] = 0.874;
+        w.dens = &v;
+        sim_run(s, &w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        left.proc[0] = v.proc[0];
+        left.n_rates = 1;
+        left.rates[0] = (struct mthp_proc_rate) { .pid = 1261, .fault_rate = 40000 };
+        w.dens = &left;
+        sim_run(s, &w, 1);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        assert_contains(kind_reason(s, MTHP_ANON), "no higher: pid 1261 (proc1261, 40000 faults/s");
+        left.rates[0].fault_rate = 0;
+        sim_run(s, &w, 1);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        /* remembered still, with its rate now */
+        bool kept = false;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (s->st.proc[j].pid == 1261) {
+                        kept = true;
+                        assert_true(s->st.proc[j].fault_rate == 0);
+                }
+        assert_true(kept);
+}
+
 static void test_density_first_sight_waits(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v = { .valid = true, .n_procs = 1 }, two = { .valid = true, .n_procs = 2 };
@@ -3112,6 +3150,7 @@ int main(void) {
                 T(test_density_small_share_no_veto),
                 T(test_density_first_sight_waits),
                 T(test_gone_process_bars_no_raise),
+                T(test_quiet_process_bars_no_raise),
                 T(test_density_phase_change_is_quick),
                 T(test_policy_high_always_outranks_never),
                 T(test_policy_high_never_forces_madvise),

@@ -141,6 +141,9 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
         v->n_gone = t == 4 ? MTHP_DENSITY_GONE_MAX : t % 2;
         for (unsigned g = 0; g < v->n_gone; g++)
                 v->gone[g] = 4000000 + (int) (t * 100 + g);
+        v->n_rates = t == 5 ? MTHP_DENSITY_GONE_MAX : (t + 1) % 2;
+        for (unsigned g = 0; g < v->n_rates; g++)
+                v->rates[g] = (struct mthp_proc_rate) { 5000000 + (int) (t * 100 + g), g ? 1e5 / 3 * g : 0 };
         unsigned n_procs = t == 5 ? MTHP_DENSITY_PROCS : (t % 3) + 1;
         v->n_procs = n_procs;
         for (unsigned p = 0; p < n_procs; p++) {
@@ -290,6 +293,11 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
         assert_int_equal(x->n_gone, y->n_gone);
         for (unsigned g = 0; g < x->n_gone; g++)
                 assert_int_equal(x->gone[g], y->gone[g]);
+        assert_int_equal(x->n_rates, y->n_rates);
+        for (unsigned g = 0; g < x->n_rates; g++) {
+                assert_int_equal(x->rates[g].pid, y->rates[g].pid);
+                assert_same_double(x->rates[g].fault_rate, y->rates[g].fault_rate, "rate fault_rate");
+        }
         for (unsigned p = 0; p < x->n_procs; p++) {
                 const struct mthp_proc_density *u = &x->proc[p], *v = &y->proc[p];
                 assert_int_equal(u->pid, v->pid);
@@ -510,6 +518,9 @@ static const struct malformed malformed[] = {
         { "gone without pid", CAPS TICK "gone\nend\n", 7, "pid=0, expected a process ID above 0", false },
         { "gone of pid 0", CAPS TICK "gone pid=0\nend\n", 7, "pid=0, expected a process ID above 0", false },
         { "gone bad key", CAPS TICK "gone tid=3\nend\n", 7, "'gone' line: unknown key 'tid'", false },
+        { "rate negative", CAPS TICK "rate pid=3 fault_rate=-1\nend\n", 7, "expected a process ID above 0 and a rate",
+          false },
+        { "rate without pid", CAPS TICK "rate fault_rate=5\nend\n", 7, "pid=0 fault_rate=5, expected", false },
         { "line twice", CAPS TICK "mem total=1\nmem total=2\nend\n", 8, "second 'mem' line in tick 0", false },
         { "bad counter", CAPS TICK "vm pgfault=12/x\nend\n", 7, "pgfault=12/x: expected a counter", false },
         { "bad counter flag", CAPS TICK "psi some_total=1:z\nend\n", 7, "expected a counter", false },
