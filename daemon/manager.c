@@ -21,6 +21,7 @@
 #include "bus.h"
 #include "guard.h"
 #include "daemon.h"
+#include "mthp/procfs.h"
 #include "mthp/faults.h"
 #include "mthp/deciders.h"
 #include "mthp/faultcost.h"
@@ -400,8 +401,14 @@ static void density_unsampled(struct daemon *d, struct mthp_density_view *v) {
                 if (pid <= 0 || sampled)
                         continue;
                 double rate;
-                if (mthp_density_proc_rate(d->density, pid, &rate) == 0) {
+                char comm[MTHP_PROC_COMM_MAX];
+                int q = mthp_density_proc_rate(d->density, pid, &rate, comm, sizeof(comm));
+                if (q == 0 && strncmp(comm, d->engine.proc[j].comm, sizeof(comm)) == 0) {
                         v->rates[v->n_rates++] = (struct mthp_proc_rate) { .pid = pid, .fault_rate = rate };
+                        continue;
+                }
+                if (q == 0) {   /* another process at the pid (or an exec): the remembered one is gone */
+                        v->gone[v->n_gone++] = pid;
                         continue;
                 }
                 snprintf(path, sizeof(path), "/proc/%d", pid);

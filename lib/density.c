@@ -869,8 +869,10 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         bool first = !s->ps.listed_once;
         if (first)
                 b.max_scan = UINT_MAX;
-        s->scan_usec = t_usec;
-        return mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, first ? NULL : scan_stop, s, &ps);
+        int r = mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, first ? NULL : scan_stop, s, &ps);
+        if (r == 0)
+                s->scan_usec = t_usec;
+        return r;
 }
 
 void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_density_report *rep,
@@ -904,7 +906,7 @@ void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_dens
         }
 }
 
-int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double *rate) {
+int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double *rate, char *comm, size_t comm_size) {
         if (!s || pid <= 0 || !rate)
                 return -EINVAL;
         size_t lo = 0, hi = s->ps.n_tab;   /* the table is in PID order */
@@ -918,8 +920,14 @@ int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double
         if (lo >= s->ps.n_tab || s->ps.tab[lo].pid != pid)
                 return -ENOENT;
         const struct mthp_proc_entry *e = &s->ps.tab[lo];
-        if (!e->seen || e->t_usec != s->scan_usec || e->from_lifetime || !s->scan_usec)
-                return -EAGAIN;
-        *rate = e->rate;
+        if (e->zombie) {   /* exited, not reaped: faults no more */
+                *rate = 0;
+        } else {
+                if (!e->seen || !s->scan_usec || e->t_usec != s->scan_usec || e->from_lifetime)
+                        return -EAGAIN;
+                *rate = e->rate;
+        }
+        if (comm && comm_size)
+                snprintf(comm, comm_size, "%s", e->comm);
         return 0;
 }

@@ -305,8 +305,10 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                 for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                         if (dv->rates[g].pid > 0 && st->proc[j].pid == dv->rates[g].pid &&
                             st->proc[j].seen_tick < snap->tick && dv->rates[g].fault_rate >= 0 &&
-                            isfinite(dv->rates[g].fault_rate))
+                            isfinite(dv->rates[g].fault_rate)) {
                                 st->proc[j].fault_rate = dv->rates[g].fault_rate;
+                                st->proc[j].new_proc = false;   /* measured, not a lifetime average */
+                        }
 }
 
 /* Fold this tick's managed cgroups into the remembered ones. */

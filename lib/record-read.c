@@ -532,6 +532,7 @@ int mthp_record_read(struct mthp_record_reader *r, struct mthp_snapshot *snap, c
                                 return bad(r, "more than %d 'rate' lines in tick %llu", MTHP_DENSITY_GONE_MAX,
                                            (unsigned long long) snap->tick);
                         struct mthp_proc_rate *pr = &snap->density.rates[snap->density.n_rates++];
+                        pr->fault_rate = NAN;   /* a line without it is an error, not 0 */
                         struct field rf[2] = { SCALAR("pid", FIELD_INT, &pr->pid),
                                                SCALAR("fault_rate", FIELD_DOUBLE, &pr->fault_rate) };
                         e = parse_fields(r, "rate", tok + 1, n_tok - 1, rf, 2);

@@ -268,10 +268,11 @@ void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, siz
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
 /* After a tick: pid's minor faults per second as the /proc scan measured
- * them in that tick (since its read before). -ENOENT: not in the scan's
- * table (exited, or never seen); -EAGAIN: not read in that tick, or only
- * its lifetime average known; -EINVAL. */
-int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double *rate);
+ * them in that tick (since its read before; 0 for a zombie), and its comm
+ * (comm may be NULL) to tell a new process at the pid. -ENOENT: not in
+ * the scan's table (exited, or never seen); -EAGAIN: not read in that
+ * tick, or only its lifetime average known; -EINVAL. */
+int mthp_density_proc_rate(const struct mthp_density_sampler *s, int pid, double *rate, char *comm, size_t comm_size);
 /* A first-sight (lifetime) fault rate counts as hot from this many faults
  * per second: the daemon passes MinProcessFaultRate= (it follows a reload). */
 void mthp_density_set_hot_rate(struct mthp_density_sampler *s, double faults_per_sec);

@@ -4,6 +4,7 @@
  * processes exiting mid-tick, and host-wide selection by fault rate. Shmem
  * and its probes: test-density-shm.c. Needs root (pagemap of another
  * process, process_vm_readv); else 77. */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
@@ -310,6 +311,47 @@ static void test_host_wide(void **state) {
         reap(&c);
 }
 
+/* mthp_density_proc_rate: after the first tick only lifetime averages
+ * (-EAGAIN); after the second, the churning child's measured rate and the
+ * quiet one's (it faults no more), each with its comm; a zombie reads 0; a
+ * reaped child and PIDs outside the table are not there (-ENOENT). */
+static void test_proc_rate(void **state) {
+        (void) state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct child busy = spawn(CHURN, 16 * MiB, 0), quiet = spawn(DENSE, 4 * MiB, 0);
+        struct child z = spawn(DENSE, 1 * MiB, 1);
+        usleep(100000);   /* z exited, not reaped: a zombie */
+        struct child d = spawn(DENSE, 1 * MiB, 1);
+        assert_int_equal(waitpid(d.pid, NULL, 0), d.pid);
+        double rate = -1;
+        char comm[16];
+        assert_int_equal(mthp_density_new(host, sizes, 3, NULL, &s), 0);
+        assert_int_equal(mthp_density_proc_rate(s, busy.pid, &rate, NULL, 0), -ENOENT);   /* no tick yet */
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        assert_int_equal(mthp_density_proc_rate(s, busy.pid, &rate, NULL, 0), -EAGAIN);   /* a lifetime average */
+        usleep(200000);
+        assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+        assert_int_equal(mthp_density_proc_rate(s, busy.pid, &rate, comm, sizeof(comm)), 0);
+        printf("# busy %.0f faults/s (%s)\n", rate, comm);
+        assert_true(rate > 1000);
+        assert_true(strlen(comm) > 0);
+        assert_int_equal(mthp_density_proc_rate(s, quiet.pid, &rate, NULL, 0), 0);
+        printf("# quiet %.0f faults/s\n", rate);
+        assert_true(rate < 100);
+        rate = -1;
+        assert_int_equal(mthp_density_proc_rate(s, z.pid, &rate, NULL, 0), 0);
+        assert_true(rate == 0);
+        assert_int_equal(mthp_density_proc_rate(s, d.pid, &rate, NULL, 0), -ENOENT);
+        assert_int_equal(mthp_density_proc_rate(s, 1 << 30, &rate, NULL, 0), -ENOENT);
+        assert_int_equal(mthp_density_proc_rate(s, 0, &rate, NULL, 0), -EINVAL);
+        assert_int_equal(mthp_density_proc_rate(s, busy.pid, NULL, NULL, 0), -EINVAL);
+        mthp_density_free(s);
+        reap(&busy);
+        reap(&quiet);
+        assert_int_equal(waitpid(z.pid, NULL, 0), z.pid);
+}
+
 /* mthp_density_set_first: a process set first is sampled before a busier
  * one, for that one tick. With room for one process a tick, the quiet
  * child (faulting no more) is not the one sampled; set first, it is (the
@@ -471,6 +513,7 @@ int main(void) {
                 cmocka_unit_test(test_zombie_and_dead),
                 cmocka_unit_test(test_host_wide),
                 cmocka_unit_test(test_first_sampled),
+                cmocka_unit_test(test_proc_rate),
                 cmocka_unit_test(test_thp_bloat),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -521,6 +521,7 @@ static const struct malformed malformed[] = {
         { "rate negative", CAPS TICK "rate pid=3 fault_rate=-1\nend\n", 7, "expected a process ID above 0 and a rate",
           false },
         { "rate without pid", CAPS TICK "rate fault_rate=5\nend\n", 7, "pid=0 fault_rate=5, expected", false },
+        { "rate without rate", CAPS TICK "rate pid=5\nend\n", 7, "pid=5 fault_rate=nan, expected", false },
         { "line twice", CAPS TICK "mem total=1\nmem total=2\nend\n", 8, "second 'mem' line in tick 0", false },
         { "bad counter", CAPS TICK "vm pgfault=12/x\nend\n", 7, "pgfault=12/x: expected a counter", false },
         { "bad counter flag", CAPS TICK "psi some_total=1:z\nend\n", 7, "expected a counter", false },
