@@ -2031,6 +2031,24 @@ static void test_density_small_share_no_veto(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "pid 1101");
 }
 
+/* Two processes, pid dense everywhere and pid + 1 at 0.874 of each 1M
+ * and 2M block (as a pgbench backend read in the first tick of a run):
+ * the raise stops at 512K. */
+static struct mthp_proc_density *held_at_512k(struct sim *s, struct mthp_density_view *v, struct workload *w, int pid) {
+        *v = (struct mthp_density_view) { .valid = true, .n_procs = 2 };
+        wide(s);
+        dens_proc(&v->proc[0], pid, 1, 0);
+        dens_proc(&v->proc[1], pid + 1, 1, 0);
+        for (unsigned i = 0; i < MTHP_SIZES_MAX && i < s->caps.n_sizes; i++)
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        if (s->caps.sizes[i].kb >= 1024)
+                                v->proc[1].coverage[k][i] = 0.874;
+        w->dens = v;
+        sim_run(s, w, 2);
+        assert_int_equal(level(s, MTHP_ANON), 6);
+        return &v->proc[0];
+}
+
 /* A process that has exited bars no raise. Its last sample (0.874 of each
  * 1M block, as a pgbench backend read in the first tick of a run) would
  * hold the kind at 512K for PROC_RECENT_TICKS more ticks while the others
@@ -2038,21 +2056,11 @@ static void test_density_small_share_no_veto(void **state) {
  * that tick. */
 static void test_gone_process_bars_no_raise(void **state) {
         struct sim *s = *state;
-        struct mthp_density_view v = { .valid = true, .n_procs = 2 }, left = { .valid = true, .n_procs = 1 };
+        struct mthp_density_view v, left = { .valid = true, .n_procs = 1 };
         struct workload w = anon_hot;
-        wide(s);
-        dens_proc(&v.proc[0], 1250, 1, 0);
-        dens_proc(&v.proc[1], 1251, 1, 0);
-        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)   /* 1M and 2M: 0.874 */
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        if (i < s->caps.n_sizes && s->caps.sizes[i].kb >= 1024)
-                                v.proc[1].coverage[k][i] = 0.874;
-        w.dens = &v;
-        sim_run(s, &w, 2);
-        assert_int_equal(level(s, MTHP_ANON), 6);
+        left.proc[0] = *held_at_512k(s, &v, &w, 1250);
         assert_contains(kind_reason(s, MTHP_ANON), "raise to 512K");
         /* 1251 no longer sampled, not said to be gone: its sample holds */
-        left.proc[0] = v.proc[0];
         w.dens = &left;
         sim_run(s, &w, 1);
         assert_int_equal(level(s, MTHP_ANON), 6);
@@ -2082,19 +2090,9 @@ static void test_gone_process_bars_no_raise(void **state) {
  * longer counts, the raise comes; 40,000 faults/s, it still holds. */
 static void test_quiet_process_bars_no_raise(void **state) {
         struct sim *s = *state;
-        struct mthp_density_view v = { .valid = true, .n_procs = 2 }, left = { .valid = true, .n_procs = 1 };
+        struct mthp_density_view v, left = { .valid = true, .n_procs = 1 };
         struct workload w = anon_hot;
-        wide(s);
-        dens_proc(&v.proc[0], 1260, 1, 0);
-        dens_proc(&v.proc[1], 1261, 1, 0);
-        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        if (i < s->caps.n_sizes && s->caps.sizes[i].kb >= 1024)
-                                v.proc[1].coverage[k][i] = 0.874;
-        w.dens = &v;
-        sim_run(s, &w, 2);
-        assert_int_equal(level(s, MTHP_ANON), 6);
-        left.proc[0] = v.proc[0];
+        left.proc[0] = *held_at_512k(s, &v, &w, 1260);
         left.n_rates = 1;
         left.rates[0] = (struct mthp_proc_rate) { .pid = 1261, .fault_rate = 40000 };
         w.dens = &left;

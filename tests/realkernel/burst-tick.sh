@@ -76,15 +76,9 @@ tick_starts() {
 # attempt N: 0 when the raise came in time; 1 when late (why logged); 2
 # when not judged (why logged); dies when mthpd did not run
 attempt() {
-        local n=$1 log=$RK_TMP/mthpd.$1.log state mpid wpid t1 spawn up
-        state=$(rk_state_dir)
-        # each log line stamped with the time it was read (ms); no fork
-        # per line ($EPOCHREALTIME), so a busy host does not delay the stamps
-        "$MTHPD" -v -c "$CONF" --state-dir "$state" --no-bus 2> >(while IFS= read -r l; do
-                printf '%s %s\n' "$((${EPOCHREALTIME//[!0-9]/} / 1000))" "$l"; done >"$log") &
-        mpid=$!
-        rk_track $mpid
-        rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cut -c1-300 "$log")"
+        local n=$1 log=$RK_TMP/mthpd.$1.log mpid wpid t1 spawn up
+        rk_start_stamped "$log"
+        mpid=$RK_MPID
         # tick 0 (the first sample) has passed; the workload starts right
         # after tick 1 begins (the first with rates), so the next regular
         # tick is a whole Interval after it

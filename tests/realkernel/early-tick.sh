@@ -39,15 +39,9 @@ ATTEMPTS=3
 # when another process had turned sampling on first (nothing to time);
 # dies when the run could not test the wait at all
 attempt() {
-        local n=$1 log=$RK_TMP/mthpd.$1.log state mpid wpid on up other
-        state=$(rk_state_dir)
-        # each log line stamped with the time it was read (ms); no fork
-        # per line ($EPOCHREALTIME), so a busy host does not delay the stamps
-        "$MTHPD" -v -c "$CONF" --state-dir "$state" --no-bus 2> >(while IFS= read -r l; do
-                printf '%s %s\n' "$((${EPOCHREALTIME//[!0-9]/} / 1000))" "$l"; done >"$log") &
-        mpid=$!
-        rk_track $mpid
-        rk_wait_for "$log" 'managing mTHP knobs every' 10 $mpid || rk_die "mthpd did not start"$'\n'"$(cat "$log")"
+        local n=$1 log=$RK_TMP/mthpd.$1.log mpid wpid on up other
+        rk_start_stamped "$log"
+        mpid=$RK_MPID
         grep -q 'fault sampling unavailable' "$log" &&
                 rk_skip "$(grep -m1 -o 'fault sampling unavailable.*' "$log" | cut -c1-300)"
         sleep 1.5

@@ -453,3 +453,17 @@ rk_attempts() {
         rk_fail "$3 in $late of $n attempts, and no attempt was in time"
         exit 0
 }
+
+# rk_start_stamped LOG: starts "$MTHPD" -v -c "$CONF" with a fresh state
+# directory, each stderr line stamped with the time it was read (ms; no
+# fork per line, $EPOCHREALTIME, so a busy host does not delay the
+# stamps) into LOG; sets RK_MPID (tracked) and waits until it manages.
+rk_start_stamped() {
+        local log=$1 state
+        state=$(rk_state_dir)
+        "$MTHPD" -v -c "$CONF" --state-dir "$state" --no-bus 2> >(while IFS= read -r l; do
+                printf '%s %s\n' "$((${EPOCHREALTIME//[!0-9]/} / 1000))" "$l"; done >"$log") &
+        RK_MPID=$!
+        rk_track $RK_MPID
+        rk_wait_for "$log" 'managing mTHP knobs every' 10 $RK_MPID || rk_die "mthpd did not start"$'\n'"$(cut -c1-300 "$log")"
+}
