@@ -114,7 +114,74 @@ static int online_cpus(unsigned char *set, unsigned max) {
         return (int) n;
 }
 
-static int open_ring(struct fault_ring *ring, int cpu, unsigned ring_pages, size_t page) {
+/* perf_event_open(attr) on cpu (pid -1) and its ring mapped (map_len
+ * bytes): 0, or -errno with nothing left open. */
+static int open_mapped(struct perf_event_attr *attr, int cpu, size_t map_len, int *fd, void **map) {
+        long f = syscall(SYS_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (f < 0)
+                return -errno;
+        void *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int) f, 0);
+        if (m == MAP_FAILED) {
+                int r = -errno;
+                close((int) f);
+                return r;
+        }
+        *fd = (int) f;
+        *map = m;
+        return 0;
+}
+
+/* open_mapped's undo; nothing for what is not open (fd -1, map NULL) */
+static void close_mapped(int fd, void *map, size_t map_len) {
+        if (map)
+                munmap(map, map_len);
+        if (fd >= 0)
+                close(fd);
+}
+
+/* One slot of slot_size per online CPU (*slots, calloc'd), opened by
+ * open_one(slot, cpu, arg) in CPU order; *n: how many opened, the first *n
+ * slots. A CPU gone offline since the list was read (-ENODEV) is skipped.
+ * 0; -ENOMEM; open_one's first other error or -ENODEV when none opened (the
+ * caller frees the *n opened and *slots either way). */
+static int open_per_cpu(size_t slot_size, void **slots, size_t *n, int (*open_one)(void *slot, int cpu, void *arg),
+                        void *arg) {
+        enum { MAX_CPUS = 8192 };
+        int r = 0;
+        *n = 0;
+        unsigned char *set = calloc(MAX_CPUS, 1);
+        if (!set)
+                return -ENOMEM;
+        int top = online_cpus(set, MAX_CPUS);
+        *slots = calloc((size_t) top, slot_size);
+        if (!*slots) {
+                free(set);
+                return -ENOMEM;
+        }
+        for (int cpu = 0; cpu < top; cpu++) {
+                if (!set[cpu])
+                        continue;
+                r = open_one((unsigned char *) *slots + *n * slot_size, cpu, arg);
+                if (r == -ENODEV)
+                        continue;
+                if (r < 0)
+                        break;
+                (*n)++;
+        }
+        free(set);
+        if (r < 0 && r != -ENODEV)
+                return r;
+        return *n ? 0 : -ENODEV;
+}
+
+struct ring_arg {
+        unsigned ring_pages;
+        size_t page;
+};
+
+static int open_ring(void *slot, int cpu, void *arg) {
+        struct fault_ring *ring = slot;
+        const struct ring_arg *ra = arg;
         struct perf_event_attr attr = {
                 .type = PERF_TYPE_SOFTWARE,
                 .size = sizeof(attr),
@@ -126,71 +193,40 @@ static int open_ring(struct fault_ring *ring, int cpu, unsigned ring_pages, size
                 .exclude_kernel = 0,
                 .wakeup_events = 0,
         };
-        long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ring->fd = (int) fd;
-        ring->period = FAULT_PERIOD_START;
-        ring->map_len = (size_t) (ring_pages + 1) * page;
-        void *m = mmap(NULL, ring->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
-        if (m == MAP_FAILED) {
-                int r = -errno;
-                close(ring->fd);
-                ring->fd = -1;
+        ring->fd = -1;
+        ring->map_len = (size_t) (ra->ring_pages + 1) * ra->page;
+        int r = open_mapped(&attr, cpu, ring->map_len, &ring->fd, &ring->map);
+        if (r < 0)
                 return r;
-        }
-        ring->map = m;
-        struct perf_event_mmap_page *meta = m;
+        ring->period = FAULT_PERIOD_START;
+        struct perf_event_mmap_page *meta = ring->map;
         uint64_t off = meta->data_offset, size = meta->data_size;
         if (!off || !size) {    /* kernels before 4.1 */
-                off = page;
-                size = (uint64_t) ring_pages * page;
+                off = ra->page;
+                size = (uint64_t) ra->ring_pages * ra->page;
         }
-        ring->data = (unsigned char *) m + off;
+        ring->data = (unsigned char *) ring->map + off;
         ring->data_size = size;
         return 0;
 }
 
 int mthp_fault_sampler_new(unsigned freq_hz, unsigned ring_pages, struct mthp_fault_sampler **ret) {
-        enum { MAX_CPUS = 8192 };
-        struct mthp_fault_sampler *s;
-        unsigned char *set;
         long pg = sysconf(_SC_PAGESIZE);
-        size_t page = pg > 0 ? (size_t) pg : 4096;
-        int top, r = 0;
+        struct ring_arg ra = { .ring_pages = ring_pages, .page = pg > 0 ? (size_t) pg : 4096 };
 
         if (!ret || !freq_hz || freq_hz > 100000 || !ring_pages || (ring_pages & (ring_pages - 1)) || ring_pages > (1u << 20))
                 return -EINVAL;
-        set = calloc(MAX_CPUS, 1);
-        s = calloc(1, sizeof(*s));
-        if (!set || !s) {
-                free(set);
-                free(s);
+        struct mthp_fault_sampler *s = calloc(1, sizeof(*s));
+        if (!s)
                 return -ENOMEM;
-        }
         s->target_hz = freq_hz;
         s->rng = (uint64_t) getpid() * 0x9e3779b97f4a7c15ULL;
-        top = online_cpus(set, MAX_CPUS);
-        s->rings = calloc((size_t) top, sizeof(*s->rings));
-        if (!s->rings) {
-                free(set);
-                free(s);
-                return -ENOMEM;
-        }
-        for (int cpu = 0; cpu < top; cpu++) {
-                if (!set[cpu])
-                        continue;
-                r = open_ring(&s->rings[s->n_rings], cpu, ring_pages, page);
-                if (r == -ENODEV)       /* went offline since the list was read */
-                        continue;
-                if (r < 0)
-                        break;
-                s->n_rings++;
-        }
-        free(set);
-        if ((r < 0 && r != -ENODEV) || s->n_rings == 0) {
+        void *rings = NULL;
+        int r = open_per_cpu(sizeof(*s->rings), &rings, &s->n_rings, open_ring, &ra);
+        s->rings = rings;
+        if (r < 0) {
                 mthp_fault_sampler_free(s);
-                return r < 0 ? r : -ENODEV;
+                return r;
         }
         *ret = s;
         return 0;
@@ -410,12 +446,8 @@ int mthp_fault_sampler_drain(struct mthp_fault_sampler *s, struct mthp_fault_sam
 void mthp_fault_sampler_free(struct mthp_fault_sampler *s) {
         if (!s)
                 return;
-        for (size_t i = 0; i < s->n_rings; i++) {
-                if (s->rings[i].map)
-                        munmap(s->rings[i].map, s->rings[i].map_len);
-                if (s->rings[i].fd >= 0)
-                        close(s->rings[i].fd);
-        }
+        for (size_t i = 0; i < s->n_rings; i++)
+                close_mapped(s->rings[i].fd, s->rings[i].map, s->rings[i].map_len);
         free(s->rings);
         free(s);
 }
@@ -434,7 +466,8 @@ struct mthp_fault_alarm {
         size_t n;
 };
 
-static int open_alarm(struct alarm_cpu *c, int cpu, size_t page) {
+static int open_alarm(void *slot, int cpu, void *arg) {
+        struct alarm_cpu *c = slot;
         struct perf_event_attr attr = {
                 .type = PERF_TYPE_SOFTWARE,
                 .size = sizeof(attr),
@@ -445,60 +478,28 @@ static int open_alarm(struct alarm_cpu *c, int cpu, size_t page) {
                 .exclude_hv = 1,
                 .wakeup_events = 1,
         };
-        long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        c->fd = (int) fd;
-        c->cpu = cpu;
         /* without a ring, poll() on the event says EPOLLHUP at once */
-        c->map_len = 2 * page;
-        void *m = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-        if (m == MAP_FAILED) {
-                int r = -errno;
-                close(c->fd);
-                c->fd = -1;
-                return r;
-        }
-        c->map = m;
-        return 0;
+        c->fd = -1;
+        c->cpu = cpu;
+        c->map_len = 2 * *(const size_t *) arg;
+        return open_mapped(&attr, cpu, c->map_len, &c->fd, &c->map);
 }
 
 int mthp_fault_alarm_new(struct mthp_fault_alarm **ret) {
-        enum { MAX_CPUS = 8192 };
         long pg = sysconf(_SC_PAGESIZE);
         size_t page = pg > 0 ? (size_t) pg : 4096;
-        int r = 0;
 
         if (!ret)
                 return -EINVAL;
-        unsigned char *set = calloc(MAX_CPUS, 1);
         struct mthp_fault_alarm *a = calloc(1, sizeof(*a));
-        if (!set || !a) {
-                free(set);
-                free(a);
+        if (!a)
                 return -ENOMEM;
-        }
-        int top = online_cpus(set, MAX_CPUS);
-        a->cpus = calloc((size_t) top, sizeof(*a->cpus));
-        if (!a->cpus) {
-                free(set);
-                free(a);
-                return -ENOMEM;
-        }
-        for (int cpu = 0; cpu < top; cpu++) {
-                if (!set[cpu])
-                        continue;
-                r = open_alarm(&a->cpus[a->n], cpu, page);
-                if (r == -ENODEV)       /* went offline since the list was read */
-                        continue;
-                if (r < 0)
-                        break;
-                a->n++;
-        }
-        free(set);
-        if ((r < 0 && r != -ENODEV) || a->n == 0) {
+        void *cpus = NULL;
+        int r = open_per_cpu(sizeof(*a->cpus), &cpus, &a->n, open_alarm, &page);
+        a->cpus = cpus;
+        if (r < 0) {
                 mthp_fault_alarm_free(a);
-                return r < 0 ? r : -ENODEV;
+                return r;
         }
         *ret = a;
         return 0;
@@ -604,12 +605,8 @@ bool mthp_fault_alarm_fired(struct mthp_fault_alarm *a, size_t i) {
 void mthp_fault_alarm_free(struct mthp_fault_alarm *a) {
         if (!a)
                 return;
-        for (size_t i = 0; i < a->n; i++) {
-                if (a->cpus[i].map)
-                        munmap(a->cpus[i].map, a->cpus[i].map_len);
-                if (a->cpus[i].fd >= 0)
-                        close(a->cpus[i].fd);
-        }
+        for (size_t i = 0; i < a->n; i++)
+                close_mapped(a->cpus[i].fd, a->cpus[i].map, a->cpus[i].map_len);
         free(a->cpus);
         free(a);
 }
