@@ -97,7 +97,6 @@ struct daemon {
         bool alarm_tried;                   /* opened, or failed and logged once */
         unsigned alarm_false;               /* rings since the last tick that were no burst */
         bool tick_burst;                    /* the timer was brought forward for a burst */
-        uint64_t bursts;                    /* ticks brought forward since start */
         /* FaultCost=auto: this host's 4K fault, measured once (on the first
          * tick that needs it); 0: not measured or failed (tried: logged) */
         double fault_cost_measured_ns;

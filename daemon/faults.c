@@ -194,7 +194,6 @@ static int on_alarm(sd_event_source *s, int fd, uint32_t revents, void *userdata
                  (unsigned long long) d->snap.tick, mthp_fault_alarm_cpu(d->alarm, i), rate, raise,
                  (unsigned long long) (at > now ? at - now : 0) / 1000, (unsigned long long) (due - now) / 1000);
         d->tick_burst = true;
-        d->bursts++;
         return sd_event_source_set_time(d->timer, at);
 }
 

@@ -392,7 +392,7 @@ static double fault_cost(struct daemon *d) {
  * MTHP_ENGINE_PROCS lookups a density tick. */
 _Static_assert(MTHP_DENSITY_GONE_MAX >= MTHP_ENGINE_PROCS, "gone[] and rates[] hold every remembered process");
 static void density_unsampled(struct daemon *d, struct mthp_density_view *v) {
-        for (unsigned j = 0; j < MTHP_ENGINE_PROCS && v->n_gone < MTHP_DENSITY_GONE_MAX; j++) {
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {   /* one entry at most each: the assert */
                 int pid = d->engine.proc[j].pid;
                 bool sampled = false;
                 for (unsigned i = 0; i < v->n_procs && !sampled; i++)
