@@ -488,6 +488,10 @@ struct malformed {
 #define CAPS HEAD "caps pmd_kb=2048\nknob id=16K/anon type=size_anon size_kb=16 path=/p allowed=always,never\n" \
                   "size kb=16 order=2 anon=0 stats=a,b\nend\n"
 #define TICK "tick 0 t_usec=0 dt=0\n"
+/* MTHP_DENSITY_GONE_MAX + 1 lines of one kind: the 17th is line 23 */
+#define X4(l) l l l l
+#define X17(l) X4(l) X4(l) X4(l) X4(l) l
+_Static_assert(MTHP_DENSITY_GONE_MAX == 16, "X17 must write MTHP_DENSITY_GONE_MAX + 1 lines");
 
 static const struct malformed malformed[] = {
         { "empty", "", 1, "empty file: expected 'mthp-record 1'", true },
@@ -533,6 +537,9 @@ static const struct malformed malformed[] = {
           "cov_anon=: expected 1 comma-separated numbers", false },
         { "nine procs", CAPS TICK "proc\nproc\nproc\nproc\nproc\nproc\nproc\nproc\nproc\nend\n", 15,
           "more than 8 'proc' lines in tick 0", false },
+        { "17 gone", CAPS TICK X17("gone pid=4\n") "end\n", 23, "more than 16 'gone' lines in tick 0", false },
+        { "17 rates", CAPS TICK X17("rate pid=4 fault_rate=1\n") "end\n", 23, "more than 16 'rate' lines in tick 0",
+          false },
 };
 
 static void test_malformed(void **state) {
