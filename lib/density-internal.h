@@ -77,6 +77,8 @@ struct read_req {
 
 struct acc {
         double cov_num, cov_den, zero_num, zero_den;
+        double zd_num, zd_den;       /* zero_num/zero_den over windows that read data */
+        double read_den;             /* zero_den's weight over every window read, data or not */
         uint64_t blocks, full, read, zero, zero_base;
 };
 

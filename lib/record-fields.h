@@ -10,8 +10,9 @@
 #include "mthp/record.h"
 
 #define RECORD_MAGIC "mthp-record"
-#define MAX_FIELDS 40
-#define MAX_TOKENS (MTHP_KNOBS_MAX + 8)
+#define MAX_FIELDS 48   /* a proc line has 40 */
+/* a knobs line (one word per knob) or a proc line (one per field) */
+#define MAX_TOKENS (MTHP_KNOBS_MAX + 8 > MAX_FIELDS + 1 ? MTHP_KNOBS_MAX + 8 : MAX_FIELDS + 1)
 
 enum field_type {
         FIELD_U64,

@@ -113,6 +113,7 @@ static const char *const fault_samples_keys[] = { "fs_anon", "fs_shmem" };
 static const char *const hg_coverage_keys[] = { "hg_cov_anon", "hg_cov_shmem" };
 static const char *const hg_zero_keys[] = { "hg_zero_anon", "hg_zero_shmem" };
 static const char *const hg_blocks_keys[] = { "hg_blocks_anon", "hg_blocks_shmem" };
+static const char *const zero_data_keys[] = { "zerod_anon", "zerod_shmem" };
 _Static_assert(_MTHP_KIND_MAX == 2, "per-kind keys above");
 
 static unsigned rates_fields(struct mthp_snapshot *s, struct field *f) {
@@ -162,6 +163,10 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
                 f[n++] = DOUBLES(hg_zero_keys[k], p->hg_zero[k], n_sizes);
                 f[n++] = DOUBLES(hg_blocks_keys[k], p->hg_blocks[k], n_sizes);
         }
+        /* zeros beside data (mthp_density_size zero_data_fraction): left
+         * out when unknown, as in recordings made before it */
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                f[n++] = DOUBLES(zero_data_keys[k], p->zero_data[k], n_sizes);
         f[n++] = SCALAR("shm_reach", FIELD_UNSIGNED, &p->shm.reach);
         f[n++] = SCALAR("shm_addr", FIELD_U64, &p->shm.addr);
         f[n++] = SCALAR("shm_bytes", FIELD_U64, &p->shm.bytes);

@@ -46,7 +46,8 @@
  *    same pages at 4K (coverage 1.00 there). The engine reads such a
  *    process, whose memory turns over several times a second, by its densest
  *    sample and the RSS it held then (struct mthp_engine_proc churn), not
- *    by its average.
+ *    by its average, while its zeros lie ahead of the write, in windows
+ *    that read no data (zero_data_fraction, below).
  *    What could tell an untouched subpage from a written-zero one was
  *    measured (tests/bench/touch-signals; README "Use, not content"): the
  *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a
@@ -179,6 +180,17 @@ struct mthp_density_size {
         uint64_t zero_base_pages;     /* of those, in a base-page (4K) folio, or (without PFNs) in a smaller
                                        * folio than a PMD (tally_read): touched, not in zero_fraction */
         double zero_fraction;         /* NAN if no subpage read in a mapping with data */
+        /* The same share over the windows (MTHP_DENSITY_MAX_KB) where some
+         * read at this size held data: zeros beside data in the window that
+         * holds them. A buffer caught mid-write (stress-ng --vm) has its
+         * zeros ahead of the write, in windows that read no data: near 0
+         * here, whatever zero_fraction reads. A program that touches a byte
+         * every 64K of 2M folios (or turned sparse after reading dense) has
+         * its zeros in every window: about 0.7 with 4 reads a window.
+         * NAN if no window read data, or if those that did are under 5%
+         * of the windows read (weighted as zero_fraction): a zero-writer's
+         * heap and stack beside its buffer of zeros (lib/density.c). */
+        double zero_data_fraction;
 };
 
 struct mthp_density_kind {

@@ -35,8 +35,9 @@
  *        blocks_anon=LIST cov_shmem=LIST zero_shmem=LIST blocks_shmem=LIST
  *        thp_disabled=B nohuge_anon=KB hg_cov_anon=LIST hg_zero_anon=LIST
  *        hg_blocks_anon=LIST nohuge_shmem=KB hg_cov_shmem=LIST hg_zero_shmem=LIST
- *        hg_blocks_shmem=LIST shm_reach=N shm_addr=N shm_bytes=N shm_align=KB
- *        shm_sampled=N shm_large=N shm_probe=N shm_repaired=KB
+ *        hg_blocks_shmem=LIST zerod_anon=LIST zerod_shmem=LIST shm_reach=N
+ *        shm_addr=N shm_bytes=N shm_align=KB shm_sampled=N shm_large=N
+ *        shm_probe=N shm_repaired=KB fs_anon=N fs_shmem=N fs_other=N
  *                                                     (on one line; up to 8 per tick;
  *                                     the opt-outs, the MADV_HUGEPAGE part of each
  *                                     measure and the largest shmem mapping: reach
@@ -44,7 +45,10 @@
  *                                     shm_probe: how shm_large was told, 0
  *                                     kpageflags (in a large folio; absent in
  *                                     older recordings), 1 PMD-mapped;
- *                                     shm_repaired: kB of it the daemon collapsed)
+ *                                     shm_repaired: kB of it the daemon collapsed;
+ *                                     zerod: the zero share in windows that read
+ *                                     data, absent where unknown and in older
+ *                                     recordings; fs: sampled faults by kind)
  *   gone pid=N                       (a remembered process that had exited by this
  *                                     tick; up to 16 per tick; absent in older recordings)
  *   rate pid=N fault_rate=X          (a remembered process this tick did not sample:

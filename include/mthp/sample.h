@@ -65,6 +65,11 @@ struct mthp_proc_density {
          * fully populated blocks (after them); NAN = no sample */
         double coverage[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         double zero[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* of zero, the share in windows where a read held data
+         * (mthp_density_size zero_data_fraction); NAN (and absent, in
+         * recordings made before it): unknown, and the churn rule holds
+         * as before */
+        double zero_data[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         /* how many blocks of each size the sample saw: its weight (NAN or 0:
          * unknown, counts as one) */
         double blocks[_MTHP_KIND_MAX][MTHP_SIZES_MAX];

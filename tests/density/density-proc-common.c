@@ -47,13 +47,13 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* keep the host's THP settings (others may change them meanwhile)
          * out of the coverage tests: 4K folios only */
-        if (p != THP_SPARSE && p != ADVISED)
+        if (p != THP_SPARSE && p != ADVISED && p != THP_HALF)
                 prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
         if (p == SHMEM_DENSE)
                 flags = MAP_SHARED | MAP_ANONYMOUS;
         if (p == RESERVE)
                 flags |= MAP_NORESERVE;
-        if (p == THP_SPARSE || p == ADVISED)
+        if (p == THP_SPARSE || p == ADVISED || p == THP_HALF)
                 maplen = len + 2 * MiB;
         if (p == SHM_HALF_PMD || p == SHM_WHOLE_PMD || p == SHM_ZERO_HALF_PMD) {
                 char *r = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -91,7 +91,7 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, flags, -1, 0);
         if (m == MAP_FAILED)
                 _exit(2);
-        if (p == THP_SPARSE) {
+        if (p == THP_SPARSE || p == THP_HALF) {
                 m = (char *) (((uintptr_t) m + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1));
                 madvise(m, len, MADV_HUGEPAGE);
         }
@@ -133,6 +133,11 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         case MEMFD_SPARSE:
         case THP_SPARSE:
                 touch(m, len, 64 * 1024);
+                break;
+        case THP_HALF:
+                touch(m, len / 2, P4K);
+                for (uint64_t off = len / 2; off < len; off += 2 * MiB)
+                        ((volatile char *) m)[off] = 0;
                 break;
         case ZEROS:
                 for (uint64_t off = 0; off < len; off += P4K)

@@ -39,6 +39,9 @@ enum pattern {
                             * written at 4K, zeros but 1 in 8 (PostgreSQL's WAL buffers) */
         SHM_ZERO_MISALIGNED, /* SHM_MISALIGNED's mapping, every page written at 4K, zeros
                               * but 1 in 8: no PMD can map it */
+        THP_HALF,       /* MADV_HUGEPAGE; first half every page written nonzero, second
+                         * half a 0 byte per 2M: 2M folios (if the host gives them) that
+                         * a write has not reached yet (stress-ng --vm mid-pass) */
 };
 
 /* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */

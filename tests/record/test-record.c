@@ -156,9 +156,10 @@ static void make_snapshot(const struct mthp_caps *caps, unsigned t, struct mthp_
                 for (int k = 0; k < _MTHP_KIND_MAX; k++)
                         for (unsigned j = 0; j < caps->n_sizes; j++) {
                                 d->coverage[k][j] = k == MTHP_ANON ? 1.0 - j / 97.0 : 1.0 / (1u << j);
-                                d->zero[k][j] = NAN;
+                                d->zero[k][j] = d->zero_data[k][j] = NAN;
                         }
                 d->zero[MTHP_ANON][2] = 0.01;
+                d->zero_data[MTHP_ANON][2] = p == 0 ? 0.003 : NAN;   /* zeros beside data: left out when unknown */
                 if (p == 2) /* nothing sampled: the lists are left out */
                         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                                 for (unsigned j = 0; j < caps->n_sizes; j++)
@@ -308,6 +309,7 @@ static void assert_same_snapshot(const struct mthp_caps *caps, const struct mthp
                         for (unsigned j = 0; j < caps->n_sizes; j++) {
                                 assert_same_double(u->coverage[k][j], v->coverage[k][j], "coverage");
                                 assert_same_double(u->zero[k][j], v->zero[k][j], "zero");
+                                assert_same_double(u->zero_data[k][j], v->zero_data[k][j], "zero_data");
                         }
                 }
                 assert_same_double(u->compact_ms, v->compact_ms, "compact_ms");
@@ -472,6 +474,7 @@ static void test_minimal_file(void **state) {
         assert_int_equal(snap_out.density.proc[1].shm.probe, MTHP_SHM_PROBE_KPAGEFLAGS);
         assert_same_double(snap_out.density.proc[0].coverage[MTHP_ANON][0], 0.25, "coverage");
         assert_true(isnan(snap_out.density.proc[0].zero[MTHP_ANON][0]));
+        assert_true(isnan(snap_out.density.proc[0].zero_data[MTHP_ANON][0]));   /* before it: unknown */
         assert_true(isnan(snap_out.density.proc[0].coverage[MTHP_SHMEM][0]));
         assert_int_equal(mthp_record_read(r, &snap_out, err, sizeof(err)), 0);
 }
