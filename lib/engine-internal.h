@@ -75,6 +75,14 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
  * too high for them), with 2M on 30-75 times. Per second, not per tick:
  * an early tick (a quarter Interval) must not lose it. */
 #define ENGINE_CHURN_TURNOVER 1.5
+/* Samples in a row whose zeros beside data read sparse before the churn
+ * rule lets the size go (struct mthp_engine_proc data_sparse): one can
+ * catch a worker just after it populated its buffer, with a single window
+ * written in part (stress-ng --vm: a window in 64 per pass). */
+#define ENGINE_DATA_SPARSE_SAMPLES 2
+/* After a step-down for that, the ticks before a sample may raise back
+ * (struct mthp_engine_kind churn_beside) */
+#define ENGINE_CHURN_BESIDE_TICKS 2
 /* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
 double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only

@@ -150,6 +150,7 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                         memset(m->peak_u, 0, sizeof(m->peak_u));
                         memset(m->peak_rss_kb, 0, sizeof(m->peak_rss_kb));
                         memset(m->peak_base_kb, 0, sizeof(m->peak_base_kb));
+                        memset(m->data_sparse, 0, sizeof(m->data_sparse));
                 }
                 for (int k = 0; k < _MTHP_KIND_MAX; k++) {
                         /* smoothed: a map/unmap loop's RSS depends on the instant */
@@ -229,6 +230,18 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                 }
                                 if (!blind && u > m->peak_u[k][z])
                                         m->peak_u[k][z] = u;
+                                /* zeros beside data, with the size on: a
+                                 * program that turned sparse, not a write
+                                 * caught before its end (data_sparse). In a
+                                 * row: a sample with the size off, or one
+                                 * whose windows with data were too few to
+                                 * say (zero_data NAN beside a known zero
+                                 * share: its zeros were ahead), ends it */
+                                double zd = p->zero_data[k][z];
+                                if ((int) z <= on[k] && !isnan(zd) && 1 - zd < dense)
+                                        m->data_sparse[k][z] += m->data_sparse[k][z] < UINT8_MAX;
+                                else if ((int) z > on[k] || !isnan(zd) || !isnan(p->zero[k][z]))
+                                        m->data_sparse[k][z] = 0;
                                 /* the mappings that are not hg: all of them when the
                                  * sample saw no hg one */
                                 m->hg[k][z] = p->hg_blocks[k][z] > 0;

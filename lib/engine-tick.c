@@ -27,6 +27,18 @@ bool mthp_engine_density_steady(const struct mthp_engine_config *cfg, const stru
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 if (engine_any_grace(cfg, snap, k))
                         return false;
+        /* a churner whose last sample read its zeros beside its data: the
+         * next sample says whether it turned sparse (data_sparse) */
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
+                        continue;
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        for (unsigned z = 0; z < MTHP_SIZES_MAX; z++)
+                                if (m->churn[k] && m->data_sparse[k][z] > 0 &&
+                                    m->data_sparse[k][z] < ENGINE_DATA_SPARSE_SAMPLES)
+                                        return false;
+        }
         return true;
 }
 

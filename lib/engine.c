@@ -331,11 +331,14 @@ static double churn_held_kb(const struct mthp_engine_config *cfg, const struct m
  * (stress-ng --vm, trace stress-vm-2w), which the rule cannot tell from
  * bloat without one; or its RSS grew past what it held when it read dense
  * (recording stress-vm.mthpd.19: first sampled while it populated its
- * buffer), which a sample with the sizes off tells apart. *grown says
- * which. NULL otherwise. */
+ * buffer), which a sample with the sizes off tells apart; or its zeros
+ * read beside its data, ENGINE_DATA_SPARSE_SAMPLES samples in a row (it
+ * turned sparse: recording phased.mthpd.75 of 2026-12-03). *grown says
+ * whether it read dense there, *beside whether its zeros lay beside its
+ * data. NULL otherwise. */
 static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cfg, struct mthp_engine_state *next,
-                                             const struct kind_step *k, bool *grown) {
-        *grown = false;
+                                             const struct kind_step *k, bool *grown, bool *beside) {
+        *grown = *beside = false;
         if (k->dens.holder < 0)
                 return NULL;
         const struct party *p = &k->dens.party[k->dens.holder];
@@ -344,9 +347,12 @@ static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cf
         struct mthp_engine_proc *m = &next->proc[p->proc];
         if (!m->churn[k->kind])
                 return NULL;
-        /* a churner with a dense sample there failed the keep only
-         * because its RSS grew (the churn rule, engine-density.c) */
-        *grown = m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m);
+        /* a churner with a dense sample there failed the keep because
+         * its RSS grew, or its zeros lay beside its data (the churn rule,
+         * engine-density.c) */
+        bool dense = m->peak_u[k->kind][p->fail_size] >= keep_threshold(cfg, m);
+        *beside = dense && m->data_sparse[k->kind][p->fail_size] >= ENGINE_DATA_SPARSE_SAMPLES;
+        *grown = dense && !*beside;
         return m;
 }
 
@@ -365,7 +371,8 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
         const struct mthp_engine_proc *m = churn_proc(next, st->churn_pid);
         unsigned to = k->target < st->churn_from ? k->target : st->churn_from;
         if (!m || !k->dens.measured || to <= st->level || m->seen_tick <= st->churn_tick ||
-            snap->tick > m->seen_tick + PROC_RECENT_TICKS)
+            snap->tick > m->seen_tick + PROC_RECENT_TICKS ||
+            (st->churn_beside && m->seen_tick < st->churn_tick + ENGINE_CHURN_BESIDE_TICKS))
                 return;
         double keep = keep_threshold(cfg, m), least = 1;
         for (unsigned r = 0; r < to; r++) {
@@ -382,7 +389,8 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
                  "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for %s (it churns), reads "
                  "dense at %s (at least %.2f of each block) at %llu MiB",
                  m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick,
-                 st->churn_grown ? "the RSS it grew to" : "zeros it was writing", at, least,
+                 st->churn_grown ? "the RSS it grew to" : st->churn_beside ? "zeros beside its data" : "zeros it was writing",
+                 at, least,
                  (unsigned long long) (m->rss_kb[k->kind] / 1024));
 }
 
@@ -645,9 +653,12 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
                 /* a churner caught writing: a raise back once it reads
                  * dense need not wait the dwell, once for each process */
-                bool grown;
-                struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown);
+                bool grown, beside;
+                struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown, &beside);
                 char note[240] = "", why[120] = "never read dense there";
+                if (beside)
+                        snprintf(why, sizeof(why), "its zeros lay beside its data in %d samples in a row: it "
+                                 "turned sparse", ENGINE_DATA_SPARSE_SAMPLES);
                 if (grown) {
                         unsigned z = k->dens.party[k->dens.holder].fail_size;
                         snprintf(why, sizeof(why), "its RSS, %llu MiB, grew past %.0f%% of the %llu MiB it held "
@@ -657,15 +668,19 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                                  (unsigned long long) (m->peak_rss_kb[k->kind][z] / 1024));
                 }
                 if (m && !m->churn_spent[k->kind]) {
+                        char later[32] = "";
+                        if (beside)   /* its folios of before may read dense by presence at first */
+                                snprintf(later, sizeof(later), " %d ticks on", ENGINE_CHURN_BESIDE_TICKS);
                         snprintf(note, sizeof(note),
                                  "; it churns (its memory turned over %g times a second or more) and %s: a "
-                                 "raise back once it reads dense need not wait DwellTicks",
-                                 ENGINE_CHURN_TURNOVER, why);
+                                 "raise back once it reads dense%s need not wait DwellTicks",
+                                 ENGINE_CHURN_TURNOVER, why, later);
                         m->churn_spent[k->kind] = true;
                         st->churn_pid = m->pid;
                         st->churn_from = st->level;
                         st->churn_tick = snap->tick;
                         st->churn_grown = grown;
+                        st->churn_beside = beside;
                         k->churn_armed = true;
                 } else if (m)
                         snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "

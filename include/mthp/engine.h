@@ -46,11 +46,17 @@ struct mthp_engine_kind {
          * dense at, the raise back need not wait DwellTicks; cleared by any other change
          * of the level and when the dwell is over. Once per process
          * (struct mthp_engine_proc churn_spent): a later step-down blamed
-         * on it waits the dwell (no flap). */
+         * on it waits the dwell (no flap). churn_beside: its zeros lay
+         * beside its data (it turned sparse): its folios of before may
+         * still be mapped whole at the next sample and read dense by
+         * presence, so the raise back waits for a sample
+         * ENGINE_CHURN_BESIDE_TICKS after the step-down, when a churner has
+         * turned its memory over (1.5 times a second at least). */
         int churn_pid;
         unsigned churn_from;
         uint64_t churn_tick;
         bool churn_grown;
+        bool churn_beside;
         bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
 };
 
@@ -137,6 +143,15 @@ struct mthp_engine_proc {
          * churned and never read dense, and let a raise back skip the
          * dwell (struct mthp_engine_kind churn_pid): the next one waits */
         bool churn_spent[_MTHP_KIND_MAX];
+        /* Its last samples in a row, with the size on, whose zeros beside
+         * data (mthp_proc_density zero_data) read sparse at the keep
+         * threshold, up to 255; a sample that reads data densely there
+         * resets it. A write not yet finished has its zeros ahead of it,
+         * in windows with no data; a program that turned sparse has them
+         * in every window. From ENGINE_DATA_SPARSE_SAMPLES the churn rule
+         * no longer keeps the size (engine-density.c), and at 1 the
+         * density back-off waits for the second sample (engine-tick.c). */
+        uint8_t data_sparse[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are

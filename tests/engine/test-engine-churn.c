@@ -47,6 +47,7 @@ struct host {
         unsigned zero_nan_from; /* sizes from this index on read no whole block (0: none) */
         unsigned cov_from;      /* sizes from this index on read cov_large present (0: none) */
         double cov_large;
+        double zero_data;       /* of its zeros, the share beside data (NAN: unknown, as before it) */
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -59,6 +60,7 @@ static void host_init(struct host *h) {
         h->pages = PAGES;
         h->pid = PID;
         h->coverage = 1;
+        h->zero_data = NAN;
         caps_boot_knobs(&h->e.caps, h->e.orig, h->e.knob);
 }
 
@@ -108,6 +110,10 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.n_procs = 1;
         worker(&s->density.proc[0], h->pid, faults, rss_kb, zero, h->coverage);
         s->density.proc[0].new_proc = h->new_proc;
+        for (unsigned z = 0; z < MTHP_SIZES_MAX; z++)
+                s->density.proc[0].zero_data[MTHP_ANON][z] = s->density.proc[0].zero_data[MTHP_SHMEM][z] = NAN;
+        for (unsigned z = 0; z < MTHP_SIZES_MAX && z < h->e.caps.n_sizes; z++)
+                s->density.proc[0].zero_data[MTHP_ANON][z] = h->zero_data;
         for (unsigned z = h->zero_nan_from; h->zero_nan_from && z < MTHP_SIZES_MAX; z++)
                 s->density.proc[0].zero[MTHP_ANON][z] = NAN;
         for (unsigned z = h->cov_from; h->cov_from && z < MTHP_SIZES_MAX; z++)
@@ -169,6 +175,96 @@ static void test_churn_keeps_2m(void **state) {
                         fail_msg("tick %u (zeros %.2f): %s", (unsigned) h->e.tick - 1, mid_write(i), anon_reason(h));
                 assert_true(remembered(h)->churn[MTHP_ANON]);
         }
+}
+
+/* The worker caught mid-write with its zeros ahead of the write, in
+ * windows that read no data (zero_data near 0), or once just after it
+ * populated its buffer (one window written in part: its zeros read beside
+ * data in that sample alone): anon stays at 2M. */
+static void test_zeros_ahead_keep_2m(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        for (unsigned i = 0; i < 30; i++) {
+                h->zero_data = i % 7 == 3 ? 0.75 : 0.02;
+                host_step(h, BUFFER_KB, mid_write(i));
+                if (anon_level(h) != 8)
+                        fail_msg("tick %u (zeros %.2f, beside data %.2f): %s", (unsigned) h->e.tick - 1, mid_write(i),
+                                 h->zero_data, anon_reason(h));
+        }
+        assert_true(remembered(h)->churn[MTHP_ANON]);
+}
+
+/* The boundary (zeros beside data): the same worker turned sparse, a byte
+ * every 64K of the same buffer: its RSS at 2M is what it held dense, but
+ * every window that reads data reads mostly zeros, sample after sample
+ * (recording phased.mthpd.75 of 2026-12-03: 0.92-0.95 zero, 2M kept for
+ * 5 s at 13 times its 4K RSS, until its RSS happened to grow). Stepped
+ * down at the second such sample, blamed. */
+static void test_turned_sparse_steps_down(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        host_step(h, BUFFER_KB, mid_write(0));
+        assert_int_equal(anon_level(h), 8);
+        h->zero_data = 0.73;   /* 4 reads a window, a byte in 16 subpages */
+        unsigned i;
+        for (i = 0; i < 10 && anon_level(h) == 8; i++) {
+                host_step(h, BUFFER_KB, 0.94);
+                assert_true(remembered(h)->churn[MTHP_ANON]);
+        }
+        if (anon_level(h) == 8 || i > 2)
+                fail_msg("level %u after %u sparse samples: %s", anon_level(h), i, anon_reason(h));
+        assert_blames(h, anon_reason(h));
+        if (!strstr(anon_reason(h), "beside its data"))
+                fail_msg("the step down does not say why: %s", anon_reason(h));
+        /* at 4K its 2M folios of before may still be mapped whole and read
+         * dense by presence: no raise back at the next sample; from
+         * ENGINE_CHURN_BESIDE_TICKS (2) on, a dense reading is its own
+         * (a churner has turned its memory over), and the raise back
+         * skips the dwell as for any churner */
+        h->zero_data = NAN;
+        host_step(h, BUFFER_KB, 0.5);
+        if (anon_level(h) == 8)
+                fail_msg("raised back the tick after turning sparse: %s", anon_reason(h));
+        host_step(h, BUFFER_KB, 0.5);
+        if (anon_level(h) != 8)
+                fail_msg("2 ticks after turning sparse, reading dense: level %u: %s", anon_level(h), anon_reason(h));
+        if (!strstr(anon_reason(h), "zeros beside its data"))
+                fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
+}
+
+/* Samples that read the zeros beside data count in a row only: one whose
+ * windows with data were too few to say (zero_data NAN beside a known zero
+ * share: the zeros were ahead of a write) ends the run. */
+static void test_sparse_beside_data_in_a_row(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        static const double zd[] = { 0.73, NAN, 0.73, 0.02, 0.73 };
+        for (unsigned i = 0; i < sizeof(zd) / sizeof(zd[0]); i++) {
+                h->zero_data = zd[i];
+                host_step(h, BUFFER_KB, 0.94);
+                if (anon_level(h) != 8)
+                        fail_msg("sample %u (beside data %.2f): %s", i, zd[i], anon_reason(h));
+        }
+        h->zero_data = 0.73;
+        host_step(h, BUFFER_KB, 0.94);   /* the second in a row */
+        assert_true(anon_level(h) < 8);
+}
+
+/* One sample that reads the worker's zeros beside its data ends the
+ * density back-off: the next tick samples again, to tell a worker that
+ * turned sparse from one caught just after it populated its buffer. */
+static void test_sparse_beside_data_samples_again(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        h->zero_data = 0.02;
+        for (unsigned i = 0; i < 12; i++)
+                host_step(h, BUFFER_KB, mid_write(i));
+        assert_int_equal(anon_level(h), 8);
+        assert_true(mthp_engine_density_steady(&h->e.cfg, &h->e.snap, &h->e.st));
+        h->zero_data = 0.73;
+        host_step(h, BUFFER_KB, 0.94);
+        assert_int_equal(anon_level(h), 8);
+        assert_false(mthp_engine_density_steady(&h->e.cfg, &h->e.snap, &h->e.st));
 }
 
 /* The boundary (MaxBloat): the same worker whose RSS grows beyond
@@ -560,6 +656,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_data_at_16k_sets_peak, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_reused_pid_forgets_peak, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churn_per_second, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_zeros_ahead_keep_2m, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_turned_sparse_steps_down, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_sparse_beside_data_samples_again, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_sparse_beside_data_in_a_row, host_setup, host_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

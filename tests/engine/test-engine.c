@@ -1103,6 +1103,7 @@ static void dens_proc(struct mthp_proc_density *p, int pid, double cov_16k, doub
                         double c = cov_16k >= 1 ? 1 : cov_16k * 16.0 / (i < 1 ? 16 : 16u << (i - 1));
                         p->coverage[k][i] = c > 1 ? 1 : c;
                         p->zero[k][i] = zero;
+                        p->zero_data[k][i] = NAN;   /* unknown, as the sampler says it */
                 }
 }
 
