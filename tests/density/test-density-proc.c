@@ -387,22 +387,32 @@ static void test_first_sampled(void **state) {
         reap(&quiet);
 }
 
+/* A child of pattern p (MADV_HUGEPAGE) sampled, its anon measures in *k;
+ * the test skips when the host gave it no 2M folios (knobs,
+ * fragmentation). The caller frees *s and reaps *c. */
+static void thp_sampled(enum pattern p, const char *name, struct child *c, struct mthp_density_sampler **s,
+                        const struct mthp_density_kind **k) {
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_report rep;
+        *c = spawn(p, 64 * MiB, 0);
+        const struct mthp_density_proc *dp = sample(c, true, &b, s, &rep);
+        print_kind(name, dp, MTHP_ANON);
+        *k = &dp->kind[MTHP_ANON];
+        if (!((*k)->size[2].coverage > 0.99)) {
+                mthp_density_free(*s);
+                reap(c);
+                skip();
+        }
+}
+
 /* With 2M THP (madvise + inherit) a process touching 1 page per 64K gets
  * whole 2M folios: pagemap shows them full, the zeros show the bloat. */
 static void test_thp_bloat(void **state) {
         (void) state;
-        struct mthp_density_budget b = roomy();
         struct mthp_density_sampler *s;
-        struct mthp_density_report rep;
-        struct child c = spawn(THP_SPARSE, 64 * MiB, 0);
-        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
-        print_kind("thp sparse", p, MTHP_ANON);
-        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
-        if (!(k->size[2].coverage > 0.99)) {
-                mthp_density_free(s);
-                reap(&c);
-                skip();   /* the host gave no 2M folios (knobs, fragmentation) */
-        }
+        struct child c;
+        const struct mthp_density_kind *k;
+        thp_sampled(THP_SPARSE, "thp sparse", &c, &s, &k);
         assert_true(k->size[1].zero_fraction >= 0.85);
         assert_true(k->size[2].zero_fraction >= 0.85);
         /* its zeros sit beside its data, in every window: with 4 reads a
@@ -420,18 +430,10 @@ static void test_thp_bloat(void **state) {
  * zero_fraction reads half, zero_data_fraction next to none. */
 static void test_thp_zeros_ahead(void **state) {
         (void) state;
-        struct mthp_density_budget b = roomy();
         struct mthp_density_sampler *s;
-        struct mthp_density_report rep;
-        struct child c = spawn(THP_HALF, 64 * MiB, 0);
-        const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
-        print_kind("thp half", p, MTHP_ANON);
-        const struct mthp_density_kind *k = &p->kind[MTHP_ANON];
-        if (!(k->size[2].coverage > 0.99)) {
-                mthp_density_free(s);
-                reap(&c);
-                skip();   /* the host gave no 2M folios (knobs, fragmentation) */
-        }
+        struct child c;
+        const struct mthp_density_kind *k;
+        thp_sampled(THP_HALF, "thp half", &c, &s, &k);
         printf("# thp half: zeros %.3f, beside data %.3f at 2M\n", k->size[2].zero_fraction,
                k->size[2].zero_data_fraction);
         assert_true(k->size[2].zero_fraction >= 0.3 && k->size[2].zero_fraction <= 0.7);
