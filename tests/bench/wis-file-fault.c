@@ -12,6 +12,13 @@
  * 0) is mthp-workload --kind anon --pattern dense --value 0: not repeated
  * here.
  *
+ * --anon: no file. Each task maps MAP_SHARED|MAP_ANONYMOUS memory once
+ * (shmem the per-size knobs reach) and loops: write 0 to every page, then
+ * MADV_DONTNEED the whole of it, which drops the mappings but not the
+ * memory: every pass faults again on the folios its first pass made, as a
+ * database's new backends fault on a buffer pool filled before (shape 3
+ * only).
+ *
  * The mapping's address is whatever mmap(NULL) gives, as in will-it-scale;
  * on a tmpfs without huge= the kernel does not align it for large folios,
  * and a tmpfs file only gets them where the address is aligned for the
@@ -19,7 +26,7 @@
  * instead (page: a page past one; 1M: 1M past one). The summary says the alignment each task got.
  *
  * Output: with --json one JSON object on stdout:
- *   {"shape":N,"tasks":T,"seconds":S,"iterations":I,"iterations_per_s":R,
+ *   {"shape":N,"anon":B,"tasks":T,"seconds":S,"iterations":I,"iterations_per_s":R,
  *    "peak_rss_kb":K,"addr_align_kb":[...]}
  * peak_rss_kb: the largest sum over the tasks of VmRSS (anon + file + shmem
  * mapped by them), sampled every 10 ms. A per-second line goes to stderr.
@@ -34,6 +41,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +75,8 @@ static int usage(FILE *f, int rc) {
                 "Usage: " PROG " --shape 2|3 [options]\n"
                 "  -S, --shape N      2: MAP_PRIVATE file (page_fault2), 3: MAP_SHARED file (page_fault3)\n"
                 "  -d, --dir DIR      where the files are made (default /dev/shm)\n"
+                "  -A, --anon         no file: one MAP_SHARED|MAP_ANONYMOUS mapping per task, kept,\n"
+                "                     each pass ended by MADV_DONTNEED (shape 3 only)\n"
                 "  -z, --size MiB     file and mapping size per task in MiB (default 128)\n"
                 "  -t, --tasks N      processes, 1..%d (default 2)\n"
                 "  -s, --seconds S    run time, 1..3600 (default 5)\n"
@@ -87,23 +97,40 @@ static uint64_t align_of(uintptr_t a) {
         return kb;
 }
 
-static void task(struct shared *sh, int idx, int shape, const char *dir, size_t size, int align2m) {
+static void task(struct shared *sh, int idx, int shape, const char *dir, bool anon, size_t size, int align2m) {
         char path[4096];
         long pg = sysconf(_SC_PAGESIZE);
         int fd;
 
-        snprintf(path, sizeof(path), "%s/wis-file-fault.XXXXXX", dir);
-        fd = mkstemp(path);
-        if (fd < 0 || ftruncate(fd, (off_t) size) < 0) {
-                fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
-                sh->failed = 1;
-                _exit(1);
+        char *kept = NULL;
+        if (anon)
+                fd = -1;
+        else {
+                snprintf(path, sizeof(path), "%s/wis-file-fault.XXXXXX", dir);
+                fd = mkstemp(path);
+                if (fd < 0 || ftruncate(fd, (off_t) size) < 0) {
+                        fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+                        sh->failed = 1;
+                        _exit(1);
+                }
+                unlink(path);
         }
-        unlink(path);
         while (!sh->ready && !sh->stop)
                 usleep(1000);
         while (!sh->stop) {
                 void *hint = NULL;
+                if (kept) {
+                        for (size_t i = 0; i < size && !sh->stop; i += (size_t) pg) {
+                                kept[i] = 0;
+                                atomic_fetch_add_explicit(&sh->iters[idx], 1, memory_order_relaxed);
+                        }
+                        if (madvise(kept, size, MADV_DONTNEED) < 0) {
+                                fprintf(stderr, PROG ": madvise(MADV_DONTNEED): %s\n", strerror(errno));
+                                sh->failed = 1;
+                                _exit(1);
+                        }
+                        continue;
+                }
                 if (align2m) {
                         /* reserve size + 2M (+ a page), keep an aligned window's
                          * address, or (align2m 2) the one a page past it,
@@ -121,13 +148,19 @@ static void task(struct shared *sh, int idx, int shape, const char *dir, size_t 
                         munmap(r, size + 2 * ALIGN_2M + (size_t) pg);
                 }
                 char *c = mmap(hint, size, PROT_READ | PROT_WRITE,
-                               (shape == 2 ? MAP_PRIVATE : MAP_SHARED) | (hint ? MAP_FIXED_NOREPLACE : 0), fd, 0);
+                               (shape == 2 ? MAP_PRIVATE : MAP_SHARED) | (anon ? MAP_ANONYMOUS : 0) |
+                                       (hint ? MAP_FIXED_NOREPLACE : 0),
+                               fd, 0);
                 if (c == MAP_FAILED) {
                         fprintf(stderr, PROG ": mmap: %s\n", strerror(errno));
                         sh->failed = 1;
                         _exit(1);
                 }
                 sh->align_kb[idx] = align_of((uintptr_t) c);
+                if (anon) {
+                        kept = c; /* written by the passes above */
+                        continue;
+                }
                 for (size_t i = 0; i < size && !sh->stop; i += (size_t) pg) {
                         c[i] = 0;
                         atomic_fetch_add_explicit(&sh->iters[idx], 1, memory_order_relaxed);
@@ -156,21 +189,26 @@ int main(int argc, char **argv) {
                 { "shape", required_argument, NULL, 'S' }, { "dir", required_argument, NULL, 'd' },
                 { "size", required_argument, NULL, 'z' },  { "tasks", required_argument, NULL, 't' },
                 { "seconds", required_argument, NULL, 's' }, { "align", required_argument, NULL, 'a' },
-                { "json", no_argument, NULL, 'j' },        { "help", no_argument, NULL, 'h' },
+                { "anon", no_argument, NULL, 'A' },        { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         int shape = 0, tasks = 2, seconds = 5, json = 0, align2m = 0, o;
+        bool anon = false;
         long size_mib = 128;
         const char *dir = "/dev/shm";
         char *end;
 
-        while ((o = getopt_long(argc, argv, "S:d:z:t:s:a:jh", opts, NULL)) != -1) {
+        while ((o = getopt_long(argc, argv, "S:d:Az:t:s:a:jh", opts, NULL)) != -1) {
                 switch (o) {
                 case 'S':
                         shape = atoi(optarg);
                         break;
                 case 'd':
                         dir = optarg;
+                        break;
+                case 'A':
+                        anon = true;
                         break;
                 case 'z':
                         size_mib = strtol(optarg, &end, 10);
@@ -202,6 +240,10 @@ int main(int argc, char **argv) {
                         return usage(stderr, 2);
                 }
         }
+        if (anon && shape != 3) {
+                fprintf(stderr, PROG ": --anon is page_fault3's shape on shared anonymous memory: --shape 3 only\n");
+                return 2;
+        }
         if ((shape != 2 && shape != 3) || tasks < 1 || tasks > MAX_TASKS || seconds < 1 || seconds > 3600 ||
             optind != argc)
                 return usage(stderr, 2);
@@ -227,7 +269,7 @@ int main(int argc, char **argv) {
                          * keep whatever its parent held (a test's lock fd) */
                         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != self)
                                 _exit(1);
-                        task(sh, i, shape, dir, (size_t) size_mib << 20, align2m);
+                        task(sh, i, shape, dir, anon, (size_t) size_mib << 20, align2m);
                 }
         }
         usleep(100000); /* files made */
@@ -267,15 +309,16 @@ int main(int argc, char **argv) {
         }
         double secs = (double) (t1 - t0) / 1e9;
         if (json) {
-                printf("{\"shape\":%d,\"tasks\":%d,\"seconds\":%.3f,\"iterations\":%llu,\"iterations_per_s\":%.0f,"
+                printf("{\"shape\":%d,\"anon\":%s,\"tasks\":%d,\"seconds\":%.3f,\"iterations\":%llu,\"iterations_per_s\":%.0f,"
                        "\"peak_rss_kb\":%llu,\"addr_align_kb\":[",
-                       shape, tasks, secs, (unsigned long long) total, (double) total / secs,
+                       shape, anon ? "true" : "false", tasks, secs, (unsigned long long) total, (double) total / secs,
                        (unsigned long long) peak);
                 for (int i = 0; i < tasks; i++)
                         printf("%s%llu", i ? "," : "", (unsigned long long) sh->align_kb[i]);
                 printf("]}\n");
         } else {
-                printf("page_fault%d: %d tasks, %.0f iterations/s, peak RSS %llu kB\n", shape, tasks,
+                printf("page_fault%d%s: %d tasks, %.0f iterations/s, peak RSS %llu kB\n", shape,
+                       anon ? " (shared anonymous)" : "", tasks,
                        (double) total / secs, (unsigned long long) peak);
         }
         return rc;
