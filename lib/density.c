@@ -411,11 +411,14 @@ static unsigned shm_align_kb(const struct mthp_mapping *m) {
 }
 
 /* Of up to MTHP_DENSITY_SHM_PROBES present pages of the largest shmem
- * mapping, evenly spread, how many sit in a large folio. With PFNs (root):
- * kpageflags COMPOUND_HEAD or COMPOUND_TAIL, a few preads. Without them
- * (the unit grants no CAP_SYS_ADMIN), only where the mapping is
- * PMD-aligned: whether the page is PMD-mapped (PAGEMAP_SCAN's
- * PAGE_IS_HUGE), one ioctl a page. A 2M folio faulted in an aligned VMA is
+ * mapping, evenly spread, how many sit in a large folio. Where the mapping
+ * is PMD-aligned and the kernel has PAGEMAP_SCAN, with PFNs or not:
+ * whether the page is PMD-mapped (PAGE_IS_HUGE), one ioctl a page; the 2M
+ * repair acts on aligned mappings alone, and must not take a 512K folio
+ * (the raise's first probe leaves them) for a 2M one, which kpageflags
+ * cannot tell apart. Elsewhere, with PFNs (root): kpageflags COMPOUND_HEAD
+ * or COMPOUND_TAIL, a few preads; without them (the unit grants no
+ * CAP_SYS_ADMIN) nothing. A 2M folio faulted in an aligned VMA is
  * mapped by a PMD (finish_fault and filemap_map_pmd call do_set_pmd on an
  * empty PMD), so a present page that is not is in a smaller folio, which
  * is what the 2M repair needs to know; the exceptions (THP disabled for the
@@ -423,8 +426,9 @@ static unsigned shm_align_kb(const struct mthp_mapping *m) {
  * MADV_COLLAPSE maps by PMD at little cost. Unknown (sampled 0) otherwise. */
 static void probe_shm_folios(const struct mthp_density_sampler *s, struct proc_ctx *c) {
         struct mthp_shm_mapping *m = &c->shm;
-        bool kpf = s->kpf_fd >= 0 && !s->pfn_hidden;
-        if (m->bytes == 0 || (!kpf && (s->scan != 1 || m->align_kb < MTHP_DENSITY_MAX_KB)))
+        bool by_pmd = s->scan == 1 && m->align_kb >= MTHP_DENSITY_MAX_KB;
+        bool kpf = !by_pmd && s->kpf_fd >= 0 && !s->pfn_hidden;
+        if (m->bytes == 0 || (!kpf && !by_pmd))
                 return;
         /* by PMD mapping: only the whole 2M blocks (aligned, so from addr) can be */
         uint64_t bytes = kpf ? m->bytes : m->bytes & ~((uint64_t) MTHP_DENSITY_MAX_KB * 1024 - 1);

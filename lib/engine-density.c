@@ -545,10 +545,11 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
  * a mapping whose address and file offset are not aligned for the size, a
  * linked tmpfs file or a SysV segment (the per-size knobs never reach
  * them), or one whose sampled pages all sit in 4K folios (the page cache
- * was filled before the raise, and a fault maps the folio it finds). Without
- * PFNs the probe only tells PMD-mapped pages from the rest
- * (MTHP_SHM_PROBE_PMD): that speaks of 2M alone, and says "not mapped by
- * 2M folios", not "4K". The most faulting such process is described in buf. */
+ * was filled before the raise, and a fault maps the folio it finds). On a
+ * 2M-aligned mapping the probe tells PMD-mapped pages from the rest
+ * (MTHP_SHM_PROBE_PMD, PFNs or not): that speaks of 2M alone, and says "not
+ * mapped by 2M folios", not "4K". The most faulting such process is
+ * described in buf. */
 static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
         const struct mthp_shm_mapping *m = &p->shm;
         /* one that holds shmem worth a folio of the size */

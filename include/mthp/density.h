@@ -217,9 +217,9 @@ struct mthp_density_proc {
         struct mthp_density_kind kind[_MTHP_KIND_MAX];
         /* Its largest shmem mapping from maps, and for up to
          * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread) whether
-         * they sit in a large folio (/proc/kpageflags: root, real host only)
-         * or, without PFNs, whether they are PMD-mapped (PAGEMAP_SCAN, a
-         * PMD-aligned mapping only): shm.probe says which. */
+         * they are PMD-mapped (PAGEMAP_SCAN, a PMD-aligned mapping, PFNs or
+         * not) or, elsewhere, whether they sit in a large folio of any size
+         * (/proc/kpageflags: root, real host only): shm.probe says which. */
         struct mthp_shm_mapping shm;
         /* Its faults by the kind of mapping they fell in: of the fault
          * addresses given with mthp_density_set_fault_samples(), those in an

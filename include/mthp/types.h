@@ -49,9 +49,11 @@ enum mthp_shm_reach {
 
 /* How the folios of a shmem mapping's sampled pages were told. */
 enum mthp_shm_probe {
-        MTHP_SHM_PROBE_KPAGEFLAGS, /* /proc/kpageflags through pagemap's PFNs (CAP_SYS_ADMIN):
-                                    * large = in a folio of any size above 4K */
-        MTHP_SHM_PROBE_PMD,        /* PAGEMAP_SCAN, no PFNs needed, only where the mapping is
+        MTHP_SHM_PROBE_KPAGEFLAGS, /* /proc/kpageflags through pagemap's PFNs (CAP_SYS_ADMIN),
+                                    * where the PMD probe cannot run (a mapping not
+                                    * PMD-aligned, a kernel before 6.7): large = in a
+                                    * folio of any size above 4K */
+        MTHP_SHM_PROBE_PMD,        /* PAGEMAP_SCAN, PFNs or not, wherever the mapping is
                                     * PMD-aligned: large = mapped by a PMD (a 2M folio); a
                                     * present page not PMD-mapped is in a smaller folio, or
                                     * in a 2M one the kernel mapped by PTEs (THP disabled

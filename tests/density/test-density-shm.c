@@ -2,7 +2,7 @@
 /* Density sampler against real child processes on this kernel, shmem:
  * dense and sparse shared memory, a segment shared by two processes (its
  * object read through map_files, cachestat and mincore, and without them),
- * each process's largest shmem mapping, and the shm probe without PFNs.
+ * each process's largest shmem mapping, and the shm probe of PMD-mapped pages.
  * Anon and the rest: test-density-proc.c. Needs root (pagemap of another
  * process, process_vm_readv); else 77. */
 #include <errno.h>
@@ -317,6 +317,8 @@ static void test_shm_mapping(void **state) {
         assert_int_equal(p->shm.bytes, 16 * MiB);
         assert_int_equal(p->shm.align_kb, 8);
         if (kpf) {
+                /* not 2M-aligned: the PMD probe cannot speak of it, kpageflags does */
+                assert_int_equal(p->shm.probe, MTHP_SHM_PROBE_KPAGEFLAGS);
                 assert_int_equal(p->shm.sampled, MTHP_DENSITY_SHM_PROBES);
                 assert_int_equal(p->shm.large, 0);
         } else
@@ -400,11 +402,15 @@ static void need_half_pmd(struct child *c, const char *what) {
 
 /* Issue 12 under the unit: without PFNs (no CAP_SYS_ADMIN) kpageflags
  * tells nothing, so the shmem probe asks PAGEMAP_SCAN which sampled pages
- * are PMD-mapped. An 8 MiB 2M-aligned segment filled at 4K whose first
- * half was collapsed: 8 of the 16 probes (evenly spread) fall in each
- * half, so 16 sampled, 8 large, by either probe. A misaligned segment is
- * left unsampled without PFNs (no 2M folio can map there). */
-static void test_shm_probe_without_pfns(void **state) {
+ * are PMD-mapped. It does so with PFNs too wherever the mapping is
+ * PMD-aligned: kpageflags counts a 512K folio as large, and a root mthpd
+ * never repaired a buffer pool the 512K probe had filled
+ * (tests/realkernel/shmem-collapse.sh 512k). An 8 MiB 2M-aligned segment
+ * filled at 4K whose first half was collapsed: 8 of the 16 probes (evenly
+ * spread) fall in each half, so 16 sampled, 8 large, with PFNs or not. A
+ * misaligned segment is left unsampled without PFNs (no 2M folio can map
+ * there); with them kpageflags speaks of it (test_shm_mapping). */
+static void test_shm_probe_pmd(void **state) {
         (void) state;
         struct mthp_density_budget b = roomy();
         struct mthp_density_sampler *s;
@@ -416,12 +422,12 @@ static void test_shm_probe_without_pfns(void **state) {
                 const struct mthp_density_proc *p = sample(&c, false, &b, &s, &rep);
                 printf("# with PFNs: probe %u, %u of %u sampled pages large\n", p->shm.probe, p->shm.large,
                        p->shm.sampled);
-                assert_int_equal(p->shm.probe, MTHP_SHM_PROBE_KPAGEFLAGS);
+                assert_int_equal(p->shm.probe, MTHP_SHM_PROBE_PMD);
                 assert_int_equal(p->shm.sampled, MTHP_DENSITY_SHM_PROBES);
                 assert_int_equal(p->shm.large, MTHP_DENSITY_SHM_PROBES / 2);
                 mthp_density_free(s);
         } else
-                printf("# PFNs not visible to this test: the kpageflags probe is not compared\n");
+                printf("# PFNs not visible to this test: the probe with them is not compared\n");
         struct mthp_shm_mapping m = sample_shm_without_pfns(&c, &b);
         printf("# without PFNs: probe %u, align %uK, %u of %u sampled pages large\n", m.probe, m.align_kb, m.large,
                m.sampled);
@@ -507,7 +513,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_shmem),
                 cmocka_unit_test(test_shm_mapping),
-                cmocka_unit_test(test_shm_probe_without_pfns),
+                cmocka_unit_test(test_shm_probe_pmd),
                 cmocka_unit_test(test_shmem_shared_object),
                 cmocka_unit_test(test_shm_zeros_pte_mapped),
         };

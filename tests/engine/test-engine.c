@@ -1727,7 +1727,9 @@ static void test_shmem_misaligned_segment_explained(void **state) {
 }
 
 /* The page cache of an aligned mapping filled before the raise: 4K folios
- * stay (page_fault3 on a tmpfs file unlinked before mmap). */
+ * stay (page_fault3 on a tmpfs file unlinked before mmap). Read through
+ * kpageflags: what recordings made before the PMD probe covered 2M-aligned
+ * mappings with PFNs carry, and kernels before 6.7. */
 static void test_shmem_prefilled_cache_explained(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v = { .valid = true, .n_procs = 1 };
@@ -1857,9 +1859,10 @@ static void test_shmem_repair_comes_through_snapshot(void **state) {
         assert_int_equal(repaired_kb_of(s, 703), 0);
 }
 
-/* Without PFNs (the unit) the probe tells only PMD-mapped pages from the
- * rest: explain says the segment is not mapped by 2M folios, never that it
- * holds 4K folios, and says nothing of it for the sizes below 2M. */
+/* The PMD probe (a 2M-aligned mapping, PFNs or not, since the kpageflags
+ * probe took 512K folios for large ones) tells only PMD-mapped pages from
+ * the rest: explain says the segment is not mapped by 2M folios, never that
+ * it holds 4K folios, and says nothing of it for the sizes below 2M. */
 static void test_shmem_pmd_probe_explained(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v = { .valid = true, .n_procs = 1 };

@@ -25,17 +25,36 @@
 # capabilities (5 of 5 pgbench runs with mthp-bench --mthpd-caps unit; this
 # test: no collapse in 30 s). Skipped, saying why, without setpriv.
 #
-# Usage: shmem-collapse.sh MTHPD MTHPCTL WORKLOAD WIS_FILE_FAULT [unit]
+# With "512k" (the shmem-collapse-512k test): the workload is
+# MAP_SHARED|MAP_ANONYMOUS memory (wis-file-fault --anon: every page
+# written, then MADV_DONTNEED, in a loop) whose memory was filled while
+# 512K shmem was on, as PostgreSQL's buffer pool is when mthpd's first
+# raise is the 512K probe: 512K folios, none mapped by a PMD. mthpd runs
+# as root, with PFNs. Its probe must still see the mapping as not mapped by
+# 2M folios and repair it. Before the probe asked PAGEMAP_SCAN wherever the
+# mapping is PMD-aligned, kpageflags counted a 512K folio as large, the
+# repair never started, and a root mthpd left 19% of pgbench -S's buffer
+# pool below 2M for the whole run (0.72x the every-size-always tps).
+#
+# Usage: shmem-collapse.sh MTHPD MTHPCTL WORKLOAD WIS_FILE_FAULT [unit|512k]
 set -uo pipefail
 MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3 WIS=$4 MODE=${5:-root}
 . "$(dirname "$0")/lib.sh"
 case $MODE in
 unit) rk_init shmem-collapse-unit ;;
 root) rk_init shmem-collapse ;;
-*) echo "shmem-collapse.sh: the fifth argument is 'unit' or none, not '$MODE'" >&2; exit 2 ;;
+512k) rk_init shmem-collapse-512k ;;
+*) echo "shmem-collapse.sh: the fifth argument is 'unit', '512k' or none, not '$MODE'" >&2; exit 2 ;;
 esac
-
 [[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
+# kernel >= 6.7: PAGEMAP_SCAN, which mthpd's shmem repair needs (its probe
+# of PMD-aligned mappings and the collapser's scan)
+IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+kmin=${kmin%%[!0-9]*}
+((${kmaj:-0} * 100 + ${kmin:-0} >= 607)) || rk_skip "kernel $(uname -r) has no PAGEMAP_SCAN (6.7): mthpd's shmem repair needs it"
+# what explain says the repaired segment was: the probe of a 2M-aligned
+# mapping asks which pages are PMD-mapped, PFNs or not
+was="was not mapped by 2M folios"
 [[ -x $WIS ]] || rk_die "wis-file-fault is not an executable: '$WIS'"
 [[ -d /dev/shm && -w /dev/shm ]] || rk_skip "no writable /dev/shm"
 if [[ $MODE == unit ]]; then
@@ -46,16 +65,23 @@ if [[ $MODE == unit ]]; then
         caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr '[:upper:]' '[:lower:]' | sed 's/cap_//g; s/^ *//; s/ *$//; s/ \+/,+/g')
         [[ -n $caps ]] || rk_die "$unit: no CapabilityBoundingSet= line"
         [[ $caps != *sys_admin* ]] || rk_skip "the unit grants CAP_SYS_ADMIN: pagemap shows PFNs, nothing here to judge"
-        # what explain says the repaired segment was, by the probe mthpd has
-        was="was not mapped by 2M folios"
         run=(setpriv --bounding-set "-all,+$caps" --inh-caps -all --)
 else
-        [[ -r /proc/kpageflags ]] || rk_skip "/proc/kpageflags is not readable: mthpd's probe cannot see the page cache's folio sizes"
-        was="was held at 4K folios"
+        [[ -r /proc/kpageflags ]] || rk_skip "/proc/kpageflags is not readable: mthpd would run without PFNs here, and root with them is the case judged"
         run=()
 fi
-# every size starts off: the workload's page cache is filled at 4K
+# every size starts off: the workload's page cache is filled at 4K (512k:
+# at 512K, that knob alone on while it fills)
 rk_sizes_never
+k512=$THP/hugepages-512kB
+if [[ $MODE == 512k ]]; then
+        [[ -w $k512/shmem_enabled && -r $k512/stats/shmem_alloc ]] || rk_skip "no 512K shmem knob or its shmem_alloc counter here"
+        rk_set "$k512/shmem_enabled" always || rk_die "writing always to $k512/shmem_enabled: $RK_SET_ERR"
+        alloc0=$(cat "$k512/stats/shmem_alloc")
+        wl_args=(--anon)
+else
+        wl_args=()
+fi
 
 # ShmemSizes=2M: the repair is for the PMD size; AnonSizes=16K: anon's climb
 # is not judged here; density on; VerifyTicks=50 (5 s of 100 ms ticks):
@@ -78,15 +104,22 @@ pmd_max() {
 
 log=$RK_TMP/mthpd.log
 # 9>&-: the workload must not hold the real-kernel lock
-"$WIS" --shape 3 --tasks 1 --size 64 --seconds 60 --align 2M >"$RK_TMP/wis.out" 2>"$RK_TMP/wis.err" 9>&- &
+"$WIS" --shape 3 "${wl_args[@]}" --tasks 1 --size 64 --seconds 60 --align 2M >"$RK_TMP/wis.out" 2>"$RK_TMP/wis.err" 9>&- &
 wl=$!
 rk_track $wl
 sleep 1 # the page cache fills in its first ~0.1 s
 kid=$(pgrep -P $wl | head -1)
 [[ -n $kid ]] || rk_die "wis-file-fault started no task"$'\n'"$(cat "$RK_TMP/wis.err")"
 rk_track "$kid"
+if [[ $MODE == 512k ]]; then
+        # its memory is in 512K folios now; mthpd starts from every size off
+        made=$(($(cat "$k512/stats/shmem_alloc") - alloc0))
+        rk_set "$k512/shmem_enabled" never || rk_die "writing never to $k512/shmem_enabled: $RK_SET_ERR"
+        ((made >= 100)) || rk_skip "the host made $made 512K shmem folios while the workload filled its 64 MiB, not the 128 this test needs (at least 100)"
+        rk_log "the host made $made 512K shmem folios while the workload filled its 64 MiB"
+fi
 before=$(pmd_max "$kid" 10)
-[[ $before == 0 ]] || rk_skip "the workload's mapping is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
+[[ $before == 0 ]] || rk_skip "the workload's mapping is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the small folios this test needs were not made"
 rk_log "before mthpd: ShmemPmdMapped 0 kB in 10 samples; $(tail -1 "$RK_TMP/wis.err")"
 
 # -v: every tick's reason, with the status of each size
@@ -118,9 +151,10 @@ rk_log "after mthpd: ShmemPmdMapped up to $after kB; the first collapse $((t1 - 
 # mthpd has
 rk_wait_for "$log" "2M/shmem: .*in use; pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ $was .*repaired by MADV_COLLAPSE: [0-9]+ MiB" 10 $mpid ||
         rk_fail "no tick said '2M shmem in use; ... $was ... repaired by MADV_COLLAPSE: N MiB'"
-# without PFNs mthpd cannot see folio sizes: never "4K folios"
-if [[ $MODE == unit ]] && grep -qE "pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ (holds|was held at) 4K folios" "$log"; then
-        rk_fail "explain claims 4K folios though mthpd cannot see folio sizes without PFNs:"
+# without PFNs mthpd cannot see folio sizes, nor can the PMD probe: never
+# "4K folios" (512k: they are not)
+if [[ $was == "was not mapped by 2M folios" ]] && grep -qE "pid $kid \\(wis-file-fault\\)'s 64 MiB segment at 0x[0-9a-f]+ (holds|was held at) 4K folios" "$log"; then
+        rk_fail "explain claims 4K folios though mthpd's probe cannot see folio sizes below 2M:"
         grep -m1 -oE "pid $kid \\(wis-file-fault\\)'s 64 MiB segment [^;]*4K folios[^;]*" "$log" | sed 's/^/    /'
 fi
 said=$(grep -m1 -oE "2M in use; pid $kid .*repaired by MADV_COLLAPSE: [0-9]+ MiB \\([^)]*\\)" "$log")
