@@ -693,8 +693,15 @@ static int sample_proc_regions(struct mthp_density_sampler *s, struct proc_ctx *
                 return r;
         if (s->scan == 0) {
                 size_t n = 0;
-                /* ENOTTY (before 6.7, or a fake tree): read pagemap entries */
-                s->scan = density_pm_scan(s, fd, 0, PAGE, 1, 1, &n) == 0 ? 1 : -1;
+                /* ENOTTY (before 6.7, or a fake tree) or EINVAL: read pagemap
+                 * entries from now on; another error (the process exiting)
+                 * asks again on the next process, lest the shmem probe fall
+                 * back to kpageflags for good */
+                int q = density_pm_scan(s, fd, 0, PAGE, 1, 1, &n);
+                if (q == 0)
+                        s->scan = 1;
+                else if (q == -ENOTTY || q == -EINVAL || q == -EOPNOTSUPP)
+                        s->scan = -1;
         }
         c->can_read = s->host->real && s->b.reads_per_window > 0;
         probe_shm_folios(s, c);
