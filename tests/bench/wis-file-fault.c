@@ -118,54 +118,49 @@ static void task(struct shared *sh, int idx, int shape, const char *dir, bool an
         while (!sh->ready && !sh->stop)
                 usleep(1000);
         while (!sh->stop) {
-                void *hint = NULL;
-                if (kept) {
-                        for (size_t i = 0; i < size && !sh->stop; i += (size_t) pg) {
-                                kept[i] = 0;
-                                atomic_fetch_add_explicit(&sh->iters[idx], 1, memory_order_relaxed);
+                char *c = kept;
+                if (!c) {
+                        void *hint = NULL;
+                        if (align2m) {
+                                /* reserve size + 2M (+ a page), keep an aligned window's
+                                 * address, or (align2m 2) the one a page past it,
+                                 * or (align2m 3) the one 1M past it */
+                                char *r = mmap(NULL, size + 2 * ALIGN_2M + (size_t) pg, PROT_NONE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                                if (r == MAP_FAILED) {
+                                        sh->failed = 1;
+                                        _exit(1);
+                                }
+                                hint = (void *) ((((uintptr_t) r + ALIGN_2M - 1) & ~(ALIGN_2M - 1)) +
+                                                 (align2m == 2   ? (uintptr_t) pg
+                                                  : align2m == 3 ? (uintptr_t) ALIGN_2M / 2
+                                                                 : 0));
+                                munmap(r, size + 2 * ALIGN_2M + (size_t) pg);
                         }
-                        if (madvise(kept, size, MADV_DONTNEED) < 0) {
-                                fprintf(stderr, PROG ": madvise(MADV_DONTNEED): %s\n", strerror(errno));
+                        c = mmap(hint, size, PROT_READ | PROT_WRITE,
+                                 (shape == 2 ? MAP_PRIVATE : MAP_SHARED) | (anon ? MAP_ANONYMOUS : 0) |
+                                         (hint ? MAP_FIXED_NOREPLACE : 0),
+                                 fd, 0);
+                        if (c == MAP_FAILED) {
+                                fprintf(stderr, PROG ": mmap: %s\n", strerror(errno));
                                 sh->failed = 1;
                                 _exit(1);
                         }
-                        continue;
-                }
-                if (align2m) {
-                        /* reserve size + 2M (+ a page), keep an aligned window's
-                         * address, or (align2m 2) the one a page past it,
-                         * or (align2m 3) the one 1M past it */
-                        char *r = mmap(NULL, size + 2 * ALIGN_2M + (size_t) pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-                                       -1, 0);
-                        if (r == MAP_FAILED) {
-                                sh->failed = 1;
-                                _exit(1);
-                        }
-                        hint = (void *) ((((uintptr_t) r + ALIGN_2M - 1) & ~(ALIGN_2M - 1)) +
-                                         (align2m == 2   ? (uintptr_t) pg
-                                          : align2m == 3 ? (uintptr_t) ALIGN_2M / 2
-                                                         : 0));
-                        munmap(r, size + 2 * ALIGN_2M + (size_t) pg);
-                }
-                char *c = mmap(hint, size, PROT_READ | PROT_WRITE,
-                               (shape == 2 ? MAP_PRIVATE : MAP_SHARED) | (anon ? MAP_ANONYMOUS : 0) |
-                                       (hint ? MAP_FIXED_NOREPLACE : 0),
-                               fd, 0);
-                if (c == MAP_FAILED) {
-                        fprintf(stderr, PROG ": mmap: %s\n", strerror(errno));
-                        sh->failed = 1;
-                        _exit(1);
-                }
-                sh->align_kb[idx] = align_of((uintptr_t) c);
-                if (anon) {
-                        kept = c; /* written by the passes above */
-                        continue;
+                        sh->align_kb[idx] = align_of((uintptr_t) c);
+                        if (anon)
+                                kept = c; /* mapped once: each pass refaults it */
                 }
                 for (size_t i = 0; i < size && !sh->stop; i += (size_t) pg) {
                         c[i] = 0;
                         atomic_fetch_add_explicit(&sh->iters[idx], 1, memory_order_relaxed);
                 }
-                munmap(c, size);
+                if (!anon)
+                        munmap(c, size);
+                else if (madvise(c, size, MADV_DONTNEED) < 0) {
+                        fprintf(stderr, PROG ": madvise(MADV_DONTNEED): %s\n", strerror(errno));
+                        sh->failed = 1;
+                        _exit(1);
+                }
         }
         _exit(0);
 }
@@ -309,8 +304,8 @@ int main(int argc, char **argv) {
         }
         double secs = (double) (t1 - t0) / 1e9;
         if (json) {
-                printf("{\"shape\":%d,\"anon\":%s,\"tasks\":%d,\"seconds\":%.3f,\"iterations\":%llu,\"iterations_per_s\":%.0f,"
-                       "\"peak_rss_kb\":%llu,\"addr_align_kb\":[",
+                printf("{\"shape\":%d,\"anon\":%s,\"tasks\":%d,\"seconds\":%.3f,\"iterations\":%llu,"
+                       "\"iterations_per_s\":%.0f,\"peak_rss_kb\":%llu,\"addr_align_kb\":[",
                        shape, anon ? "true" : "false", tasks, secs, (unsigned long long) total, (double) total / secs,
                        (unsigned long long) peak);
                 for (int i = 0; i < tasks; i++)
