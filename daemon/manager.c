@@ -536,11 +536,18 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         /* a tick without density saw no process: it neither starts nor
          * ends an await (else the next density tick would start one again) */
         bool awaits = d->snap.density.valid ? d->awaits : d->plan.awaited;
+        /* a burst tick that saw nobody to act on: look again soon (the
+         * processes that fault may have forked just after it) */
+        bool look = d->tick_burst && d->density && d->snap.density.valid &&
+                    mthp_engine_burst_unexplained(&d->cfg.engine, &d->caps, &d->snap, &d->engine);
         if (d->tick_burst)
                 d->plan.burst_tick = d->engine.tick;
         d->tick_burst = false;
-        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits);
-        if (d->plan.early) {
+        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits, look);
+        if (d->plan.early && d->plan.look)
+                mthp_log(LOG_DEBUG, "tick %llu: the fault burst goes on, no process to act on seen yet: next tick "
+                         "in %llu ms", (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
+        else if (d->plan.early) {
                 /* as many samples by then as a whole Interval would bring */
                 daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
                 mthp_log(LOG_DEBUG, "tick %llu: fault samples awaited for a raise: next tick in %llu ms",

@@ -89,6 +89,30 @@ bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const stru
         return kind_has_room(cfg, caps, st, MTHP_ANON) || kind_has_room(cfg, caps, st, MTHP_SHMEM);
 }
 
+bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                   const struct mthp_snapshot *snap, const struct mthp_engine_state *st) {
+        double raise, lower;
+        if (snap->dt <= 0)
+                return false;
+        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+        if (!(raise > 0) || snap->fault_pages_rate < raise)
+                return false;
+        if (mthp_engine_awaits_samples(cfg, caps, snap, st, NULL))
+                return false;   /* the early tick for the samples comes anyway */
+        /* the tick acted (a level changed), or the processes it saw fault
+         * at the raise rate between them (judged: too sparse, say) */
+        double seen = 0;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (st->kind[k].last_change_tick == st->tick)
+                        return false;
+        for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++)
+                if (st->proc[i].pid && st->proc[i].seen_tick == st->tick)
+                        seen += st->proc[i].fault_rate;
+        if (seen >= raise)
+                return false;
+        return kind_has_room(cfg, caps, st, MTHP_ANON) || kind_has_room(cfg, caps, st, MTHP_SHMEM);
+}
+
 size_t mthp_engine_awaited_pids(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, int *pids,
                                 size_t max) {
         size_t n = 0;
@@ -116,14 +140,21 @@ size_t mthp_engine_awaited_pids(const struct mthp_engine_config *cfg, const stru
 }
 
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
-                        bool awaits) {
-        bool was_early = plan->early;
+                        bool awaits, bool look) {
+        bool was_early = plan->early, was_look = plan->look;
         uint64_t regular = was_early ? plan->regular_usec : tick_usec + interval_usec;
         uint64_t early = interval_usec / 4 > MTHP_TICK_EARLY_MIN_USEC ? interval_usec / 4 : MTHP_TICK_EARLY_MIN_USEC;
         bool start = awaits && !plan->awaited;
         plan->awaited = awaits;
-        plan->early = false;
-        if (!start || was_early || early >= interval_usec || tick_usec + early >= regular ||
+        plan->early = plan->look = false;
+        if (look && !start && !was_early && early < interval_usec && tick_usec + early < regular) {
+                /* a look again: it does not count against the spacing,
+                 * and it may start an await of its own */
+                plan->early = plan->look = true;
+                plan->regular_usec = regular;
+                return tick_usec + early;
+        }
+        if (!start || (was_early && !was_look) || early >= interval_usec || tick_usec + early >= regular ||
             (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING))
                 return regular;
         plan->early = true;

@@ -278,6 +278,23 @@ bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struc
 bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                 const struct mthp_snapshot *snap, const struct mthp_engine_state *st, double *rate);
 
+/* After a tick the fault-burst wakeup brought forward (mthp_tick_burst):
+ * should the next one look again a quarter Interval later? True when the
+ * host still faults at the raise rate, no process awaits its samples
+ * (mthp_engine_awaits_samples: that early tick comes anyway), the tick
+ * changed no level, the processes it saw fault below the raise rate
+ * between them (their faults a second of 4K pages: else it judged the
+ * faulting ones) and anon or shmem could go higher: the burst tick came
+ * before the processes that fault were there to see. The daemon asks only
+ * with a density sampler (else no tick sees a process). pgbench -S under a root mthpd (2026-12-03,
+ * 3 runs of 5): the burst tick saw only a short-lived connection at its
+ * lifetime rate, the backends forked just after it, and the next tick
+ * came a whole Interval later; the raise came ~1.35 s into the run
+ * instead of ~0.35 s, and its first second ran at 6-7k tps against
+ * 11-18k in the runs whose burst tick saw a backend. */
+bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                   const struct mthp_snapshot *snap, const struct mthp_engine_state *st);
+
 /* The processes whose faults wait for their address samples, fault-heavy
  * enough to speak, seen in the last few ticks (a superset of those
  * mthp_engine_awaits_samples counts: it takes this tick's only), the most
@@ -295,7 +312,18 @@ size_t mthp_engine_awaited_pids(const struct mthp_engine_config *cfg, const stru
  * rather than a whole Interval later. At most one early tick in
  * MTHP_TICK_EARLY_SPACING ticks, never two in a row, and the tick after an
  * early one comes when it would have come without it: an early tick is
- * one tick more, the grid of the others does not move. */
+ * one tick more, the grid of the others does not move. A look (look: a
+ * brought-forward tick that mthp_engine_burst_unexplained says found
+ * nothing to act on) also asks for a tick a quarter Interval later; that
+ * one is not counted by the spacing and may itself start to await and ask
+ * for an early tick, so a workload that forks its faulting processes just
+ * after a burst tick is raised about half an Interval later, not one and
+ * a quarter. A look is never asked after an early tick nor by a tick
+ * that starts to await (its early tick comes as before), and the fault
+ * alarm that brings a tick forward is off for MTHP_TICK_EARLY_SPACING
+ * ticks after it, the look and its early tick among them: a workload that
+ * faults in bursts may get a burst tick, a look and an early tick every 3
+ * Intervals or so. */
 #define MTHP_TICK_EARLY_MIN_USEC 100000ULL
 #define MTHP_TICK_EARLY_SPACING 5
 struct mthp_tick_plan {
@@ -304,13 +332,14 @@ struct mthp_tick_plan {
         uint64_t early_tick;          /* the tick that asked for the last early tick; 0: none yet */
         uint64_t regular_usec;        /* when the tick after the early one is due */
         uint64_t burst_tick;          /* the last tick a fault burst brought forward; 0: none yet */
+        bool look;                    /* the next tick is an early one asked by a look */
 };
 
 /* Pure: when the tick after `tick` (scheduled for tick_usec, a monotonic
  * time, the Interval interval_usec) is due, given whether it awaits
  * samples; updates plan. A zero plan is the start. */
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
-                        bool awaits);
+                        bool awaits, bool look);
 
 /* The fault-burst wakeup (mthp_fault_alarm, daemon/faults.c): a tick
  * brought forward when the host starts to fault fast between two ticks,

@@ -28,7 +28,10 @@
 # unit --sizes 64K --configs 4K,64K,all,mthpd --reps 3 --real-seconds 30, the
 # median run of mthpd; recorded on 1e30669, whose sampler also read anon
 # zeros mapped by PTEs as small while 2M anon was on: no anon size was
-# raised in them, so it did not apply). A new trace needs the golden output of simulate
+# raised in them, so it did not apply; pgbench-select-burst: --mthpd-caps
+# root --configs all,mthpd --reps 5 --real-seconds 30 --scenario
+# pgbench-select --mthpd-config (CollapseBudget=256M) on de5b01d, rep 3's
+# mthpd run, whose fault-burst tick 3 came before the backends). A new trace needs the golden output of simulate
 # regenerated: MTHP_GOLDEN_UPDATE=1 MTHPCTL=BUILD/ctl/mthpctl
 # tests/ctl/simulate-golden.sh. limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
