@@ -538,7 +538,7 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         bool awaits = d->snap.density.valid ? d->awaits : d->plan.awaited;
         /* a burst tick that saw nobody to act on: look again soon (the
          * processes that fault may have forked just after it) */
-        bool look = d->tick_burst && d->density && d->snap.density.valid &&
+        bool look = d->tick_burst && d->snap.density.valid &&   /* valid: a density sampler saw processes */
                     mthp_engine_burst_unexplained(&d->cfg.engine, &d->caps, &d->snap, &d->engine);
         if (d->tick_burst)
                 d->plan.burst_tick = d->engine.tick;

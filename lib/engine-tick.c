@@ -101,10 +101,10 @@ bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const s
                 return false;   /* the early tick for the samples comes anyway */
         /* the tick acted (a level changed), or the processes it saw fault
          * at the raise rate between them (judged: too sparse, say) */
-        double seen = 0;
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 if (st->kind[k].last_change_tick == st->tick)
                         return false;
+        double seen = 0;
         for (unsigned i = 0; i < MTHP_ENGINE_PROCS; i++)
                 if (st->proc[i].pid && st->proc[i].seen_tick == st->tick)
                         seen += st->proc[i].fault_rate;
@@ -147,18 +147,18 @@ uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tic
         bool start = awaits && !plan->awaited;
         plan->awaited = awaits;
         plan->early = plan->look = false;
-        if (look && !start && !was_early && early < interval_usec && tick_usec + early < regular) {
-                /* a look again: it does not count against the spacing,
-                 * and it may start an await of its own */
-                plan->early = plan->look = true;
-                plan->regular_usec = regular;
-                return tick_usec + early;
-        }
-        if (!start || (was_early && !was_look) || early >= interval_usec || tick_usec + early >= regular ||
-            (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING))
+        /* a look (none where an await starts: its early tick comes) is not
+         * held by the spacing, and the tick it asks for may start an await */
+        bool as_look = look && !start;
+        bool held = as_look ? was_early
+                            : !start || (was_early && !was_look) ||
+                                      (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING);
+        if (held || early >= interval_usec || tick_usec + early >= regular)
                 return regular;
         plan->early = true;
-        plan->early_tick = tick;
+        plan->look = as_look;
+        if (!as_look)
+                plan->early_tick = tick;
         plan->regular_usec = regular;
         return tick_usec + early;
 }

@@ -286,9 +286,10 @@ bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const stru
  * between them (their faults a second of 4K pages: else it judged the
  * faulting ones) and anon or shmem could go higher: the burst tick came
  * before the processes that fault were there to see. The daemon asks only
- * with a density sampler (else no tick sees a process). pgbench -S under a root mthpd (2026-12-03,
- * 3 runs of 5): the burst tick saw only a short-lived connection at its
- * lifetime rate, the backends forked just after it, and the next tick
+ * after a density tick (else no tick sees a process). pgbench -S under a
+ * root mthpd (2026-12-03, 3 runs of 5): the burst tick saw only a
+ * short-lived postgres process at its lifetime rate, the backends forked
+ * just after it, and the next tick
  * came a whole Interval later; the raise came ~1.35 s into the run
  * instead of ~0.35 s, and its first second ran at 6-7k tps against
  * 11-18k in the runs whose burst tick saw a backend. */
