@@ -47,20 +47,38 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* keep the host's THP settings (others may change them meanwhile)
          * out of the coverage tests: 4K folios only */
-        if (p != THP_SPARSE && p != ADVISED && p != THP_HALF)
+        bool thp = p == THP_SPARSE || p == ADVISED || p == THP_HALF || p == THP_ZEROS_DATA1 || p == THP_ZEROS_DATA4;
+        if (!thp)
                 prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
         if (p == SHMEM_DENSE)
                 flags = MAP_SHARED | MAP_ANONYMOUS;
         if (p == RESERVE)
                 flags |= MAP_NORESERVE;
         if (p == THP_SPARSE || p == ADVISED || p == THP_HALF)
-                maplen = len + 2 * MiB;
+                maplen = len + 2 * MiB;   /* aligned below */
         if (p == SHM_HALF_PMD || p == SHM_WHOLE_PMD || p == SHM_ZERO_HALF_PMD) {
                 char *r = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (r == MAP_FAILED)
                         _exit(2);
                 uintptr_t a = ((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1);
                 m = mmap((void *) a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        } else if (p == THP_ZEROS_DATA1 || p == THP_ZEROS_DATA4) {
+                /* [zeros: len][PROT_NONE: 2M][data: 2 or 8 MiB], 2M-aligned:
+                 * the gap keeps the two mappings apart */
+                uint64_t data = p == THP_ZEROS_DATA1 ? 2 * MiB : 8 * MiB;
+                char *r = mmap(NULL, len + data + 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (r == MAP_FAILED)
+                        _exit(2);
+                uintptr_t a = ((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1);
+                m = mmap((void *) a, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+                char *d = mmap((void *) (a + len + 2 * MiB), data, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+                if (m == MAP_FAILED || d == MAP_FAILED || madvise(m, len, MADV_HUGEPAGE) < 0 ||
+                    madvise(d, data, MADV_HUGEPAGE) < 0)
+                        _exit(2);
+                for (uint64_t off = 0; off < len; off += P4K)
+                        ((volatile char *) m)[off] = 0;   /* page_fault1's store */
+                touch(d, data, 2 * P4K);                  /* every other page nonzero */
         } else if (p == SHM_MISALIGNED || p == SHM_ZERO_MISALIGNED) {
                 char *r = mmap(NULL, len + 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (r == MAP_FAILED)
@@ -147,6 +165,9 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 memset(m, 0, len);             /* every page allocated, all zeros */
                 touch(m, len, 16 * P4K);       /* then 1 in 16 made nonzero */
                 break;
+        case THP_ZEROS_DATA1:
+        case THP_ZEROS_DATA4:
+                break;   /* written where mapped, above */
         case RESERVE:
                 touch(m, 64 * MiB, P4K);
                 for (int i = 1; i <= 4; i++)

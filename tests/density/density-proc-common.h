@@ -42,6 +42,11 @@ enum pattern {
         THP_HALF,       /* MADV_HUGEPAGE; first half every page written nonzero, second
                          * half a 0 byte per 2M: 2M folios (if the host gives them) that
                          * a write has not reached yet (stress-ng --vm mid-pass) */
+        THP_ZEROS_DATA1, /* MADV_HUGEPAGE; len every page written with 0 (page_fault1's
+                          * buffer), and past a PROT_NONE 2M gap a mapping of its own of
+                          * 2 MiB, every other page nonzero: 2M folios, a zero-writer's
+                          * small data (heap, stack) beside its buffer of zeros */
+        THP_ZEROS_DATA4, /* the same with 8 MiB of data: 4 windows of 36 */
 };
 
 /* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */
