@@ -137,6 +137,8 @@ struct mthp_density_sampler {
         unsigned wpages;
         uint64_t wbytes;
         uint64_t rng;
+        uint64_t probe_rng;                 /* the shmem probe's offsets: a stream of its own, so that
+                                             * the windows drawn stay those of the seed */
         int scan;                           /* PAGEMAP_SCAN: 1 works, 0 untried, -1 use pread */
         int kpf_fd;                         /* /proc/kpageflags, -1: not readable here */
         bool pfn_hidden;                    /* our own pagemap shows no PFN: no folio lookups */
@@ -185,6 +187,8 @@ struct mthp_density_sampler {
 int density_page_flags(const struct mthp_density_sampler *s, int pm_fd, uint64_t addr, uint64_t *flags);
 /* The tick's cost so far: CPU time, at least a quarter of the wall time. */
 uint64_t density_elapsed_usec(const struct mthp_density_sampler *s);
+/* A uniform draw in [0, n) from the stream *x (splitmix64). */
+uint64_t density_rng_below(uint64_t *x, uint64_t n);
 /* PAGEMAP_SCAN for touched pages over [start, end): *n regions in s->vec. */
 int density_pm_scan(struct mthp_density_sampler *s, int fd, uint64_t start, uint64_t end, size_t vec_len,
                     uint64_t max_pages, size_t *n);

@@ -33,6 +33,10 @@ static uint64_t rng_below(uint64_t *x, uint64_t n) {
         return (uint64_t) (((unsigned __int128) rng_next(x) * n) >> 64);
 }
 
+uint64_t density_rng_below(uint64_t *x, uint64_t n) {
+        return rng_below(x, n);
+}
+
 static uint64_t low_bits(unsigned n) {
         return n >= 64 ? ~0ULL : (1ULL << n) - 1;
 }

@@ -216,7 +216,8 @@ struct mthp_density_proc {
         bool thp_disabled;            /* "THP_enabled: 0": not measured */
         struct mthp_density_kind kind[_MTHP_KIND_MAX];
         /* Its largest shmem mapping from maps, and for up to
-         * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread) whether
+         * MTHP_DENSITY_SHM_PROBES of its present pages (evenly spread, from an
+         * offset that moves each tick) whether
          * they are PMD-mapped (PAGEMAP_SCAN, a PMD-aligned mapping, PFNs or
          * not) or, elsewhere, whether they sit in a large folio of any size
          * (/proc/kpageflags: root, real host only): shm.probe says which. */

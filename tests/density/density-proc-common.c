@@ -56,7 +56,7 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                 flags |= MAP_NORESERVE;
         if (p == THP_SPARSE || p == ADVISED || p == THP_HALF)
                 maplen = len + 2 * MiB;   /* aligned below */
-        if (p == SHM_HALF_PMD || p == SHM_WHOLE_PMD || p == SHM_ZERO_HALF_PMD) {
+        if (p == SHM_HALF_PMD || p == SHM_WHOLE_PMD || p == SHM_ZERO_HALF_PMD || p == SHM_PMD_HOLE) {
                 char *r = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (r == MAP_FAILED)
                         _exit(2);
@@ -135,6 +135,12 @@ static __attribute__((noreturn)) void child_main(int wfd, enum pattern p, uint64
                  * the parent checks smaps for the result */
                 prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
                 (void) madvise(m, p == SHM_HALF_PMD ? len / 2 : len, 25 /* MADV_COLLAPSE */);
+                break;
+        case SHM_PMD_HOLE:
+                touch(m, len, P4K);
+                prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+                (void) madvise(m, 4 * MiB, 25 /* MADV_COLLAPSE */);
+                (void) madvise(m + 6 * MiB, len - 6 * MiB, 25 /* MADV_COLLAPSE */);
                 break;
         case SHM_ZERO_MISALIGNED:
                 memset(m, 0, len);

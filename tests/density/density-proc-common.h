@@ -47,6 +47,9 @@ enum pattern {
                           * 2 MiB, every other page nonzero: 2M folios, a zero-writer's
                           * small data (heap, stack) beside its buffer of zeros */
         THP_ZEROS_DATA4, /* the same with 8 MiB of data: 4 windows of 36 */
+        SHM_PMD_HOLE,   /* SHM_WHOLE_PMD's segment, all collapsed but [4M, 6M): one 2M
+                         * block left at 4K between the points of a probe that starts
+                         * at the middle of each sixteenth of a 64 MiB segment */
 };
 
 /* the /dev/shm file of a SHM_FILE child (the parent unlinks it) */

@@ -458,6 +458,48 @@ static void test_shm_probe_pmd(void **state) {
         assert_int_equal(m.sampled, 0);
 }
 
+/* The probe's points move from tick to tick. At fixed points (the middle
+ * of each sixteenth) a part filled at 4K lying between two of them was
+ * never seen: PostgreSQL's shared structures, filled before a raise
+ * straight to 2M, stayed at 4K all run and were never repaired. A 64 MiB
+ * aligned segment, PMD-mapped but for [4M, 6M): a point falls there in
+ * half the ticks (the 4 MiB stride from 4M, from a uniform offset); the
+ * fixed points (2M, 6M, ...) never. 24 ticks of one sampler: at least
+ * one must see a page not PMD-mapped, and not all of them. With the
+ * default seed the offsets are the same every run (the test is
+ * deterministic); another seed would fail it 1 in 2^23. */
+static void test_shm_probe_moves(void **state) {
+        (void) state;
+        struct mthp_density_budget b = roomy();
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        need_pagemap_scan("the PMD probe");
+        struct child c = spawn(SHM_PMD_HOLE, 64 * MiB, 0);
+        long pmd = smaps_pmd_kb(c.pid, c.addr);
+        printf("# aligned 64 MiB, all but [4M, 6M) collapsed: ShmemPmdMapped %ld kB\n", pmd);
+        if (pmd != 62 * 1024) {
+                reap(&c);
+                printf("# skipped: MADV_COLLAPSE left ShmemPmdMapped at %ld kB, not %d\n", pmd, 62 * 1024);
+                skip();
+        }
+        const struct mthp_density_proc *p = sample(&c, false, &b, &s, &rep);
+        unsigned ticks = 1, saw = p->shm.large < p->shm.sampled, sampled = p->shm.sampled;
+        for (; ticks < 24; ticks++) {
+                assert_int_equal(mthp_density_tick(s, now_usec(), &rep), 0);
+                assert_int_equal(rep.n_procs, 1);
+                const struct mthp_shm_mapping *m = &rep.procs[0].shm;
+                assert_int_equal(m->probe, MTHP_SHM_PROBE_PMD);
+                assert_int_equal(m->sampled, MTHP_DENSITY_SHM_PROBES);
+                saw += m->large < m->sampled;
+                sampled += m->sampled;
+        }
+        printf("# %u of %u ticks saw a page not PMD-mapped (%u pages probed)\n", saw, ticks, sampled);
+        mthp_density_free(s);
+        reap(&c);
+        assert_true(saw >= 1);
+        assert_true(saw < ticks);   /* and not every tick: the points do move */
+}
+
 /* Issue 12 under the unit, PostgreSQL's WAL buffers: zeros a program wrote
  * into 4K folios before 2M was on are no bloat, but without PFNs every zero
  * counted, and the walwriter, mapping them 16 s into pgbench, stepped shmem
@@ -514,6 +556,7 @@ int main(void) {
                 cmocka_unit_test(test_shmem),
                 cmocka_unit_test(test_shm_mapping),
                 cmocka_unit_test(test_shm_probe_pmd),
+                cmocka_unit_test(test_shm_probe_moves),
                 cmocka_unit_test(test_shmem_shared_object),
                 cmocka_unit_test(test_shm_zeros_pte_mapped),
         };
