@@ -29,12 +29,8 @@ static uint64_t rng_next(uint64_t *x) {
         return z ^ (z >> 31);
 }
 
-static uint64_t rng_below(uint64_t *x, uint64_t n) {
-        return (uint64_t) (((unsigned __int128) rng_next(x) * n) >> 64);
-}
-
 uint64_t density_rng_below(uint64_t *x, uint64_t n) {
-        return rng_below(x, n);
+        return (uint64_t) (((unsigned __int128) rng_next(x) * n) >> 64);
 }
 
 static uint64_t low_bits(unsigned n) {
@@ -588,7 +584,7 @@ static int tally_window(struct mthp_density_sampler *s, struct proc_ctx *c, int 
                 if (!test_bit(full[0], j))
                         continue;
                 for (unsigned idx = j * bp0; idx < (j + 1) * bp0 && need; idx++) {
-                        if (!test_bit(m->present, idx) || rng_below(&s->rng, avail--) >= need)
+                        if (!test_bit(m->present, idx) || density_rng_below(&s->rng, avail--) >= need)
                                 continue;
                         uint32_t mask = 0;
                         for (unsigned i = 0; i < s->n_sizes; i++)
@@ -659,7 +655,7 @@ static int sample_listed(struct mthp_density_sampler *s, struct proc_ctx *c, int
         uint64_t need = draws < n ? draws : n;
 
         for (size_t j = 0; j < n && need; j++) {
-                if (rng_below(&s->rng, n - j) >= need)
+                if (density_rng_below(&s->rng, n - j) >= need)
                         continue;
                 if (!budget_allows(s, c, kind, density_window_cost(s, c)))
                         return 0;
@@ -705,7 +701,7 @@ static int draw(struct mthp_density_sampler *s, struct proc_ctx *c, int kind, ui
                 const struct region *g = &reg[lo];
                 uint64_t span = g->end - g->start, a;
                 double weight = (double) (span < cap ? span : cap);
-                window_of(s, g, g->start + rng_below(&s->rng, span / PAGE) * PAGE, &w);
+                window_of(s, g, g->start + density_rng_below(&s->rng, span / PAGE) * PAGE, &w);
                 if (s->scan > 0) {
                         int r = first_touched(s, c->fd, w.start, w.end, &a);
                         if (r < 0)
