@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "mthp/util.h"
 
 #include "density-internal.h"
+#include "pagecache.h"
 
 /* ---- small helpers ---- */
 
@@ -223,16 +223,6 @@ static void window_of(const struct mthp_density_sampler *s, const struct region 
  * Without map_files (not privileged, another namespace, a fake host) the
  * window keeps the PTE view. */
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
-struct cachestat_range_ {
-        uint64_t off, len;
-};
-struct cachestat_ {
-        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-
 static struct region *region_at(struct mthp_density_sampler *s, int kind, uint64_t a) {
         struct region *r = NULL;
         for (size_t lo = 0, hi = s->n_reg[kind]; lo < hi;) {
@@ -243,20 +233,6 @@ static struct region *region_at(struct mthp_density_sampler *s, int kind, uint64
                         hi = mid, r = &s->reg[kind][mid];
         }
         return r && r->start <= a ? r : NULL;
-}
-
-/* mincore() of a file mapping tells the page cache only to the file's
- * owner, CAP_FOWNER or who may write it; anyone else reads every page
- * resident (mm/mincore.c can_do_mincore), which would be a lie here. */
-static bool mincore_truthful(const struct mthp_density_sampler *s, int fd) {
-        struct stat st;
-        char path[40];
-        if (fstat(fd, &st) < 0)
-                return false;
-        if (s->cap_fowner || st.st_uid == geteuid())
-                return true;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
 }
 
 static void object_open(struct mthp_density_sampler *s, struct proc_ctx *c, struct region *g) {
@@ -291,7 +267,7 @@ static void object_open(struct mthp_density_sampler *s, struct proc_ctx *c, stru
 static bool object_view(const struct mthp_density_sampler *s, struct region *g) {
         if (g->obj_view == 0) {
                 g->obj_view = -1;
-                if (!mincore_truthful(s, g->obj_fd))
+                if (!mthp_mincore_truthful(g->obj_fd, s->cap_fowner))
                         return false;
                 void *v = mmap(NULL, g->map_end - g->map_start, PROT_READ, MAP_SHARED, g->obj_fd, (off_t) g->map_off);
                 if (v == MAP_FAILED)
@@ -332,12 +308,11 @@ static int object_window(struct mthp_density_sampler *s, struct proc_ctx *c, con
                 return 1;
         }
         if (!g->no_cachestat) {
-                struct cachestat_range_ cr = { foff, (uint64_t) n * PAGE };
-                struct cachestat_ cs;
-                if (syscall(__NR_cachestat, g->obj_fd, &cr, &cs, 0) == 0) {
-                        if (cs.nr_cache == 0)
+                uint64_t nr_cache;
+                if (mthp_cachestat(g->obj_fd, foff, (uint64_t) n * PAGE, &nr_cache) == 0) {
+                        if (nr_cache == 0)
                                 return 1;                       /* nothing resident: the PTE view is it */
-                        if (cs.nr_cache >= n) {
+                        if (nr_cache >= n) {
                                 set_bits(m->touched, w->lo, n); /* every page resident */
                                 return 1;
                         }

@@ -2,13 +2,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/fs.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include "mthp/util.h"
 
 #include "density-internal.h"
+#include "pagecache.h"
 
 /* ---- construction ---- */
 
@@ -34,15 +33,6 @@ void mthp_density_budget_default(struct mthp_density_budget *b) {
                 .max_usec = 5000,
                 .seed = 0x6d746870,
         };
-}
-
-/* CAP_FOWNER in our effective set (mincore tells us any file's page cache) */
-static bool has_cap_fowner(void) {
-        struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct data[2];
-        if (syscall(SYS_capget, &hdr, data) < 0)
-                return false;
-        return data[0].effective & (1u << CAP_FOWNER);
 }
 
 /* Does pagemap show us PFNs (CAP_SYS_ADMIN)? Asked of a page of our own,
@@ -106,7 +96,7 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
         s->probe_rng = b.seed ^ 0xd1b54a32d192ed03ULL;   /* not splitmix64's step: XOR of it could be a shift */
         mthp_proc_scan_init(&s->ps, h);
         s->self = getpid();
-        s->cap_fowner = has_cap_fowner();
+        s->cap_fowner = mthp_cap_fowner();
         /* folio sizes of shmem pages: root on the real host only */
         s->kpf_fd = h->real ? mthp_host_open_file(h, "/proc/kpageflags", O_RDONLY) : -1;
         if (s->kpf_fd < 0)
