@@ -93,7 +93,8 @@ static bool collapse_failed(struct daemon *d, int r, const char *what, const cha
  * recently sampled, faulting processes whose largest shmem mapping the
  * per-size knobs reach, aligned for 2M, but with sampled pages in small
  * folios (the page cache was filled before the raise, lib/density.c's
- * probe) get that mapping's aligned, dense blocks collapsed, most faulting
+ * probe) get that mapping's aligned blocks they touched whose page cache
+ * is dense (lib/collapse.c: whoever wrote it) collapsed, most faulting
  * first, within what is left of the tick's budget after Collapse=yes. A
  * repair under way goes on, faulting or sampled or not, until
  * SHM_REPAIR_QUIET_PASSES passes in a row find nothing left (the probe

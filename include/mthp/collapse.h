@@ -76,7 +76,14 @@ int mthp_collapser_run_in(struct mthp_collapser *c, pid_t pid, const char *cgrou
  * address and file offset are both PMD-aligned are tried, never a
  * misaligned mapping (the kernel returns EINVAL for it); a block is
  * eligible on first sight (the page cache outlives the mappings; the probe
- * already saw it small), and a process is passed over again after
+ * already saw it small). A block pid touched counts as present as much as
+ * the segment's page cache holds there (/proc/PID/map_files, then
+ * cachestat or mincore, as the density sampler reads it), not only the
+ * pages pid mapped: what a 2M folio there would add is what nobody filled
+ * yet, and a database backend maps a fraction of the shared structures
+ * its postmaster wrote. Where the page cache cannot be read (no map_files;
+ * cachestat refused and mincore would not tell the truth) the process's own
+ * count stays. A process is passed over again after
  * min_interval_usec / MTHP_COLLAPSE_SHM_INTERVAL_DIV. Kept apart from the
  * anon collapse of the same process (its own remembered set and interval);
  * shares the tick's budget with it. EINVAL on a block is a failure but does
@@ -95,6 +102,8 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
  *    /dev/zero), as mthp_proc_mapping_kind() says MTHP_ANON.
  *  - "Present" counts pages in the page table that are not the shared zero
  *    page; swapped pages do not count (collapsing them would swap them in).
+ *    The shmem repair also counts, in a block the process touched, what the
+ *    segment's page cache holds (mthp_collapser_run_shm).
  *  - Long-lived: a block is eligible when it was a candidate on the previous
  *    pass too and was first seen at least min_interval_usec ago (so a pass
  *    resumed on the next tick after a cut does not fast-track new blocks).
@@ -144,13 +153,19 @@ void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_
  * -errno if none). now_usec: the clock of the time budget. next_present
  * (may be NULL): the lowest address in [start, end) of a present page, or
  * end; lets the walk jump over a large reservation holding nothing in one
- * call instead of one scan per 64 blocks. */
+ * call instead of one scan per 64 blocks. cached (may be NULL; shmem repair
+ * only): *pages = how many pages of the PMD block at addr the object mapped
+ * at [map_start, map_end) from file offset map_off holds in its page cache,
+ * whoever mapped them; 0, or -errno if that cannot be read (the block keeps
+ * the process's own count). */
 struct mthp_collapse_ops {
         int (*scan)(void *user, pid_t pid, uint64_t start, size_t n, uint16_t *present, bool *huge);
         ssize_t (*advise)(void *user, pid_t pid, const struct iovec *iov, size_t n);
         uint64_t (*now_usec)(void *user);
         void *user;
         int (*next_present)(void *user, pid_t pid, uint64_t start, uint64_t end, uint64_t *next);
+        int (*cached)(void *user, pid_t pid, uint64_t map_start, uint64_t map_end, uint64_t map_off, uint64_t addr,
+                      unsigned *pages);
 };
 void mthp_collapser_set_ops(struct mthp_collapser *c, const struct mthp_collapse_ops *ops);
 

@@ -180,6 +180,8 @@ struct fblock {
         int err;                /* next advise of this block fails with it */
         unsigned err_times;     /* that many times (0: for ever when err is set) */
         unsigned advised;
+        unsigned cached;        /* pages the segment's page cache holds (f_cached) */
+        int cached_err;         /* f_cached fails with it */
 };
 
 struct fake {
@@ -192,7 +194,7 @@ struct fake {
         uint64_t scan_cost_usec;        /* ... and by this per scan call */
         unsigned next_calls;
         int proc_err;                   /* advise fails with it before looking at blocks */
-        unsigned advise_calls, scan_calls;
+        unsigned advise_calls, scan_calls, cached_calls;
         size_t max_iov;
 };
 
@@ -262,6 +264,21 @@ static ssize_t f_advise(void *user, pid_t pid, const struct iovec *iov, size_t n
         return (ssize_t) (n * PMD);
 }
 
+static int f_cached(void *user, pid_t pid, uint64_t map_start, uint64_t map_end, uint64_t map_off, uint64_t addr,
+                    unsigned *pages) {
+        struct fake *f = user;
+        (void) pid;
+        f->cached_calls++;
+        struct fblock *b = fb(f, addr);
+        assert_non_null(b);
+        assert_true(addr >= map_start && addr + PMD <= map_end);
+        assert_int_equal(map_off, 0);
+        if (b->cached_err)
+                return -b->cached_err;
+        *pages = b->cached;
+        return 0;
+}
+
 static uint64_t f_now(void *user) {
         return ((struct fake *) user)->clock;
 }
@@ -312,7 +329,7 @@ static struct fake *fake_new(size_t n1, const struct mthp_collapse_budget *b) {
         write_proc(f, 777, 1);
         write_maps(f);
         assert_int_equal(mthp_collapser_new(f->host, b, &f->c), 0);
-        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, NULL };
+        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, NULL, NULL };
         mthp_collapser_set_ops(f->c, &ops);
         return f;
 }
@@ -402,6 +419,65 @@ static void test_two_passes(void **state) {
         mthp_collapser_totals(f->c, &tot);
         assert_int_equal(tot.collapsed, 17);
         assert_int_equal(tot.kb_collapsed, 17 * 2048);
+        fake_free(f);
+}
+
+/* shmem repair: a block the process touched counts what the segment's
+ * page cache holds there (another process wrote it); an untouched block is
+ * not asked about; where the page cache cannot be read the process's own
+ * pages count; the anon pass never asks */
+static void test_shm_cached(void **state) {
+        (void) state;
+        struct mthp_collapse_budget b = budget(1 << 20, 10000000);
+        struct fake *f = fake_new(16, &b);
+        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, NULL, f_cached };
+        struct mthp_collapse_result res;
+        mthp_collapser_set_ops(f->c, &ops);
+
+        f->b3[0].present = 1;       /* one page of its own, the block whole in the page cache */
+        f->b3[0].cached = 512;
+        f->b3[1].present = 0;       /* whole in the page cache, but not touched */
+        f->b3[1].cached = 512;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.candidates, 1);
+        assert_int_equal(res.collapsed, 1);
+        assert_true(f->b3[0].huge && !f->b3[1].huge);
+        assert_int_equal(f->cached_calls, 1);
+
+        /* a quarter of the block in the page cache: no collapse (it would
+         * add the other three quarters) */
+        f->b3[0] = (struct fblock) { .present = 100, .cached = 128 };
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_false(res.deferred);
+        assert_int_equal(res.candidates, 0);
+        /* the page cache unreadable: the process's own 100 pages count */
+        f->b3[0] = (struct fblock) { .present = 100, .cached = 512, .cached_err = EACCES };
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_false(res.deferred);
+        assert_int_equal(res.candidates, 0);
+        /* ... and where it holds 90% of its own, the page cache is not asked */
+        f->b3[0] = (struct fblock) { .present = 480, .cached_err = EIO };
+        unsigned calls = f->cached_calls;
+        f->clock += 1000000;
+        mthp_collapser_begin_tick(f->c, f->clock);
+        assert_int_equal(mthp_collapser_run_shm(f->c, PID, BASE3, 4 * PMD, f->clock, &res), 0);
+        assert_int_equal(res.candidates, 1);
+        assert_int_equal(f->cached_calls, calls);
+
+        /* anon (Collapse=): its own pages alone */
+        for (size_t i = 0; i < 16; i++)
+                f->b1[i] = (struct fblock) { .present = 1, .cached = 512 };
+        for (size_t i = 0; i < 4; i++)
+                f->b2[i] = (struct fblock) { .present = 1, .cached = 512 };
+        calls = f->cached_calls;
+        assert_int_equal(mthp_collapser_run(f->c, PID, f->clock, &res), 0);
+        assert_int_equal(res.candidates, 0);
+        assert_int_equal(f->cached_calls, calls);
         fake_free(f);
 }
 
@@ -582,7 +658,7 @@ static void test_empty_stretch_skipped(void **state) {
         struct mthp_collapse_budget b = budget(1 << 20, 0);
         struct fake *f = fake_new(MAXB, &b);
         struct mthp_collapse_result res;
-        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, f_next_present };
+        struct mthp_collapse_ops ops = { f_scan, f_advise, f_now, f, f_next_present, NULL };
         mthp_collapser_set_ops(f->c, &ops);
         for (size_t i = 0; i < MAXB; i++)
                 f->b1[i].present = 0;
@@ -969,6 +1045,7 @@ int main(void) {
                 cmocka_unit_test(test_merge),
                 cmocka_unit_test(test_shm_maps_line),
                 cmocka_unit_test(test_shm_pass),
+                cmocka_unit_test(test_shm_cached),
                 cmocka_unit_test(test_batch_blocks),
                 cmocka_unit_test(test_fake_root_refused),
                 cmocka_unit_test(test_two_passes),
