@@ -290,3 +290,63 @@ int group_teardown(void **state) {
         mthp_host_free(host);
         return 0;
 }
+
+/* Two processes share a segment: A writes every `a_stride`-th page of its
+ * first a_len bytes, then forks B (a shared mapping's PTEs are not copied:
+ * B starts with none), which writes every `b_stride`-th page of all of it.
+ * B is returned (addr, len); *a gets A. memfd: a memfd instead of
+ * MAP_SHARED|MAP_ANONYMOUS. */
+struct child spawn_pair(bool memfd, uint64_t len, uint64_t a_len, uint64_t a_stride, uint64_t b_stride, pid_t *a) {
+        struct child c = { .len = len };
+        uint64_t msg[2];
+        int fds[2];
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        *a = fork();
+        assert_true(*a >= 0);
+        if (*a == 0) {
+                close(fds[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);   /* 4K folios whatever the knobs */
+                char *m;
+                if (memfd) {
+                        int fd = memfd_create("density-pair", 0);
+                        if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
+                                _exit(2);
+                        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                } else
+                        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED)
+                        _exit(2);
+                touch(m, a_len, a_stride * P4K);
+                pid_t b = fork();
+                if (b < 0)
+                        _exit(2);
+                if (b == 0) {
+                        prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        touch(m, len, b_stride * P4K);
+                        msg[0] = (uint64_t) getpid();
+                        msg[1] = (uintptr_t) m;
+                        if (write(fds[1], msg, sizeof(msg)) != sizeof(msg))
+                                _exit(2);
+                        close(fds[1]);
+                        for (;;)
+                                pause();
+                }
+                close(fds[1]);
+                for (;;)
+                        pause();
+        }
+        close(fds[1]);
+        ssize_t n = read(fds[0], msg, sizeof(msg));
+        close(fds[0]);
+        assert_int_equal(n, sizeof(msg));
+        c.pid = (pid_t) msg[0];
+        c.addr = msg[1];
+        return c;
+}
+
+void reap_pair(struct child *b, pid_t a) {
+        kill(b->pid, SIGKILL);   /* A's child: A reaps it, or init once A is gone */
+        kill(a, SIGKILL);
+        assert_int_equal(waitpid(a, NULL, 0), a);
+}

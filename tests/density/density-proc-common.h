@@ -66,6 +66,13 @@ extern const unsigned sizes[3];
 uint64_t now_usec(void);
 void touch(char *m, uint64_t len, uint64_t stride);
 
+/* Two processes share a segment: A writes every `a_stride`-th page of its
+ * first a_len bytes, then forks B, which writes every `b_stride`-th page
+ * of all of it. B is returned (addr, len); *a gets A. memfd: a memfd
+ * instead of MAP_SHARED|MAP_ANONYMOUS. */
+struct child spawn_pair(bool memfd, uint64_t len, uint64_t a_len, uint64_t a_stride, uint64_t b_stride, pid_t *a);
+void reap_pair(struct child *b, pid_t a);
+
 /* exit_after_us: 0 = stay until killed; else exit that long after ready */
 struct child spawn(enum pattern p, uint64_t len, unsigned exit_after_us);
 void reap(struct child *c);
