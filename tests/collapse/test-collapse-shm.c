@@ -43,8 +43,8 @@
 #include "mthp/collapse.h"
 #include "mthp/host.h"
 
-#define P4K 4096u
-#define MiB (1ULL << 20)
+#include "../density/density-proc-common.h"
+
 #define LEN (8 * MiB)
 #define SEG (LEN + 2 * MiB)   /* its last block never written: the object is not whole */
 
@@ -53,60 +53,20 @@ struct pair {
         uint64_t addr;
 };
 
-/* A writes every a_stride-th page, B every 4th of those. */
-static struct pair spawn_pair(unsigned a_stride) {
-        struct pair p = { 0 };
-        uint64_t msg[2];
-        int fds[2];
-        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-        p.a = fork();
-        assert_true(p.a >= 0);
-        if (p.a == 0) {
-                close(fds[0]);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);   /* 4K folios whatever the knobs */
-                char *r = mmap(NULL, SEG + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                if (r == MAP_FAILED)
-                        _exit(2);
-                uintptr_t at = ((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1);
-                char *m = mmap((void *) at, SEG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-                if (m == MAP_FAILED)
-                        _exit(2);
-                for (uint64_t off = 0; off < LEN; off += (uint64_t) a_stride * P4K)
-                        m[off] = 1;
-                pid_t b = fork();
-                if (b < 0)
-                        _exit(2);
-                if (b == 0) {
-                        prctl(PR_SET_PDEATHSIG, SIGKILL);
-                        prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);   /* MADV_COLLAPSE refuses a THP-disabled mm */
-                        for (uint64_t off = 0; off < LEN; off += 4 * (uint64_t) a_stride * P4K)
-                                m[off] = 2;
-                        msg[0] = (uint64_t) getpid();
-                        msg[1] = (uintptr_t) m;
-                        if (write(fds[1], msg, sizeof(msg)) != sizeof(msg))
-                                _exit(2);
-                        close(fds[1]);
-                        for (;;)
-                                pause();
-                }
-                close(fds[1]);
-                for (;;)
-                        pause();
-        }
-        close(fds[1]);
-        ssize_t n = read(fds[0], msg, sizeof(msg));
-        close(fds[0]);
-        assert_int_equal(n, sizeof(msg));
-        p.b = (pid_t) msg[0];
-        p.addr = msg[1];
+/* A writes every a_stride-th page of the first LEN bytes, B every 4th of
+ * those, with THP allowed again (MADV_COLLAPSE refuses a THP-disabled mm). */
+static struct pair pair_new(unsigned a_stride) {
+        struct pair p;
+        struct child b = spawn_pair(&(struct pair_opts) { .align = true, .b_thp = true, .len = SEG, .a_len = LEN,
+                                                          .a_stride = a_stride, .b_len = LEN,
+                                                          .b_stride = 4 * a_stride }, &p.a);
+        p.b = b.pid;
+        p.addr = b.addr;
         return p;
 }
 
-static void reap(struct pair *p) {
-        kill(p->b, SIGKILL);
-        kill(p->a, SIGKILL);   /* B dies with A too (PR_SET_PDEATHSIG) */
-        waitpid(p->a, NULL, 0);
+static void pair_free(struct pair *p) {
+        reap_pair(&(struct child) { .pid = p->b }, p->a);
 }
 
 /* kB of pid's shmem mapped by PMD (smaps ShmemPmdMapped) */
@@ -122,12 +82,6 @@ static long pmd_mapped_kb(pid_t pid) {
                         kb += v;
         fclose(f);
         return kb;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 /* One repair pass through B, with a budget that does not cut it short;
@@ -162,13 +116,13 @@ static struct mthp_collapse_result repair(struct pair *p) {
         if (r == -EOPNOTSUPP) {
                 printf("# skipped: the collapser says this kernel cannot (no process_madvise, MADV_COLLAPSE or "
                        "PAGEMAP_SCAN)\n");
-                reap(p);
+                pair_free(p);
                 skip();
         }
         if (r == -EPERM || r == -EACCES) {
                 printf("# skipped: the collapser may not act on pid %d: %s (needs CAP_SYS_NICE and "
                        "CAP_CHECKPOINT_RESTORE in the host namespace)\n", (int) p->b, strerror(-r));
-                reap(p);
+                pair_free(p);
                 skip();
         }
         assert_int_equal(r, 0);
@@ -176,7 +130,7 @@ static struct mthp_collapse_result repair(struct pair *p) {
         if (res.failed && (e == EINVAL || e == ENOMEM || e == EAGAIN || e == EBUSY)) {
                 printf("# skipped: this host refused MADV_COLLAPSE of shmem: %s (shmem_enabled deny, or no "
                        "free 2M page)\n", strerror(e));
-                reap(p);
+                pair_free(p);
                 skip();
         }
         return res;
@@ -184,14 +138,14 @@ static struct mthp_collapse_result repair(struct pair *p) {
 
 static void test_whole_in_cache(void **state) {
         (void) state;
-        struct pair p = spawn_pair(1);
+        struct pair p = pair_new(1);
         long before = pmd_mapped_kb(p.b);
         struct mthp_collapse_result res = repair(&p);
         long after = pmd_mapped_kb(p.b);
         printf("# A wrote every page, B wrote 1 in 4: candidates %u collapsed %u failed %u (last error %d); "
                "B's ShmemPmdMapped %ld -> %ld kB\n",
                res.candidates, res.collapsed, res.failed, res.last_error, before, after);
-        reap(&p);
+        pair_free(&p);
         assert_int_equal(before, 0);
         assert_int_equal(res.candidates, 4);
         assert_int_equal(res.collapsed, 4);
@@ -207,7 +161,7 @@ static void test_whole_in_cache(void **state) {
  * installs the filter; its exit status is the number of blocks collapsed. */
 static void test_whole_in_cache_mincore(void **state) {
         (void) state;
-        struct pair p = spawn_pair(1);
+        struct pair p = pair_new(1);
         pid_t k = fork();
         assert_true(k >= 0);
         if (k == 0) {
@@ -227,7 +181,7 @@ static void test_whole_in_cache_mincore(void **state) {
         int st = 0;
         assert_int_equal(waitpid(k, &st, 0), k);
         long after = pmd_mapped_kb(p.b);
-        reap(&p);
+        pair_free(&p);
         assert_true(WIFEXITED(st));
         printf("# cachestat refused: the repair through B collapsed %d block(s); B's ShmemPmdMapped %ld kB\n",
                WEXITSTATUS(st), after);
@@ -243,13 +197,13 @@ static void test_whole_in_cache_mincore(void **state) {
 
 static void test_sparse_in_cache(void **state) {
         (void) state;
-        struct pair p = spawn_pair(4);
+        struct pair p = pair_new(4);
         struct mthp_collapse_result res = repair(&p);
         long after = pmd_mapped_kb(p.b);
         printf("# A wrote 1 page in 4, B wrote 1 in 4 of those: candidates %u collapsed %u; "
                "B's ShmemPmdMapped %ld kB\n",
                res.candidates, res.collapsed, after);
-        reap(&p);
+        pair_free(&p);
         assert_int_equal(res.candidates, 0);
         assert_int_equal(res.collapsed, 0);
         assert_int_equal(after, 0);

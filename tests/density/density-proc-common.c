@@ -291,13 +291,9 @@ int group_teardown(void **state) {
         return 0;
 }
 
-/* Two processes share a segment: A writes every `a_stride`-th page of its
- * first a_len bytes, then forks B (a shared mapping's PTEs are not copied:
- * B starts with none), which writes every `b_stride`-th page of all of it.
- * B is returned (addr, len); *a gets A. memfd: a memfd instead of
- * MAP_SHARED|MAP_ANONYMOUS. */
-struct child spawn_pair(bool memfd, uint64_t len, uint64_t a_len, uint64_t a_stride, uint64_t b_stride, pid_t *a) {
-        struct child c = { .len = len };
+struct child spawn_pair(const struct pair_opts *o, pid_t *a) {
+        struct child c = { .len = o->len };
+        uint64_t len = o->len;
         uint64_t msg[2];
         int fds[2];
         assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
@@ -307,23 +303,33 @@ struct child spawn_pair(bool memfd, uint64_t len, uint64_t a_len, uint64_t a_str
                 close(fds[0]);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);   /* 4K folios whatever the knobs */
-                char *m;
-                if (memfd) {
+                char *m, *at = NULL;
+                int flags = 0;
+                if (o->align) {
+                        char *r = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        if (r == MAP_FAILED)
+                                _exit(2);
+                        at = (char *) (((uintptr_t) r + 2 * MiB - 1) & ~(uintptr_t) (2 * MiB - 1));
+                        flags = MAP_FIXED;
+                }
+                if (o->memfd) {
                         int fd = memfd_create("density-pair", 0);
                         if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
                                 _exit(2);
-                        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                        m = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | flags, fd, 0);
                 } else
-                        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                        m = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | flags, -1, 0);
                 if (m == MAP_FAILED)
                         _exit(2);
-                touch(m, a_len, a_stride * P4K);
+                touch(m, o->a_len, o->a_stride * P4K);
                 pid_t b = fork();
                 if (b < 0)
                         _exit(2);
                 if (b == 0) {
                         prctl(PR_SET_PDEATHSIG, SIGKILL);
-                        touch(m, len, b_stride * P4K);
+                        if (o->b_thp)
+                                prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+                        touch(m, o->b_len ? o->b_len : len, o->b_stride * P4K);
                         msg[0] = (uint64_t) getpid();
                         msg[1] = (uintptr_t) m;
                         if (write(fds[1], msg, sizeof(msg)) != sizeof(msg))

@@ -66,11 +66,18 @@ extern const unsigned sizes[3];
 uint64_t now_usec(void);
 void touch(char *m, uint64_t len, uint64_t stride);
 
-/* Two processes share a segment: A writes every `a_stride`-th page of its
- * first a_len bytes, then forks B, which writes every `b_stride`-th page
- * of all of it. B is returned (addr, len); *a gets A. memfd: a memfd
- * instead of MAP_SHARED|MAP_ANONYMOUS. */
-struct child spawn_pair(bool memfd, uint64_t len, uint64_t a_len, uint64_t a_stride, uint64_t b_stride, pid_t *a);
+/* Two processes share a segment of len bytes: A writes every
+ * `a_stride`-th page of its first a_len bytes at 4K (PR_SET_THP_DISABLE),
+ * then forks B (a shared mapping's PTEs are not copied: B starts with
+ * none), which writes every `b_stride`-th page of its first b_len bytes
+ * (0: all of it). B is returned (addr, len); *a gets A. */
+struct pair_opts {
+        bool memfd;             /* a memfd instead of MAP_SHARED|MAP_ANONYMOUS */
+        bool align;             /* at a 2M boundary (MAP_SHARED|MAP_ANONYMOUS) */
+        bool b_thp;             /* B allows THP again: MADV_COLLAPSE refuses a THP-disabled mm */
+        uint64_t len, a_len, a_stride, b_len, b_stride;
+};
+struct child spawn_pair(const struct pair_opts *o, pid_t *a);
 void reap_pair(struct child *b, pid_t a);
 
 /* exit_after_us: 0 = stay until killed; else exit that long after ready */

@@ -188,7 +188,9 @@ static void test_shmem_shared_object(void **state) {
                 /* the memfd's last 2M is left to B: the object is not
                  * whole, so its windows are read one by one (cachestat,
                  * mincore) */
-                struct child c = spawn_pair(memfd, 64 * MiB, memfd ? 62 * MiB : 64 * MiB, 1, 4, &a);
+                struct child c = spawn_pair(&(struct pair_opts) { .memfd = memfd, .len = 64 * MiB,
+                                                                  .a_len = memfd ? 62 * MiB : 64 * MiB,
+                                                                  .a_stride = 1, .b_stride = 4 }, &a);
                 const struct mthp_density_proc *p = sample(&c, true, &b, &s, &rep);
                 char label[64];
                 snprintf(label, sizeof(label), "%s, B maps 1/4 of a segment A filled", what);
@@ -224,7 +226,8 @@ static void test_shmem_shared_object(void **state) {
                 }
                 reap_pair(&c, a);
 
-                c = spawn_pair(memfd, 64 * MiB, 64 * MiB, 16, 32, &a);
+                c = spawn_pair(&(struct pair_opts) { .memfd = memfd, .len = 64 * MiB, .a_len = 64 * MiB,
+                                                     .a_stride = 16, .b_stride = 32 }, &a);
                 p = sample(&c, true, &b, &s, &rep);
                 snprintf(label, sizeof(label), "%s, 1/16 written by anyone", what);
                 print_kind(label, p, MTHP_SHMEM);
