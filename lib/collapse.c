@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,19 +88,12 @@ struct mthp_collapser {
         struct mthp_collapse_result tot;
 
         bool cap_fowner;                /* mincore tells any file's page cache */
-        /* for good: ENOSYS, or a seccomp filter's EPERM (on an object
-         * mincore would tell us about, so not the kernel's own refusal) */
-        bool no_cachestat;
+        bool no_cachestat;              /* for good (mthp_pc_object_count) */
         bool no_map_files;              /* EPERM: not CAP_CHECKPOINT_RESTORE */
 
         /* one pass */
         int pm_fd, pidfd;
-        /* shmem repair: the segment's object (map_files) of the mapping
-         * [obj_start, obj_end); obj_fd -1 and obj_tried: none to read */
-        int obj_fd;
-        bool obj_tried, obj_truthful, obj_no_cachestat;
-        uint64_t obj_start, obj_end;
-        void *obj_view;                 /* the mapping's range of it, PROT_READ, never touched: mincore */
+        struct mthp_pc_object obj;      /* shmem repair: the segment of the mapping at hand */
         char *text;
         size_t cap_text;
         struct cand *cand;              /* MTHP_COLLAPSE_TRACK_MAX each */
@@ -263,98 +255,25 @@ static int real_next_present(void *user, pid_t pid, uint64_t start, uint64_t end
         return 0;
 }
 
-static void obj_close(struct mthp_collapser *c) {
-        if (c->obj_view)
-                munmap(c->obj_view, c->obj_end - c->obj_start);
-        if (c->obj_fd >= 0)
-                close(c->obj_fd);
-        c->obj_view = NULL;
-        c->obj_fd = -1;
-        c->obj_tried = false;
-}
-
-static int obj_open(struct mthp_collapser *c, pid_t pid, uint64_t ms, uint64_t me) {
-        char path[80];
-        struct stat st;
-        obj_close(c);
-        c->obj_tried = true;
-        c->obj_start = ms;
-        c->obj_end = me;
-        if (c->no_map_files)
-                return -EPERM;
-        snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int) pid, (unsigned long long) ms,
-                 (unsigned long long) me);
-        int fd = mthp_host_open_file(c->host, path, O_RDONLY | O_CLOEXEC);
-        if (fd == -EPERM)
-                c->no_map_files = true;   /* no CAP_CHECKPOINT_RESTORE: for every process (EACCES: this one) */
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                return -EOPNOTSUPP;
-        }
-        if (c->cap_fowner || st.st_uid == geteuid())
-                (void) fcntl(fd, F_SETFL, O_NOATIME);
-        c->obj_fd = fd;
-        c->obj_truthful = mthp_mincore_truthful(fd, c->cap_fowner);
-        c->obj_no_cachestat = false;
-        return 0;
-}
-
-/* The segment's page cache over the PMD block at addr: cachestat, else
- * mincore of a view of the mapping's range mapped into us once a pass and
- * never touched (only where mincore tells the truth). Not fstat's
- * st_blocks, as the density sampler may: it counts swapped pages, which a
- * collapse would swap in. The object is opened once a pass
- * per mapping; O_NOATIME where we may: looking is not a use of a /dev/shm
- * file. */
+/* The segment's page cache over the PMD block at addr (lib/pagecache.c);
+ * the object is opened once a pass per mapping. */
 static int real_cached(void *user, pid_t pid, uint64_t ms, uint64_t me, uint64_t mo, uint64_t addr, unsigned *pages) {
         struct mthp_collapser *c = user;
-        int r;
-
-        if (!c->obj_tried || c->obj_start != ms || c->obj_end != me) {
-                r = obj_open(c, pid, ms, me);
+        if (!c->obj.tried || c->obj.start != ms || c->obj.end != me) {
+                if (c->no_map_files) {
+                        mthp_pc_object_close(&c->obj);
+                        return -EPERM;
+                }
+                int r = mthp_pc_object_open(&c->obj, c->host, pid, ms, me, c->cap_fowner);
+                if (r == -EPERM)
+                        c->no_map_files = true;   /* no CAP_CHECKPOINT_RESTORE: for every process (EACCES: this one) */
                 if (r < 0)
                         return r;
         }
-        if (c->obj_fd < 0)
-                return -EOPNOTSUPP;
-        uint64_t off = mo + (addr - ms), n;
-        if (!c->no_cachestat && !c->obj_no_cachestat) {
-                r = mthp_cachestat(c->obj_fd, off, c->pmd_bytes, &n);
-                if (r == 0) {
-                        *pages = (unsigned) (n < c->pmd_pages ? n : c->pmd_pages);
-                        return 0;
-                }
-                /* Linux 6.14+ refuses, as mincore would lie, another
-                 * user's file we may not write: that object alone */
-                if (r == -ENOSYS || (r == -EPERM && c->obj_truthful))
-                        c->no_cachestat = true;
-                else
-                        c->obj_no_cachestat = true;
-        }
-        if (!c->obj_truthful)
-                return -EOPNOTSUPP;
-        if (!c->obj_view) {
-                void *v = mmap(NULL, me - ms, PROT_READ, MAP_SHARED, c->obj_fd, (off_t) mo);
-                if (v == MAP_FAILED) {
-                        c->obj_truthful = false;   /* not again this pass */
-                        return -errno;
-                }
-                c->obj_view = v;
-        }
-        unsigned char vec[512];
-        unsigned k = 0;
-        for (uint64_t at = 0; at < c->pmd_bytes; at += sizeof(vec) * PAGE) {
-                size_t len = c->pmd_bytes - at < sizeof(vec) * PAGE ? c->pmd_bytes - at : sizeof(vec) * PAGE;
-                if (mincore((char *) c->obj_view + (addr - ms) + at, len, vec) < 0) {
-                        c->obj_truthful = false;
-                        return -errno;
-                }
-                for (size_t i = 0; i < len / PAGE; i++)
-                        k += vec[i] & 1;
-        }
-        *pages = k;
+        int r = mthp_pc_object_count(&c->obj, mo, addr, c->pmd_bytes, &c->no_cachestat);
+        if (r < 0)
+                return r;
+        *pages = (unsigned) r;
         return 0;
 }
 
@@ -424,7 +343,8 @@ int mthp_collapser_new(const struct mthp_host *h, const struct mthp_collapse_bud
                 return -ENOMEM;
         c->host = h;
         c->b = bb;
-        c->pm_fd = c->pidfd = c->obj_fd = -1;
+        c->pm_fd = c->pidfd = -1;
+        mthp_pc_object_init(&c->obj);
         c->cap_fowner = mthp_cap_fowner();
         c->ops = (struct mthp_collapse_ops) { real_scan, real_advise, mono_usec, c, real_next_present, real_cached };
         /* no PMD size (THP not built in): every run says -EOPNOTSUPP */
@@ -1042,7 +962,7 @@ static int run(struct mthp_collapser *c, pid_t pid, const char *cgroup, enum mth
                 goto out;
         r = pass(c, e, pid, t_usec, res);
 out:
-        obj_close(c);
+        mthp_pc_object_close(&c->obj);
         if (c->pm_fd >= 0)
                 close(c->pm_fd);
         if (c->pidfd >= 0)
