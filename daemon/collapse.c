@@ -90,12 +90,13 @@ static bool collapse_failed(struct daemon *d, int r, const char *what, const cha
 
 /* Shmem repair (ShmemCollapse=yes, the default): while mthpd's own raise
  * keeps 2M on for shmem and the host is not under memory pressure, the
- * recently sampled, faulting processes whose largest shmem mapping the
+ * recently sampled, faulting processes (in faults, or in the shmem pages
+ * they bring in: mthp_engine_proc_pages_rate) whose largest shmem mapping the
  * per-size knobs reach, aligned for 2M, but with sampled pages in small
  * folios (the page cache was filled before the raise, lib/density.c's
  * probe) get that mapping's aligned blocks they touched whose page cache
- * is dense (lib/collapse.c: whoever wrote it) collapsed, most faulting
- * first, within what is left of the tick's budget after Collapse=yes. A
+ * is dense (lib/collapse.c: whoever wrote it) collapsed, most pages
+ * faulted first, within what is left of the tick's budget after Collapse=yes. A
  * repair under way goes on, faulting or sampled or not, until
  * SHM_REPAIR_QUIET_PASSES passes in a row find nothing left (the probe
  * samples only a few pages) or the process is gone. A cgroup whose
@@ -191,6 +192,9 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
         if (d->snap.psi.present && d->snap.psi.some_avg10 >= d->cfg.engine.psi_some_max)
                 return; /* pressure: the engine lowers sizes now, copying memory would add to it */
         bool done[MTHP_ENGINE_PROCS] = { false };
+        double rate[MTHP_ENGINE_PROCS];
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                rate[j] = mthp_engine_proc_pages_rate(&d->cfg.engine, &d->caps, &d->engine, j, MTHP_SHMEM);
         for (;;) {
                 int best = -1;
                 for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
@@ -200,14 +204,23 @@ static void collapse_shmem(struct daemon *d, uint64_t t) {
                          * way still finds blocks (the probe samples a few pages) */
                         bool small = m->sampled >= 4 && m->large < m->sampled;
                         bool going = repair_going(repair_entry(d, p->pid, m->addr, false));
-                        /* a repair starts for a recently sampled, faulting
-                         * process; one under way goes on below, sampled or not */
-                        if (done[j] || !p->pid || p->thp_off || p->seen_tick + 3 < d->engine.tick ||
-                            p->fault_rate < d->cfg.engine.min_proc_fault_rate || m->reach != MTHP_SHM_PER_SIZE ||
+                        /* a repair starts for a recently sampled process
+                         * that faults, counted in faults or in the shmem
+                         * pages they bring in (where it uses 2M densely and
+                         * its faults were sampled by address, a shmem
+                         * fault counts 512: pgbench TPC-B's backends,
+                         * filling the pool with 2M folios, fault 10-50
+                         * times a second); one under way goes on below,
+                         * sampled or not */
+                        bool faults = p->fault_rate >= d->cfg.engine.min_proc_fault_rate ||
+                                      rate[j] >= d->cfg.engine.min_proc_fault_rate;
+                        if (done[j] || !p->pid || p->thp_off || p->seen_tick + 3 < d->engine.tick || !faults ||
+                            m->reach != MTHP_SHM_PER_SIZE ||
                             m->align_kb < d->caps.pmd_kb || m->bytes < (uint64_t) d->caps.pmd_kb * 1024 ||
                             !(small || going))
                                 continue;
-                        if (best < 0 || p->fault_rate > d->engine.proc[best].fault_rate)
+                        if (best < 0 || rate[j] > rate[best] ||
+                            (rate[j] == rate[best] && p->fault_rate > d->engine.proc[best].fault_rate))
                                 best = (int) j;
                 }
                 if (best < 0)

@@ -34,6 +34,22 @@ static double kind_rate(const struct mthp_engine_proc *m, enum mthp_kind kind, c
         return m->fault_rate * share * pages_per_fault;
 }
 
+double mthp_engine_proc_pages_rate(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                   const struct mthp_engine_state *st, unsigned j, enum mthp_kind kind) {
+        if (j >= MTHP_ENGINE_PROCS || !st->proc[j].pid)
+                return 0;
+        const struct mthp_engine_proc *m = &st->proc[j];
+        /* a split by memory held, or a lifetime average: a page a fault (a
+         * process holding a shared segment and faulting its heap would
+         * otherwise count as faulting folios of the top size) */
+        if (m->new_proc || (!m->fs_known && engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN))
+                return m->fault_rate * engine_fault_share(m, kind, true);
+        unsigned ladder[MTHP_SIZES_MAX], n = mthp_engine_ladder(cfg, caps, kind, ladder);
+        unsigned level = st->kind[kind].level;
+        return kind_rate(m, kind, caps, level && level <= n ? (int) ladder[level - 1] : -1,
+                         engine_keep_threshold(cfg, NULL));
+}
+
 /* Which processes count: recently seen, and faulting memory of this kind
  * both fast enough and with a real share of the kind's faults. A process
  * seen once has only a lifetime average (a 'sleep' that faulted 100 pages

@@ -237,6 +237,18 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
                                 const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
                                 unsigned *n_procs);
 
+/* Pure: what process j (an index into st->proc) faults of kind, in base
+ * pages a second, as the engine's density judgement counts it: its fault
+ * rate times its faults' share of the kind, times the pages of the kind's
+ * current top size where it uses that size densely (each fault then taken
+ * to bring in a folio of it), else one page a fault. A process that gets
+ * 2M folios faults 512 times less often for the same memory: its fault
+ * rate alone would call it idle. Only where its faults were sampled by
+ * address (now or before) and its rate is measured, not a lifetime
+ * average: else each fault is one page. 0 for an empty slot. */
+double mthp_engine_proc_pages_rate(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                   const struct mthp_engine_state *st, unsigned j, enum mthp_kind kind);
+
 /* Pure: the fault rates (4K pages/s) a raise needs and a step-down falls
  * below, at the host's 4K fault cost (0: unknown): RaiseFaultRate and
  * LowerFaultRate, or lower ones where faults at that cost take

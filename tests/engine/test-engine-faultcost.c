@@ -9,7 +9,8 @@
  * at "always" (no fallback), so the engine's demand is the workload's. At the
  * defaults (RaiseFaultRate 25000, LowerFaultRate 2500, RaiseFaultTime 2.5%)
  * and 11 us a fault, faults take 2.5% of a core at 2273 pages/s and the
- * lower rate is 227. */
+ * lower rate is 227. And what a process faults in pages
+ * (mthp_engine_proc_pages_rate), the rate the shmem repair starts on. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -274,6 +275,64 @@ static void test_wants_density_scaled(void **state) {
         assert_false(mthp_engine_wants_density(&h->e.cfg, &h->e.snap, &h->e.st));
 }
 
+/* mthp_engine_proc_pages_rate: what a process faults in pages, the rate
+ * the shmem repair starts on (daemon/collapse.c). pgbench TPC-B's
+ * backends, filling the buffer pool with 2M folios, fault ~50 times a
+ * second: 25,600 pages a second, not an idle process. */
+static void test_proc_pages_rate(void **state) {
+        struct host *h = *state;
+        struct mthp_engine_config *cfg = &h->e.cfg;
+        struct mthp_engine_state *st = &h->e.st;
+        unsigned ladder[MTHP_SIZES_MAX];
+        cfg->max_kb[MTHP_SHMEM] = 2048;
+        unsigned n = mthp_engine_ladder(cfg, &h->e.caps, MTHP_SHMEM, ladder);
+        assert_true(n > 1);
+        unsigned top = ladder[n - 1];
+        assert_int_equal(h->e.caps.sizes[top].kb, 2048);
+        struct mthp_engine_proc *m = &st->proc[3];
+        m->pid = 42;
+        m->fault_rate = 50;
+        m->fs[MTHP_SHMEM] = 9; /* 9 of 10 sampled faults in its shmem */
+        m->fs_other = 1;
+        m->w[MTHP_SHMEM][top] = 10;
+        m->u[MTHP_SHMEM][top] = 9.5; /* 0.95 of each 2M block: dense */
+        /* the kind at 4K (level 0): a fault is a page */
+        st->kind[MTHP_SHMEM].level = 0;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 45, 1e-9);
+        /* 2M on and used densely: a fault brings in 512 pages */
+        st->kind[MTHP_SHMEM].level = n;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 45 * 512, 1e-6);
+        /* sparse at 2M (0.5, below MaxBloat's 0.83): a fault is a page */
+        m->u[MTHP_SHMEM][top] = 5;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 45, 1e-9);
+        /* a level past the ladder (a reload shrank it): a page a fault */
+        m->u[MTHP_SHMEM][top] = 9.5;
+        st->kind[MTHP_SHMEM].level = n + 1;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 45, 1e-9);
+        /* its faults never sampled by address: split by memory held (here
+         * all shmem), a page a fault, whatever its density */
+        st->kind[MTHP_SHMEM].level = n;
+        m->fs[MTHP_SHMEM] = m->fs_other = 0;
+        m->rss_kb[MTHP_SHMEM] = 4096;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 50, 1e-9);
+        /* a split remembered from an earlier sampling counts again */
+        m->fs_known = true;
+        m->fs_last[MTHP_SHMEM] = 9;
+        m->fs_last_other = 1;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 45 * 512, 1e-6);
+        /* a lifetime average (first sight): a page a fault */
+        m->new_proc = true;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 45, 1e-9);
+        m->new_proc = false;
+        /* THP disabled for it: no size reaches its memory */
+        st->kind[MTHP_SHMEM].level = n;
+        m->thp_off = true;
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 3, MTHP_SHMEM), 0, 1e-9);
+        /* an empty slot, and one past the table */
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, 4, MTHP_SHMEM), 0, 1e-9);
+        assert_float_equal(mthp_engine_proc_pages_rate(cfg, &h->e.caps, st, MTHP_ENGINE_PROCS, MTHP_SHMEM), 0, 1e-9);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, host_setup, host_teardown)
 
 int main(void) {
@@ -286,6 +345,7 @@ int main(void) {
         T(test_raise_fault_time_setting),
                 T(test_lower_rate_scales),
                 T(test_wants_density_scaled),
+                T(test_proc_pages_rate),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
