@@ -436,6 +436,38 @@ rk_wait_shm_collapse() {
         return 1
 }
 
+# rk_shm_pmd_kb PID: the kB of PID's shmem mapped by PMDs (smaps
+# ShmemPmdMapped, summed); 0 when PID is gone or unreadable.
+rk_shm_pmd_kb() {
+        [[ -r /proc/$1/smaps ]] || { echo 0; return; }
+        awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0
+}
+
+# rk_poll_shm_pmd PID WANT_KB N: reads rk_shm_pmd_kb PID every 0.5 s, at
+# most N times, until it reaches WANT_KB. Sets RK_PMD_MAX (kB, the most it
+# read) and RK_PMD_SERIES (each read, MiB).
+rk_poll_shm_pmd() {
+        local i v
+        RK_PMD_MAX=0 RK_PMD_SERIES=""
+        for ((i = 0; i < $3 && RK_PMD_MAX < $2; i++)); do
+                sleep 0.5
+                v=$(rk_shm_pmd_kb "$1")
+                ((v > RK_PMD_MAX)) && RK_PMD_MAX=$v
+                RK_PMD_SERIES+="$((v >> 10)) "
+        done
+}
+
+# rk_need_pagemap_scan: skips unless the kernel is 6.7 or later:
+# PAGEMAP_SCAN, which mthpd's shmem repair needs (its probe of PMD-aligned
+# mappings and the collapser's scan).
+rk_need_pagemap_scan() {
+        local kmaj kmin
+        IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+        kmin=${kmin%%[!0-9]*}
+        ((${kmaj:-0} * 100 + ${kmin:-0} >= 607)) ||
+                rk_skip "kernel $(uname -r) has no PAGEMAP_SCAN (6.7): mthpd's shmem repair needs it"
+}
+
 # rk_attempts N SKIP FAIL: runs the caller's `attempt K` for K = 1..N (it
 # returns 0 in time, 1 late, 2 not judged) and exits 0 at the first in
 # time; none judged: skips with SKIP; else fails with FAIL (late attempts

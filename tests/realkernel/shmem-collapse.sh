@@ -47,11 +47,7 @@ root) rk_init shmem-collapse ;;
 *) echo "shmem-collapse.sh: the fifth argument is 'unit', '512k' or none, not '$MODE'" >&2; exit 2 ;;
 esac
 [[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
-# kernel >= 6.7: PAGEMAP_SCAN, which mthpd's shmem repair needs (its probe
-# of PMD-aligned mappings and the collapser's scan)
-IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
-kmin=${kmin%%[!0-9]*}
-((${kmaj:-0} * 100 + ${kmin:-0} >= 607)) || rk_skip "kernel $(uname -r) has no PAGEMAP_SCAN (6.7): mthpd's shmem repair needs it"
+rk_need_pagemap_scan
 # what explain says the repaired segment was: the probe of a 2M-aligned
 # mapping asks which pages are PMD-mapped, PFNs or not
 was="was not mapped by 2M folios"
@@ -89,13 +85,11 @@ fi
 # new shmem allocations, and the raise must stand while it runs
 rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=3 MinProcessFaultRate=100
 
-# ShmemPmdMapped of PID's mappings in kB (0 when unreadable)
-pmd_kb() { awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0; }
-# the most of N samples 100 ms apart
+# the most of N samples 100 ms apart (rk_shm_pmd_kb)
 pmd_max() {
         local i v m=0
         for ((i = 0; i < $2; i++)); do
-                v=$(pmd_kb "$1")
+                v=$(rk_shm_pmd_kb "$1")
                 ((v > m)) && m=$v
                 sleep 0.1
         done

@@ -29,21 +29,13 @@ MTHPD=$1 MTHPCTL=$2 WORKLOAD=$3
 rk_init shmem-repair-2m-faults
 
 [[ $(rk_pmd_kb) == 2048 ]] || rk_skip "PMD size is not 2M"
-# kernel >= 6.7: PAGEMAP_SCAN, which mthpd's shmem repair needs (its probe
-# of PMD-aligned mappings and the collapser's scan)
-IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
-kmin=${kmin%%[!0-9]*}
-((${kmaj:-0} * 100 + ${kmin:-0} >= 607)) || rk_skip "kernel $(uname -r) has no PAGEMAP_SCAN (6.7): mthpd's shmem repair needs it"
+rk_need_pagemap_scan
 # every size starts off: the first part of the segment is filled at 4K
 rk_sizes_never
 
 CONF=$RK_TMP/mthpd.conf
 rk_config "$CONF" AnonSizes=16K ShmemSizes=2M VerifyTicks=50 MinProcessFaultRate=100
 
-pmd_kb() {
-        [[ -r /proc/$1/smaps ]] || { echo 0; return; }
-        awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0
-}
 rss_kb() {
         [[ -r /proc/$1/smaps_rollup ]] || { echo 0; return; }
         awk '/^Rss:/ { print $2 }' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0
@@ -57,7 +49,7 @@ wl=$!
 rk_track $wl
 t_wl=$(rk_now_ms)
 sleep 2
-before=$(pmd_kb $wl)
+before=$(rk_shm_pmd_kb $wl)
 [[ $before == 0 ]] || rk_skip "the workload's segment is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
 rk_log "before mthpd: the workload's RSS $(($(rss_kb $wl) >> 10)) MiB, none PMD-mapped"
 
@@ -65,13 +57,8 @@ rk_log "before mthpd: the workload's RSS $(($(rss_kb $wl) >> 10)) MiB, none PMD-
 rk_start_stamped "$log" 9>&-
 mpid=$RK_MPID
 t0=$(rk_now_ms)
-after=0 series=""
-for ((i = 0; i < 80 && after < 507904; i++)); do
-        sleep 0.5
-        v=$(pmd_kb $wl)
-        ((v > after)) && after=$v
-        series+="$((v >> 10)) "
-done
+rk_poll_shm_pmd $wl 507904 80
+after=$RK_PMD_MAX
 t1=$(rk_now_ms)
 grep -qE '2M/shmem: [a-z]+ -> always' "$log" ||
         { rk_stop $mpid TERM 10; rk_skip "mthpd did not set 2M/shmem always on this host now (e.g. a memory-limited cgroup of another test holds raises back)"; }
@@ -89,7 +76,7 @@ if [[ -n $first ]] && ((first - raised < 60)); then
 fi
 passes=$(grep -cE "collapsed [0-9]+ region.*of pid $wl " "$log")
 mib=$(grep -oE "region\\(s\\), [0-9]+ MiB, of pid $wl " "$log" | awk '{ s += $2 } END { print s + 0 }')
-rk_log "ShmemPmdMapped MiB every 0.5 s after mthpd started: $series"
+rk_log "ShmemPmdMapped MiB every 0.5 s after mthpd started: $RK_PMD_SERIES"
 since=none
 [[ -n $first ]] && since="$((first - raised)) ms"
 rk_log "$passes collapse passes, $mib MiB, the first $since after the 2M raise; ShmemPmdMapped $((after >> 10)) MiB $((t1 - t0)) ms after mthpd started, $((t1 - t_wl)) ms after the workload"

@@ -32,11 +32,6 @@ rk_sizes_never
 
 rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=50 MinProcessFaultRate=100 CollapseBudget=2M
 
-pmd_kb() {
-        [[ -r /proc/$1/smaps ]] || { echo 0; return; }
-        awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0
-}
-
 log=$RK_TMP/mthpd.log
 # 9>&-: the workload must not hold the real-kernel lock
 "$WORKLOAD" --kind shmem --pattern dense --size 512M --hold --fill-seconds 6 --seconds 90 \
@@ -45,7 +40,7 @@ wl=$!
 rk_track $wl
 t_wl=$(rk_now_ms)
 sleep 3
-before=$(pmd_kb $wl)
+before=$(rk_shm_pmd_kb $wl)
 [[ $before == 0 ]] || rk_skip "the workload's segment is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
 
 "$MTHPD" -v -c "$RK_TMP/mthpd.conf" --state-dir "$(rk_state_dir)" --no-bus 2>"$log" 9>&- &
@@ -58,17 +53,12 @@ rk_wait_shm_collapse "$log" $mpid $wl mthp-workload 512 20 || { rk_stop $mpid TE
 first=$(rk_now_ms)
 ((first - t_wl < 6000)) || { rk_stop $mpid TERM 10; rk_skip "the first collapse came $((first - t_wl)) ms after the workload started, after its fill: this host was too slow to judge what happens when the faults stop"; }
 # the fill ends 6 s after the workload started; from then on it faults no more
-after=0 series=""
-for ((i = 0; i < 60 && after < 491520; i++)); do
-        sleep 0.5
-        v=$(pmd_kb $wl)
-        ((v > after)) && after=$v
-        series+="$((v >> 10)) "
-done
+rk_poll_shm_pmd $wl 491520 60
+after=$RK_PMD_MAX
 t1=$(rk_now_ms)
 passes=$(grep -cE "collapsed [0-9]+ region.*of pid $wl " "$log")
 mib=$(grep -oE "region\\(s\\), [0-9]+ MiB, of pid $wl " "$log" | awk '{ s += $2 } END { print s + 0 }')
-rk_log "ShmemPmdMapped MiB every 0.5 s after mthpd started: $series"
+rk_log "ShmemPmdMapped MiB every 0.5 s after mthpd started: $RK_PMD_SERIES"
 rk_log "$passes collapse passes, $mib MiB; ShmemPmdMapped $((after >> 10)) MiB $((t1 - t0)) ms after mthpd started"
 rk_log "workload: $(grep -E 'pages_per_s' "$RK_TMP/workload.out" | head -5 | tr '\n' ' ' | cut -c1-300)"
 ((after >= 491520)) || rk_fail "the segment is not PMD-mapped after the repair (ShmemPmdMapped at most $((after >> 10)) MiB, want >= 480): the repair stopped when the workload stopped faulting?"
