@@ -12,38 +12,9 @@
 #include "mthp/procfs.h"
 
 
-int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end) {
-        struct mthp_mapping m;
-        int r = mthp_proc_parse_maps_line(line, len, &m);
-        if (r < 0)
-                return r;
-        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_proc_mapping_kind(&m) != MTHP_ANON)
-                return 0;
-        uint64_t a = (m.start + pmd_bytes - 1) & ~(pmd_bytes - 1);
-        uint64_t b = m.end & ~(pmd_bytes - 1);
-        if (a < m.start || a >= b)      /* a < start: wrapped at the top of the address space */
-                return 0;
-        *first = a;
-        *end = b;
-        return 1;
-}
-
-int mthp_collapse_shm_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t lo, uint64_t hi,
-                                uint64_t *first, uint64_t *end) {
-        struct mthp_mapping m;
-        int r = mthp_proc_parse_maps_line(line, len, &m);
-        if (r < 0)
-                return r;
-        if (pmd_bytes == 0 || (pmd_bytes & (pmd_bytes - 1)) || mthp_proc_mapping_kind(&m) != MTHP_SHMEM)
-                return 0;
-        /* a PMD folio of the file maps only where address and file offset
-         * agree modulo its size (the kernel's transhuge_vma_suitable: EINVAL
-         * otherwise, for every block of the mapping) */
-        if ((m.start - m.offset) & (pmd_bytes - 1))
-                return 0;
-        uint64_t s = m.start > lo ? m.start : lo, e = m.end < hi ? m.end : hi;
-        if (s >= e)
-                return 0;
+/* The whole PMD blocks of [s, e): 1 and [*first, *end), or 0 if none
+ * (also where rounding up wrapped at the top of the address space). */
+static int pmd_blocks(uint64_t s, uint64_t e, uint64_t pmd_bytes, uint64_t *first, uint64_t *end) {
         uint64_t a = (s + pmd_bytes - 1) & ~(pmd_bytes - 1);
         uint64_t b = e & ~(pmd_bytes - 1);
         if (a < s || a >= b)
@@ -51,6 +22,36 @@ int mthp_collapse_shm_maps_line(const char *line, size_t len, uint64_t pmd_bytes
         *first = a;
         *end = b;
         return 1;
+}
+
+/* Parse a maps line of this kind: 1 and *m, 0 (another kind, or no usable
+ * PMD size), or -errno. */
+static int maps_line_of(const char *line, size_t len, uint64_t pmd_bytes, enum mthp_kind kind, struct mthp_mapping *m) {
+        int r = mthp_proc_parse_maps_line(line, len, m);
+        if (r < 0)
+                return r;
+        return pmd_bytes && !(pmd_bytes & (pmd_bytes - 1)) && mthp_proc_mapping_kind(m) == (int) kind;
+}
+
+int mthp_collapse_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t *first, uint64_t *end) {
+        struct mthp_mapping m;
+        int r = maps_line_of(line, len, pmd_bytes, MTHP_ANON, &m);
+        return r <= 0 ? r : pmd_blocks(m.start, m.end, pmd_bytes, first, end);
+}
+
+int mthp_collapse_shm_maps_line(const char *line, size_t len, uint64_t pmd_bytes, uint64_t lo, uint64_t hi,
+                                uint64_t *first, uint64_t *end) {
+        struct mthp_mapping m;
+        int r = maps_line_of(line, len, pmd_bytes, MTHP_SHMEM, &m);
+        if (r <= 0)
+                return r;
+        /* a PMD folio of the file maps only where address and file offset
+         * agree modulo its size (the kernel's transhuge_vma_suitable: EINVAL
+         * otherwise, for every block of the mapping) */
+        if ((m.start - m.offset) & (pmd_bytes - 1))
+                return 0;
+        uint64_t s = m.start > lo ? m.start : lo, e = m.end < hi ? m.end : hi;
+        return s < e ? pmd_blocks(s, e, pmd_bytes, first, end) : 0;
 }
 
 size_t mthp_collapse_merge(const struct mthp_collapse_block *prev, size_t n_prev, const uint64_t *cur, size_t n_cur,
