@@ -543,8 +543,15 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         if (d->tick_burst)
                 d->plan.burst_tick = d->engine.tick;
         d->tick_burst = false;
-        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits, look);
-        if (d->plan.early && d->plan.look)
+        /* a raise short of the top, on this tick's density: the next step
+         * of the climb a quarter Interval later */
+        bool climb = d->snap.density.valid && mthp_engine_climbing(&d->cfg.engine, &d->caps, &d->snap, &d->engine);
+        uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits, look, climb);
+        if (d->plan.early && climb) {
+                daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
+                mthp_log(LOG_DEBUG, "tick %llu: raised short of the top: next tick in %llu ms",
+                         (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
+        } else if (d->plan.early && d->plan.look)
                 mthp_log(LOG_DEBUG, "tick %llu: the fault burst goes on, no process to act on seen yet: next tick "
                          "in %llu ms", (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
         else if (d->plan.early) {

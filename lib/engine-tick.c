@@ -139,8 +139,19 @@ size_t mthp_engine_awaited_pids(const struct mthp_engine_config *cfg, const stru
         return n;
 }
 
+bool mthp_engine_climbing(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st) {
+        if (snap->dt <= 0 || !snap->density.valid)
+                return false;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (st->kind[k].last_change_tick == st->tick && st->kind[k].last_dir > 0 && st->kind[k].climb &&
+                    st->kind[k].verify_left > 0 && kind_has_room(cfg, caps, st, (enum mthp_kind) k))
+                        return true;
+        return false;
+}
+
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
-                        bool awaits, bool look) {
+                        bool awaits, bool look, bool climb) {
         bool was_early = plan->early, was_look = plan->look;
         uint64_t regular = was_early ? plan->regular_usec : tick_usec + interval_usec;
         uint64_t early = interval_usec / 4 > MTHP_TICK_EARLY_MIN_USEC ? interval_usec / 4 : MTHP_TICK_EARLY_MIN_USEC;
@@ -149,10 +160,14 @@ uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tic
         plan->early = plan->look = false;
         /* a look (none where an await starts: its early tick comes) is not
          * held by the spacing, and the tick it asks for may start an await */
-        bool as_look = look && !start;
-        bool held = as_look ? was_early
-                            : !start || (was_early && !was_look) ||
-                                      (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING);
+        bool as_look = (look && !start) || climb;
+        /* a climb goes on after an early tick too: each asks for a raise
+         * at its own tick, so the ladder bounds them, and the grid kept
+         * (regular) ends them within an Interval */
+        bool held = climb     ? false
+                    : as_look ? was_early
+                              : !start || (was_early && !was_look) ||
+                                        (plan->early_tick && tick < plan->early_tick + MTHP_TICK_EARLY_SPACING);
         if (held || early >= interval_usec || tick_usec + early >= regular)
                 return regular;
         plan->early = true;

@@ -708,6 +708,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 st->verify_from = st->level;
                 st->verify_left = cfg->verify_ticks;
                 st->level = k->target;
+                st->climb = false;
         } else if (k->target > st->level &&
                    st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
                    (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back)) {
@@ -721,6 +722,13 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 st->verify_from = st->level;
                 st->verify_left = cfg->verify_ticks;
                 st->level = k->target;
+                /* a process's density held it below the top: at the new
+                 * size it may read denser (mthp_engine_climbing) */
+                const struct density_verdict *v = &k->dens;
+                st->climb = v->measured && k->target == v->raise && k->target < k->n_ladder && !k->lim_capped &&
+                            !k->barred &&
+                            (v->raise_holder >= 0 ||
+                             (v->holder >= 0 && v->party[v->holder].proc >= 0 && !v->party[v->holder].capped));
         } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k)) {
                 st->level--;
                 snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
@@ -967,6 +975,7 @@ void mthp_engine_note_applied(const struct mthp_engine_config *cfg, const struct
                 if (level == k->level)
                         continue;
                 k->level = level;
+                k->climb = false;   /* the raise did not happen */
                 if (level <= k->verify_from)
                         k->verify_left = 0; /* nothing raised to verify */
         }

@@ -58,6 +58,11 @@ struct mthp_engine_kind {
         bool churn_grown;
         bool churn_beside;
         bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
+        /* the last raise stopped below the top of the ladder where a
+         * process's density held it (not a policy's sizes, a limited
+         * cgroup, a barred level, a blind step or a start grace):
+         * mthp_engine_climbing */
+        bool climb;
 };
 
 /* What the engine remembers of a process the density sampler saw: one
@@ -308,6 +313,24 @@ bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const stru
 bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                    const struct mthp_snapshot *snap, const struct mthp_engine_state *st);
 
+/* After a tick: did it raise a kind short of what it could reach (a
+ * probe a process's density stopped below the top of the kind's ladder,
+ * struct mthp_engine_kind climb, with room left: kind_has_room), at a
+ * tick that sampled density, and does the raise stand (a refused write
+ * undoes it: mthp_engine_note_applied)? Then the next
+ * tick comes a quarter Interval later (mthp_tick_next's climb), with
+ * fault samples taken at the new size: a workload that fills its memory
+ * as fast as it can reads denser at the larger sizes once the smaller
+ * ones are on (the blocks it fills are whole folios, not 4K pages half
+ * way through), so each step of the climb needs a tick. pgbench TPC-B
+ * under a root mthpd (2026-12-04, recording pgbench-tpcb.mthpd.11): shmem
+ * to 256K at +0.35 s of the server's start, 1M at +1.1 s, 2M at +2.1 s,
+ * each a regular tick after the last, while the backends filled the
+ * buffer pool at 55 MB/s: 100 MB of it in folios below 2M, for the
+ * repair to collapse later, and the run's first seconds slower. */
+bool mthp_engine_climbing(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, const struct mthp_engine_state *st);
+
 /* The processes whose faults wait for their address samples, fault-heavy
  * enough to speak, seen in the last few ticks (a superset of those
  * mthp_engine_awaits_samples counts: it takes this tick's only), the most
@@ -336,7 +359,10 @@ size_t mthp_engine_awaited_pids(const struct mthp_engine_config *cfg, const stru
  * alarm that brings a tick forward is off for MTHP_TICK_EARLY_SPACING
  * ticks after it, the look and its early tick among them: a workload that
  * faults in bursts may get a burst tick, a look and an early tick every 3
- * Intervals or so. */
+ * Intervals or so. A climb (climb: mthp_engine_climbing) asks for a tick
+ * a quarter Interval later too, after an early tick as well, not counted
+ * by the spacing: each needs a raise at its own tick, so the ladder bounds
+ * them, and the grid kept ends them within an Interval. */
 #define MTHP_TICK_EARLY_MIN_USEC 100000ULL
 #define MTHP_TICK_EARLY_SPACING 5
 struct mthp_tick_plan {
@@ -352,7 +378,7 @@ struct mthp_tick_plan {
  * time, the Interval interval_usec) is due, given whether it awaits
  * samples; updates plan. A zero plan is the start. */
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
-                        bool awaits, bool look);
+                        bool awaits, bool look, bool climb);
 
 /* The fault-burst wakeup (mthp_fault_alarm, daemon/faults.c): a tick
  * brought forward when the host starts to fault fast between two ticks,

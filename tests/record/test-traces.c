@@ -47,6 +47,7 @@ struct tick_outcome {
         bool limited_populated;   /* a populated limited cgroup of the test (limited-sparse) */
         bool awaits;              /* mthp_engine_awaits_samples() after the decision */
         uint64_t next_usec;       /* mthp_tick_next(): when the next tick is due after it */
+        bool climb;               /* mthp_engine_climbing(): it raised a kind short of its top */
         uint64_t t_usec;
         bool sampled;             /* the replay gave the engine this tick's density */
 };
@@ -118,7 +119,9 @@ static struct replay *replay_trace_time(const char *name, double raise_fault_tim
                 o->t_usec = snap.t_usec;
                 o->awaits = mthp_engine_awaits_samples(&rp->cfg.engine, &rp->caps, &snap, &st, NULL);
                 /* the daemon's ticks count from 1 */
-                o->next_usec = mthp_tick_next(&plan, snap.tick + 1, snap.t_usec, rp->cfg.interval_usec, o->awaits, false);
+                o->climb = snap.density.valid && mthp_engine_climbing(&rp->cfg.engine, &rp->caps, &snap, &st);
+                o->next_usec = mthp_tick_next(&plan, snap.tick + 1, snap.t_usec, rp->cfg.interval_usec, o->awaits, false,
+                                              o->climb);
                 o->density = snap.density;
                 for (unsigned c = 0; c < snap.n_limited; c++)
                         o->limited_populated = o->limited_populated ||
@@ -783,8 +786,38 @@ static void test_pgbench_unit_early_tick(void **state) {
                 }
 }
 
+/* A climb (mthp_engine_climbing). pgbench-tpcb-unit: shmem went to 512K
+ * at tick 4 (a backend's density held it there) and to 2M at tick 7,
+ * while the backends filled the buffer pool. Tick 4 climbs; the one that
+ * reaches the top, and the ticks that raise nothing, do not. (Tick 4
+ * stands in for the early tick tick 3's await asked for, so its next tick
+ * is tick 3's grid: the schedule itself is test_tick_next's.) A raise the
+ * kernel refused (mthp_engine_note_applied) does not climb. */
+static void test_climb_early_tick(void **state) {
+        (void) state;
+        struct replay *rp = replay_trace("pgbench-tpcb-unit");
+        uint64_t interval = rp->cfg.interval_usec;
+        int first = -1;
+        for (unsigned i = 0; i < rp->n && first < 0; i++)
+                if (rp->t[i].level[MTHP_SHMEM] > 0)
+                        first = (int) i;
+        int top = first_top(rp, MTHP_SHMEM);
+        assert_true(first > 0 && top > first);
+        assert_true(rp->t[first].climb);
+        assert_true(rp->t[first - 1].awaits);
+        assert_int_equal(rp->t[first].next_usec, rp->t[first - 1].t_usec + interval);
+        assert_false(rp->t[top].climb);
+        for (int i = 0; i < first; i++)
+                assert_false(rp->t[i].climb);
+        for (unsigned i = (unsigned) top; i < rp->n; i++)
+                if (rp->t[i].level[MTHP_SHMEM] <= rp->t[i - 1].level[MTHP_SHMEM] &&
+                    rp->t[i].level[MTHP_ANON] <= rp->t[i - 1].level[MTHP_ANON])
+                        assert_false(rp->t[i].climb);
+}
+
 /* Every trace: an early tick only where a tick starts to await samples,
- * at most one in MTHP_TICK_EARLY_SPACING ticks. */
+ * at most one in MTHP_TICK_EARLY_SPACING ticks, or where a tick raised a
+ * kind short of its top (a climb: each one a raise). */
 static void test_early_ticks_bounded(void **state) {
         (void) state;
         static const char *traces[] = { "dense-anon", "dense-shmem", "limited-sparse", "mixed-anon",
@@ -793,19 +826,51 @@ static void test_early_ticks_bounded(void **state) {
         for (size_t t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
                 struct replay *rp = replay_trace(traces[t]);
                 uint64_t interval = rp->cfg.interval_usec;
-                unsigned early = 0, last = 0;
+                unsigned early = 0, climbs = 0, last = 0, last_early = 0;
                 for (unsigned i = 0; i < rp->n; i++) {
-                        /* the recorded tick after an early one stands in for it */
-                        if (rp->t[i].next_usec == rp->t[i].t_usec + interval || (early && i == last + 1))
+                        bool stand_in = (early || climbs) && i == last + 1;
+                        if (rp->t[i].next_usec == rp->t[i].t_usec + interval)
                                 continue;
+                        /* the recorded tick after an early one stands in for
+                         * it (at the recorded time, its schedule is off the
+                         * grid); one that climbs again asks for the next */
+                        if (stand_in) {
+                                if (rp->t[i].climb)
+                                        last = i;
+                                continue;
+                        }
                         assert_int_equal(rp->t[i].next_usec, rp->t[i].t_usec + interval / 4);
+                        if (rp->t[i].climb) {
+                                bool raised = false;
+                                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                                        raised = raised || (i > 0 && rp->t[i].level[k] > rp->t[i - 1].level[k] &&
+                                                            rp->t[i].level[k] < rp->n_ladder[k]);
+                                assert_true(raised);
+                                climbs++;
+                                last = i;
+                                continue;
+                        }
                         assert_true(rp->t[i].awaits);
                         assert_true(i == 0 || !rp->t[i - 1].awaits);
-                        assert_true(early == 0 || i >= last + MTHP_TICK_EARLY_SPACING);
+                        assert_true(early == 0 || i >= last_early + MTHP_TICK_EARLY_SPACING);
                         early++;
-                        last = i;
+                        last = last_early = i;
                 }
-                print_message("%s: %u tick(s), %u early\n", traces[t], rp->n, early);
+                char at_ticks[128] = "";
+                unsigned all_climbs = 0;
+                for (unsigned i = 0; i < rp->n; i++)
+                        if (rp->t[i].climb) {
+                                size_t len = strlen(at_ticks);
+                                snprintf(at_ticks + len, sizeof(at_ticks) - len, " %llu",
+                                         (unsigned long long) rp->t[i].tick);
+                                all_climbs++;
+                        }
+                print_message("%s: %u tick(s), %u early, %u climbing (at ticks%s)\n", traces[t], rp->n, early,
+                              all_climbs, at_ticks);
+                /* a climb is a raise short of the top: a workload's start
+                 * has a few, each a step up the ladder */
+                if (all_climbs > 3)
+                        fail_msg("%s: %u climbing ticks in %u", traces[t], all_climbs, rp->n);
                 /* what the spacing cannot say: a workload's start asks for
                  * one, its steady run none (the pgbench servers: their
                  * start; the generators' processes hold no shared memory
@@ -847,6 +912,44 @@ static void replay_to_tick(const char *name, uint64_t tick) {
                         return;
         }
         fail_msg("%s: no tick %llu (%s)", name, (unsigned long long) tick, e < 0 ? err : "end of trace");
+}
+
+/* A climb needs the raise to stand: tick 4 of pgbench-tpcb-unit raised
+ * shmem to 512K, a backend's density holding it there; with the write of
+ * its top size refused (mthp_engine_note_applied puts the level back) no
+ * early tick is asked for (each tick would raise and be refused again,
+ * four ticks an Interval). Nor with the sizes above 512K barred, nor
+ * when the raise was not a density's (a blind step, a start grace). */
+static void test_climb_needs_the_raise(void **state) {
+        (void) state;
+        replay_to_tick("pgbench-tpcb-unit", 4);
+        const struct mthp_engine_config *cfg = &at.cfg.engine;
+        struct mthp_engine_kind *k = &at.st.kind[MTHP_SHMEM];
+        assert_true(k->level > 0 && k->climb);
+        assert_true(mthp_engine_climbing(cfg, &at.caps, &at.snap, &at.st));
+        struct mthp_engine_state saved = at.st;
+        unsigned ladder[MTHP_SIZES_MAX];
+        unsigned n = mthp_engine_ladder(cfg, &at.caps, MTHP_SHMEM, ladder);
+        assert_true(k->level < n);
+        bool failed[MTHP_KNOBS_MAX] = { false };
+        failed[at.caps.sizes[ladder[k->level - 1]].knob[MTHP_SHMEM]] = true;
+        mthp_engine_note_applied(cfg, &at.caps, &at.st, failed);
+        assert_true(at.st.kind[MTHP_SHMEM].level < saved.kind[MTHP_SHMEM].level);
+        assert_false(mthp_engine_climbing(cfg, &at.caps, &at.snap, &at.st));
+        at.st = saved;
+        /* the next level barred after a failure: no room */
+        k->ceiling = k->level + 1;
+        k->ceiling_until = at.st.tick + 10;
+        assert_false(mthp_engine_climbing(cfg, &at.caps, &at.snap, &at.st));
+        at.st = saved;
+        k->climb = false;
+        assert_false(mthp_engine_climbing(cfg, &at.caps, &at.snap, &at.st));
+        at.st = saved;
+        /* a tick without density */
+        at.snap.density.valid = false;
+        assert_false(mthp_engine_climbing(cfg, &at.caps, &at.snap, &at.st));
+        at.snap.density.valid = true;
+        assert_true(mthp_engine_climbing(cfg, &at.caps, &at.snap, &at.st));
 }
 
 /* An early tick only where the samples can bring a raise (review of the
@@ -968,61 +1071,76 @@ static void test_tick_next(void **state) {
         (void) state;
         struct mthp_tick_plan p = { 0 };
         const uint64_t s = 1000000;
-        assert_int_equal(mthp_tick_next(&p, 1, 10 * s, s, false, false), 11 * s);
+        assert_int_equal(mthp_tick_next(&p, 1, 10 * s, s, false, false, false), 11 * s);
         /* tick 2 starts to await: the next a quarter later, then tick 2's + 1 s */
-        assert_int_equal(mthp_tick_next(&p, 2, 11 * s, s, true, false), 11 * s + s / 4);
-        assert_int_equal(mthp_tick_next(&p, 3, 11 * s + s / 4, s, true, false), 12 * s);
+        assert_int_equal(mthp_tick_next(&p, 2, 11 * s, s, true, false, false), 11 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&p, 3, 11 * s + s / 4, s, true, false, false), 12 * s);
         /* still awaiting: no early tick */
-        assert_int_equal(mthp_tick_next(&p, 4, 12 * s, s, true, false), 13 * s);
-        assert_int_equal(mthp_tick_next(&p, 5, 13 * s, s, false, false), 14 * s);
+        assert_int_equal(mthp_tick_next(&p, 4, 12 * s, s, true, false, false), 13 * s);
+        assert_int_equal(mthp_tick_next(&p, 5, 13 * s, s, false, false, false), 14 * s);
         /* awaiting again, within the spacing of tick 2: none */
-        assert_int_equal(mthp_tick_next(&p, 6, 14 * s, s, true, false), 15 * s);
-        assert_int_equal(mthp_tick_next(&p, 7, 15 * s, s, false, false), 16 * s);
+        assert_int_equal(mthp_tick_next(&p, 6, 14 * s, s, true, false, false), 15 * s);
+        assert_int_equal(mthp_tick_next(&p, 7, 15 * s, s, false, false, false), 16 * s);
         /* tick 2 + MTHP_TICK_EARLY_SPACING: one again */
         uint64_t tk = 2 + MTHP_TICK_EARLY_SPACING;
-        assert_int_equal(mthp_tick_next(&p, tk, 16 * s, s, true, false), 16 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&p, tk, 16 * s, s, true, false, false), 16 * s + s / 4);
         /* an early tick that starts to await: not a second in a row */
         struct mthp_tick_plan q = { .early = true, .regular_usec = 21 * s };
-        assert_int_equal(mthp_tick_next(&q, 20, 20 * s + s / 4, s, true, false), 21 * s);
+        assert_int_equal(mthp_tick_next(&q, 20, 20 * s + s / 4, s, true, false, false), 21 * s);
         assert_false(q.early);
         /* a look (a burst tick that saw nobody to act on): a quarter
          * later; that tick may start to await and ask for its own early
          * tick, then the grid of the burst tick */
         struct mthp_tick_plan b = { 0 };
-        assert_int_equal(mthp_tick_next(&b, 30, 30 * s, s, false, true), 30 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&b, 30, 30 * s, s, false, true, false), 30 * s + s / 4);
         assert_true(b.early && b.look);
-        assert_int_equal(mthp_tick_next(&b, 31, 30 * s + s / 4, s, true, false), 30 * s + s / 2);
+        assert_int_equal(mthp_tick_next(&b, 31, 30 * s + s / 4, s, true, false, false), 30 * s + s / 2);
         assert_true(b.early && !b.look);
-        assert_int_equal(mthp_tick_next(&b, 32, 30 * s + s / 2, s, true, false), 31 * s);
+        assert_int_equal(mthp_tick_next(&b, 32, 30 * s + s / 2, s, true, false, false), 31 * s);
         assert_false(b.early);
         /* a look that awaits nothing either: the grid */
         struct mthp_tick_plan c = { 0 };
-        assert_int_equal(mthp_tick_next(&c, 30, 30 * s, s, false, true), 30 * s + s / 4);
-        assert_int_equal(mthp_tick_next(&c, 31, 30 * s + s / 4, s, false, false), 31 * s);
+        assert_int_equal(mthp_tick_next(&c, 30, 30 * s, s, false, true, false), 30 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&c, 31, 30 * s + s / 4, s, false, false, false), 31 * s);
         /* a tick that starts to await and is a burst tick: the await's
          * early tick, counted by the spacing */
         struct mthp_tick_plan w = { 0 };
-        assert_int_equal(mthp_tick_next(&w, 70, 70 * s, s, true, true), 70 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&w, 70, 70 * s, s, true, true, false), 70 * s + s / 4);
         assert_false(w.look);
         assert_int_equal(w.early_tick, 70);
         /* never a look right after an early tick, nor two looks in a row */
         struct mthp_tick_plan e = { .early = true, .regular_usec = 41 * s };
-        assert_int_equal(mthp_tick_next(&e, 40, 40 * s + s / 4, s, false, true), 41 * s);
+        assert_int_equal(mthp_tick_next(&e, 40, 40 * s + s / 4, s, false, true, false), 41 * s);
         struct mthp_tick_plan l = { 0 };
-        assert_int_equal(mthp_tick_next(&l, 50, 50 * s, s, false, true), 50 * s + s / 4);
-        assert_int_equal(mthp_tick_next(&l, 51, 50 * s + s / 4, s, false, true), 51 * s);
+        assert_int_equal(mthp_tick_next(&l, 50, 50 * s, s, false, true, false), 50 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&l, 51, 50 * s + s / 4, s, false, true, false), 51 * s);
         /* the spacing of an earlier early tick does not hold a look back */
         struct mthp_tick_plan m = { 0 };
-        assert_int_equal(mthp_tick_next(&m, 60, 60 * s, s, true, false), 60 * s + s / 4);
-        assert_int_equal(mthp_tick_next(&m, 61, 60 * s + s / 4, s, false, false), 61 * s);
-        assert_int_equal(mthp_tick_next(&m, 62, 61 * s, s, false, true), 61 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&m, 60, 60 * s, s, true, false, false), 60 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&m, 61, 60 * s + s / 4, s, false, false, false), 61 * s);
+        assert_int_equal(mthp_tick_next(&m, 62, 61 * s, s, false, true, false), 61 * s + s / 4);
         /* but the look's own await does */
-        assert_int_equal(mthp_tick_next(&m, 63, 61 * s + s / 4, s, true, false), 62 * s);
+        assert_int_equal(mthp_tick_next(&m, 63, 61 * s + s / 4, s, true, false, false), 62 * s);
+        /* a climb: a quarter later, after an early tick too, not counted
+         * by the spacing; the grid kept ends it */
+        struct mthp_tick_plan k = { 0 };
+        assert_int_equal(mthp_tick_next(&k, 80, 80 * s, s, false, false, true), 80 * s + s / 4);
+        assert_true(k.early && k.look);
+        assert_int_equal(mthp_tick_next(&k, 81, 80 * s + s / 4, s, false, false, true), 80 * s + s / 2);
+        assert_int_equal(mthp_tick_next(&k, 82, 80 * s + s / 2, s, false, false, true), 80 * s + 3 * s / 4);
+        assert_int_equal(mthp_tick_next(&k, 83, 80 * s + 3 * s / 4, s, false, false, true), 81 * s);
+        assert_false(k.early);
+        assert_int_equal(k.early_tick, 0);
+        /* a climb that starts to await: the climb's tick, and the await's
+         * samples are on it (no second early tick after it) */
+        struct mthp_tick_plan a = { 0 };
+        assert_int_equal(mthp_tick_next(&a, 90, 90 * s, s, true, false, true), 90 * s + s / 4);
+        assert_int_equal(mthp_tick_next(&a, 91, 90 * s + s / 4, s, true, false, false), 91 * s);
         /* the floor: 100 ms at a 200 ms interval, nothing at 100 ms */
         struct mthp_tick_plan r = { 0 };
-        assert_int_equal(mthp_tick_next(&r, 1, s, 200000, true, false), s + MTHP_TICK_EARLY_MIN_USEC);
+        assert_int_equal(mthp_tick_next(&r, 1, s, 200000, true, false, false), s + MTHP_TICK_EARLY_MIN_USEC);
         struct mthp_tick_plan u = { 0 };
-        assert_int_equal(mthp_tick_next(&u, 1, s, 100000, true, false), s + 100000);
+        assert_int_equal(mthp_tick_next(&u, 1, s, 100000, true, false, false), s + 100000);
         assert_false(u.early);
 }
 
@@ -1186,6 +1304,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_pgbench_unit_walwriter_zeros),
                 cmocka_unit_test(test_pgbench_tpcb_fault_time_raises),
                 cmocka_unit_test(test_pgbench_unit_early_tick),
+                cmocka_unit_test(test_climb_early_tick),
+                cmocka_unit_test(test_climb_needs_the_raise),
                 cmocka_unit_test(test_early_ticks_bounded),
                 cmocka_unit_test(test_awaits_needs_room),
                 cmocka_unit_test(test_awaited_pids),
