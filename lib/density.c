@@ -555,7 +555,11 @@ static struct mthp_density_size size_of(unsigned kb, const struct acc *a) {
                 .read_pages = a->read,
                 .zero_pages = a->zero,
                 .zero_base_pages = a->zero_base,
-                .zero_fraction = a->zero_den > 0 ? a->zero_num / a->zero_den : NAN,
+                /* over every full block read: an all-zero mapping's
+                 * subpages count as touched (content is not use), so a
+                 * zero-writer's small heap and stack do not speak for its
+                 * buffer of zeros; NAN where no mapping read held data */
+                .zero_fraction = a->zero_den > 0 ? a->zero_num / a->read_den : NAN,
                 .zero_data_fraction = a->zd_den > 0 && a->zd_den >= ZERO_DATA_MIN_SHARE * a->read_den
                                               ? a->zd_num / a->zd_den : NAN,
         };
@@ -567,7 +571,8 @@ static void fold(struct mthp_density_sampler *s, struct proc_ctx *c, struct mthp
                 /* Content is not use: a mapping whose every subpage read holds
                  * only zeros may be untouched or written with zeros (calloc,
                  * memset, will-it-scale's page_fault1), so it says nothing of
-                 * bloat. Zeros count only in mappings that hold some data. */
+                 * bloat. Zeros count only in mappings that hold some data;
+                 * the subpages of the others count as touched (read_den). */
                 bool data = s->reg[rec->kind][rec->reg].data, hg = s->reg[rec->kind][rec->reg].hg;
                 for (unsigned i = 0; i < s->n_sizes; i++) {
                         if (!rec->read[i])

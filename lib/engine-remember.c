@@ -195,8 +195,8 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                  * of session 15, tick 29). By content (the size on)
                                  * below a new densest sample, no more than MaxBloat
                                  * past what presence or the densest sample showed
-                                 * (peak_base_kb): the zero share leaves out mappings
-                                 * where no read found data, so content alone must
+                                 * (peak_base_kb): the zero share counts mappings where
+                                 * no read found data as touched, so content alone must
                                  * not ratchet it up tick by tick. The churn rule
                                  * then allows MaxBloat on top: (1 + MaxBloat)^2 of
                                  * the base, 1.44 at 20%. A new densest sample by

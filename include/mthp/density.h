@@ -19,7 +19,9 @@
  *    off: it says how much a folio of that size would hold that is used.
  *  - zero_fraction: of the subpages of blocks whose every page is touched, the
  *    share that is all zeros (read with process_vm_readv) inside a large
- *    folio, counted only in mappings where some subpage read holds data.
+ *    folio, zeros counted only in mappings where some subpage read holds
+ *    data; a mapping whose reads hold only zeros counts its subpages as
+ *    touched (below).
  *    Meaningful once a size is on: pagemap then shows whole folios present,
  *    and the zeros beside data are the bloat. A zero page that is a folio
  *    of its own (a 4K folio, /proc/kpageflags: neither COMPOUND_HEAD nor
@@ -35,11 +37,18 @@
  *    from before the raise (density-window.c tally_read: PAGEMAP_SCAN's
  *    PAGE_IS_HUGE, Linux 6.7); otherwise every zero counts. Content is
  *    not use: an all-zero mapping may be untouched or written with zeros
- *    (calloc, memset, page_fault1), so it is left out (a mapping, not a
- *    window: too few reads fall in one window to tell), and a process that
+ *    (calloc, memset, page_fault1), so its zeros count for nothing (a
+ *    mapping, not a window: too few reads fall in one window to tell): its
+ *    subpages are in the share's denominator as touched, so a zero-writer's
+ *    heap and stack, half zeros beside their data, do not speak for its
+ *    128 MiB buffer of zeros (recording zero-anon.mthpd.149 of 2026-12-04:
+ *    0.5 read at 16K from them alone, 0.63 used, and page_fault1 stepped
+ *    down from 2M a tick after the raise, 0.19x of 2M); a process that
  *    writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
- *    dense here; its coverage before the raise is what shows it sparse.
+ *    dense here; its coverage before the raise is what shows it sparse, and
+ *    that bars only the raise: started while another process holds the size
+ *    on, it keeps the size (and 1/usage times its 4K RSS).
  *    And content is a moment: a program that maps a buffer, populates it
  *    whole and writes it page by page (stress-ng --vm) reads anywhere from
  *    0 to 1 zero depending on when the sample falls, though it holds the
@@ -52,7 +61,7 @@
  *    measured (tests/bench/touch-signals; README "Use, not content"): the
  *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a
  *    PTE-mapped large folio: exact on re-touched memory, zeros or not), for
- *    the mappings left out above and only for memory older than the clear
+ *    the all-zero mappings above and only for memory older than the clear
  *    (x86 faults PTEs in young: a fresh folio reads used whole; a PMD-mapped
  *    2M folio has one bit; memory written once and left reads unused).
  *    Soft-dirty and page_idle are not built into this kernel (page_idle is

@@ -134,7 +134,7 @@ struct mthp_engine_proc {
          * the smoothed one): peak_base_kb; or by content with the size on
          * (dense enough to raise, not its densest), but then no more than
          * (1 + MaxBloat) of peak_base_kb, so content alone, which
-         * leaves out mappings where no read found data, cannot ratchet it
+         * counts mappings where no read found data as touched, cannot ratchet it
          * up tick by tick (the churn rule allows MaxBloat on top: (1 +
          * MaxBloat)^2 of the base). A churning process whose
          * peak is dense and whose RSS has not grown beyond (1 + MaxBloat)

@@ -450,7 +450,11 @@ static void test_thp_zeros_ahead(void **state) {
  * beside its data; with 4 of 36 (11%) it reads them. 64 reads a window
  * make the data window's data certain to be read. Without the share rule,
  * recording zero-anon.mthpd.47 read 0.42-0.75 from the heap and stack and
- * the churn rule stepped page_fault1 down (0.55x of all-always). */
+ * the churn rule stepped page_fault1 down (0.55x of all-always).
+ * zero_fraction counts the buffer's subpages as touched: its zeros are
+ * the data window's over all 33 (36) windows read, a few percent (it read
+ * half, the data window's alone, and the engine's usage took 0.5 at 16K
+ * for the whole process: recording zero-anon.mthpd.149 of 2026-12-04). */
 static void zeros_beside_data(enum pattern p, uint64_t data, double *zf, double *zd) {
         struct mthp_density_budget b = roomy();
         struct mthp_density_sampler *s;
@@ -475,9 +479,10 @@ static void test_zero_data_share(void **state) {
         (void) state;
         double zf, zd;
         zeros_beside_data(THP_ZEROS_DATA1, 2 * MiB, &zf, &zd);
-        assert_true(zf >= 0.3 && zf <= 0.7);   /* its data window was read: half zeros */
+        assert_true(zf > 0 && zf <= 0.05);     /* its data window was read: half zeros, of 33 */
         assert_true(isnan(zd));                /* 1 window of 33 says nothing */
         zeros_beside_data(THP_ZEROS_DATA4, 8 * MiB, &zf, &zd);
+        assert_true(zf > 0 && zf <= 0.1);      /* 4 windows of 36, half zeros */
         assert_true(zd >= 0.3 && zd <= 0.7);   /* 4 of 36 do */
 }
 
