@@ -545,7 +545,7 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         d->tick_burst = false;
         /* a raise short of the top, on this tick's density: the next step
          * of the climb a quarter Interval later */
-        bool climb = d->snap.density.valid && mthp_engine_climbing(&d->cfg.engine, &d->caps, &d->snap, &d->engine);
+        bool climb = mthp_engine_climbing(&d->cfg.engine, &d->caps, &d->snap, &d->engine);
         uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits, look, climb);
         if (d->plan.early && climb) {
                 daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);

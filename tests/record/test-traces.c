@@ -119,7 +119,7 @@ static struct replay *replay_trace_time(const char *name, double raise_fault_tim
                 o->t_usec = snap.t_usec;
                 o->awaits = mthp_engine_awaits_samples(&rp->cfg.engine, &rp->caps, &snap, &st, NULL);
                 /* the daemon's ticks count from 1 */
-                o->climb = snap.density.valid && mthp_engine_climbing(&rp->cfg.engine, &rp->caps, &snap, &st);
+                o->climb = mthp_engine_climbing(&rp->cfg.engine, &rp->caps, &snap, &st);
                 o->next_usec = mthp_tick_next(&plan, snap.tick + 1, snap.t_usec, rp->cfg.interval_usec, o->awaits, false,
                                               o->climb);
                 o->density = snap.density;
