@@ -443,6 +443,23 @@ rk_shm_pmd_kb() {
         awk '/^ShmemPmdMapped:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps" 2>/dev/null || echo 0
 }
 
+# rk_start_shm_4k FILL_S SETTLE_S: starts mthp-workload on a 512 MiB
+# shared segment it fills densely over FILL_S seconds and holds (90 s at
+# most), tracked, without the real-kernel lock; waits SETTLE_S and skips
+# unless none of it is PMD-mapped (the 4K page cache a repair test needs).
+# Sets RK_WL (its pid) and RK_WL_MS (rk_now_ms at its start).
+rk_start_shm_4k() {
+        local before
+        "$WORKLOAD" --kind shmem --pattern dense --size 512M --hold --fill-seconds "$1" --seconds 90 \
+                >"$RK_TMP/workload.out" 2>&1 9>&- &
+        RK_WL=$!
+        rk_track $RK_WL
+        RK_WL_MS=$(rk_now_ms)
+        sleep "$2"
+        before=$(rk_shm_pmd_kb $RK_WL)
+        [[ $before == 0 ]] || rk_skip "the workload's segment is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
+}
+
 # rk_poll_shm_pmd PID WANT_KB N: reads rk_shm_pmd_kb PID every 0.5 s, at
 # most N times, until it reaches WANT_KB. Sets RK_PMD_MAX (kB, the most it
 # read) and RK_PMD_SERIES (each read, MiB).

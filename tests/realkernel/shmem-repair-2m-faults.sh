@@ -42,15 +42,8 @@ rss_kb() {
 }
 
 log=$RK_TMP/mthpd.log
-# 9>&-: the workload must not hold the real-kernel lock
-"$WORKLOAD" --kind shmem --pattern dense --size 512M --hold --fill-seconds 24 --seconds 90 \
-        >"$RK_TMP/workload.out" 2>&1 9>&- &
-wl=$!
-rk_track $wl
-t_wl=$(rk_now_ms)
-sleep 2
-before=$(rk_shm_pmd_kb $wl)
-[[ $before == 0 ]] || rk_skip "the workload's segment is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
+rk_start_shm_4k 24 2
+wl=$RK_WL t_wl=$RK_WL_MS
 rk_log "before mthpd: the workload's RSS $(($(rss_kb $wl) >> 10)) MiB, none PMD-mapped"
 
 # each line stamped with the ms it was read (rk_start_stamped)

@@ -33,15 +33,8 @@ rk_sizes_never
 rk_config "$RK_TMP/mthpd.conf" AnonSizes=16K ShmemSizes=2M VerifyTicks=50 MinProcessFaultRate=100 CollapseBudget=2M
 
 log=$RK_TMP/mthpd.log
-# 9>&-: the workload must not hold the real-kernel lock
-"$WORKLOAD" --kind shmem --pattern dense --size 512M --hold --fill-seconds 6 --seconds 90 \
-        >"$RK_TMP/workload.out" 2>&1 9>&- &
-wl=$!
-rk_track $wl
-t_wl=$(rk_now_ms)
-sleep 3
-before=$(rk_shm_pmd_kb $wl)
-[[ $before == 0 ]] || rk_skip "the workload's segment is PMD-mapped before mthpd runs (ShmemPmdMapped $before kB): the 4K page cache this test needs was not made"
+rk_start_shm_4k 6 3
+wl=$RK_WL t_wl=$RK_WL_MS
 
 "$MTHPD" -v -c "$RK_TMP/mthpd.conf" --state-dir "$(rk_state_dir)" --no-bus 2>"$log" 9>&- &
 mpid=$!
