@@ -24,6 +24,7 @@ struct party {
         double raise_usage;
         bool capped;              /* keep limited by its Sizes=, not by density */
         bool grace;               /* a cgroup in its start grace (engine_cgroup_grace) */
+        unsigned gain;            /* highest level with a block of its (a policy: its ceiling) */
 };
 
 struct density_verdict {
