@@ -327,10 +327,13 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };
+                unsigned blocks = 0; /* the highest level it has a block of, as far as r went */
                 for (unsigned r = 0; r < cap; r++) {
                         /* at a size that is madvise now, its hg mappings have the
                          * folios already: the others alone say what always costs */
                         double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
+                        if (!isnan(u))
+                                blocks = r + 1;
                         /* a churning process that read dense once and holds
                          * no more than it held then: the zeros are a write it
                          * had not finished, in memory it holds at any size
@@ -373,9 +376,8 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
                 /* the sizes it has blocks of, up to its raise ceiling */
-                for (unsigned r = 0; r < pt->raise && !ahead; r++)
-                        if (!isnan(engine_remembered_raise(m, kind, ladder[r], madvised[r])))
-                                pt->gain = r + 1;
+                if (!ahead)
+                        pt->gain = blocks < pt->raise ? blocks : pt->raise;
         }
 }
 
