@@ -39,6 +39,12 @@ struct density_verdict {
         bool madvise[MTHP_SIZES_MAX];  /* per rung: madvise wished above the level */
         char outranked[200];      /* parties whose objection or wish lost, for the explanation */
         int grace;                /* a party in its start grace that accepts keep, or -1 */
+        /* the raise the fault rates of those it would give folios fell
+         * short of (engine_judge_density): the level it was cut from (0:
+         * none), their pages/s, the rate a raise needs, the fastest of them */
+        unsigned short_raise;
+        double short_rate, short_need;
+        int short_party;
 };
 
 #define PROC_DECAY 0.5             /* per tick: a sample counts half as much a tick later */

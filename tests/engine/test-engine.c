@@ -2041,6 +2041,30 @@ static void test_density_small_share_no_veto(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "pid 1101");
 }
 
+/* A raise needs the faults of those it gives folios to: one dense
+ * process at 15,000 pages/s while 100,000 come from processes no sample
+ * judged (a shell loop's children) raises nothing, and the hold says why;
+ * a second one at 15,000 makes 30,000 >= RaiseFaultRate (25,000), and anon
+ * goes to 2M. */
+static void test_density_raise_needs_its_faults(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1300, 1, 0);
+        dens_proc(&v.proc[1], 1301, 1, 0);
+        v.proc[0].fault_rate = v.proc[1].fault_rate = 15000;
+        w.dens = &v;
+        sim_run(s, &w, 6);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "no higher: the processes a raise would give folios to fault "
+                                                   "15000 pages/s (the most: pid 1300 (proc1300, 15000 faults/s)), "
+                                                   "a raise needs 25000");
+        v.n_procs = 2;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+}
+
 /* Two processes, pid dense everywhere and pid + 1 at 0.874 of each 1M
  * and 2M block (as a pgbench backend read in the first tick of a run):
  * the raise stops at 512K. */
@@ -3156,6 +3180,7 @@ int main(void) {
                 T(test_density_unmeasured_process_waits),
                 T(test_density_memory_outweighs_odd_sample),
                 T(test_density_small_share_no_veto),
+                T(test_density_raise_needs_its_faults),
                 T(test_density_first_sight_waits),
                 T(test_gone_process_bars_no_raise),
                 T(test_quiet_process_bars_no_raise),

@@ -31,7 +31,12 @@
 # raised in them, so it did not apply; pgbench-select-burst: --mthpd-caps
 # root --configs all,mthpd --reps 5 --real-seconds 30 --scenario
 # pgbench-select --mthpd-config (CollapseBudget=256M) on de5b01d, rep 3's
-# mthpd run, whose fault-burst tick 3 came before the backends). A new trace needs the golden output of simulate
+# mthpd run, whose fault-burst tick 3 came before the backends; mixed-burst,
+# mixed-blind and mixed-shell: --mthpd-caps root --configs 4K,2M,all,mthpd
+# --reps 5 --scenario mixed (mixed-burst, mixed-blind: runs 142 and 133 on
+# dc4f9cb; mixed-shell: --configs 4K,all,mthpd, run 18 on 7516063);
+# sparse-shell: --configs 4K,all,mthpd --reps 3 --scenario sparse-anon on
+# 7516063, run 42). A new trace needs the golden output of simulate
 # regenerated: MTHP_GOLDEN_UPDATE=1 MTHPCTL=BUILD/ctl/mthpctl
 # tests/ctl/simulate-golden.sh. limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
