@@ -457,17 +457,14 @@ static void name_outranked(const struct mthp_caps *caps, const struct mthp_snaps
  * started a second later held 13 times its 4K RSS until the step-down 3
  * s later (mthp-bench --scenario mixed, 2026-12-04, run 18: 1 of 5). A
  * policy party speaks for its cgroup whatever its rate. */
-static void gain_rate(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                      const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
-                      int top, double keep_default, unsigned level, struct density_verdict *v) {
-        double need, lower;
-        engine_fault_rates(cfg, snap, &need, &lower, NULL, 0);
+static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_state *st, enum mthp_kind kind,
+                      int top, double keep_default, unsigned level, double need, struct density_verdict *v) {
         /* a churner caught mid-write reads sparse at the top size and
          * counts a page a fault in kind_rate, though its faults fill whole
          * folios of it */
         double top_pages = top >= 0 ? caps->sizes[top].kb / (double) mthp_caps_page_kb(caps) : 1;
         v->short_party = -1;
-        for (unsigned from = v->raise; v->n_parties && v->raise > level; v->raise--) {
+        for (; v->n_parties && v->raise > level; v->raise--) {
                 double rate = 0, fastest = -1;
                 int fast = -1;
                 bool policy = false;
@@ -498,7 +495,7 @@ static void gain_rate(const struct mthp_engine_config *cfg, const struct mthp_ca
                         break;
                 v->raise_holder = -1; /* not its density: the rate holds the raise */
                 v->short_party = fast;
-                v->short_raise = from;
+                v->short_held = true;
                 v->short_rate = rate;
                 v->short_need = need;
         }
@@ -506,7 +503,8 @@ static void gain_rate(const struct mthp_engine_config *cfg, const struct mthp_ca
 
 void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
-                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v) {
+                          const unsigned *ladder, unsigned n_ladder, unsigned level, double raise_at,
+                          struct density_verdict *v) {
         double total = 0;
         int top = level ? (int) ladder[level - 1] : -1;
         double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
@@ -565,7 +563,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
                 v->raise = gain > level ? gain : level;
                 v->raise_holder = -1; /* no party's density: nobody's blocks */
         }
-        gain_rate(cfg, caps, snap, st, kind, top, keep_default, level, v);
+        gain_rate(caps, st, kind, top, keep_default, level, raise_at, v);
         /* a process that counts but has no sample yet may be sparse: no raise */
         if (v->unknown >= 0 && v->raise > level) {
                 v->raise = level;
@@ -614,7 +612,7 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
                          m->fault_rate);
                 return true;
         }
-        if (v->short_raise) {
+        if (v->short_held) {
                 char fast[200] = "none";
                 if (v->short_party >= 0)
                         engine_describe_party(caps, st, snap, kind, &v->party[v->short_party], fast, sizeof(fast));

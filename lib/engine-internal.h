@@ -39,10 +39,10 @@ struct density_verdict {
         bool madvise[MTHP_SIZES_MAX];  /* per rung: madvise wished above the level */
         char outranked[200];      /* parties whose objection or wish lost, for the explanation */
         int grace;                /* a party in its start grace that accepts keep, or -1 */
-        /* the raise the fault rates of those it would give folios fell
-         * short of (engine_judge_density): the level it was cut from (0:
-         * none), their pages/s, the rate a raise needs, the fastest of them */
-        unsigned short_raise;
+        /* a raise the fault rates of those it would give folios fell
+         * short of (engine_judge_density): their pages/s, the rate a raise
+         * needs, the fastest of them */
+        bool short_held;
         double short_rate, short_need;
         int short_party;
 };
@@ -152,7 +152,8 @@ void engine_madvise_wishes(const struct mthp_engine_config *cfg, const struct mt
                            unsigned n_ladder, bool madvise[MTHP_SIZES_MAX]);
 void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, const struct mthp_engine_state *st, enum mthp_kind kind,
-                          const unsigned *ladder, unsigned n_ladder, unsigned level, struct density_verdict *v);
+                          const unsigned *ladder, unsigned n_ladder, unsigned level, double raise_at,
+                          struct density_verdict *v);
 void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engine_state *st,
                            const struct mthp_snapshot *snap, enum mthp_kind kind, const struct party *p, char *buf,
                            size_t n);

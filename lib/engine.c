@@ -406,7 +406,8 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
          * workload's heap must not decide anon sizes; or while a cgroup in
          * its start grace wants the kind before it faults */
         if (k->sig.demand >= k->sig.lower_at || engine_any_grace(cfg, snap, k->kind))
-                engine_judge_density(cfg, caps, snap, next, k->kind, k->ladder, k->n_ladder, st->level, &k->dens);
+                engine_judge_density(cfg, caps, snap, next, k->kind, k->ladder, k->n_ladder, st->level, k->sig.raise_at,
+                                     &k->dens);
         else {
                 memset(&k->dens, 0, sizeof(k->dens));
                 k->dens.holder = k->dens.raise_holder = k->dens.best = k->dens.unknown = k->dens.grace = -1;
