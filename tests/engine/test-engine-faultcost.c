@@ -4,7 +4,7 @@
  * rate is the lower of RaiseFaultRate and the rate at which faults take
  * RaiseFaultTime of one core, and LowerFaultRate scales with it.
  *
- * A small host of its own (test-engine.c's closed-loop model is larger than
+ * A small host of its own (engine-sim.c's closed-loop model is larger than
  * these tests need): anon faults only, each served by the largest anon size
  * at "always" (no fallback), so the engine's demand is the workload's. At the
  * defaults (RaiseFaultRate 25000, LowerFaultRate 2500, RaiseFaultTime 2.5%)
