@@ -358,11 +358,11 @@ static void ring_copy(const struct fault_ring *ring, uint64_t pos, void *dst, si
 }
 
 /* Where a ring's data ends now (ring->head), and the samples it holds up
- * to there, counted record by record: its length over a sample's counted
- * the kernel's other records (a LOST record is a sample's size; a busy
- * host throttles, adding THROTTLE ones) as samples, and the spread below
- * then took fewer than the ring's share: 15 of 16 and 3 of 4, on a host
- * busy with two CPU hogs. Samples written after are the next drain's. */
+ * to there, counted record by record. Dividing its length by a sample's
+ * size counted the kernel's LOST records (a sample's size) and THROTTLE
+ * ones (a busy host) as samples, and the spread below then took fewer
+ * than the ring's share: 15 of 16 and 3 of 4 beside two CPU hogs.
+ * Samples written after are the next drain's. */
 static void ring_held(struct fault_ring *ring) {
         const struct perf_event_mmap_page *meta = ring->map;
         ring->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);

@@ -38,7 +38,9 @@
  * In frequency mode, before (a host shared with other work): mthp-workload
  * --kind anon --pattern dense -t 2 -s 3, 901560 pages/s without, 864933 at
  * 250 Hz, 915883 at 1000 Hz (spread 814k-966k). A drain of ~940 samples
- * takes 132 us (median of 10, 123-152), ~1 us empty.
+ * took 132 us (median of 10, 123-152), ~1 us empty; counting the samples
+ * record by record first, ~1,010 take 73 us (bench-fault-sampler --drain
+ * 1000: median of 10, 56-190; 2026-12-04).
  *
  * Needs CAP_PERFMON (or CAP_SYS_ADMIN) for a CPU-wide event whenever
  * /proc/sys/kernel/perf_event_paranoid > 0 (Debian's default is 2 or more);
