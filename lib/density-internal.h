@@ -160,6 +160,11 @@ struct mthp_density_sampler {
         /* per tick */
         uint64_t t0_ns, t0_cpu_ns, tick_examined, tick_queued, tick_reads;
         bool exhausted;
+        /* density_spent()'s last CPU clock reading, the wall time then
+         * (density_elapsed_usec's measures, in ns) and the /proc listing's
+         * wall time they left out; valid when cpu_read */
+        uint64_t cpu_read_ns, cpu_read_wall_ns, cpu_read_list_ns;
+        bool cpu_read;
 
         /* scratch, reused */
         char *text;
@@ -187,6 +192,8 @@ struct mthp_density_sampler {
 int density_page_flags(const struct mthp_density_sampler *s, int pm_fd, uint64_t addr, uint64_t *flags);
 /* The tick's cost so far: CPU time, at least a quarter of the wall time. */
 uint64_t density_elapsed_usec(const struct mthp_density_sampler *s);
+/* density_elapsed_usec(s) >= limit_usec, reading the CPU clock only when needed */
+bool density_spent(struct mthp_density_sampler *s, uint64_t limit_usec);
 /* A uniform draw in [0, n) from the stream *x (splitmix64). */
 uint64_t density_rng_below(uint64_t *x, uint64_t n);
 /* PAGEMAP_SCAN for touched pages over [start, end): *n regions in s->vec. */

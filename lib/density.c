@@ -228,8 +228,8 @@ static void count_faults(const struct mthp_density_sampler *s, struct proc_ctx *
 
 /* The /proc scan gets at most half of the tick's time. */
 static bool scan_stop(void *user) {
-        const struct mthp_density_sampler *s = user;
-        return density_elapsed_usec(s) >= s->b.max_usec / 2;
+        struct mthp_density_sampler *s = user;
+        return density_spent(s, s->b.max_usec / 2);
 }
 
 /* ---- one process ---- */
@@ -812,6 +812,7 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
 
         s->t0_ns = mthp_now_nsec(CLOCK_MONOTONIC);
         s->t0_cpu_ns = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        s->cpu_read = false;
         s->tick_examined = s->tick_queued = s->tick_reads = 0;
         s->exhausted = false;
         memset(out, 0, sizeof(*out));
@@ -850,7 +851,7 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
                  * faulting) is always sampled, at least in the floor's
                  * windows (density-window.c) */
                 if (j > 0 && (s->tick_examined + s->tick_queued + s->wpages > s->b.max_pages_per_tick ||
-                              density_elapsed_usec(s) >= s->b.max_usec)) {
+                              density_spent(s, s->b.max_usec))) {
                         s->exhausted = true;
                         break;
                 }
@@ -897,6 +898,7 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
                 return 0;
         s->t0_ns = mthp_now_nsec(CLOCK_MONOTONIC);
         s->t0_cpu_ns = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        s->cpu_read = false;
         b.max_hot = b.max_rescan = 0;   /* only the processes not seen yet */
         /* The first one (the daemon's start) reads every process at once:
          * ~5 us a stat file, 26 ms at 5,000 processes, paid once at start
