@@ -4,7 +4,8 @@
 /* The guard: faster than a tick for memory-limited cgroups (issue 16).
  *
  * Each tick guard_scan() puts every memory-limited cgroup into the snapshot
- * (lib/limits.c) for the engine's invariant; after the decisions are
+ * (lib/limits.c) for the engine's invariant (every 4th tick only while
+ * no decision could need them: scan_wanted); after the decisions are
  * applied, guard_arm() arms, while any size above 4K is "always", a usage
  * threshold per limited cgroup the engine counts at risk (empty ones too: a
  * program may start in one between ticks), at
