@@ -85,7 +85,7 @@ static bool raised(const struct daemon *d) {
 static int v2_events(struct guard *g, const char *path, uint64_t *high, uint64_t *max) {
         char f[MTHP_PATH_MAX + MTHP_CGROUP_PATH_MAX + 32], buf[512];
         snprintf(f, sizeof(f), "%s%s/memory.events", g->base, path);
-        int r = mthp_host_read(g->d->host, f, buf, sizeof(buf));
+        int r = mthp_host_read_whole(g->d->host, f, buf, sizeof(buf));
         return r < 0 ? r : mthp_parse_memory_events(buf, high, max);
 }
 

@@ -114,6 +114,13 @@ int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_
         return mthp_read_fd(fd, buf, size);
 }
 
+int mthp_host_read_whole(const struct mthp_host *h, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = mthp_host_open_file(h, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        return mthp_read_fd_whole(fd, buf, size);
+}
+
 int mthp_host_write(const struct mthp_host *h, const char *path, const char *value) {
         /* No O_TRUNC: sysfs ignores it, and on a fake tree (whose kernel
          * files are plain files; tests/fake/fakesysfs.c gives their writes

@@ -24,9 +24,10 @@ const char *mthp_limits_base(const struct mthp_caps *caps, bool *v1) {
         return b[0] ? b : NULL;
 }
 
+/* a cgroup's one-value file: one pread (mthp_host_read_whole) */
 static int read_u64(const struct mthp_host *h, const char *file, uint64_t *v, bool *unlimited) {
         char buf[64];
-        int r = mthp_host_read(h, file, buf, sizeof(buf));
+        int r = mthp_host_read_whole(h, file, buf, sizeof(buf));
         if (r < 0)
                 return r;
         if (unlimited)
@@ -110,11 +111,14 @@ struct scan_dir {
 static bool has_procs(const struct mthp_host *h, const char *dir, bool v1) {
         char f[MTHP_PATH_MAX + MTHP_CGROUP_PATH_MAX + 32], buf[256];
         if (v1) {
+                /* one byte of one pread says it (the kernel builds the whole PID
+                 * list once an open, whatever is read of it) */
                 snprintf(f, sizeof(f), "%s/cgroup.procs", dir);
-                return mthp_host_read(h, f, buf, sizeof(buf)) > 0;
+                _cleanup_close_ int fd = mthp_host_open_file(h, f, O_RDONLY);
+                return fd >= 0 && pread(fd, buf, 1, 0) > 0;
         }
         snprintf(f, sizeof(f), "%s/cgroup.events", dir);
-        if (mthp_host_read(h, f, buf, sizeof(buf)) < 0)
+        if (mthp_host_read_whole(h, f, buf, sizeof(buf)) < 0)
                 return true; /* unknown: assume it is */
         return strstr(buf, "populated 1") != NULL;
 }

@@ -29,5 +29,8 @@ int mthp_read_fd(int fd, char *buf, size_t size);
  * like, whose reads end at a page of records. */
 int mthp_read_fd_whole(int fd, char *buf, size_t size);
 int mthp_host_read(const struct mthp_host *h, const char *path, char *buf, size_t size);
+/* mthp_host_read() of a file the kernel produces in one piece (see
+ * mthp_read_fd_whole): one pread instead of two. */
+int mthp_host_read_whole(const struct mthp_host *h, const char *path, char *buf, size_t size);
 /* Writes value as one write(2), as sysfs expects; returns 0 or -errno. */
 int mthp_host_write(const struct mthp_host *h, const char *path, const char *value);
