@@ -24,44 +24,21 @@
 
 #include "mthp/cgmon.h"
 #include "mthp/log.h"
+#include "real-test.h"
 
 static char prefix[64], name_busy[96], name_idle[96];
 static char mem_busy[600], mem_idle[600], uni_busy[600], uni_idle[600];
 static volatile pid_t workload_pid;
-static int fails;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        printf("cgmon-real: FAIL: ");
-        vprintf(fmt, ap);
-        printf("\n");
-        va_end(ap);
-        fails++;
-}
 
 static void stop_workload(void) {
-        pid_t p = workload_pid;
-        if (p <= 0)
-                return;
-        kill(p, SIGKILL);
-        for (int i = 0; i < 500; i++) {         /* bounded: 5 s */
-                if (waitpid(p, NULL, WNOHANG) == p)
-                        break;
-                usleep(10000);
-        }
-        workload_pid = 0;
+        rt_stop(&workload_pid);
 }
 
 /* async-signal-safe: kill, waitpid, rmdir */
 static void cleanup(void) {
         stop_workload();
-        const char *dirs[] = { mem_busy, mem_idle, uni_busy, uni_idle };
-        for (size_t i = 0; i < 4; i++)
-                if (dirs[i][0])
-                        for (int k = 0; k < 50 && rmdir(dirs[i]) < 0 && errno == EBUSY; k++)
-                                usleep(20000);  /* the killed task leaving */
+        const char *const dirs[] = { mem_busy, mem_idle, uni_busy, uni_idle };
+        rt_rmdirs(dirs, 4);
 }
 
 static void on_signal(int sig) {
@@ -124,7 +101,7 @@ static const struct mthp_cgroup_view *view(const char *name) {
 static void tick(struct mthp_cgmon *m) {
         int r = mthp_cgmon_tick(m, now_usec(), views, 8, &nv);
         if (r < 0)
-                fail("mthp_cgmon_tick: %s", strerror(-r));
+                rt_fail("mthp_cgmon_tick: %s", strerror(-r));
 }
 
 int main(int argc, char **argv) {
@@ -136,6 +113,7 @@ int main(int argc, char **argv) {
                 printf("cgmon-real: SKIP: needs root\n");
                 return 77;
         }
+        rt_name = "cgmon-real";
         setvbuf(stdout, NULL, _IOLBF, 0);
         mthp_log_init("cgmon-real", getenv("CGMON_VERBOSE") != NULL);
         struct mthp_host *h;
@@ -196,7 +174,7 @@ int main(int argc, char **argv) {
         struct mthp_cgmon *m;
         r = mthp_cgmon_new(h, &caps, &m);
         if (r < 0) {
-                fail("mthp_cgmon_new: %s", strerror(-r));
+                rt_fail("mthp_cgmon_new: %s", strerror(-r));
                 return 1;
         }
         mthp_cgmon_set_match(m, match, NULL);
@@ -208,7 +186,7 @@ int main(int argc, char **argv) {
                 tick(m);
                 const struct mthp_cgroup_view *b = view(name_busy), *q = view(name_idle);
                 if (!b || !q) {
-                        fail("tick %d: the monitor does not show both cgroups (%u views)", i, nv);
+                        rt_fail("tick %d: the monitor does not show both cgroups (%u views)", i, nv);
                         continue;
                 }
                 if (b->fault_rate > best_rate)
@@ -227,16 +205,16 @@ int main(int argc, char **argv) {
                                (unsigned long long) q->usage_kb);
         }
         if (best_rate < 100)
-                fail("the busy cgroup's fault rate peaked at %.0f/s; a dense loop makes far more", best_rate);
+                rt_fail("the busy cgroup's fault rate peaked at %.0f/s; a dense loop makes far more", best_rate);
         if (best_usage < 4096)
-                fail("the busy cgroup's usage peaked at %llu kB; the workload maps 64 MiB",
+                rt_fail("the busy cgroup's usage peaked at %llu kB; the workload maps 64 MiB",
                      (unsigned long long) best_usage);
         if (!busy_first)
-                fail("the busy cgroup never came first by fault rate");
+                rt_fail("the busy cgroup never came first by fault rate");
         if (!idle_quiet)
-                fail("the idle cgroup showed faults or usage");
+                rt_fail("the idle cgroup showed faults or usage");
         if (hybrid && !psi)
-                fail("no memory.pressure from the unified twin");
+                rt_fail("no memory.pressure from the unified twin");
 
         /* the two walkers see the same */
         struct mthp_cgmon_stats a, b;
@@ -250,17 +228,17 @@ int main(int argc, char **argv) {
                        (unsigned long long) b.walk_usec);
                 /* cgroups of other users may come and go between the two */
                 if (a.n_managed != 2 || b.n_managed != 2)
-                        fail("the walkers manage %u (dirfd) and %u (libcgroup) cgroups, expected 2", a.n_managed,
+                        rt_fail("the walkers manage %u (dirfd) and %u (libcgroup) cgroups, expected 2", a.n_managed,
                              b.n_managed);
                 mthp_cgmon_set_walker(m, MTHP_CGMON_WALK_DIRFD);
         } else
-                fail("the libcgroup walker is refused on the real root");
+                rt_fail("the libcgroup walker is refused on the real root");
 
         /* remove the busy cgroup mid-run */
         stop_workload();
         r = delete_cgroup(name_busy, uni_busy);
         if (r < 0)
-                fail("libcgroup cannot delete %s", name_busy);
+                rt_fail("libcgroup cannot delete %s", name_busy);
         else
                 printf("cgmon-real: removed %s mid-run\n", mem_busy);
         mthp_cgmon_get_stats(m, &a);
@@ -268,30 +246,30 @@ int main(int argc, char **argv) {
         tick(m);
         mthp_cgmon_get_stats(m, &b);
         if (view(name_busy))
-                fail("the removed cgroup is still shown");
+                rt_fail("the removed cgroup is still shown");
         if (!view(name_idle))
-                fail("the idle cgroup went with the removed one");
+                rt_fail("the idle cgroup went with the removed one");
         if (b.n_managed != 1)
-                fail("%u cgroups managed after the removal, expected 1", b.n_managed);
+                rt_fail("%u cgroups managed after the removal, expected 1", b.n_managed);
         if (b.walks <= a.walks)
-                fail("the removal did not trigger a walk");
+                rt_fail("the removal did not trigger a walk");
 
         /* recreated under the same name: starts over */
         if (make_cgroup(name_busy, uni_busy) < 0)
-                fail("cannot recreate %s", name_busy);
+                rt_fail("cannot recreate %s", name_busy);
         mthp_cgmon_walk(m, now_usec());
         tick(m);
         const struct mthp_cgroup_view *v = view(name_busy);
         if (!v)
-                fail("the recreated cgroup is not shown");
+                rt_fail("the recreated cgroup is not shown");
         else if (!v->new_cgroup || v->fault_rate != 0)
-                fail("the recreated cgroup did not start over (new %d, rate %.0f)", v->new_cgroup, v->fault_rate);
+                rt_fail("the recreated cgroup did not start over (new %d, rate %.0f)", v->new_cgroup, v->fault_rate);
         mthp_cgmon_free(m);
         mthp_host_free(h);
         cleanup();
         struct stat st;
         if (stat(mem_busy, &st) == 0 || stat(mem_idle, &st) == 0)
-                fail("a test cgroup is still there after cleanup");
-        printf("cgmon-real: %s\n", fails ? "FAILED" : "PASS");
-        return fails ? 1 : 0;
+                rt_fail("a test cgroup is still there after cleanup");
+        printf("cgmon-real: %s\n", rt_fails ? "FAILED" : "PASS");
+        return rt_fails ? 1 : 0;
 }

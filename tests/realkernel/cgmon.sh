@@ -15,21 +15,14 @@ rk_init cgmon
 
 remove_leftovers() {
         local d
-        [[ -n ${CPID:-} ]] || return 0
-        for d in /sys/fs/cgroup/memory/mthpd-test-cgmon-"$CPID"-* /sys/fs/cgroup/unified/mthpd-test-cgmon-"$CPID"-* \
-                /sys/fs/cgroup/mthpd-test-cgmon-"$CPID"-*; do
+        [[ -n $RK_CPID ]] || return 0
+        for d in /sys/fs/cgroup/memory/mthpd-test-cgmon-"$RK_CPID"-* /sys/fs/cgroup/unified/mthpd-test-cgmon-"$RK_CPID"-* \
+                /sys/fs/cgroup/mthpd-test-cgmon-"$RK_CPID"-*; do
                 [[ -d $d ]] || continue
                 rmdir "$d" 2>/dev/null && rk_log "cleanup: removed $d left by the test program"
         done
 }
 trap 'rc=$?; remove_leftovers; (exit $rc); rk_cleanup' EXIT
 
-"$PROG" "$WORKLOAD" >"$RK_TMP/prog.out" 2>&1 &
-CPID=$!
-rk_track $CPID
-wait $CPID
-rc=$?
-cat "$RK_TMP/prog.out"
-((rc == 77)) && rk_skip "test-cgmon-real: $(sed -n 's/^.*SKIP: //p' "$RK_TMP/prog.out" | tail -n 1)"
-((rc == 0)) || rk_fail "test-cgmon-real exited with $rc"
+rk_run_program test-cgmon-real "$PROG" "$WORKLOAD"
 exit 0

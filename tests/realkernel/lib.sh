@@ -29,6 +29,26 @@ rk_fail() { printf '%s: FAIL: %s\n' "$RK_NAME" "$*"; RK_FAILS=$((RK_FAILS + 1));
 rk_skip() { printf '%s: SKIP: %s\n' "$RK_NAME" "$*"; exit 77; }
 rk_die() { printf '%s: FAIL: %s\n' "$RK_NAME" "$*"; RK_FAILS=$((RK_FAILS + 1)); exit 1; }
 
+# Run a C test program that prints its own lines (test-cgmon-real, ...):
+# rk_run_program NAME PROGRAM [ARGS...]. In the background and tracked, so
+# rk_cleanup stops it; RK_CPID is its PID (it names its cgroups after it).
+# Its exit 77 skips this test with its last SKIP reason; any other non-zero
+# exit is a failure.
+RK_CPID=
+rk_run_program() {
+        local name=$1 rc
+        shift
+        "$@" >"$RK_TMP/prog.out" 2>&1 &
+        RK_CPID=$!
+        rk_track $RK_CPID
+        wait $RK_CPID
+        rc=$?
+        cat "$RK_TMP/prog.out"
+        ((rc == 77)) && rk_skip "$name: $(sed -n 's/^.*SKIP: //p' "$RK_TMP/prog.out" | tail -n 1)"
+        ((rc == 0)) || rk_fail "$name exited with $rc"
+        return 0
+}
+
 # Every writable selection knob: per-size ones ascending by size, then the
 # global ones. One path per line.
 rk_knob_files() {
