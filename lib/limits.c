@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "mthp/limits.h"
@@ -123,6 +126,30 @@ static bool has_procs(const struct mthp_host *h, const char *dir, bool v1) {
         return strstr(buf, "populated 1") != NULL;
 }
 
+/* Is base on a cgroup filesystem of the real host? There (kernfs) a
+ * directory's link count is 2 plus its subdirectories (kernfs_refresh_inode),
+ * so a leaf cgroup, most of a host's, needs no listing. A fake host tree is
+ * listed: not every filesystem counts links so (btrfs gives a directory 1). */
+static bool on_kernfs(const struct mthp_host *h, const char *base) {
+        struct statfs sf;
+        if (!h->real)
+                return false;
+        _cleanup_close_ int fd = mthp_host_open_file(h, base, O_PATH | O_DIRECTORY);
+        if (fd < 0 || fstatfs(fd, &sf) < 0)
+                return false;
+        return sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* Could the cgroup dir have child cgroups? On kernfs one fstatat answers
+ * for a leaf, against open, fstat and fcntl (fdopendir), two getdents and
+ * close to list it. */
+static bool may_have_children(const struct mthp_host *h, const char *dir, bool kernfs) {
+        struct stat st;
+        if (!kernfs || fstatat(h->root_fd, dir[0] == '/' ? dir + 1 : dir, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return true;
+        return !S_ISDIR(st.st_mode) || st.st_nlink != 2;
+}
+
 static int cmp_limited(const void *a, const void *b) {
         const struct mthp_limited_cgroup *x = a, *y = b;
         if (x->populated != y->populated)
@@ -143,6 +170,7 @@ int mthp_limits_scan(const struct mthp_host *h, const struct mthp_caps *caps, st
         struct scan_dir *d = calloc(MTHP_LIMITS_DIRS, sizeof(*d));
         if (!d)
                 return -ENOMEM;
+        bool kernfs = on_kernfs(h, base);
         unsigned n = 1;
         snprintf(d[0].rel, sizeof(d[0].rel), "/");
         d[0].parent = -1;
@@ -161,6 +189,8 @@ int mthp_limits_scan(const struct mthp_host *h, const struct mthp_caps *caps, st
                          * for 5,000 processes, whatever is read of it) */
                         d[i].procs = has_procs(h, dir, v1);
                 d[i].under_limit = d[i].limited || (i > 0 && d[d[i].parent].under_limit);
+                if (!may_have_children(h, dir, kernfs))
+                        continue;
                 int dfd = mthp_host_open_file(h, dir, O_RDONLY | O_DIRECTORY);
                 if (dfd < 0)
                         continue;

@@ -18,8 +18,11 @@
  * memory.high), usage and populated state only for limited ones (on v1,
  * where populated means "it or a descendant has a process", cgroup.procs
  * only of cgroups under a limited one: reading it builds the cgroup's whole
- * PID list, 3 ms for 5,000 processes). Each file is one pread. Measured
- * here: 40 cgroups, ~0.3 ms a scan. */
+ * PID list, 3 ms for 5,000 processes). Each file is one pread. On the real
+ * host's cgroupfs a directory is listed only when its link count says it
+ * has subdirectories (2 plus their number): a leaf, most cgroups, costs an
+ * fstatat instead of six calls. Measured on the 2-vCPU test VM beside 200
+ * empty v1 cgroups: ~22 us a cgroup a scan, ~43 us before these two. */
 #define MTHP_LIMITS_DIRS 512
 
 /* Called for every directory the scan visits (host path), e.g. to watch it
