@@ -109,16 +109,11 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "usage: test-cgmon-real WORKLOAD\n");
                 return 2;
         }
-        if (geteuid() != 0) {
-                printf("cgmon-real: SKIP: needs root\n");
-                return 77;
-        }
-        rt_name = "cgmon-real";
-        setvbuf(stdout, NULL, _IOLBF, 0);
-        mthp_log_init("cgmon-real", getenv("CGMON_VERBOSE") != NULL);
         struct mthp_host *h;
         struct mthp_caps caps;
-        if (mthp_host_open("/", &h) < 0 || mthp_probe(h, &caps) < 0 || caps.cg_layout == MTHP_CG_NONE) {
+        if (rt_start("cgmon-real", "CGMON_VERBOSE", &h, &caps) != 0)
+                return 77;
+        if (caps.cg_layout == MTHP_CG_NONE) {
                 printf("cgmon-real: SKIP: no memory cgroup hierarchy\n");
                 return 77;
         }

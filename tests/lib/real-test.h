@@ -13,7 +13,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "mthp/host.h"
+#include "mthp/log.h"
+#include "mthp/probe.h"
 
 static const char *rt_name = "real";
 static int rt_fails;
@@ -49,6 +54,26 @@ static inline void rt_rmdirs(const char *const *dirs, size_t n) {
                 if (dirs[i][0])
                         for (int k = 0; k < 50 && rmdir(dirs[i]) < 0 && errno == EBUSY; k++)
                                 usleep(20000);
+}
+
+/* The start every such program shares: name its lines, root or a skip,
+ * line-buffered stdout, the log (verbose when the environment variable
+ * verbose_env is set), the real host and its probe. Returns 0, or 77 with
+ * the SKIP line printed. */
+static inline int rt_start(const char *name, const char *verbose_env, struct mthp_host **h,
+                           struct mthp_caps *caps) {
+        rt_name = name;
+        if (geteuid() != 0) {
+                printf("%s: SKIP: needs root\n", name);
+                return 77;
+        }
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        mthp_log_init(name, getenv(verbose_env) != NULL);
+        if (mthp_host_open("/", h) < 0 || mthp_probe(*h, caps) < 0) {
+                printf("%s: SKIP: no memory cgroup hierarchy\n", name);
+                return 77;
+        }
+        return 0;
 }
 
 #endif

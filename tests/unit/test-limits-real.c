@@ -142,18 +142,13 @@ static void check(const struct mthp_snapshot *snap, bool c_populated) {
 }
 
 int main(void) {
-        if (geteuid() != 0) {
-                printf("limits-real: SKIP: needs root\n");
-                return 77;
-        }
-        rt_name = "limits-real";
-        setvbuf(stdout, NULL, _IOLBF, 0);
-        mthp_log_init("limits-real", getenv("LIMITS_VERBOSE") != NULL);
         struct mthp_host *h;
         struct mthp_caps caps;
         bool v1;
         const char *base = NULL;
-        if (mthp_host_open("/", &h) < 0 || mthp_probe(h, &caps) < 0 || !(base = mthp_limits_base(&caps, &v1))) {
+        if (rt_start("limits-real", "LIMITS_VERBOSE", &h, &caps) != 0)
+                return 77;
+        if (!(base = mthp_limits_base(&caps, &v1))) {
                 printf("limits-real: SKIP: no memory cgroup hierarchy\n");
                 return 77;
         }
