@@ -13,14 +13,12 @@
 #include <systemd/sd-event.h>
 
 #include "mthp/actuator.h"
-#include "mthp/cgmon.h"
 #include "mthp/collapse.h"
 #include "mthp/config.h"
-#include "mthp/density.h"
 #include "mthp/engine.h"
 #include "mthp/policy.h"
-#include "mthp/procinfo.h"
 #include "mthp/record.h"
+#include "mthp/observe.h"
 #include "mthp/sample.h"
 #include "mthp/status.h"
 #include "mthp/util.h"
@@ -59,7 +57,6 @@ struct daemon {
         struct mthp_config cfg;
         /* the policy files in force; cfg.engine.policies points here */
         struct mthp_policy_set *policies;
-        struct mthp_cgmon *cgmon;           /* NULL: no memory cgroups on this host */
         struct mthp_collapser *collapser;   /* NULL: MADV_COLLAPSE unavailable */
         struct mthp_collapse_result collapse_last; /* the last tick's collapse work */
         struct mthp_collapse_result collapse_total;
@@ -80,15 +77,7 @@ struct daemon {
         } shm_repair[MTHP_ENGINE_PROCS];
         struct mthp_host *host;
         struct mthp_caps caps;
-        struct mthp_sampler *sampler;
-        struct mthp_density_sampler *density;
-        /* FaultSampling= (daemon/faults.c): page-fault addresses, given to
-         * the density sampler each tick; NULL: off or unavailable */
-        struct mthp_fault_sampler *faults;
-        struct mthp_fault_sample *fault_buf;
-        uint64_t faults_lost;
-        bool faults_tried;                  /* opened, or failed and logged once */
-        uint64_t faults_mixed_tick;         /* the last tick a faulting process held shared memory */
+        struct mthp_observer *observer;     /* the samplers: each tick's snapshot */
         /* the fault-burst wakeup (faults.c, also FaultSampling=): a tick
          * brought forward when the host starts to fault fast; NULL: off or
          * unavailable */
@@ -97,15 +86,10 @@ struct daemon {
         bool alarm_tried;                   /* opened, or failed and logged once */
         unsigned alarm_false;               /* rings since the last tick that were no burst */
         bool tick_burst;                    /* the timer was brought forward for a burst */
-        /* FaultCost=auto: this host's 4K fault, measured once (on the first
-         * tick that needs it); 0: not measured or failed (tried: logged) */
-        double fault_cost_measured_ns;
-        bool fault_cost_tried;
         /* what the last tick decided with (before the first: the
          * configuration's, a set FaultCost= included): the bus and the
          * status file say these, not a reload's that no tick used yet */
         struct mthp_status_rates rates;
-        struct mthp_procinfo *procinfo;
         struct mthp_actuator *act;          /* opaque: mthp/actuator.h */
         struct mthp_engine_state engine;
         struct mthp_snapshot snap;
@@ -131,8 +115,6 @@ struct daemon {
         bool tick_early;                    /* the tick running now is an early one */
         uint64_t last_tick_usec;            /* what the last tick cost (wall), for the status file */
         uint64_t changes;                   /* knob writes since start */
-        bool density_error_logged;
-        bool cgmon_error_logged;
         uint64_t sample_failures;           /* ticks in a row whose sampling failed (logged once) */
         const char *record_file;            /* --record */
         struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */
@@ -220,14 +202,6 @@ void daemon_collapse_config(struct daemon *d);
 /* Fill the snapshot's sampled processes' shm_repaired_kb from the shmem
  * repair's bookkeeping, before the engine (and --record) sees it. */
 void daemon_collapse_fill(struct daemon *d);
-/* faults.c, FaultSampling=: open (a failure is logged, not fatal) and
- * free; before a density tick, give it the fault addresses sampled since
- * the last; after it, sample only while a faulting process holds shared memory */
-void daemon_faults_open(struct daemon *d);
-void daemon_faults_free(struct daemon *d);
-void daemon_faults_give(struct daemon *d);
-void daemon_faults_steer(struct daemon *d);
-void daemon_faults_expect(struct daemon *d, double awaited_rate, double share);
 /* The fault-burst wakeup: after each timer tick, arm it or leave it off
  * (mthp_tick_alarm_period; opened on the first call with FaultSampling=yes
  * on a real host, freed with no); free at the end. */

@@ -6,7 +6,6 @@
  * the event loop. */
 #include <errno.h>
 #include <math.h>
-#include <fcntl.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +23,6 @@
 #include "mthp/procfs.h"
 #include "mthp/faults.h"
 #include "mthp/deciders.h"
-#include "mthp/faultcost.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/safe-io.h"
@@ -231,18 +229,6 @@ static void notify_status(struct daemon *d) {
         sd_notify(0, s);
 }
 
-/* Reduce the density sampler's report to what the engine and a recording
- * need: the most faulting processes, per kind and size. */
-static void density_view(struct daemon *d, const struct mthp_density_report *rep, struct mthp_density_view *v) {
-        memset(v, 0, sizeof(*v));
-        v->valid = true;
-        v->usec = (double) rep->usec;
-        for (unsigned i = 0; i < rep->n_procs && v->n_procs < MTHP_DENSITY_PROCS; i++) {
-                const struct mthp_density_proc *p = &rep->procs[i];
-                mthp_density_proc_view(&d->caps, rep, p, &v->proc[v->n_procs++]);
-        }
-}
-
 /* --record: the snapshot exactly as the engine gets it. A failed write
  * stops the recording, never the daemon. */
 static void record_tick(struct daemon *d) {
@@ -257,38 +243,17 @@ static void record_tick(struct daemon *d) {
         }
 }
 
-/* cgmon's predicate: a cgroup some policy file names (not its children:
- * they count with it, through its hierarchical memory.stat) */
-static bool cgroup_managed(const char *path, void *user) {
-        const struct daemon *d = user;
-        for (unsigned i = 0; d->policies && i < d->policies->n; i++)
-                if (mthp_policy_set_matches(d->policies, i, path))
-                        return true;
-        return false;
-}
-
 /* A cgroup the start grace is for: managed by a policy that says always
  * for a kind, while StartGrace= is on. */
 static bool grace_cgroup(const struct daemon *d, const char *path) {
-        if (!d->cfg.engine.start_grace_usec || !cgroup_managed(path, (void *) d))
+        if (!d->cfg.engine.start_grace_usec || !mthp_observe_cgroup_managed(d->policies, path))
                 return false;
         const struct mthp_policy *pol = mthp_engine_policy(&d->cfg.engine, path, NULL, 0);
         return pol && (pol->mode[MTHP_ANON] == MTHP_POLICY_ALWAYS || pol->mode[MTHP_SHMEM] == MTHP_POLICY_ALWAYS);
 }
 
-/* cgmon's predicate (a new walk), and whether it looks for new cgroups
- * every tick: only while some policy could give one a start grace */
-static void cgmon_configure(struct daemon *d) {
-        bool watch = false;
-        for (unsigned i = 0; d->cfg.engine.start_grace_usec && d->policies && i < d->policies->n; i++)
-                watch = watch || d->policies->p[i].mode[MTHP_ANON] == MTHP_POLICY_ALWAYS ||
-                        d->policies->p[i].mode[MTHP_SHMEM] == MTHP_POLICY_ALWAYS;
-        mthp_cgmon_set_match(d->cgmon, cgroup_managed, d);
-        mthp_cgmon_set_watch_new(d->cgmon, watch);
-}
-
 bool daemon_cgroup_created(struct daemon *d, const char *path) {
-        return d->cgmon && d->policies && d->policies->n && grace_cgroup(d, path);
+        return mthp_observer_has_cgroups(d->observer) && d->policies && d->policies->n && grace_cgroup(d, path);
 }
 
 /* The fault cost the engine decides with and the rates it gives
@@ -318,115 +283,12 @@ static void write_status(const struct daemon *d) {
                                       d->not_writable, d->last_tick_usec, &d->rates);
 }
 
-/* May the next tick read the per-size alloc/fallback counters only with
- * the cold ones (mthp_sampler_set_idle)? When nothing is raised and demand
- * is below a raise, and no size below the PMD may allocate at all (every
- * such knob "never", as at boot): then a stale per-size rate hides no
- * demand, since PMD folios are counted fresh in /proc/vmstat. */
-static bool per_size_idle(const struct daemon *d) {
-        /* a raised size skips density on steady ticks (its back-off): raised is never idle */
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                if (d->engine.kind[k].level > 0)
-                        return false;
-        if (mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine))
-                return false;
-        for (unsigned i = 0; i < d->caps.n_knobs; i++) {
-                const struct mthp_knob *k = &d->caps.knobs[i];
-                if ((k->type == MTHP_KNOB_SIZE_ANON || k->type == MTHP_KNOB_SIZE_SHMEM) &&
-                    k->size_kb < d->caps.pmd_kb && strcmp(d->snap.knob[i], "never") != 0)
-                        return false;
-        }
-        return true;
-}
-
-/* The 4K fault cost the engine gets (FaultCost=): as configured, or
- * measured once on the host mthpd runs on; 0 unknown. A host root other than
- * / is a test tree or another machine's: this machine's cost is not its. */
-static double fault_cost(struct daemon *d) {
-        if (d->cfg.fault_cost_ns > 0)
-                return d->cfg.fault_cost_ns;
-        /* RaiseFaultTime=0: nothing reads the cost, so no faults to time */
-        if (!d->cfg.fault_cost_auto || !d->host->real || !(d->cfg.engine.raise_fault_time > 0))
-                return 0;
-        if (!d->fault_cost_tried) {
-                d->fault_cost_tried = true;
-                double ns;
-                int r = mthp_fault_cost_measure(&ns);
-                /* a 4K fault is 0.5-30 us on the hosts measured; 1 ms means
-                 * the rounds met reclaim or a stall: no cost rather than one
-                 * that lowers the raise rate for the daemon's whole life */
-                if (r == 0 && ns > MTHP_FAULT_COST_MAX_NS) {
-                        mthp_log(LOG_WARNING, "FaultCost=auto: a 4K page fault timed at %.0f us (over %.0f us: a "
-                                 "stall, not a fault); raising on RaiseFaultRate alone", ns / 1e3,
-                                 MTHP_FAULT_COST_MAX_NS / 1e3);
-                        return 0;
-                }
-                if (r < 0)
-                        mthp_log(LOG_WARNING, "FaultCost=auto: cannot time a page fault (%s); raising on "
-                                 "RaiseFaultRate alone", mthp_errno_words(r));
-                else {
-                        /* the engine's own rates, not a second copy of its formula */
-                        const struct mthp_engine_config *e = &d->cfg.engine;
-                        double raise, lower;
-                        d->fault_cost_measured_ns = ns;
-                        if (mthp_engine_fault_rates(e, ns, &raise, &lower))
-                                mthp_log(LOG_INFO, "FaultCost=auto: a 4K page fault takes %.2f us of CPU here; "
-                                         "RaiseFaultTime %g%% of a core is %.0f pages/s, below RaiseFaultRate "
-                                         "%.0f: raises start at %.0f pages/s, step-downs below %.0f", ns / 1e3,
-                                         e->raise_fault_time, raise, e->raise_fault_rate, raise, lower);
-                        else
-                                mthp_log(LOG_INFO, "FaultCost=auto: a 4K page fault takes %.2f us of CPU here; "
-                                         "RaiseFaultRate %.0f pages/s decides (RaiseFaultTime %g%% of a core "
-                                         "would be %.0f)", ns / 1e3, e->raise_fault_rate, e->raise_fault_time,
-                                         e->raise_fault_time / 100 * 1e9 / ns);
-                }
-        }
-        return d->fault_cost_measured_ns;
-}
-
-/* The processes the engine remembers that this density tick did not
- * sample: those that have exited (no /proc/PID) in gone[], the engine
- * forgets them at once (engine_remember); the others' fault rates as the
- * /proc scan read them this tick in rates[], so that one that stopped
- * faulting no longer weighs with its last sample's rate. At most
- * MTHP_ENGINE_PROCS lookups a density tick. */
-_Static_assert(MTHP_DENSITY_GONE_MAX >= MTHP_ENGINE_PROCS, "gone[] and rates[] hold every remembered process");
-static void density_unsampled(struct daemon *d, struct mthp_density_view *v) {
-        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {   /* one entry at most each: the assert */
-                int pid = d->engine.proc[j].pid;
-                bool sampled = false;
-                for (unsigned i = 0; i < v->n_procs && !sampled; i++)
-                        sampled = v->proc[i].pid == pid;
-                char path[32];
-                if (pid <= 0 || sampled)
-                        continue;
-                double rate;
-                char comm[MTHP_PROC_COMM_MAX];
-                int q = mthp_density_proc_rate(d->density, pid, &rate, comm, sizeof(comm));
-                if (q == 0 && strncmp(comm, d->engine.proc[j].comm, sizeof(comm)) == 0) {
-                        v->rates[v->n_rates++] = (struct mthp_proc_rate) { .pid = pid, .fault_rate = rate };
-                        continue;
-                }
-                if (q == 0) {   /* another process at the pid (or an exec): the remembered one is gone */
-                        v->gone[v->n_gone++] = pid;
-                        continue;
-                }
-                snprintf(path, sizeof(path), "/proc/%d", pid);
-                /* gone only when /proc says so: EMFILE or EACCES is no exit */
-                int fd = mthp_host_open_file(d->host, path, O_PATH | O_CLOEXEC);
-                if (fd >= 0)
-                        close(fd);
-                else if (fd == -ENOENT)
-                        v->gone[v->n_gone++] = pid;
-        }
-}
-
 static int tick(struct daemon *d) {
         struct mthp_engine_state next;
         uint64_t t = mthp_now_usec(CLOCK_MONOTONIC);
         d->ticks++;
-        int r = mthp_sampler_take(d->sampler, t, &d->snap);
-        mthp_sampler_set_idle(d->sampler, false);   /* until this tick shows otherwise */
+        unsigned hints = (d->tick_early ? MTHP_OBSERVE_EARLY : 0) | (d->awaits ? MTHP_OBSERVE_AWAITS : 0);
+        int r = mthp_observer_take(d->observer, t, &d->engine, hints, &d->snap);
         if (r < 0) {
                 /* once when it starts failing, once when it works again */
                 if (d->sample_failures++ == 0)
@@ -440,59 +302,7 @@ static int tick(struct daemon *d) {
                 d->sample_failures = 0;
         }
         memcpy(d->known, d->snap.knob, sizeof(d->known));
-        d->snap.fault_cost_ns = fault_cost(d);
         rates_update(d, d->snap.fault_cost_ns);
-        d->snap.n_cgroups = 0;
-        if (d->cgmon && d->policies->n) {
-                r = mthp_cgmon_tick(d->cgmon, t, d->snap.cgroup, MTHP_SNAP_CGROUPS, &d->snap.n_cgroups);
-                if (r < 0 && mthp_once_set(&d->cgmon_error_logged))
-                        mthp_log(LOG_WARNING, "cgroup sampling failed: %s; deciding without cgroup figures",
-                                 mthp_errno_words(r));
-                else if (r >= 0 && mthp_once_clear(&d->cgmon_error_logged))
-                        mthp_log(LOG_INFO, "cgroup sampling works again");
-        }
-        d->snap.density.valid = false;
-        d->snap.density.n_procs = 0;
-        d->snap.density.n_gone = 0;
-        d->snap.density.n_rates = 0;
-        if (d->density) {
-                mthp_density_set_hot_rate(d->density, d->cfg.engine.min_proc_fault_rate);
-                /* the sampler's largest size is the PMD one where the PMD
-                 * size is at most MTHP_DENSITY_MAX_KB (open_samplers).
-                 * Shmem only: an anon 2M folio is often mapped by PTEs
-                 * (a fork's copy-on-write, MADV_DONTNEED of part of it,
-                 * mremap), a shmem one whose whole PMD was zapped is
-                 * mapped again by a PMD (limits: density-window.c) */
-                int top = mthp_engine_largest_always(&d->caps, &d->snap, MTHP_SHMEM);
-                mthp_density_set_pmd_on(d->density, MTHP_SHMEM, top >= 0 && d->caps.sizes[top].kb == d->caps.pmd_kb &&
-                                        d->caps.pmd_kb <= MTHP_DENSITY_MAX_KB);
-        }
-        /* an early tick is for the fault samples, which only a density
-         * tick hands over: the density back-off does not skip it */
-        if (d->density && (d->tick_early || mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine))) {
-                struct mthp_density_report rep;
-                /* while the last tick awaited fault samples (and on the
-                 * early tick it asked for), their processes are sampled
-                 * first: not forever for one whose samples never reach 8 */
-                if (d->tick_early || d->awaits) {
-                        int first[MTHP_DENSITY_FIRST_MAX];
-                        size_t n_first = mthp_engine_awaited_pids(&d->cfg.engine, &d->engine, first,
-                                                                  MTHP_DENSITY_FIRST_MAX);
-                        mthp_density_set_first(d->density, first, n_first);
-                }
-                daemon_faults_give(d);
-                r = mthp_density_tick(d->density, t, &rep);
-                if (r == 0) {
-                        density_view(d, &rep, &d->snap.density);
-                        mthp_procinfo_enrich(d->procinfo, &d->snap.density);
-                        density_unsampled(d, &d->snap.density);
-                }
-                else if (mthp_once_set(&d->density_error_logged))
-                        mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it",
-                                 mthp_errno_words(r));
-        } else if (d->density)
-                (void) mthp_density_idle_tick(d->density, t);   /* a failure shows on the next sampling tick */
-        daemon_faults_steer(d);
         daemon_collapse_fill(d);   /* the shmem repair so far: part of the snapshot, recorded */
         guard_scan(d->guard);
         record_tick(d);
@@ -514,7 +324,7 @@ static int tick(struct daemon *d) {
         if (!d->tick_early)
                 daemon_collapse(d, t);
         write_status(d);
-        mthp_sampler_set_idle(d->sampler, per_size_idle(d));
+        mthp_observer_set_idle(d->observer, mthp_observe_sizes_idle(&d->cfg.engine, &d->caps, &d->snap, &d->engine));
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;
         notify_status(d);
         return 0;
@@ -548,7 +358,7 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
         bool climb = mthp_engine_climbing(&d->cfg.engine, &d->caps, &d->snap, &d->engine);
         uint64_t next = mthp_tick_next(&d->plan, d->ticks, usec, d->cfg.interval_usec, awaits, look, climb);
         if (d->plan.early && climb) {
-                daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
+                mthp_observer_expect_faults(d->observer, &d->snap, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
                 mthp_log(LOG_DEBUG, "tick %llu: raised short of the top: next tick in %llu ms",
                          (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
         } else if (d->plan.early && d->plan.look)
@@ -556,7 +366,7 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
                          "in %llu ms", (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
         else if (d->plan.early) {
                 /* as many samples by then as a whole Interval would bring */
-                daemon_faults_expect(d, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
+                mthp_observer_expect_faults(d->observer, &d->snap, d->awaits_rate, (double) (next - usec) / (double) d->cfg.interval_usec);
                 mthp_log(LOG_DEBUG, "tick %llu: fault samples awaited for a raise: next tick in %llu ms",
                          (unsigned long long) d->snap.tick, (unsigned long long) (next - usec) / 1000);
         }
@@ -654,8 +464,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                 d->cfg = c;
                 mthp_policy_set_free(d->policies);
                 d->policies = policies;
-                if (d->cgmon)
-                        cgmon_configure(d); /* walk again with the new files */
+                mthp_observer_configure(d->observer, &d->cfg); /* walk again with the new files */
                 daemon_collapse_config(d); /* CollapseBudget=, CollapseCPU=, Interval= */
                 (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
@@ -849,34 +658,13 @@ static int open_actuator(struct daemon *d) {
         return 0;
 }
 
-/* The samplers: the host's counters, the processes, density, cgroups, and
- * the collapser. Only the first is required. */
+/* The observer (its samplers: the host's counters, the processes,
+ * density, cgroups) and the collapser. Only the first is required. */
 static int open_samplers(struct daemon *d) {
-        int r = mthp_sampler_new(d->host, &d->caps, &d->sampler);
-        if (r < 0)
-                return r;
-        unsigned sizes[MTHP_SIZES_MAX], n = 0;
-        for (unsigned i = 0; i < d->caps.n_sizes; i++)
-                if (d->caps.sizes[i].kb <= MTHP_DENSITY_MAX_KB)
-                        sizes[n++] = d->caps.sizes[i].kb;
-        r = mthp_procinfo_new(d->host, &d->caps, &d->procinfo);
-        if (r < 0)
-                return r;
-        r = mthp_density_new(d->host, sizes, n, NULL, &d->density);
-        if (r < 0) {
-                mthp_log(LOG_WARNING, "density sampler unavailable: %s; sizes above %uK stay off",
-                         mthp_errno_words(r), d->cfg.engine.unmeasured_max_kb);
-                d->density = NULL;
-        }
-        daemon_faults_open(d);
         mthp_log(LOG_INFO, "%u policy file(s) from %s", d->policies->n, d->cfg.policy_dir);
-        r = mthp_cgmon_new(d->host, &d->caps, &d->cgmon);
-        if (r < 0) {
-                mthp_log(LOG_WARNING, "cgroup monitor unavailable: %s; policy files match processes only",
-                         mthp_errno_words(r));
-                d->cgmon = NULL;
-        } else
-                cgmon_configure(d);
+        int r = mthp_observer_new(d->host, &d->caps, &d->cfg, &d->observer);
+        if (r < 0)
+                return r;
         daemon_collapse_open(d);
         return 0;
 }
@@ -952,11 +740,7 @@ void daemon_free(struct daemon *d) {
         sd_event_unref(d->event);
         if (mthp_record_close_write(d->recorder) < 0)
                 mthp_log(LOG_WARNING, "closing the recording %s failed; its last tick may be missing", d->record_file);
-        mthp_sampler_free(d->sampler);
-        daemon_faults_free(d);
-        mthp_density_free(d->density);
-        mthp_procinfo_free(d->procinfo);
-        mthp_cgmon_free(d->cgmon);
+        mthp_observer_free(d->observer);
         mthp_collapser_free(d->collapser);
         mthp_policy_set_free(d->policies);
         mthp_actuator_free(d->act);
