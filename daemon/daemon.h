@@ -61,7 +61,7 @@ struct daemon {
         struct mthp_collapse_result collapse_last; /* the last tick's collapse work */
         struct mthp_collapse_result collapse_total;
         int collapse_error;                 /* the last distinct error logged, for rate-limiting */
-        /* the shmem repair's bookkeeping (daemon/collapse.c): kB collapsed
+        /* the shmem repair's bookkeeping (collapse-tick.c): kB collapsed
          * per process and mapping, and the passes in a row that found
          * nothing left; the snapshot carries kb to the engine */
         struct daemon_shm_repair {
@@ -78,7 +78,7 @@ struct daemon {
         struct mthp_host *host;
         struct mthp_caps caps;
         struct mthp_observer *observer;     /* the samplers: each tick's snapshot */
-        /* the fault-burst wakeup (faults.c, also FaultSampling=): a tick
+        /* the fault-burst wakeup (fault-alarm.c, also FaultSampling=): a tick
          * brought forward when the host starts to fault fast; NULL: off or
          * unavailable */
         struct mthp_fault_alarm *alarm;
@@ -189,7 +189,7 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec);
  * says always manages it, so a tick now can set its sizes (its start
  * grace, mthpd.conf StartGrace=) before its process maps memory. */
 bool daemon_cgroup_created(struct daemon *d, const char *path);
-/* collapse.c: one tick's MADV_COLLAPSE work (Collapse=yes, shmem repair),
+/* collapse-tick.c: one tick's MADV_COLLAPSE work (Collapse=yes, shmem repair),
  * within the tick's budget; nothing while observing */
 void daemon_collapse(struct daemon *d, uint64_t t);
 /* The collapser, budgeted from the configuration (CollapseBudget= a tick,

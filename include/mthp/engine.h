@@ -380,7 +380,7 @@ struct mthp_tick_plan {
 uint64_t mthp_tick_next(struct mthp_tick_plan *plan, uint64_t tick, uint64_t tick_usec, uint64_t interval_usec,
                         bool awaits, bool look, bool climb);
 
-/* The fault-burst wakeup (mthp_fault_alarm, daemon/faults.c): a tick
+/* The fault-burst wakeup (mthp_fault_alarm, daemon/fault-alarm.c): a tick
  * brought forward when the host starts to fault fast between two ticks,
  * so that the first raise need not wait for the grid (up to an Interval).
  *

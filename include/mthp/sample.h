@@ -91,7 +91,7 @@ struct mthp_proc_density {
          * MTHP_SHM_NONE: none seen, or a recording from before this field) */
         struct mthp_shm_mapping shm;
         /* kB of that mapping the daemon has collapsed with MADV_COLLAPSE
-         * (ShmemCollapse=, daemon/collapse.c), filled in by the daemon
+         * (ShmemCollapse=, daemon/collapse-tick.c), filled in by the daemon
          * before the engine sees the snapshot and recorded with it (0: none,
          * or a recording from before this field) */
         uint64_t shm_repaired_kb;

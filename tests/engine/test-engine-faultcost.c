@@ -276,7 +276,7 @@ static void test_wants_density_scaled(void **state) {
 }
 
 /* mthp_engine_proc_pages_rate: what a process faults in pages, the rate
- * the shmem repair starts on (daemon/collapse.c). pgbench TPC-B's
+ * the shmem repair starts on (daemon/collapse-tick.c). pgbench TPC-B's
  * backends, filling the buffer pool with 2M folios, fault ~50 times a
  * second: 25,600 pages a second, not an idle process. */
 static void test_proc_pages_rate(void **state) {

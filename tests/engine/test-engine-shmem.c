@@ -433,7 +433,7 @@ static void test_shmem_sparse_refaulter_allocating_steps_down(void **state) {
         step_down_within(s, &w, 6, "pid 901");
 }
 
-/* The shmem repair (daemon/collapse.c) reaches the engine through the
+/* The shmem repair (daemon/collapse-tick.c) reaches the engine through the
  * snapshot, as a sampled process's shm_repaired_kb: "being repaired" while
  * the probe still sees 4K folios, "repaired" once it sees large ones; a
  * repaired mapping counts as the use of 2M for probe-then-verify (the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* MADV_COLLAPSE from the daemon: Collapse=yes policies' anon regions and
  * the repair of shmem that mthpd's own 2M raise left at small folios
- * (moved from manager.c; lib/collapse.c does the walking and advising). */
+ * (lib/collapse.c does the walking and advising). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
