@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The manager: mthpd's state and what it does with it. One tick samples
- * the host, lets the engine decide, lets pins override, applies through the
- * actuator and explains; the operations the D-Bus service offers (reload,
+/* The manager: mthpd's state and what it does with it. One tick takes the
+ * observer's snapshot (mthp/observe.h), lets the engine decide, lets pins
+ * override, applies through the actuator and explains; the operations the D-Bus service offers (reload,
  * mode, restore, pin, unpin, resume) are here too. mthpd.c drives it from
  * the event loop. */
 #include <errno.h>
