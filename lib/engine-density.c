@@ -97,14 +97,6 @@ static bool counts_ahead(const struct mthp_engine_config *cfg, const struct mthp
         return rate / least >= total * cfg->min_proc_share / 100.0;
 }
 
-const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
-                                             size_t size) {
-        if (!cfg->policies || !cgroup || !cgroup[0])
-                return NULL;
-        int i = mthp_policy_match(cfg->policies, cgroup, managed, size);
-        return i < 0 ? NULL : &cfg->policies->p[i];
-}
-
 int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                 const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
                                 unsigned *n_procs) {
@@ -141,38 +133,6 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
         if (n_procs)
                 *n_procs = n;
         return dense;
-}
-
-double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
-        return pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
-}
-
-double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
-        return 1.0 / (1.0 + engine_max_bloat(cfg, pol) / 100.0);
-}
-
-double engine_raise_threshold(double keep) {
-        return keep + (1.0 - keep) / 2;
-}
-
-bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                         const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s) {
-        if (!cfg->start_grace_usec || !c->appeared_usec || snap->t_usec < c->appeared_usec ||
-            snap->t_usec - c->appeared_usec >= cfg->start_grace_usec)
-                return false;
-        const struct mthp_policy *pol = mthp_engine_policy(cfg, c->path, NULL, 0);
-        if (!pol || pol->mode[kind] != MTHP_POLICY_ALWAYS)
-                return false;
-        if (age_s)
-                *age_s = (double) (snap->t_usec - c->appeared_usec) / 1e6;
-        return true;
-}
-
-bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind) {
-        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++)
-                if (engine_cgroup_grace(cfg, snap, &snap->cgroup[c], kind, NULL))
-                        return true;
-        return false;
 }
 
 /* Rungs of the ladder at or below a policy's top size (all without one). */

@@ -13,37 +13,6 @@
 #define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
 #define DEFRAG_FALLBACK_PCT 20.0
 
-unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, enum mthp_kind kind,
-                            unsigned ladder[MTHP_SIZES_MAX]) {
-        unsigned n = 0;
-        for (unsigned i = 0; i < caps->n_sizes; i++) {
-                const struct mthp_size *sz = &caps->sizes[i];
-                if (sz->knob[kind] < 0 || sz->kb < cfg->min_kb[kind] || sz->kb > cfg->max_kb[kind])
-                        continue;
-                if (!mthp_knob_allows(&caps->knobs[sz->knob[kind]], "always"))
-                        continue;
-                ladder[n++] = i;
-        }
-        return n;
-}
-
-/* What a per-size knob means now: its value, or for inherit the global
- * knob's of its kind. */
-static const char *effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                                   int knob) {
-        if (strcmp(snap->knob[knob], "inherit") != 0)
-                return snap->knob[knob];
-        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
-        return g >= 0 ? snap->knob[g] : snap->knob[knob];
-}
-
-bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                          unsigned size) {
-        int k = caps->sizes[size].knob[kind];
-        return k >= 0 && strcmp(effective_value(caps, snap, kind, k), kind == MTHP_ANON ? "madvise" : "advise") == 0;
-}
-
-
 struct signals {
         double opted_out;              /* pages/s of processes that opted out, not in demand */
         double madvised;               /* pages/s in folios of sizes at madvise, not in demand */
@@ -56,42 +25,6 @@ struct signals {
         double raise_at, lower_at;
         char rate_why[96];
 };
-
-/* The fault rates (4K pages/s) a raise needs and a step-down falls below:
- * RaiseFaultRate and LowerFaultRate, or where the host's 4K fault cost is
- * known and RaiseFaultTime is on, the rate at which faults take that share
- * of one core when it is lower. The lower rate scales with it, keeping
- * LowerFaultRate's share of RaiseFaultRate but at least a tenth (a
- * RaiseFaultRate set out of reach, 1e12, would otherwise put it at 6e-6
- * pages/s: a raised size that never steps down) and never above
- * LowerFaultRate. */
-bool mthp_engine_fault_rates(const struct mthp_engine_config *cfg, double fault_cost_ns, double *raise,
-                             double *lower) {
-        *raise = cfg->raise_fault_rate;
-        *lower = cfg->lower_fault_rate;
-        /* outside FaultCost='s range (1ns-1s) it is unknown: a hand-made
-         * recording's inf or 1e30 would make a raise rate of about 0 */
-        if (!(fault_cost_ns >= 1 && fault_cost_ns <= 1e9) || !(cfg->raise_fault_time > 0))
-                return false;
-        double at = cfg->raise_fault_time / 100 * 1e9 / fault_cost_ns;
-        if (!(at < cfg->raise_fault_rate))
-                return false;
-        double share = cfg->lower_fault_rate / cfg->raise_fault_rate;
-        *lower = fmin(cfg->lower_fault_rate, at * fmax(share, 0.1));
-        *raise = at;
-        return true;
-}
-
-/* This tick's rates; why (may be NULL) says when RaiseFaultTime set them. */
-void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
-                        double *lower, char *why, size_t why_size) {
-        bool timed = mthp_engine_fault_rates(cfg, snap->fault_cost_ns, raise, lower);
-        if (why)
-                *why = 0;
-        if (timed && why)
-                snprintf(why, why_size, " (RaiseFaultTime %g%% of a core at %.2f us a 4K fault)",
-                         cfg->raise_fault_time, snap->fault_cost_ns / 1e3);
-}
 
 /* The kind's fault demand in 4K pages per second, and its share of the
  * faults no mTHP allocation explains. */
@@ -249,10 +182,6 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "MemAvailable %.1f%% < %.0f%%", s->avail_pct,
                          cfg->min_available);
         }
-}
-
-void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n) {
-        mthp_format_size(level ? caps->sizes[ladder[level - 1]].kb : mthp_caps_page_kb(caps), buf, n);
 }
 
 /* Step down after a failure (pressure, fragmentation, a probe that did not
@@ -780,7 +709,7 @@ static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_c
         int knob = k->n_ladder ? caps->sizes[k->ladder[k->n_ladder - 1]].knob[k->kind] : -1;
         k->align = k->align_capped = false;
         if (k->kind == MTHP_SHMEM && cfg->shmem_align && knob >= 0 && st->level < k->n_ladder) {
-                const char *v = snap->knob[knob], *eff = effective_value(caps, snap, MTHP_SHMEM, knob);
+                const char *v = snap->knob[knob], *eff = engine_effective_value(caps, snap, MTHP_SHMEM, knob);
                 /* ours: advise we set, or always from a level that held
                  * the top size (a step down goes straight to advise) */
                 bool ours = (st->align_advised && strcmp(v, "advise") == 0) ||
@@ -891,15 +820,6 @@ static bool kind_steady(const struct kind_step *k) {
         return st->level == k->old_level && !st->sparse_streak && !st->pressure_streak &&
                !st->verify_left && !k->probe_failed && (!st->raise_streak || k->target <= st->level) &&
                k->dens.grace < 0;
-}
-
-/* A process fault-heavy enough to speak (MinProcessFaultRate) whose
- * faults wait for their address samples to be split between the kinds
- * (fs_pending), seen within the last `recent` ticks: the early tick and the
- * density back-off both wait on it. */
-bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
-                                unsigned recent) {
-        return p->pid && p->fs_pending && tick <= p->seen_tick + recent && p->fault_rate >= cfg->min_proc_fault_rate;
 }
 
 /* The density back-off's memory: when the last sample was taken and what
