@@ -552,6 +552,146 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
         st->ceiling = back + 1; /* every size above it went unused */
 }
 
+/* A memory-limited cgroup cannot afford the level: down to what it
+ * affords at once. */
+static void step_down_limited(const struct mthp_caps *caps, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        char to[16];
+        /* no dwell, no confirmation: the cgroup pays at once */
+        engine_level_name(caps, k->ladder, k->afford, to, sizeof(to));
+        snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
+        st->level = k->afford;
+        st->verify_left = 0;
+}
+
+/* Memory pressure two ticks in a row: one step down, and bar the level. */
+static void step_down_pressure(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                               struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        /* pressure acts without waiting for dwell: memory is the emergency */
+        snprintf(k->why, sizeof(k->why), "memory pressure for %u ticks (%s): step %s down from %s",
+                 st->pressure_streak, sig->pressure_why, k->kname, k->top);
+        step_down_failed(cfg, st, st->level - 1, snap->tick);
+        st->pressure_streak = 0; /* PSI lags: give the step time to show */
+}
+
+/* A faulting process reads sparse at the level (the bloat guard): down to
+ * the level the density keeps; a churner blamed for it may raise back
+ * without the dwell, once. */
+static void step_down_sparse(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        char to[16];
+        /* bloat guard: no dwell, a faulting sparse process pays now */
+        char hd[320];
+        engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
+        engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
+        /* a churner caught writing: a raise back once it reads
+         * dense need not wait the dwell, once for each process */
+        bool grown, beside;
+        struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown, &beside);
+        char note[240] = "", why[120] = "never read dense there";
+        if (beside)
+                snprintf(why, sizeof(why), "its zeros lay beside its data in %d samples in a row: it "
+                         "turned sparse", ENGINE_DATA_SPARSE_SAMPLES);
+        if (grown) {
+                unsigned z = k->dens.party[k->dens.holder].fail_size;
+                snprintf(why, sizeof(why), "its RSS, %llu MiB, grew past %.0f%% of the %llu MiB it held "
+                         "when it read dense there",
+                         (unsigned long long) (m->rss_kb[k->kind] / 1024),
+                         100 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)),
+                         (unsigned long long) (m->peak_rss_kb[k->kind][z] / 1024));
+        }
+        if (m && !m->churn_spent[k->kind]) {
+                char later[32] = "";
+                if (beside)   /* its folios of before may read dense by presence at first */
+                        snprintf(later, sizeof(later), " %d ticks on", ENGINE_CHURN_BESIDE_TICKS);
+                snprintf(note, sizeof(note),
+                         "; it churns (its memory turned over %g times a second or more) and %s: a "
+                         "raise back once it reads dense%s need not wait DwellTicks",
+                         ENGINE_CHURN_TURNOVER, why, later);
+                m->churn_spent[k->kind] = true;
+                st->churn_pid = m->pid;
+                st->churn_from = st->level;
+                st->churn_tick = snap->tick;
+                st->churn_grown = grown;
+                st->churn_beside = beside;
+                k->churn_armed = true;
+        } else if (m)
+                snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
+                         "DwellTicks applies", why);
+        snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
+        st->level = k->dens.keep;
+        st->verify_left = 0;
+}
+
+/* Compaction stalls or fallbacks say memory is too fragmented: one step
+ * down, and bar the level. */
+static void step_down_fragmented(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                 struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        if (sig->stall_pid)
+                snprintf(k->why, sizeof(k->why),
+                         "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
+                         "%s %s folios: step down",
+                         sig->stall_pid, sig->stall_ms, cfg->max_compact_ms, k->kname, k->top);
+        else
+                snprintf(k->why, sizeof(k->why),
+                         "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
+                         "fragmented, step down",
+                         sig->fallback_pct, k->kname, k->top, cfg->max_fallback);
+        step_down_failed(cfg, st, st->level - 1, snap->tick);
+}
+
+/* A managed cgroup in its start grace: up to its target at once. */
+static void raise_grace(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        /* no demand, confirmation or dwell: the sizes must be on
+         * before the new service maps its memory (a shared segment
+         * mapped with the size off is never aligned for it) */
+        explain_grace_raise(cfg, caps, snap, k);
+        st->verify_from = st->level;
+        st->verify_left = cfg->verify_ticks;
+        st->level = k->target;
+        st->climb = false;
+}
+
+/* Demand, density and dwell allow a raise: up to the target, verified
+ * for VerifyTicks. */
+static void raise_level(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        /* dwell guards against reversals: a second raise right
+         * after the first (a sample that saw more) is no flap; nor
+         * is a raise back once a churner blamed for a step-down
+         * reads dense (once for each process: churn_spent) */
+        if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
+                k->target = k->churn_to; /* the churn case: back where it was, no higher */
+        explain_raise(caps, snap, next, k);
+        st->verify_from = st->level;
+        st->verify_left = cfg->verify_ticks;
+        st->level = k->target;
+        /* a process's density held it below the top: at the new
+         * size it may read denser (mthp_engine_climbing) */
+        const struct density_verdict *v = &k->dens;
+        st->climb = v->measured && k->target == v->raise && k->target < k->n_ladder && !k->lim_capped &&
+                    !k->barred &&
+                    (v->raise_holder >= 0 ||
+                     (v->holder >= 0 && v->party[v->holder].proc >= 0 && !v->party[v->holder].capped));
+}
+
+/* Fault demand under LowerFaultRate for LowerTicks: one step down. */
+static void step_down_demand(struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        st->level--;
+        snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
+                 k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
+}
+
 /* The transition: the first condition that holds, in order of urgency,
  * moves the level (or holds it), and k->why says why. */
 static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -559,111 +699,27 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                         struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
-        char to[16];
-        if (st->level > k->afford) {
-                /* no dwell, no confirmation: the cgroup pays at once */
-                engine_level_name(caps, k->ladder, k->afford, to, sizeof(to));
-                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
-                st->level = k->afford;
-                st->verify_left = 0;
-        } else if (!sig->measured) {
+        if (st->level > k->afford)
+                step_down_limited(caps, k);
+        else if (!sig->measured)
                 snprintf(k->why, sizeof(k->why), "first sample: no rates yet, holding %s at %s", k->kname, k->top);
-        } else if (st->level > 0 && st->pressure_streak >= 2) {
-                /* pressure acts without waiting for dwell: memory is the emergency */
-                snprintf(k->why, sizeof(k->why), "memory pressure for %u ticks (%s): step %s down from %s",
-                         st->pressure_streak, sig->pressure_why, k->kname, k->top);
-                step_down_failed(cfg, st, st->level - 1, snap->tick);
-                st->pressure_streak = 0; /* PSI lags: give the step time to show */
-        } else if (k->probe_failed) {
+        else if (st->level > 0 && st->pressure_streak >= 2)
+                step_down_pressure(cfg, snap, k);
+        else if (k->probe_failed)
                 step_back_probe(cfg, caps, snap, next, k);
-        } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
-                /* bloat guard: no dwell, a faulting sparse process pays now */
-                char hd[320];
-                engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
-                engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
-                /* a churner caught writing: a raise back once it reads
-                 * dense need not wait the dwell, once for each process */
-                bool grown, beside;
-                struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown, &beside);
-                char note[240] = "", why[120] = "never read dense there";
-                if (beside)
-                        snprintf(why, sizeof(why), "its zeros lay beside its data in %d samples in a row: it "
-                                 "turned sparse", ENGINE_DATA_SPARSE_SAMPLES);
-                if (grown) {
-                        unsigned z = k->dens.party[k->dens.holder].fail_size;
-                        snprintf(why, sizeof(why), "its RSS, %llu MiB, grew past %.0f%% of the %llu MiB it held "
-                                 "when it read dense there",
-                                 (unsigned long long) (m->rss_kb[k->kind] / 1024),
-                                 100 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)),
-                                 (unsigned long long) (m->peak_rss_kb[k->kind][z] / 1024));
-                }
-                if (m && !m->churn_spent[k->kind]) {
-                        char later[32] = "";
-                        if (beside)   /* its folios of before may read dense by presence at first */
-                                snprintf(later, sizeof(later), " %d ticks on", ENGINE_CHURN_BESIDE_TICKS);
-                        snprintf(note, sizeof(note),
-                                 "; it churns (its memory turned over %g times a second or more) and %s: a "
-                                 "raise back once it reads dense%s need not wait DwellTicks",
-                                 ENGINE_CHURN_TURNOVER, why, later);
-                        m->churn_spent[k->kind] = true;
-                        st->churn_pid = m->pid;
-                        st->churn_from = st->level;
-                        st->churn_tick = snap->tick;
-                        st->churn_grown = grown;
-                        st->churn_beside = beside;
-                        k->churn_armed = true;
-                } else if (m)
-                        snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
-                                 "DwellTicks applies", why);
-                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
-                st->level = k->dens.keep;
-                st->verify_left = 0;
-        } else if (st->level > 0 && sig->fragmented && k->dwell_ok) {
-                if (sig->stall_pid)
-                        snprintf(k->why, sizeof(k->why),
-                                 "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
-                                 "%s %s folios: step down",
-                                 sig->stall_pid, sig->stall_ms, cfg->max_compact_ms, k->kname, k->top);
-                else
-                        snprintf(k->why, sizeof(k->why),
-                                 "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
-                                 "fragmented, step down",
-                                 sig->fallback_pct, k->kname, k->top, cfg->max_fallback);
-                step_down_failed(cfg, st, st->level - 1, snap->tick);
-        } else if (k->dens.grace >= 0 && k->target > st->level && !sig->pressure && !sig->fragmented) {
-                /* no demand, confirmation or dwell: the sizes must be on
-                 * before the new service maps its memory (a shared segment
-                 * mapped with the size off is never aligned for it) */
-                explain_grace_raise(cfg, caps, snap, k);
-                st->verify_from = st->level;
-                st->verify_left = cfg->verify_ticks;
-                st->level = k->target;
-                st->climb = false;
-        } else if (k->target > st->level &&
-                   st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
-                   (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back)) {
-                /* dwell guards against reversals: a second raise right
-                 * after the first (a sample that saw more) is no flap; nor
-                 * is a raise back once a churner blamed for a step-down
-                 * reads dense (once for each process: churn_spent) */
-                if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
-                        k->target = k->churn_to; /* the churn case: back where it was, no higher */
-                explain_raise(caps, snap, next, k);
-                st->verify_from = st->level;
-                st->verify_left = cfg->verify_ticks;
-                st->level = k->target;
-                /* a process's density held it below the top: at the new
-                 * size it may read denser (mthp_engine_climbing) */
-                const struct density_verdict *v = &k->dens;
-                st->climb = v->measured && k->target == v->raise && k->target < k->n_ladder && !k->lim_capped &&
-                            !k->barred &&
-                            (v->raise_holder >= 0 ||
-                             (v->holder >= 0 && v->party[v->holder].proc >= 0 && !v->party[v->holder].capped));
-        } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k)) {
-                st->level--;
-                snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
-                         k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
-        } else
+        else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS)
+                step_down_sparse(cfg, caps, snap, next, k);
+        else if (st->level > 0 && sig->fragmented && k->dwell_ok)
+                step_down_fragmented(cfg, snap, k);
+        else if (k->dens.grace >= 0 && k->target > st->level && !sig->pressure && !sig->fragmented)
+                raise_grace(cfg, caps, snap, k);
+        else if (k->target > st->level &&
+                 st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
+                 (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back))
+                raise_level(cfg, caps, snap, next, k);
+        else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k))
+                step_down_demand(k);
+        else
                 explain_hold(cfg, caps, snap, next, k);
 }
 
