@@ -245,6 +245,61 @@ static double quiet_shmem_alloc(const struct mthp_engine_config *cfg, const stru
         return alloc;
 }
 
+/* A process party's ceilings (pt->keep, pt->raise) from its usage of
+ * each rung up to cap; returns the highest level it has a block of, as
+ * far as the walk went. */
+static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kind, const unsigned *ladder,
+                            unsigned cap, const bool *madvised, int top, double bloat, double keep_thr,
+                            double raise_thr, bool existing, bool ahead, struct party *pt) {
+        unsigned blocks = 0;
+        for (unsigned r = 0; r < cap; r++) {
+                /* at a size that is madvise now, its hg mappings have the
+                 * folios already: the others alone say what always costs */
+                double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
+                if (!isnan(u))
+                        blocks = r + 1;
+                /* a churning process that read dense once and holds
+                 * no more than it held then: the zeros are a write it
+                 * had not finished, in memory it holds at any size
+                 * (struct mthp_engine_proc churn) */
+                unsigned z = ladder[r];
+                double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
+                /* ...unless its zeros sit beside its data, sample
+                 * after sample: it turned sparse (recording
+                 * phased.mthpd.75 of 2026-12-03: 0.05-0.08 of each
+                 * 2M block, for 5 s at 13x its 4K RSS) */
+                bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
+                             (double) m->rss_kb[kind] <= held &&
+                             m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
+                /* and a raise through a size on now that it keeps
+                 * so, with the raise threshold: what keeps a size
+                 * must not bar a raise past it (recording
+                 * stress-vm.mthpd.15: held at 512K for 20 ticks by
+                 * zeros read there). Not onto a size off now: there
+                 * its presence says what it uses, and an old dense
+                 * sample must not outvote it (peak_u never decays) */
+                bool churn_raise = churn && (int) z <= top && m->peak_u[kind][z] >= raise_thr;
+                /* no block of this size in its mappings: the kernel cannot
+                 * give it folios of this size, so it cannot bloat with them */
+                bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn || ahead;
+                bool ok_raise = isnan(u) || u >= raise_thr || churn_raise;
+                if (!ok_raise && r < pt->raise) {
+                        pt->raise = r;
+                        pt->raise_size = ladder[r];
+                        pt->raise_usage = u;
+                }
+                if (!ok_keep) {
+                        pt->keep = r;
+                        pt->fail_size = ladder[r];
+                        pt->fail_usage = u;
+                        pt->fail_plain = madvised[r] && m->hg[kind][ladder[r]];
+                        pt->capped = false;
+                        break;
+                }
+        }
+        return blocks;
+}
+
 /* The processes under auto (a policy's or the defaults) that count: each
  * is a party whose ceilings its remembered density sets. */
 static void process_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -287,52 +342,9 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };
-                unsigned blocks = 0; /* the highest level it has a block of, as far as r went */
-                for (unsigned r = 0; r < cap; r++) {
-                        /* at a size that is madvise now, its hg mappings have the
-                         * folios already: the others alone say what always costs */
-                        double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
-                        if (!isnan(u))
-                                blocks = r + 1;
-                        /* a churning process that read dense once and holds
-                         * no more than it held then: the zeros are a write it
-                         * had not finished, in memory it holds at any size
-                         * (struct mthp_engine_proc churn) */
-                        unsigned z = ladder[r];
-                        double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
-                        /* ...unless its zeros sit beside its data, sample
-                         * after sample: it turned sparse (recording
-                         * phased.mthpd.75 of 2026-12-03: 0.05-0.08 of each
-                         * 2M block, for 5 s at 13x its 4K RSS) */
-                        bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
-                                     (double) m->rss_kb[kind] <= held &&
-                                     m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
-                        /* and a raise through a size on now that it keeps
-                         * so, with the raise threshold: what keeps a size
-                         * must not bar a raise past it (recording
-                         * stress-vm.mthpd.15: held at 512K for 20 ticks by
-                         * zeros read there). Not onto a size off now: there
-                         * its presence says what it uses, and an old dense
-                         * sample must not outvote it (peak_u never decays) */
-                        bool churn_raise = churn && (int) z <= top && m->peak_u[kind][z] >= raise_thr;
-                        /* no block of this size in its mappings: the kernel cannot
-                         * give it folios of this size, so it cannot bloat with them */
-                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn || ahead;
-                        bool ok_raise = isnan(u) || u >= raise_thr || churn_raise;
-                        if (!ok_raise && r < pt->raise) {
-                                pt->raise = r;
-                                pt->raise_size = ladder[r];
-                                pt->raise_usage = u;
-                        }
-                        if (!ok_keep) {
-                                pt->keep = r;
-                                pt->fail_size = ladder[r];
-                                pt->fail_usage = u;
-                                pt->fail_plain = madvised[r] && m->hg[kind][ladder[r]];
-                                pt->capped = false;
-                                break;
-                        }
-                }
+                /* the highest level it has a block of, as far as the walk went */
+                unsigned blocks = party_rungs(m, kind, ladder, cap, madvised, top, bloat, keep_thr, raise_thr,
+                                              existing, ahead, pt);
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
                 /* the sizes it has blocks of, up to its raise ceiling */
