@@ -131,3 +131,48 @@ bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_sn
                         return true;
         return false;
 }
+
+static const char *const rule_names[_MTHP_RULE_MAX] = {
+        [MTHP_RULE_NONE] = "none",
+        [MTHP_RULE_FIRST_SAMPLE] = "first-sample",
+        [MTHP_RULE_STEP_DOWN_LIMIT] = "step-down-limit",
+        [MTHP_RULE_STEP_DOWN_PRESSURE] = "step-down-pressure",
+        [MTHP_RULE_STEP_DOWN_PROBE] = "step-down-probe",
+        [MTHP_RULE_STEP_DOWN_SPARSE] = "step-down-sparse",
+        [MTHP_RULE_STEP_DOWN_CHURN] = "step-down-churn",
+        [MTHP_RULE_STEP_DOWN_STALL] = "step-down-stall",
+        [MTHP_RULE_STEP_DOWN_FALLBACK] = "step-down-fallback",
+        [MTHP_RULE_STEP_DOWN_DEMAND] = "step-down-demand",
+        [MTHP_RULE_RAISE_GRACE] = "raise-grace",
+        [MTHP_RULE_RAISE_POLICY] = "raise-policy",
+        [MTHP_RULE_RAISE_DENSE] = "raise-dense",
+        [MTHP_RULE_RAISE_DEMAND] = "raise-demand",
+        [MTHP_RULE_RAISE_CHURN_BACK] = "raise-churn-back",
+        [MTHP_RULE_HOLD] = "hold",
+        [MTHP_RULE_HOLD_PRESSURE] = "hold-pressure",
+        [MTHP_RULE_HOLD_LIMIT] = "hold-limit",
+        [MTHP_RULE_HOLD_SPARSE] = "hold-sparse",
+        [MTHP_RULE_HOLD_NO_HIGHER] = "hold-no-higher",
+        [MTHP_RULE_HOLD_GRACE] = "hold-grace",
+        [MTHP_RULE_HOLD_WANTED] = "hold-wanted",
+        [MTHP_RULE_HOLD_BARRED] = "hold-barred",
+        [MTHP_RULE_HOLD_DWELL] = "hold-dwell",
+        [MTHP_RULE_GUARD_LIMIT] = "guard-limit",
+        [MTHP_RULE_DEFRAG_DEFER] = "defrag-defer",
+        [MTHP_RULE_DEFRAG_ADMIN] = "defrag-admin",
+        [MTHP_RULE_NET_HELD] = "net-held",
+        [MTHP_RULE_NET_LINGER] = "net-linger",
+        [MTHP_RULE_NET_OFF] = "net-off",
+        [MTHP_RULE_SIZE_IN_USE] = "size-in-use",
+        [MTHP_RULE_SIZE_UNREACHABLE] = "size-unreachable",
+        [MTHP_RULE_SIZE_REPAIRED] = "size-repaired",
+        [MTHP_RULE_SIZE_MADVISE] = "size-madvise",
+        [MTHP_RULE_SIZE_ALIGN] = "size-align",
+        [MTHP_RULE_SIZE_ALIGN_CAPPED] = "size-align-capped",
+        [MTHP_RULE_SIZE_OFF] = "size-off",
+        [MTHP_RULE_SIZE_OUTSIDE] = "size-outside",
+};
+
+const char *mthp_rule_name(enum mthp_rule rule) {
+        return (unsigned) rule < _MTHP_RULE_MAX && rule_names[rule] ? rule_names[rule] : "?";
+}

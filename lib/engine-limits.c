@@ -278,6 +278,8 @@ static size_t guard_step_kind(const struct mthp_engine_config *cfg, const struct
                 mthp_format_size(caps->sizes[ladder[r]].kb, sname, sizeof(sname));
                 d->knob = caps->sizes[ladder[r]].knob[kind];
                 d->value[0] = 0;
+                d->rule = MTHP_RULE_GUARD_LIMIT;
+                d->size_rule = MTHP_RULE_SIZE_OFF;
                 if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s not affordable: original value)",
                              why, afford, n_ladder, sname) >= (int) sizeof(d->reason))
                         d->reason[sizeof(d->reason) - 2] = '~';
@@ -398,6 +400,8 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         if (mk >= 0 && *n < n_out) {
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = mk;
+                d->rule = held ? MTHP_RULE_NET_HELD : linger ? MTHP_RULE_NET_LINGER : MTHP_RULE_NET_OFF;
+                d->size_rule = MTHP_RULE_NONE;
                 if (held) {
                         snprintf(d->value, sizeof(d->value), "%u", val);
                         snprintf(d->reason, sizeof(d->reason),
@@ -421,6 +425,8 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         if (sk >= 0 && *n < n_out) {
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = sk;
+                d->rule = held ? MTHP_RULE_NET_HELD : linger ? MTHP_RULE_NET_LINGER : MTHP_RULE_NET_OFF;
+                d->size_rule = MTHP_RULE_NONE;
                 snprintf(d->value, sizeof(d->value), "%s", held || linger ? "1" : "");
                 if (held || linger)
                         snprintf(d->reason, sizeof(d->reason),

@@ -231,6 +231,7 @@ struct kind_step {
         unsigned churn_to;              /* where it may go: no higher than it came down from */
         char churn_note[200];
         char why[MTHP_REASON_MAX - 96];
+        enum mthp_rule rule;            /* the rule why says */
 };
 
 /* The remembered process of a pid, or NULL. */
@@ -429,6 +430,9 @@ static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapsh
         const struct signals *sig = &k->sig;
         char to[16];
         engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
+        k->rule = !k->dens.measured ? MTHP_RULE_RAISE_DEMAND
+                  : k->dens.best < 0 ? MTHP_RULE_RAISE_POLICY
+                                     : MTHP_RULE_RAISE_DENSE;
         if (k->dens.measured && k->dens.best < 0)
                 snprintf(k->why, sizeof(k->why),
                          "%s fault demand %.0f pages/s >= %.0f%s for %u ticks; wanted by policy: %s; "
@@ -454,6 +458,7 @@ static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapsh
                 snprintf(k->why + l, sizeof(k->why) - l, "; stops there: %s", k->lim_why);
         }
         if (k->churn_back && !k->dwell_ok) {
+                k->rule = MTHP_RULE_RAISE_CHURN_BACK;
                 size_t l = strlen(k->why);
                 snprintf(k->why + l, sizeof(k->why) - l, "; %s", k->churn_note);
         }
@@ -467,6 +472,7 @@ static void explain_grace_raise(const struct mthp_engine_config *cfg, const stru
         char to[16], want[16];
         engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
         engine_level_name(caps, k->ladder, p->keep, want, sizeof(want));
+        k->rule = MTHP_RULE_RAISE_GRACE;
         snprintf(k->why, sizeof(k->why),
                  "cgroup %s appeared %.0f s ago, policy %s wants %s %s always (%s=always, priority %u): set before "
                  "its first faults (StartGrace %.0f s; %.0f faults/s so far); %s fault demand %.0f pages/s, no "
@@ -491,12 +497,16 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                          struct kind_step *k) {
         const struct mthp_engine_kind *st = k->st;
         char extra[480] = "";
-        if (k->sig.pressure)
+        k->rule = MTHP_RULE_HOLD;
+        if (k->sig.pressure) {
+                k->rule = MTHP_RULE_HOLD_PRESSURE;
                 snprintf(extra, sizeof(extra), "; pressure: %s", k->sig.pressure_why);
-        else if (k->lim_blocker >= 0 && k->afford <= st->level)
+        } else if (k->lim_blocker >= 0 && k->afford <= st->level) {
+                k->rule = MTHP_RULE_HOLD_LIMIT;
                 snprintf(extra, sizeof(extra), "; held back by %s", k->lim_why);
-        else if (k->dens.measured && k->dens.holder >= 0 && k->dens.keep <= st->level) {
+        } else if (k->dens.measured && k->dens.holder >= 0 && k->dens.keep <= st->level) {
                 char hd[320];
+                k->rule = MTHP_RULE_HOLD_SPARSE;
                 engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
                 snprintf(extra, sizeof(extra), "; held back by %s", hd);
         } else if (k->dens.measured && st->level < k->n_ladder && k->target <= st->level &&
@@ -505,19 +515,25 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                    engine_describe_raise_holder(cfg, caps, next, snap, k->kind, &k->dens, extra + 13,
                                                 sizeof(extra) - 13)) {
                 /* a raise is due but density allows none: say who bars it */
+                k->rule = MTHP_RULE_HOLD_NO_HIGHER;
                 memcpy(extra, "; no higher: ", 13);
         } else if (grace_holds(k)) {
                 char who[200];
+                k->rule = MTHP_RULE_HOLD_GRACE;
                 engine_describe_party(caps, next, snap, k->kind, &k->dens.party[k->dens.grace], who, sizeof(who));
                 snprintf(extra, sizeof(extra), "; wanted by %s in its start grace (StartGrace %.0f s): sizes set "
                          "before its first faults", who, (double) cfg->start_grace_usec / 1e6);
-        } else if (k->keeper[0])
+        } else if (k->keeper[0]) {
+                k->rule = MTHP_RULE_HOLD_WANTED;
                 snprintf(extra, sizeof(extra), "; wanted by %s", k->keeper);
-        else if (k->barred)
+        } else if (k->barred) {
+                k->rule = MTHP_RULE_HOLD_BARRED;
                 snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks", st->ceiling,
                          (unsigned long long) (st->ceiling_until - snap->tick));
-        else if (!k->dwell_ok)
+        } else if (!k->dwell_ok) {
+                k->rule = MTHP_RULE_HOLD_DWELL;
                 snprintf(extra, sizeof(extra), "; dwelling after last change");
+        }
         snprintf(k->why, sizeof(k->why),
                  "holding %s at %s: demand %.0f pages/s (raise at %.0f%s for %u ticks: streak %u; lower "
                  "below %.0f for %u: streak %u), fallback %.0f%%%s",
@@ -544,6 +560,7 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
             engine_shm_unreachable(next, snap->tick, caps->sizes[k->ladder[st->level - 1]].kb, cause + 2,
                                    sizeof(cause) - 2))
                 memcpy(cause, "; ", 2);
+        k->rule = MTHP_RULE_STEP_DOWN_PROBE;
         snprintf(k->why, sizeof(k->why),
                  "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
                  "demand: back to %s, the largest size in use%s",
@@ -559,6 +576,7 @@ static void step_down_limited(const struct mthp_caps *caps, struct kind_step *k)
         char to[16];
         /* no dwell, no confirmation: the cgroup pays at once */
         engine_level_name(caps, k->ladder, k->afford, to, sizeof(to));
+        k->rule = MTHP_RULE_STEP_DOWN_LIMIT;
         snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
         st->level = k->afford;
         st->verify_left = 0;
@@ -570,6 +588,7 @@ static void step_down_pressure(const struct mthp_engine_config *cfg, const struc
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
         /* pressure acts without waiting for dwell: memory is the emergency */
+        k->rule = MTHP_RULE_STEP_DOWN_PRESSURE;
         snprintf(k->why, sizeof(k->why), "memory pressure for %u ticks (%s): step %s down from %s",
                  st->pressure_streak, sig->pressure_why, k->kname, k->top);
         step_down_failed(cfg, st, st->level - 1, snap->tick);
@@ -621,6 +640,7 @@ static void step_down_sparse(const struct mthp_engine_config *cfg, const struct 
         } else if (m)
                 snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
                          "DwellTicks applies", why);
+        k->rule = k->churn_armed ? MTHP_RULE_STEP_DOWN_CHURN : MTHP_RULE_STEP_DOWN_SPARSE;
         snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
         st->level = k->dens.keep;
         st->verify_left = 0;
@@ -632,6 +652,7 @@ static void step_down_fragmented(const struct mthp_engine_config *cfg, const str
                                  struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
+        k->rule = sig->stall_pid ? MTHP_RULE_STEP_DOWN_STALL : MTHP_RULE_STEP_DOWN_FALLBACK;
         if (sig->stall_pid)
                 snprintf(k->why, sizeof(k->why),
                          "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
@@ -688,6 +709,7 @@ static void step_down_demand(struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
         st->level--;
+        k->rule = MTHP_RULE_STEP_DOWN_DEMAND;
         snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
                  k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
 }
@@ -701,9 +723,10 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
         const struct signals *sig = &k->sig;
         if (st->level > k->afford)
                 step_down_limited(caps, k);
-        else if (!sig->measured)
+        else if (!sig->measured) {
+                k->rule = MTHP_RULE_FIRST_SAMPLE;
                 snprintf(k->why, sizeof(k->why), "first sample: no rates yet, holding %s at %s", k->kname, k->top);
-        else if (st->level > 0 && st->pressure_streak >= 2)
+        } else if (st->level > 0 && st->pressure_streak >= 2)
                 step_down_pressure(cfg, snap, k);
         else if (k->probe_failed)
                 step_back_probe(cfg, caps, snap, next, k);
@@ -801,31 +824,39 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
                 bool align = !on && !madv && k->align && rung == (int) k->n_ladder - 1;
                 snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv || align ? adv : "");
+                d->rule = k->rule;
                 /* "in use" only where the kernel can use it: a shmem size
                  * does not reach mappings made or filled before it */
                 char unreach[360];
-                if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach)))
+                if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach))) {
+                        d->size_rule = MTHP_RULE_SIZE_UNREACHABLE;
                         snprintf(status, sizeof(status), "always, but %s", unreach);
-                else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
-                         engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach)))
+                } else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
+                           engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach))) {
+                        d->size_rule = MTHP_RULE_SIZE_REPAIRED;
                         snprintf(status, sizeof(status), "in use; %s", unreach);
-                else if (!on && !madv && k->align_capped && rung == (int) k->n_ladder - 1)
+                } else if (!on && !madv && k->align_capped && rung == (int) k->n_ladder - 1) {
+                        d->size_rule = MTHP_RULE_SIZE_ALIGN_CAPPED;
                         snprintf(status, sizeof(status), "not needed: original value (no advise for alignment: %.300s)",
                                  k->lim_why);
-                else if (align)
+                } else if (align) {
+                        d->size_rule = MTHP_RULE_SIZE_ALIGN;
                         snprintf(status, sizeof(status),
                                  "advise: shared anonymous memory mapped now is %s-aligned, so a raise reaches it "
                                  "(only memory a program madvises gets %s folios)",
                                  sname, sname);
-                else
+                } else {
+                        d->size_rule = on ? MTHP_RULE_SIZE_IN_USE : madv ? MTHP_RULE_SIZE_MADVISE : MTHP_RULE_SIZE_OFF;
                         snprintf(status, sizeof(status), "%s",
                                  on     ? "in use"
                                  : madv ? "madvise: a policy wants it where programs ask"
                                         : "not needed: original value");
-                if (rung < 0)
+                }
+                if (rung < 0) {
+                        d->rule = d->size_rule = MTHP_RULE_SIZE_OUTSIDE;
                         snprintf(d->reason, sizeof(d->reason),
                                  "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
-                else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
+                } else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
                                   k->n_ladder, sname, status,
                                   k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked,
                                   k->left_out[0] ? "; " : "", k->left_out) >=
@@ -856,6 +887,8 @@ static void decide_defrag(const struct mthp_engine_config *cfg, const struct mth
         d->knob = dk;
         bool on = next->defrag_defer && mthp_knob_allows(&caps->knobs[dk], "defer");
         snprintf(d->value, sizeof(d->value), "%s", on ? "defer" : "");
+        d->rule = on ? MTHP_RULE_DEFRAG_DEFER : MTHP_RULE_DEFRAG_ADMIN;
+        d->size_rule = MTHP_RULE_NONE;
         if (on)
                 snprintf(d->reason, sizeof(d->reason), "%s", defer_why[0] ? defer_why :
                          "large sizes were falling back: keeping defrag=defer until that stops");
