@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mthp/engine.h"
+#include "mthp/escape.h"
 #include "mthp/util.h"
 
 #include "engine-internal.h"
@@ -130,6 +131,30 @@ bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_sn
                 if (engine_cgroup_grace(cfg, snap, &snap->cgroup[c], kind, NULL))
                         return true;
         return false;
+}
+
+/* The characters a reason puts around a name: a name holding one could
+ * end early or pass for another. */
+static bool name_plain(const char *name) {
+        return name[0] && !strpbrk(name, "()\",\\") && mthp_text_is_clean(name);
+}
+
+_Static_assert(sizeof(((struct mthp_engine_proc *) 0)->comm) <= ENGINE_NAME_MAX, "a comm fits the quoting");
+
+const char *engine_quote_name(const char *name, char *buf, size_t n) {
+        if (name_plain(name))
+                return mthp_escape(buf, n, name);
+        char raw[2 * ENGINE_NAME_MAX + 3];
+        size_t l = 0;
+        raw[l++] = '"';
+        for (const char *c = name; *c && l + 4 < sizeof(raw); c++) {
+                if (*c == '"' || *c == '\\')
+                        raw[l++] = '\\';
+                raw[l++] = *c;
+        }
+        raw[l++] = '"';
+        raw[l] = 0;
+        return mthp_escape(buf, n, raw);
 }
 
 static const char *const rule_names[_MTHP_RULE_MAX] = {

@@ -203,9 +203,10 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
                          kind == MTHP_ANON ? "Anon" : "Shmem", mthp_policy_mode_name(p->pol->mode[kind]), p->prio);
         if (p->proc >= 0) {
                 const struct mthp_engine_proc *m = &st->proc[p->proc];
-                char split[64];
+                char split[64], comm[ENGINE_NAME_QUOTED];
                 engine_fault_split_note(m, kind, split, sizeof(split));
-                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s%s)", m->pid, m->comm, m->fault_rate, split,
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s%s)", m->pid,
+                         engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate, split,
                          m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
         } else {
                 const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
@@ -580,8 +581,9 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
         }
         if (v->unknown >= 0) {
                 const struct mthp_engine_proc *m = &st->proc[v->unknown];
-                snprintf(buf, n, "pid %d (%s, %.0f faults/s) counts but has no density sample yet", m->pid, m->comm,
-                         m->fault_rate);
+                char comm[ENGINE_NAME_QUOTED];
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s) counts but has no density sample yet", m->pid,
+                         engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate);
                 return true;
         }
         if (v->short_held) {
@@ -634,13 +636,14 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
         }
         for (unsigned i = 0; i < k; i++) {
                 const struct mthp_engine_proc *m = &st->proc[order[i]];
-                char why[96], one[160];
+                char why[96], one[240], comm[ENGINE_NAME_QUOTED];
                 if (!left_out_why(cfg, st, m, kind, why, sizeof(why)))
                         continue;
-                int w = snprintf(one, sizeof(one), "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm, why);
+                int w = snprintf(one, sizeof(one), "%spid %d (%s) left out: %s", len ? "; " : "", m->pid,
+                                 engine_quote_name(m->comm, comm, sizeof(comm)), why);
                 /* room kept for "; and N more"; after one that did not fit,
                  * the less faulting ones are counted, not listed */
-                if (more || w < 0 || len + (size_t) w + 16 >= n) {
+                if (more || w < 0 || (size_t) w >= sizeof(one) || len + (size_t) w + 16 >= n) {
                         more++;
                         continue;
                 }
@@ -666,11 +669,12 @@ static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *bu
         /* one that holds shmem worth a folio of the size */
         if (m->reach == MTHP_SHM_NONE || m->bytes < (uint64_t) kb * 1024 || p->rss_kb[MTHP_SHMEM] < kb)
                 return false;
-        char sz[16], al[16], who[64], small[96];
+        char sz[16], al[16], who[64 + ENGINE_NAME_QUOTED], small[96], comm[ENGINE_NAME_QUOTED];
         bool pmd = m->probe == MTHP_SHM_PROBE_PMD;
         mthp_format_size(kb, sz, sizeof(sz));
         mthp_format_size(m->align_kb, al, sizeof(al));
-        snprintf(who, sizeof(who), "pid %d (%s)'s %llu MiB", p->pid, p->comm, (unsigned long long) (m->bytes >> 20));
+        snprintf(who, sizeof(who), "pid %d (%s)'s %llu MiB", p->pid, engine_quote_name(p->comm, comm, sizeof(comm)),
+                 (unsigned long long) (m->bytes >> 20));
         if (pmd)
                 snprintf(small, sizeof(small), "is not mapped by 2M folios (%u of %u sampled pages not PMD-mapped)",
                          m->sampled - m->large, m->sampled);

@@ -39,6 +39,14 @@
  * (struct mthp_engine_kind churn_beside) */
 #define ENGINE_CHURN_BESIDE_TICKS 2
 void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
+/* A process's comm as a reason quotes it: as it is when plain, else in
+ * double quotes with '"' and '\\' escaped by a backslash (a name with the
+ * parentheses, quotes, commas or backslash that reasons put around it, or
+ * that is empty or not clean text), then through mthp_escape(). Returns
+ * buf; ENGINE_NAME_QUOTED bytes hold any comm. */
+#define ENGINE_NAME_MAX 16
+#define ENGINE_NAME_QUOTED (4 * (2 * ENGINE_NAME_MAX + 2) + 1)
+const char *engine_quote_name(const char *name, char *buf, size_t n);
 /* What a per-size knob means now: its value, or for inherit the global
  * knob's of its kind. */
 const char *engine_effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,

@@ -364,10 +364,12 @@ static unsigned net_value(const struct mthp_engine_config *cfg, const struct mth
                 unsigned margin = subpages / NET_MARGIN;
                 unsigned z = (unsigned) ceil((1 - u) * subpages) + margin;
                 if (z > val) {
+                        char comm[ENGINE_NAME_QUOTED];
                         val = z;
                         w = snprintf(why, why_size,
                                      "pid %d (%s) uses %.2f of each %s block: its %u zero subpages + %u kept whole",
-                                     m->pid, m->comm, u, pmd_name, z - margin, margin);
+                                     m->pid, engine_quote_name(m->comm, comm, sizeof(comm)), u, pmd_name, z - margin,
+                                     margin);
                 }
         }
         (void) w;

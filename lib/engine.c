@@ -201,8 +201,10 @@ static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_e
 
 static void describe_proc(const struct mthp_engine_proc *p, enum mthp_kind kind, char *buf, size_t n) {
         char split[64];
+        char comm[ENGINE_NAME_QUOTED];
         engine_fault_split_note(p, kind, split, sizeof(split));
-        snprintf(buf, n, "pid %d (%s, %.0f faults/s%s)", p->pid, p->comm, p->fault_rate, split);
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s%s)", p->pid, engine_quote_name(p->comm, comm, sizeof(comm)),
+                 p->fault_rate, split);
 }
 
 /* One kind's decision this tick, as the steps of mthp_engine_decide pass it

@@ -621,6 +621,37 @@ static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
         assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 401 (redis-server");
 }
 
+/* A process names itself: a comm with the parentheses, quotes, commas
+ * and backslash a reason uses around it is quoted, its quotes and
+ * backslashes escaped, so no comm can end the name early or pass for
+ * another; a plain comm stays as it is. */
+static void test_comm_quoted_in_reasons(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 400, 1, 0);
+        dens_proc(&v.proc[1], 401, 0.25, 0);
+        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "%s", "\") (\"");
+        w.dens = &v;
+        sim_run(s, &w, 30);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 401 (\"\\\") (\\\"\", ");
+        /* left out for THP disabled: the same quoting */
+        v.proc[1].thp_disabled = true;
+        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
+        sim_init(s);
+        wide(s);
+        sim_run(s, &w, 30);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (\"\\\") (\\\"\") left out");
+        /* a backslash is doubled: "a\\x41" cannot pass for an escaped "aA" */
+        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "%s", "a\\x41");
+        sim_init(s);
+        wide(s);
+        sim_run(s, &w, 30);
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (\"a\\\\x41\") left out");
+}
+
 /* A limited cgroup whose only process opted out of THP cannot bloat: it
  * does not hold the raise back as "assumed sparse" either. */
 static void test_optout_in_limited_cgroup(void **state) {
@@ -773,6 +804,7 @@ int main(void) {
                 T(test_quiet_process_bars_no_raise),
                 T(test_density_phase_change_is_quick),
                 T(test_optout_prctl_sparse_does_not_hold_back),
+                T(test_comm_quoted_in_reasons),
                 T(test_optout_in_limited_cgroup),
                 T(test_optout_nohugepage_does_not_hold_back),
                 T(test_optout_faults_are_no_demand),
