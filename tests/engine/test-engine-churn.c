@@ -132,13 +132,19 @@ static const char *anon_reason(const struct host *h) {
         return anon16_reason(&h->e);
 }
 
-/* a step down blamed on the worker sampled now */
-static __attribute__((noinline)) void assert_blames(const struct host *h, const char *reason) {
+static const struct mthp_decision *anon_decision(const struct host *h) {
+        return anon16_decision(&h->e);
+}
+
+/* a density step down blamed on the worker sampled now (the churn rule
+ * armed or not) */
+static __attribute__((noinline)) void assert_blames(const struct host *h) {
+        const struct mthp_decision *d = anon_decision(h);
         char who[48];
-        snprintf(who, sizeof(who), "pid %d (stress-ng-vm", h->pid);
-        assert_non_null(reason);
-        if (!strstr(reason, who) || !strstr(reason, "step anon down"))
-                fail_msg("\"%s\" does not blame pid %d", reason, h->pid);
+        snprintf(who, sizeof(who), "%d stress-ng-vm anon", h->pid);
+        if (d->rule != MTHP_RULE_STEP_DOWN_CHURN)
+                assert_rule(d, MTHP_RULE_STEP_DOWN_SPARSE, who);
+        assert_tokens(d->reason, who);
 }
 
 static const struct mthp_engine_proc *remembered(const struct host *h) {
@@ -213,9 +219,9 @@ static void test_turned_sparse_steps_down(void **state) {
         }
         if (anon_level(h) == 8 || i > 2)
                 fail_msg("level %u after %u sparse samples: %s", anon_level(h), i, anon_reason(h));
-        assert_blames(h, anon_reason(h));
-        if (!strstr(anon_reason(h), "beside its data"))
-                fail_msg("the step down does not say why: %s", anon_reason(h));
+        assert_blames(h);
+        assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
+        assert_true(h->e.st.kind[MTHP_ANON].churn_beside); /* why: its zeros lay beside its data */
         /* at 4K its 2M folios of before may still be mapped whole and read
          * dense by presence: no raise back at the next sample; from
          * ENGINE_CHURN_BESIDE_TICKS (2) on, a dense reading is its own
@@ -228,8 +234,8 @@ static void test_turned_sparse_steps_down(void **state) {
         host_step(h, BUFFER_KB, 0.5);
         if (anon_level(h) != 8)
                 fail_msg("2 ticks after turning sparse, reading dense: level %u: %s", anon_level(h), anon_reason(h));
-        if (!strstr(anon_reason(h), "zeros beside its data"))
-                fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        assert_true(h->e.st.kind[MTHP_ANON].churn_beside);
 }
 
 /* Samples that read the zeros beside data count in a row only: one whose
@@ -280,7 +286,7 @@ static void test_grown_rss_steps_down(void **state) {
                 assert_true(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
         /* at 1.2 times its RSS (MaxBloat 20%), not above: it keeps 2M */
         host_init(h);
         raise_to_2m(h);
@@ -306,7 +312,7 @@ static void test_slow_turnover_steps_down(void **state) {
                 assert_false(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
 }
 
 /* The boundary (no dense sample): a worker that starts after the raise
@@ -325,7 +331,7 @@ static void test_new_sparse_churner_steps_down(void **state) {
                 assert_true(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
 }
 
 /* A worker started after the raise, caught mid-write at its every sample
@@ -341,9 +347,8 @@ static void new_churner_stepped_down(struct host *h) {
         for (i = 0; i < 10 && anon_level(h) == 8; i++)
                 host_step(h, BUFFER_KB, 0.62);
         assert_int_equal(anon_level(h), 0);
-        assert_blames(h, anon_reason(h));
-        if (!strstr(anon_reason(h), "it churns"))
-                fail_msg("the step down does not say the worker churns: %s", anon_reason(h));
+        assert_blames(h);
+        assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
 }
 
 static void test_churner_raised_back(void **state) {
@@ -352,8 +357,9 @@ static void test_churner_raised_back(void **state) {
         host_step(h, BUFFER_KB, 0.5); /* at 4K: coverage 1.00, its zeros do not count */
         if (anon_level(h) != 8)
                 fail_msg("1 tick after the step down: level %u: %s", anon_level(h), anon_reason(h));
-        if (!strstr(anon_reason(h), "no DwellTicks wait") || !strstr(anon_reason(h), "zeros it was writing"))
-                fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
+        /* why: zeros it was writing (neither beside its data nor a grown RSS) */
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        assert_false(h->e.st.kind[MTHP_ANON].churn_beside || h->e.st.kind[MTHP_ANON].churn_grown);
 }
 
 /* But not onto a size off now (the review of that change): a churner
@@ -392,9 +398,8 @@ static void grown_churner_stepped_down(struct host *h) {
         for (i = 0; i < 10 && anon_level(h) == 8; i++)
                 host_step(h, BUFFER_KB, 0.62);
         assert_int_equal(anon_level(h), 0);
-        assert_blames(h, anon_reason(h));
-        if (!strstr(anon_reason(h), "need not wait DwellTicks"))
-                fail_msg("the step down arms no raise back: %s", anon_reason(h));
+        assert_blames(h);
+        assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
 }
 
 /* The other way a churner loses the rule (recording stress-vm.mthpd.19,
@@ -414,7 +419,8 @@ static void test_grown_churner_raised_back(void **state) {
         if (anon_level(h) != 8 || h->e.tick - 1 > down + 2)
                 fail_msg("stepped down at tick %llu, level %u at tick %llu: %s", (unsigned long long) down,
                          anon_level(h), (unsigned long long) h->e.tick - 1, anon_reason(h));
-        assert_non_null(strstr(anon_reason(h), "no DwellTicks wait"));
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        assert_true(h->e.st.kind[MTHP_ANON].churn_grown);
         for (i = 0; i < 20; i++) {
                 host_step(h, BUFFER_KB, mid_write(i));
                 if (anon_level(h) != 8)
@@ -463,7 +469,7 @@ static void test_churner_growing_by_content_steps_down(void **state) {
         }
         if (anon_level(h) == 8)
                 fail_msg("RSS %.1f times the buffer it read dense at: %s", rss / BUFFER_KB, anon_reason(h));
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
 }
 
 /* The review's case for it: in the tick after the step down the sample
@@ -522,11 +528,11 @@ static void test_second_step_down_dwells(void **state) {
                         host_step(h, pass == 0 ? BUFFER_KB * 3 / 2 : BUFFER_KB, 0.62);
                 }
                 assert_int_equal(anon_level(h), 0);
-                assert_blames(h, anon_reason(h));
-                if (strstr(anon_reason(h), "need not wait DwellTicks"))
-                        fail_msg("pass %d: a second step down arms a quick raise: %s", pass, anon_reason(h));
-                if (pass == 1 && !strstr(anon_reason(h), "DwellTicks applies"))
-                        fail_msg("the second step down does not say the dwell applies: %s", anon_reason(h));
+                assert_blames(h);
+                /* a second step down arms no quick raise: the dwell applies */
+                assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_SPARSE, NULL);
+                if (pass == 1)
+                        assert_true(remembered(h)->churn_spent[MTHP_ANON]);
                 uint64_t down = h->e.tick - 1;
                 for (i = 0; i < 10 && anon_level(h) == 0; i++)
                         host_step(h, BUFFER_KB, 0.5);
@@ -557,9 +563,7 @@ static void test_churner_raise_not_held_by_zeros(void **state) {
         /* held there, the reason says what bars a raise */
         host_step(h, BUFFER_KB, 0.5);
         assert_int_equal(anon_level(h), 6);
-        if (!strstr(anon_reason(h), "no higher: pid 4242 (stress-ng-vm") ||
-            !strstr(anon_reason(h), "uses 0.880 of each 1M block (a raise needs 0.917"))
-                fail_msg("the hold does not say what bars the raise: %s", anon_reason(h));
+        assert_rule(anon_decision(h), MTHP_RULE_HOLD_NO_HIGHER, "4242 stress-ng-vm 0.880 1M 0.917");
         h->cov_from = 0;
         /* the zeros pid 12461 read at 512K, ticks 8 to 12 */
         static const double z[] = { 0.62, 0.38, 0.88, 0.37, 0.64 };
