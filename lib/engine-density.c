@@ -726,14 +726,15 @@ bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char
                 return false;
         const struct mthp_engine_proc *p = &st->proc[best];
         bool pmd = p->shm.probe == MTHP_SHM_PROBE_PMD;
-        char now[96] = "no page sampled now";
+        char now[96] = "no page sampled now", comm[ENGINE_NAME_QUOTED];
         if (p->shm.sampled)
                 snprintf(now, sizeof(now), "%u of %u sampled pages now %s", p->shm.large, p->shm.sampled,
                          pmd ? "mapped by 2M folios" : "in large folios");
         snprintf(buf, n,
                  "pid %d (%s)'s %llu MiB segment at 0x%llx %s (page cache filled before the "
                  "raise): repaired by MADV_COLLAPSE: %llu MiB (%s)",
-                 p->pid, p->comm, (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
+                 p->pid, engine_quote_name(p->comm, comm, sizeof(comm)), (unsigned long long) (p->shm.bytes >> 20),
+                 (unsigned long long) p->shm.addr,
                  pmd ? "was not mapped by 2M folios" : "was held at 4K folios",
                  (unsigned long long) (p->shm_repaired_kb >> 10), now);
         return true;

@@ -313,14 +313,14 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
                         return;
                 least = u < least ? u : least;
         }
-        char at[16];
+        char at[16], comm[ENGINE_NAME_QUOTED];
         engine_level_name(caps, k->ladder, st->level, at, sizeof(at));
         k->churn_back = true;
         k->churn_to = to;
         snprintf(k->churn_note, sizeof(k->churn_note),
                  "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for %s (it churns), reads "
                  "dense at %s (at least %.2f of each block) at %llu MiB",
-                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick,
+                 m->pid, engine_quote_name(m->comm, comm, sizeof(comm)), k->kname, (unsigned long long) st->churn_tick,
                  st->churn_grown ? "the RSS it grew to" : st->churn_beside ? "zeros beside its data" : "zeros it was writing",
                  at, least,
                  (unsigned long long) (m->rss_kb[k->kind] / 1024));

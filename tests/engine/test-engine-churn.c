@@ -48,6 +48,7 @@ struct host {
         unsigned cov_from;      /* sizes from this index on read cov_large present (0: none) */
         double cov_large;
         double zero_data;       /* of its zeros, the share beside data (NAN: unknown, as before it) */
+        const char *comm;       /* the worker's name: stress-ng-vm unless set */
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -109,6 +110,8 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.valid = true;
         s->density.n_procs = 1;
         worker(&s->density.proc[0], h->pid, faults, rss_kb, zero, h->coverage);
+        if (h->comm)
+                snprintf(s->density.proc[0].comm, sizeof(s->density.proc[0].comm), "%s", h->comm);
         s->density.proc[0].new_proc = h->new_proc;
         for (unsigned z = 0; z < MTHP_SIZES_MAX; z++)
                 s->density.proc[0].zero_data[MTHP_ANON][z] = s->density.proc[0].zero_data[MTHP_SHMEM][z] = NAN;
@@ -141,7 +144,7 @@ static const struct mthp_decision *anon_decision(const struct host *h) {
 static __attribute__((noinline)) void assert_blames(const struct host *h) {
         const struct mthp_decision *d = anon_decision(h);
         char who[48];
-        snprintf(who, sizeof(who), "%d stress-ng-vm anon", h->pid);
+        snprintf(who, sizeof(who), "%d anon%s", h->pid, h->comm ? "" : " stress-ng-vm");
         if (d->rule != MTHP_RULE_STEP_DOWN_CHURN)
                 assert_rule(d, MTHP_RULE_STEP_DOWN_SPARSE, who);
         assert_tokens(d->reason, who);
@@ -360,6 +363,21 @@ static void test_churner_raised_back(void **state) {
         /* why: zeros it was writing (neither beside its data nor a grown RSS) */
         assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
         assert_false(h->e.st.kind[MTHP_ANON].churn_beside || h->e.st.kind[MTHP_ANON].churn_grown);
+}
+
+/* The raise back names the churner as every reason does: a comm that
+ * could end its name early is quoted, its quotes escaped. */
+static void test_churner_comm_quoted(void **state) {
+        struct host *h = *state;
+        h->comm = "vm) stepped (";
+        new_churner_stepped_down(h);
+        host_step(h, BUFFER_KB, 0.5);
+        assert_int_equal(anon_level(h), 8);
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        char want[64];
+        snprintf(want, sizeof(want), "pid %d (\"vm) stepped (\") stepped anon down", h->pid);
+        if (!strstr(anon_reason(h), want))
+                fail_msg("\"%s\" does not quote the comm: %s", anon_reason(h), want);
 }
 
 /* But not onto a size off now (the review of that change): a churner
@@ -648,6 +666,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_slow_turnover_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_new_sparse_churner_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_raised_back, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churner_comm_quoted, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_not_raised_onto_sparse, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_stale_sample, host_setup, host_teardown),
