@@ -159,12 +159,18 @@ const struct mthp_decision *anon16_decision(const struct engine_host *e) {
         return NULL;
 }
 
-/* Is tok in text as a whole word: not inside a longer number or word? */
+/* Is tok in text whole: a number not inside a longer number (letters
+ * may touch it: "x2" holds 2), a word not inside a longer word? */
 static bool has_token(const char *text, const char *tok) {
         size_t l = strlen(tok);
+        if (!l)
+                return true;
+        bool num_start = isdigit((unsigned char) tok[0]), num_end = isdigit((unsigned char) tok[l - 1]);
         for (const char *p = text; (p = strstr(p, tok)); p++) {
-                bool start = p == text || !(isalnum((unsigned char) p[-1]) || p[-1] == '.');
-                bool end = !(isalnum((unsigned char) p[l]) || (p[l] == '.' && isdigit((unsigned char) p[l + 1])));
+                char b = p == text ? ' ' : p[-1], a = p[l];
+                bool start = num_start ? !(isdigit((unsigned char) b) || b == '.') : !isalnum((unsigned char) b);
+                bool end = num_end ? !(isdigit((unsigned char) a) || (a == '.' && isdigit((unsigned char) p[l + 1])))
+                                   : !isalnum((unsigned char) a);
                 if (start && end)
                         return true;
         }
