@@ -700,6 +700,22 @@ static void known_ladder_shrink_orphans_knob(void **state) {
                 fail_msg("64K/anon left at \"always\" after it left the ladder (%d decisions, none for it)", s->n_dec);
 }
 
+/* Every rule has its own kebab-case name; out of range reads "?". */
+static void test_rule_names(void **state) {
+        (void) state;
+        for (int r = 0; r < _MTHP_RULE_MAX; r++) {
+                const char *n = mthp_rule_name((enum mthp_rule) r);
+                assert_true(n[0] && strcmp(n, "?") != 0);
+                assert_int_equal(strspn(n, "abcdefghijklmnopqrstuvwxyz-"), strlen(n));
+                for (int o = 0; o < r; o++)
+                        if (strcmp(n, mthp_rule_name((enum mthp_rule) o)) == 0)
+                                fail_msg("rules %d and %d are both %s", o, r, n);
+        }
+        assert_string_equal(mthp_rule_name(MTHP_RULE_NONE), "none");
+        assert_string_equal(mthp_rule_name(_MTHP_RULE_MAX), "?");
+        assert_string_equal(mthp_rule_name((enum mthp_rule) -1), "?");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_ladder_default),
@@ -728,6 +744,7 @@ int main(void) {
                 T(test_no_flap_steady),
                 T(test_no_flap_folio_pages),
                 T(test_purity),
+                T(test_rule_names),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
