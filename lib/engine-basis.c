@@ -133,28 +133,47 @@ bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_sn
         return false;
 }
 
-/* The characters a reason puts around a name: a name holding one could
- * end early or pass for another. */
-static bool name_plain(const char *name) {
-        return name[0] && !strpbrk(name, "()\",\\") && mthp_text_is_clean(name);
+/* A name as it is when it holds none of the characters delims (those a
+ * reason puts around it) and is clean text, else in double quotes with
+ * '"' and '\\' escaped by a backslash; either way through mthp_escape(),
+ * which writes a control or a byte of invalid UTF-8 as \xNN. */
+static const char *quote_name(const char *name, const char *delims, char *buf, size_t n) {
+        if (name[0] && !strpbrk(name, delims) && mthp_text_is_clean(name))
+                return mthp_escape(buf, n, name);
+        size_t l = 0;
+        buf[0] = 0;
+        if (n < 3)
+                return buf;
+        buf[l++] = '"';
+        for (const char *c = name; *c && l + 2 < n;) {
+                size_t run = strcspn(c, "\"\\");
+                if (run) {
+                        size_t w = mthp_escape_n(buf + l, n - 1 - l, c, run);
+                        if (w >= n - 1 - l) { /* cut: what fitted */
+                                l = strlen(buf);
+                                break;
+                        }
+                        l += w;
+                        c += run;
+                } else if (l + 3 < n) {
+                        buf[l++] = '\\';
+                        buf[l++] = *c++;
+                } else
+                        break;
+        }
+        buf[l++] = '"';
+        buf[l] = 0;
+        return buf;
 }
 
 _Static_assert(sizeof(((struct mthp_engine_proc *) 0)->comm) <= ENGINE_NAME_MAX, "a comm fits the quoting");
 
 const char *engine_quote_name(const char *name, char *buf, size_t n) {
-        if (name_plain(name))
-                return mthp_escape(buf, n, name);
-        char raw[2 * ENGINE_NAME_MAX + 3];
-        size_t l = 0;
-        raw[l++] = '"';
-        for (const char *c = name; *c && l + 4 < sizeof(raw); c++) {
-                if (*c == '"' || *c == '\\')
-                        raw[l++] = '\\';
-                raw[l++] = *c;
-        }
-        raw[l++] = '"';
-        raw[l] = 0;
-        return mthp_escape(buf, n, raw);
+        return quote_name(name, "()\",\\", buf, n);
+}
+
+const char *engine_quote_path(const char *path, char *buf, size_t n) {
+        return quote_name(path, " ()\",;:\\", buf, n);
 }
 
 static const char *const rule_names[_MTHP_RULE_MAX] = {

@@ -203,20 +203,21 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
                          kind == MTHP_ANON ? "Anon" : "Shmem", mthp_policy_mode_name(p->pol->mode[kind]), p->prio);
         if (p->proc >= 0) {
                 const struct mthp_engine_proc *m = &st->proc[p->proc];
-                char split[64], comm[ENGINE_NAME_QUOTED];
+                char split[64], comm[ENGINE_NAME_QUOTED], cg[ENGINE_PATH_QUOTED];
                 engine_fault_split_note(m, kind, split, sizeof(split));
                 snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s%s)", m->pid,
                          engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate, split,
-                         m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
+                         m->cgroup[0] ? ", cgroup " : "", m->cgroup[0] ? engine_quote_path(m->cgroup, cg, sizeof(cg)) : "",
+                         pol);
         } else {
                 const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
                 const struct mthp_engine_cgroup *mc = engine_remembered_cgroup(st, c->path);
-                char grace[64] = "";
+                char grace[64] = "", cg[ENGINE_PATH_QUOTED];
                 if (p->grace)
                         snprintf(grace, sizeof(grace), "appeared %.0f s ago, ",
                                  (double) (snap->t_usec - c->appeared_usec) / 1e6);
-                snprintf(buf, n, "cgroup %s (%s%.0f faults/s%s)", c->path, grace, mc ? mc->fault_rate : c->fault_rate,
-                         pol);
+                snprintf(buf, n, "cgroup %s (%s%.0f faults/s%s)", engine_quote_path(c->path, cg, sizeof(cg)), grace,
+                         mc ? mc->fault_rate : c->fault_rate, pol);
         }
         (void) caps;
 }

@@ -47,6 +47,11 @@ void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, uns
 #define ENGINE_NAME_MAX 16
 #define ENGINE_NAME_QUOTED (4 * (2 * ENGINE_NAME_MAX + 2) + 1)
 const char *engine_quote_name(const char *name, char *buf, size_t n);
+/* A cgroup path the same way, quoted also when it holds a space, ';' or
+ * ':' (what follows a path in a reason); ENGINE_PATH_QUOTED bytes hold any
+ * path of MTHP_CGROUP_PATH_MAX. */
+#define ENGINE_PATH_QUOTED (4 * MTHP_CGROUP_PATH_MAX + 3)
+const char *engine_quote_path(const char *path, char *buf, size_t n);
 /* What a per-size knob means now: its value, or for inherit the global
  * knob's of its kind. */
 const char *engine_effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,

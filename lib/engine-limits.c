@@ -155,14 +155,15 @@ unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struc
                         afford = rung;
                         *blocker = (int) i;
                         if (why && n) {
-                                char sz[16];
+                                char sz[16], cg[ENGINE_PATH_QUOTED];
                                 mthp_format_size(caps->sizes[ladder[rung]].kb, sz, sizeof(sz));
+                                engine_quote_path(c->path, cg, sizeof(cg));
                                 if (!tick_ok)
                                         snprintf(why, n,
                                                  "limited cgroup %s (usage %.0f MiB, limit %.0f MiB, headroom %.0f "
                                                  "MiB; %s: x%.1f at %s) cannot afford %s: x%.1f of %.1f MiB/tick = "
                                                  "%.0f MiB > %.0f MiB (%.0f%% of its headroom)",
-                                                 c->path, (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
+                                                 cg, (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
                                                  headroom / 1024, how, b, sz, sz, b, r / 1024, b * r / 1024,
                                                  budget / 1024, 100 - cfg->guard_headroom);
                                 else
@@ -171,7 +172,7 @@ unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struc
                                                  "MiB; %s: x%.1f at %s) cannot afford %s: a burst to the guard's "
                                                  "threshold (%.0f MiB) and %.0f MiB past it before the step-down "
                                                  "would leave %.0f MiB of bloat > %.0f MiB (a third of its headroom)",
-                                                 c->path, c->populated ? "populated" : "empty",
+                                                 cg, c->populated ? "populated" : "empty",
                                                  (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
                                                  headroom / 1024, how, b, sz, sz,
                                                  headroom * cfg->guard_headroom / 100.0 / 1024, over / 1024,
@@ -254,11 +255,12 @@ static size_t guard_step_kind(const struct mthp_engine_config *cfg, const struct
         unsigned old = st->level;
         engine_level_name(caps, ladder, old, top, sizeof(top));
         engine_level_name(caps, ladder, afford, to, sizeof(to));
+        char cg[ENGINE_PATH_QUOTED];
         int w = snprintf(why, sizeof(why),
                  "guard: cgroup %s crossed its %s (%.0f MiB = %.0f MiB + %.0f%% of its headroom, limit "
                  "%.0f MiB), now %.0f MiB; reacted %.0f us after the wake-up; %s: step %s down from %s to "
                  "%s at once, the cgroup counts as sparse for %u ticks",
-                 trip->path, trip->what ? trip->what : "usage threshold", (double) trip->threshold_kb / 1024,
+                 engine_quote_path(trip->path, cg, sizeof(cg)), trip->what ? trip->what : "usage threshold", (double) trip->threshold_kb / 1024,
                  (double) trip->armed_usage_kb / 1024, cfg->guard_headroom, (double) trip->limit_kb / 1024,
                  (double) trip->usage_kb / 1024, trip->latency_us, lim_why, mthp_kind_name(kind), top, to,
                  c->trip_backoff);

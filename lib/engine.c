@@ -93,9 +93,11 @@ static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct m
                         continue;
                 double used = 100.0 * (double) p->cg_usage_kb / (double) p->cg_limit_kb;
                 if (used >= 100.0 - cfg->cgroup_headroom) {
+                        char cg[ENGINE_PATH_QUOTED];
                         s->pressure = true;
                         snprintf(s->pressure_why, sizeof(s->pressure_why),
-                                 "cgroup %s of pid %d at %.0f%% of its %llu MiB limit", p->cgroup, p->pid, used,
+                                 "cgroup %s of pid %d at %.0f%% of its %llu MiB limit",
+                                 engine_quote_path(p->cgroup, cg, sizeof(cg)), p->pid, used,
                                  (unsigned long long) p->cg_limit_kb / 1024);
                 }
         }
@@ -108,9 +110,10 @@ static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct m
                 if (!c->psi_present || kind_kb == 0 || c->fault_rate < cfg->min_proc_fault_rate ||
                     c->psi_some_avg10 < limit)
                         continue;
+                char cg[ENGINE_PATH_QUOTED];
                 s->pressure = true;
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s memory.pressure some %.1f%% >= %.0f%%%s%s",
-                         c->path, c->psi_some_avg10, limit, pol ? " of policy " : "", pol ? pol->name : "");
+                         engine_quote_path(c->path, cg, sizeof(cg)), c->psi_some_avg10, limit, pol ? " of policy " : "", pol ? pol->name : "");
         }
         /* a managed cgroup that faults and grows towards its limit */
         for (unsigned i = 0; i < snap->n_cgroups && i < MTHP_SNAP_CGROUPS && !s->pressure; i++) {
@@ -121,9 +124,10 @@ static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct m
                 double used = 100.0 * (double) c->usage_kb / (double) c->limit_kb;
                 if (used < 100.0 - cfg->cgroup_headroom)
                         continue;
+                char cg[ENGINE_PATH_QUOTED];
                 s->pressure = true;
-                snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s at %.0f%% of its %llu MiB limit", c->path,
-                         used, (unsigned long long) c->limit_kb / 1024);
+                snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s at %.0f%% of its %llu MiB limit",
+                         engine_quote_path(c->path, cg, sizeof(cg)), used, (unsigned long long) c->limit_kb / 1024);
         }
 }
 
@@ -471,7 +475,7 @@ static void explain_grace_raise(const struct mthp_engine_config *cfg, const stru
                                 const struct mthp_snapshot *snap, struct kind_step *k) {
         const struct party *p = &k->dens.party[k->dens.grace];
         const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
-        char to[16], want[16];
+        char to[16], want[16], cg[ENGINE_PATH_QUOTED];
         engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
         engine_level_name(caps, k->ladder, p->keep, want, sizeof(want));
         k->rule = MTHP_RULE_RAISE_GRACE;
@@ -479,7 +483,8 @@ static void explain_grace_raise(const struct mthp_engine_config *cfg, const stru
                  "cgroup %s appeared %.0f s ago, policy %s wants %s %s always (%s=always, priority %u): set before "
                  "its first faults (StartGrace %.0f s; %.0f faults/s so far); %s fault demand %.0f pages/s, no "
                  "pressure (MemAvailable %.0f%%): raise to %s",
-                 c->path, (double) (snap->t_usec - c->appeared_usec) / 1e6, p->pol->name, k->kname, want,
+                 engine_quote_path(c->path, cg, sizeof(cg)), (double) (snap->t_usec - c->appeared_usec) / 1e6,
+                 p->pol->name, k->kname, want,
                  k->kind == MTHP_ANON ? "Anon" : "Shmem", p->prio, (double) cfg->start_grace_usec / 1e6,
                  c->fault_rate, k->kname, k->sig.demand, k->sig.avail_pct, to);
         if (k->lim_capped) {

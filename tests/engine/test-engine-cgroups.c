@@ -221,6 +221,24 @@ static void limited_setup(struct sim *s, struct mthp_density_view *v, struct wor
         w->n_limited = 1;
 }
 
+/* A delegated user names cgroups: a path holding what a reason puts
+ * after a path (a space, parentheses, ';', ':') or a quote or backslash is
+ * quoted, its quotes and backslashes escaped, so it cannot end early and
+ * forge the numbers after it; a plain path stays as it is. */
+static void test_cgroup_path_quoted_in_reasons(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct workload w;
+        struct mthp_limited_cgroup odd = lim_600;
+        snprintf(odd.path, sizeof(odd.path), "%s", "/lim (usage 9 MiB\\\"");
+        limited_setup(s, &v, &w, "/work");
+        w.limited = &odd;
+        sim_run(s, &w, 20);
+        assert_int_equal(level(s, MTHP_ANON), 5);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_LIMIT, "2 600 598");
+        assert_contains(kind_reason(s, MTHP_ANON), "limited cgroup \"/lim (usage 9 MiB\\\\\\\"\" (usage 2 MiB");
+}
+
 static void test_limited_unknown_blocks_2m(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v;
@@ -526,6 +544,7 @@ static void test_guard_unaffected_sizes(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_limited_unknown_blocks_2m),
+                T(test_cgroup_path_quoted_in_reasons),
                 T(test_limited_measured_dense_does_not_block),
                 T(test_limited_new_cgroup_steps_down_at_once),
                 T(test_limited_policy_priority_cannot_override),
