@@ -588,29 +588,36 @@ static void test_density_phase_change_is_quick(void **state) {
 
 /* ---- opt-outs: processes that choose for themselves (issue 14) ---- */
 
+/* A dense process (400) and a sparse one (401) named comm, THP disabled
+ * for the sparse one or not, 30 ticks of anon_hot on the shipped ladder
+ * from a fresh start. */
+static void dense_and_sparse(struct sim *s, struct mthp_density_view *v, struct workload *w, const char *comm,
+                             bool thp_off) {
+        sim_init(s);
+        wide(s);
+        *v = (struct mthp_density_view) { .valid = true, .n_procs = 2 };
+        *w = anon_hot;
+        dens_proc(&v->proc[0], 400, 1, 0);
+        dens_proc(&v->proc[1], 401, 0.25, 0);
+        snprintf(v->proc[1].comm, sizeof(v->proc[1].comm), "%s", comm);
+        v->proc[1].thp_disabled = thp_off;
+        w->optout_pages[MTHP_ANON] = thp_off ? v->proc[1].fault_rate : 0;
+        w->dens = v;
+        sim_run(s, w, 30);
+}
+
 /* A sparse process with THP disabled for it (PR_SET_THP_DISABLE: Redis's
  * default) beside a dense one: it gets no large folio whatever the knobs
  * say, so it cannot bloat and must not hold the host back. */
 static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
         struct sim *s = *state;
-        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
-        struct workload w = anon_hot;
-        wide(s);
-        dens_proc(&v.proc[0], 400, 1, 0);
-        dens_proc(&v.proc[1], 401, 0.25, 0);
-        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "redis-server");
-        v.proc[1].thp_disabled = true;
-        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
-        w.dens = &v;
-        sim_run(s, &w, 30);
+        struct mthp_density_view v;
+        struct workload w;
+        dense_and_sparse(s, &v, &w, "redis-server", true);
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_tokens(kind_reason(s, MTHP_ANON), "401 redis-server prctl");
         /* the other way round it still holds the host back */
-        sim_init(s);
-        wide(s);
-        v.proc[1].thp_disabled = false;
-        w.optout_pages[MTHP_ANON] = 0;
-        sim_run(s, &w, 30);
+        dense_and_sparse(s, &v, &w, "redis-server", false);
         assert_int_equal(level(s, MTHP_ANON), 0);
         assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_SPARSE, "401 redis-server");
 }
@@ -621,28 +628,16 @@ static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
  * another; a plain comm stays as it is. */
 static void test_comm_quoted_in_reasons(void **state) {
         struct sim *s = *state;
-        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
-        struct workload w = anon_hot;
-        wide(s);
-        dens_proc(&v.proc[0], 400, 1, 0);
-        dens_proc(&v.proc[1], 401, 0.25, 0);
-        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "%s", "\") (\"");
-        w.dens = &v;
-        sim_run(s, &w, 30);
+        struct mthp_density_view v;
+        struct workload w;
+        dense_and_sparse(s, &v, &w, "\") (\"", false);
         assert_int_equal(level(s, MTHP_ANON), 0);
         assert_contains(kind_reason(s, MTHP_ANON), "held back by pid 401 (\"\\\") (\\\"\", ");
         /* left out for THP disabled: the same quoting */
-        v.proc[1].thp_disabled = true;
-        w.optout_pages[MTHP_ANON] = v.proc[1].fault_rate;
-        sim_init(s);
-        wide(s);
-        sim_run(s, &w, 30);
+        dense_and_sparse(s, &v, &w, "\") (\"", true);
         assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (\"\\\") (\\\"\") left out");
         /* a backslash is doubled: "a\\x41" cannot pass for an escaped "aA" */
-        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "%s", "a\\x41");
-        sim_init(s);
-        wide(s);
-        sim_run(s, &w, 30);
+        dense_and_sparse(s, &v, &w, "a\\x41", true);
         assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (\"a\\\\x41\") left out");
 }
 
