@@ -267,17 +267,16 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
                 unsigned z = ladder[r];
                 double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
                 /* ...unless its zeros sit beside its data, sample
-                 * after sample: it turned sparse (recording
-                 * phased.mthpd.75 of 2026-12-03: 0.05-0.08 of each
-                 * 2M block, for 5 s at 13x its 4K RSS) */
+                 * after sample: it turned sparse (a phased workload:
+                 * 0.05-0.08 of each 2M block, for 5 s at 13x its 4K
+                 * RSS) */
                 bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
                              (double) m->rss_kb[kind] <= held &&
                              m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
                 /* and a raise through a size on now that it keeps
                  * so, with the raise threshold: what keeps a size
-                 * must not bar a raise past it (recording
-                 * stress-vm.mthpd.15: held at 512K for 20 ticks by
-                 * zeros read there). Not onto a size off now: there
+                 * must not bar a raise past it (stress-ng --vm was
+                 * held at 512K for 20 ticks by zeros read there). Not onto a size off now: there
                  * its presence says what it uses, and an old dense
                  * sample must not outvote it (peak_u never decays) */
                 bool churn_raise = churn && (int) z <= top && m->peak_u[kind][z] >= raise_thr;

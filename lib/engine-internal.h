@@ -26,8 +26,7 @@
  * (struct mthp_engine_proc churn, peak_u). A process that holds what it
  * faults turns over at most once a second (its RSS grows by what it
  * faults) once it is a second old; stress-ng --vm's workers with 64K on
- * turn over about twice (recording stress-vm.mthpd.10 of 2026-12-03: 4 was
- * too high for them), with 2M on 30-75 times. Per second, not per tick:
+ * turn over about twice (4 was too high for them), with 2M on 30-75 times. Per second, not per tick:
  * an early tick (a quarter Interval) must not lose it. */
 #define ENGINE_CHURN_TURNOVER 1.5
 /* Samples in a row whose zeros beside data read sparse before the churn

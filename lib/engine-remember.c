@@ -182,12 +182,11 @@ static void remember_peak(const struct mthp_engine_kind *ks, const struct mthp_s
          * raise (the threshold peak_u is judged by for a
          * raise) at a larger RSS, by presence with the size
          * off, by content with it on: a churner first seen
-         * while it populated its buffer (recording
-         * stress-vm.mthpd.19: 91 of 129 MiB) held the rest
-         * densely too; one whose densest sample read 1.00
-         * and whose later ones at its whole buffer read
-         * 0.9996 lost the rule 26 s in (stress-vm.mthpd.2
-         * of session 15, tick 29). By content (the size on)
+         * while it populated its buffer (stress-ng --vm:
+         * 91 of 129 MiB) held the rest densely too; one whose
+         * densest sample read 1.00 and whose later ones at its
+         * whole buffer read 0.9996 would lose the rule (a
+         * stress-ng --vm worker did, 26 s in). By content (the size on)
          * below a new densest sample, no more than MaxBloat
          * past what presence or the densest sample showed
          * (peak_base_kb): the zero share counts mappings where
@@ -196,8 +195,8 @@ static void remember_peak(const struct mthp_engine_kind *ks, const struct mthp_s
          * then allows MaxBloat on top: (1 + MaxBloat)^2 of
          * the base, 1.44 at 20%. A new densest sample by
          * content still sets the base: a worker first dense
-         * mid-map (recording stress-vm.mthpd.23 of session
-         * 14, pid 12504: 47 MiB, later 129) needs it.
+         * mid-map (stress-ng --vm: at 47 MiB of a 129 MiB
+         * buffer) needs it.
          * With the size off, at the lower of the sample's
          * RSS and the smoothed one (which still holds half
          * of the RSS before), and never raised in the tick

@@ -266,10 +266,10 @@ static double churn_held_kb(const struct mthp_engine_config *cfg, const struct m
  * sample there, so its zeros may be a buffer it was caught writing
  * (stress-ng --vm, trace stress-vm-2w), which the rule cannot tell from
  * bloat without one; or its RSS grew past what it held when it read dense
- * (recording stress-vm.mthpd.19: first sampled while it populated its
+ * (a stress-ng --vm worker first sampled while it populated its
  * buffer), which a sample with the sizes off tells apart; or its zeros
  * read beside its data, ENGINE_DATA_SPARSE_SAMPLES samples in a row (it
- * turned sparse: recording phased.mthpd.75 of 2026-12-03). *grown says
+ * turned sparse: a phased workload's 0.05-0.08 of each 2M block). *grown says
  * whether it read dense there, *beside whether its zeros lay beside its
  * data. NULL otherwise. */
 static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cfg, struct mthp_engine_state *next,

@@ -376,7 +376,7 @@ bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const s
  * as fast as it can reads denser at the larger sizes once the smaller
  * ones are on (the blocks it fills are whole folios, not 4K pages half
  * way through), so each step of the climb needs a tick. pgbench TPC-B
- * under a root mthpd (2026-12-04, recording pgbench-tpcb.mthpd.11): shmem
+ * under a root mthpd: shmem
  * to 256K at +0.35 s of the server's start, 1M at +1.1 s, 2M at +2.1 s,
  * each a regular tick after the last, while the backends filled the
  * buffer pool at 55 MB/s: 100 MB of it in folios below 2M, for the
