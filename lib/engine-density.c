@@ -664,11 +664,11 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
  * (MTHP_SHM_PROBE_PMD, PFNs or not): that speaks of 2M alone, and says "not
  * mapped by 2M folios", not "4K". The most faulting such process is
  * described in buf. */
-static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
+static enum mthp_rule shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
         const struct mthp_shm_mapping *m = &p->shm;
         /* one that holds shmem worth a folio of the size */
         if (m->reach == MTHP_SHM_NONE || m->bytes < (uint64_t) kb * 1024 || p->rss_kb[MTHP_SHMEM] < kb)
-                return false;
+                return MTHP_RULE_NONE;
         char sz[16], al[16], who[64 + ENGINE_NAME_QUOTED], small[96], comm[ENGINE_NAME_QUOTED];
         bool pmd = m->probe == MTHP_SHM_PROBE_PMD;
         mthp_format_size(kb, sz, sizeof(sz));
@@ -681,37 +681,43 @@ static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *bu
         else
                 snprintf(small, sizeof(small), "holds 4K folios (%u of %u sampled pages in large folios)", m->large,
                          m->sampled);
-        if (m->reach == MTHP_SHM_TMPFS_FILE)
+        enum mthp_rule rule;
+        if (m->reach == MTHP_SHM_TMPFS_FILE) {
+                rule = MTHP_RULE_SIZE_SHM_FILE;
                 snprintf(buf, n,
                          "%s tmpfs file mapping at 0x%llx is a linked file: the per-size knobs never reach it (its "
                          "mount's huge= does, 2M only); MADV_COLLAPSE can",
                          who, (unsigned long long) m->addr);
-        else if (m->reach == MTHP_SHM_SYSV)
+        } else if (m->reach == MTHP_SHM_SYSV) {
+                rule = MTHP_RULE_SIZE_SHM_SYSV;
                 snprintf(buf, n,
                          "%s SysV segment at 0x%llx takes large folios only from the global shmem_enabled (2M), "
                          "never from the per-size knobs",
                          who, (unsigned long long) m->addr);
-        else if (m->align_kb < kb)
+        } else if (m->align_kb < kb) {
+                rule = MTHP_RULE_SIZE_SHM_UNALIGNED;
                 snprintf(buf, n,
                          "%s segment at 0x%llx is not %s-aligned (its address allows %s): its faults keep folios of "
                          "%s at most; restart it with the size on (MADV_COLLAPSE cannot repair a misaligned range)",
                          who, (unsigned long long) m->addr, sz, al, al);
-        else if (pmd && kb < m->align_kb)
-                return false; /* the PMD probe runs where align_kb is the PMD size, and says
-                               * nothing of smaller folios */
-        else if (m->sampled >= 4 && m->large == 0 && p->shm_repaired_kb)
+        } else if (pmd && kb < m->align_kb) {
+                return MTHP_RULE_NONE; /* the PMD probe runs where align_kb is the PMD size, and says
+                                        * nothing of smaller folios */
+        } else if (m->sampled >= 4 && m->large == 0 && p->shm_repaired_kb) {
+                rule = MTHP_RULE_SIZE_SHM_REPAIRING;
                 snprintf(buf, n,
                          "%s segment at 0x%llx %s: its page cache was filled before the raise; being repaired by "
                          "MADV_COLLAPSE: %llu MiB so far",
                          who, (unsigned long long) m->addr, small, (unsigned long long) (p->shm_repaired_kb >> 10));
-        else if (m->sampled >= 4 && m->large == 0)
+        } else if (m->sampled >= 4 && m->large == 0) {
+                rule = MTHP_RULE_SIZE_SHM_FILLED;
                 snprintf(buf, n,
                          "%s segment at 0x%llx %s: its page cache was filled before the raise and keeps its folios; "
                          "MADV_COLLAPSE (2M) can repair it",
                          who, (unsigned long long) m->addr, small);
-        else
-                return false;
-        return true;
+        } else
+                return MTHP_RULE_NONE;
+        return rule;
 }
 
 bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n) {
@@ -740,18 +746,18 @@ bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char
         return true;
 }
 
-bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n) {
+enum mthp_rule engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf,
+                                      size_t n) {
         int best = -1;
         char tmp[512];
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *p = &st->proc[j];
-                if (!p->pid || tick > p->seen_tick + PROC_RECENT_TICKS || !shm_describe(p, kb, tmp, sizeof(tmp)))
+                if (!p->pid || tick > p->seen_tick + PROC_RECENT_TICKS || shm_describe(p, kb, tmp, sizeof(tmp)) == MTHP_RULE_NONE)
                         continue;
                 if (best < 0 || p->fault_rate > st->proc[best].fault_rate)
                         best = (int) j;
         }
         if (best < 0)
-                return false;
-        shm_describe(&st->proc[best], kb, buf, n);
-        return true;
+                return MTHP_RULE_NONE;
+        return shm_describe(&st->proc[best], kb, buf, n);
 }

@@ -193,9 +193,11 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
                                   const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
                                   enum mthp_kind kind, const struct density_verdict *v, char *buf, size_t n);
 /* A shmem size 'always' that cannot reach a sampled process's shared
- * mapping (remembered processes seen in the last PROC_RECENT_TICKS): true
- * and why in buf. */
-bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n);
+ * mapping (remembered processes seen in the last PROC_RECENT_TICKS): the
+ * rule that says why (MTHP_RULE_SIZE_SHM_*; MTHP_RULE_NONE: it can), and
+ * why in buf. */
+enum mthp_rule engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf,
+                                      size_t n);
 /* A recently sampled process's shmem mapping the daemon repaired with
  * MADV_COLLAPSE (shm_repaired_kb): the one repaired most, said in buf. */
 bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n);

@@ -565,7 +565,7 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
         char cause[380] = "";
         if (k->kind == MTHP_SHMEM &&
             engine_shm_unreachable(next, snap->tick, caps->sizes[k->ladder[st->level - 1]].kb, cause + 2,
-                                   sizeof(cause) - 2))
+                                   sizeof(cause) - 2) != MTHP_RULE_NONE)
                 memcpy(cause, "; ", 2);
         k->rule = MTHP_RULE_STEP_DOWN_PROBE;
         snprintf(k->why, sizeof(k->why),
@@ -835,8 +835,12 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 /* "in use" only where the kernel can use it: a shmem size
                  * does not reach mappings made or filled before it */
                 char unreach[360];
-                if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach))) {
-                        d->size_rule = MTHP_RULE_SIZE_UNREACHABLE;
+                enum mthp_rule shm = on && k->kind == MTHP_SHMEM ? engine_shm_unreachable(st_all, snap->tick,
+                                                                                          caps->sizes[i].kb, unreach,
+                                                                                          sizeof(unreach))
+                                                                 : MTHP_RULE_NONE;
+                if (shm != MTHP_RULE_NONE) {
+                        d->size_rule = shm;
                         snprintf(status, sizeof(status), "always, but %s", unreach);
                 } else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
                            engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach))) {

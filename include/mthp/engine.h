@@ -257,7 +257,12 @@ enum mthp_rule {
         MTHP_RULE_NET_OFF,              /* 2M not held: original value */
         /* size_rule: what the level makes of one size */
         MTHP_RULE_SIZE_IN_USE,          /* below the level: always */
-        MTHP_RULE_SIZE_UNREACHABLE,     /* always, but a shared mapping cannot get it */
+        /* always, but a sampled process's shared mapping cannot get it: */
+        MTHP_RULE_SIZE_SHM_FILE,        /* ... a linked tmpfs file (its mount's huge= rules) */
+        MTHP_RULE_SIZE_SHM_SYSV,        /* ... a SysV segment (the global shmem_enabled rules) */
+        MTHP_RULE_SIZE_SHM_UNALIGNED,   /* ... not aligned for the size */
+        MTHP_RULE_SIZE_SHM_FILLED,      /* ... its page cache was filled before the raise */
+        MTHP_RULE_SIZE_SHM_REPAIRING,   /* ... the same, being repaired by MADV_COLLAPSE */
         MTHP_RULE_SIZE_REPAIRED,        /* in use; the daemon repaired a mapping */
         MTHP_RULE_SIZE_MADVISE,         /* above the level: a policy's madvise */
         MTHP_RULE_SIZE_ALIGN,           /* above the level: advise, for alignment (ShmemAlign=) */

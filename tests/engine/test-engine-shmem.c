@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shmem in the engine (engine-sim.h): the demand split between anon and
- * shmem by sampled fault addresses (issue 12), the reasons of a raise
+ * shmem by sampled fault addresses, the reasons of a raise
  * that cannot reach a mapping (alignment, page cache, tmpfs files, SysV,
  * the MADV_COLLAPSE repair), sparse shmem mappings, and ShmemAlign=. */
 #include <setjmp.h>
@@ -325,16 +325,15 @@ static void test_shmem_misaligned_segment_explained(void **state) {
         assert_int_equal(level(s, MTHP_SHMEM), 8);
         const char *r = size_decision(s, MTHP_SHMEM, 64)->reason;
         /* not "in use": the mapping cannot get the size */
-        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_UNREACHABLE, NULL);
+        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_SHM_UNALIGNED, NULL);
         assert_tokens(r, "64K 700 proc700 2048 0x7f0000002000 8K");
-        assert_contains(r, "restart it");
         /* caught between two mappings, its 4K control page is its largest:
          * the segment is still what it maps */
         struct mthp_shm_mapping seg = v.proc[0].shm;
         v.proc[0].shm = (struct mthp_shm_mapping) { .addr = 0x7f0000900000ULL, .bytes = 4096, .align_kb = 4,
                                                     .reach = MTHP_SHM_PER_SIZE };
         sim_step(s, &w);
-        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_UNREACHABLE, "0x7f0000002000 64K-aligned");
+        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_SHM_UNALIGNED, "0x7f0000002000");
         v.proc[0].shm = seg;
         /* the probe fails (verify_ticks after the raise) and its reason
          * names the cause */
@@ -357,7 +356,7 @@ static void test_shmem_prefilled_cache_explained(void **state) {
         w.never_kb = 16;
         sim_run(s, &w, 2);
         const char *r = size_decision(s, MTHP_SHMEM, 2048)->reason;
-        assert_rule(size_decision(s, MTHP_SHMEM, 2048), MTHP_RULE_SIZE_UNREACHABLE, NULL);
+        assert_rule(size_decision(s, MTHP_SHMEM, 2048), MTHP_RULE_SIZE_SHM_FILLED, NULL);
         /* the probes of the last ticks add up, the older ones at half weight */
         assert_tokens(r, "2M 701 proc701 2048 0x7f0000200000 0 24 MADV_COLLAPSE");
         /* the same with its pages in large folios: in use */
@@ -457,7 +456,7 @@ static void test_shmem_repair_comes_through_snapshot(void **state) {
         v.proc[0].shm_repaired_kb = 16 * 1024;
         sim_step(s, &w);
         assert_int_equal(repaired_kb_of(s, 703), 16 * 1024);
-        assert_rule(size_decision(s, MTHP_SHMEM, 2048), MTHP_RULE_SIZE_UNREACHABLE, "MADV_COLLAPSE 16");
+        assert_rule(size_decision(s, MTHP_SHMEM, 2048), MTHP_RULE_SIZE_SHM_REPAIRING, "MADV_COLLAPSE 16");
         v.proc[0].shm.large = 12;
         v.proc[0].shm_repaired_kb = 40 * 1024;
         sim_run(s, &w, s->cfg.verify_ticks + 2);
@@ -487,7 +486,7 @@ static void test_shmem_pmd_probe_explained(void **state) {
         sim_run(s, &w, 2);
         assert_int_equal(level(s, MTHP_SHMEM), 8);
         const char *r = size_decision(s, MTHP_SHMEM, 2048)->reason;
-        assert_rule(size_decision(s, MTHP_SHMEM, 2048), MTHP_RULE_SIZE_UNREACHABLE, NULL);
+        assert_rule(size_decision(s, MTHP_SHMEM, 2048), MTHP_RULE_SIZE_SHM_FILLED, NULL);
         assert_tokens(r, "2M 704 proc704 2048 0x7f0000200000 24");
         assert_null(strstr(r, "4K folios"));
         assert_null(strstr(size_decision(s, MTHP_SHMEM, 64)->reason, "PMD-mapped"));
@@ -509,10 +508,10 @@ static void test_shmem_tmpfs_file_and_sysv_explained(void **state) {
         w.dens = &v;
         w.never_kb = 16;
         sim_run(s, &w, 2);
-        assert_contains(size_decision(s, MTHP_SHMEM, 64)->reason, "is a linked file: the per-size knobs never reach it");
+        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_SHM_FILE, "702 0x7f0000200000");
         v.proc[0].shm.reach = MTHP_SHM_SYSV;
         sim_run(s, &w, 1);
-        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_UNREACHABLE, "SysV 0x7f0000200000 shmem_enabled");
+        assert_rule(size_decision(s, MTHP_SHMEM, 64), MTHP_RULE_SIZE_SHM_SYSV, "SysV 0x7f0000200000 shmem_enabled");
 }
 
 /* ---- ShmemAlign=: shared anonymous memory mapped while idle is aligned ---- */
