@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Cgroups in the engine (engine-sim.h): policy files arbitrating between
- * cgroups (mthpd.policy(5)), memory-limited cgroups and the guard (issue
- * 16), the start grace of a new cgroup (issue 12). */
+ * cgroups (mthpd.policy(5)), memory-limited cgroups and the guard,
+ * the start grace of a new cgroup. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,7 +205,7 @@ static void test_policy_cgroup_headroom(void **state) {
         assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_STEP_DOWN_PRESSURE, "/dense 95 976");
 }
 
-/* ---- memory-limited cgroups (issue 16): the invariant and the guard ---- */
+/* ---- memory-limited cgroups: the invariant and the guard ---- */
 
 /* A dense process faulting hard; a populated 600 MiB cgroup nobody sampled. */
 static void limited_setup(struct sim *s, struct mthp_density_view *v, struct workload *w, const char *dense_cg) {
@@ -333,7 +333,7 @@ static void test_limited_small_empty_cgroup_blocks(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
 }
 
-/* ---- the start grace (issue 12): a service's sizes before its first fault ---- */
+/* ---- the start grace: a service's sizes before its first fault ---- */
 
 /* An idle host; then /db appears, managed by a Shmem=always policy, with
  * no fault yet: PostgreSQL maps its shared buffers at start, and a segment

@@ -206,7 +206,7 @@ static void test_zeros_ahead_keep_2m(void **state) {
 /* The boundary (zeros beside data): the same worker turned sparse, a byte
  * every 64K of the same buffer: its RSS at 2M is what it held dense, but
  * every window that reads data reads mostly zeros, sample after sample
- * (recording phased.mthpd.75 of 2026-12-03: 0.92-0.95 zero, 2M kept for
+ * (a phased workload read 0.92-0.95 zero, and 2M was kept for
  * 5 s at 13 times its 4K RSS, until its RSS happened to grow). Stepped
  * down at the second such sample, blamed. */
 static void test_turned_sparse_steps_down(void **state) {
@@ -321,7 +321,7 @@ static void test_slow_turnover_steps_down(void **state) {
 /* The boundary (no dense sample): a worker that starts after the raise
  * (it has no 4K reference) and churns but never reads dense, as a sparse
  * program that maps, touches and unmaps would: its content decides, and it
- * is stepped down (issue 16's no-harm case: a process started after the
+ * is stepped down (the no-harm case: a process started after the
  * raise). */
 static void test_new_sparse_churner_steps_down(void **state) {
         struct host *h = *state;
@@ -420,9 +420,8 @@ static void grown_churner_stepped_down(struct host *h) {
         assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
 }
 
-/* The other way a churner loses the rule (recording stress-vm.mthpd.19,
- * session 14: pid 12483, sampled dense at 4K at 91 MiB while it populated
- * its 129 MiB buffer): its RSS grows past (1 + MaxBloat) of what it held
+/* The other way a churner loses the rule (a stress-ng --vm worker
+ * sampled dense at 4K at 91 MiB while it populated its 129 MiB buffer): its RSS grows past (1 + MaxBloat) of what it held
  * when it read dense, so with 2M on its zeros decide and anon steps down.
  * At 4K it reads dense at its whole buffer (presence): the growth was
  * memory it uses, and the raise back does not wait DwellTicks either;
@@ -449,9 +448,8 @@ static void test_grown_churner_raised_back(void **state) {
 /* And one that reads dense by content at its whole buffer with 2M on
  * (0.9996 used: a few zero subpages, just below its densest sample's 1.00
  * at 70%) held that RSS densely: caught mid-write later, it keeps 2M
- * (recording stress-vm.mthpd.2 of session 15: pid 2428, densest at 98 of
- * its 129 MiB, read 0.9996 at 129 MiB at tick 11, stepped down at tick 29
- * for its RSS). */
+ * (a stress-ng --vm worker, densest at 98 of its 129 MiB, read 0.9996 at
+ * 129 MiB and was stepped down 18 ticks later for its RSS). */
 static void test_churner_dense_by_content_keeps_2m(void **state) {
         struct host *h = *state;
         unsigned i;
@@ -479,7 +477,7 @@ static void test_churner_growing_by_content_steps_down(void **state) {
         unsigned i;
         /* 0.95 by content; not 1.00, a tie with its densest sample, which
          * still sets the base (engine-remember.c: a worker first dense
-         * mid-map needs it): that way up is open (session 15's notes) */
+         * mid-map needs it): that way up is open */
         for (i = 0; i < 20 && anon_level(h) == 8; i++) {
                 rss *= 1.1;
                 host_step(h, (uint64_t) rss, i % 2 ? 0.62 : 0.05);
@@ -561,8 +559,8 @@ static void test_second_step_down_dwells(void **state) {
         }
 }
 
-/* A raise that stopped short (recording stress-vm.mthpd.15, session 14:
- * raised back to 512K at tick 7, 2M only at tick 27): the churner was
+/* A raise that stopped short (stress-ng --vm raised back to 512K at tick
+ * 7, to 2M only at tick 27): the churner was
  * dense at 4K, so at 512K the churn rule keeps the sizes it has, but its
  * content there, caught mid-write, held the raise above them for 20 ticks
  * while both workers' presence read dense at 1M and 2M. What keeps a size
@@ -583,7 +581,7 @@ static void test_churner_raise_not_held_by_zeros(void **state) {
         assert_int_equal(anon_level(h), 6);
         assert_rule(anon_decision(h), MTHP_RULE_HOLD_NO_HIGHER, "4242 stress-ng-vm 0.880 1M 0.917");
         h->cov_from = 0;
-        /* the zeros pid 12461 read at 512K, ticks 8 to 12 */
+        /* the zeros a stress-ng --vm worker read at 512K, five ticks in a row */
         static const double z[] = { 0.62, 0.38, 0.88, 0.37, 0.64 };
         for (i = 0; i < 5 && anon_level(h) == 6; i++) {
                 host_step(h, BUFFER_KB, z[i]);
@@ -609,7 +607,7 @@ static void test_blind_sample_sets_no_peak(void **state) {
 }
 
 /* But one that read data at a smaller size (stress-ng --vm: zeros 0 at
- * 16K, no whole larger block read, recording stress-vm.mthpd.23) read
+ * 16K, no whole larger block read) read
  * content: its coverage at the larger sizes sets their densest sample. */
 static void test_data_at_16k_sets_peak(void **state) {
         struct host *h = *state;

@@ -3,7 +3,7 @@
  * processes raise at once, sparse ones hold a size back or step it down
  * (MaxBloat), the density back-off, probes that fail, processes not
  * measured yet, gone or quiet; pressure, compaction stalls and defrag
- * under a raised size; and the processes that opted out of THP (issue 14). */
+ * under a raised size; and the processes that opted out of THP. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -586,7 +586,7 @@ static void test_density_phase_change_is_quick(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
 }
 
-/* ---- opt-outs: processes that choose for themselves (issue 14) ---- */
+/* ---- opt-outs: processes that choose for themselves ---- */
 
 /* A dense process (400) and a sparse one (401) named comm, THP disabled
  * for the sparse one or not, 30 ticks of anon_hot on the shipped ladder

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The safety net under 2M (engine-sim.h): the THP shrinker's knobs
- * (khugepaged/max_ptes_none, shrink_underused; issue 16), and a host
+ * (khugepaged/max_ptes_none, shrink_underused), and a host
  * whose base page is 16K. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 #include "engine-caps.h"
 #include "engine-sim.h"
 
-/* ---- the safety net under 2M: the THP shrinker's knobs (issue 16) ---- */
+/* ---- the safety net under 2M: the THP shrinker's knobs ---- */
 
 static const char *const no_values[] = { NULL };
 
@@ -118,7 +118,7 @@ static void test_net_follows_measured_zero_share(void **state) {
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "278"); /* 246 + 32 */
         assert_rule(decision_of(s, "khugepaged/max_ptes_none"), MTHP_RULE_NET_HELD, "100 proc100 0.52");
         /* back below 2M: the 2M folios faulted meanwhile stay, so the net
-         * stays (issue 16: taken down with the size, it let a limited
+         * stays (taken down with the size, it let a limited
          * cgroup's sparse program be OOM-killed) ... */
         sim_run(s, &idle, 40);
         assert_true(level(s, MTHP_ANON) < 8);
