@@ -97,14 +97,6 @@ static bool counts_ahead(const struct mthp_engine_config *cfg, const struct mthp
         return rate / least >= total * cfg->min_proc_share / 100.0;
 }
 
-const struct mthp_policy *mthp_engine_policy(const struct mthp_engine_config *cfg, const char *cgroup, char *managed,
-                                             size_t size) {
-        if (!cfg->policies || !cgroup || !cgroup[0])
-                return NULL;
-        int i = mthp_policy_match(cfg->policies, cgroup, managed, size);
-        return i < 0 ? NULL : &cfg->policies->p[i];
-}
-
 int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                 const struct mthp_engine_state *st, const char *managed, enum mthp_kind kind,
                                 unsigned *n_procs) {
@@ -141,38 +133,6 @@ int mthp_engine_cgroup_dense_kb(const struct mthp_engine_config *cfg, const stru
         if (n_procs)
                 *n_procs = n;
         return dense;
-}
-
-double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
-        return pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
-}
-
-double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
-        return 1.0 / (1.0 + engine_max_bloat(cfg, pol) / 100.0);
-}
-
-double engine_raise_threshold(double keep) {
-        return keep + (1.0 - keep) / 2;
-}
-
-bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                         const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s) {
-        if (!cfg->start_grace_usec || !c->appeared_usec || snap->t_usec < c->appeared_usec ||
-            snap->t_usec - c->appeared_usec >= cfg->start_grace_usec)
-                return false;
-        const struct mthp_policy *pol = mthp_engine_policy(cfg, c->path, NULL, 0);
-        if (!pol || pol->mode[kind] != MTHP_POLICY_ALWAYS)
-                return false;
-        if (age_s)
-                *age_s = (double) (snap->t_usec - c->appeared_usec) / 1e6;
-        return true;
-}
-
-bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind) {
-        for (unsigned c = 0; c < snap->n_cgroups && c < MTHP_SNAP_CGROUPS; c++)
-                if (engine_cgroup_grace(cfg, snap, &snap->cgroup[c], kind, NULL))
-                        return true;
-        return false;
 }
 
 /* Rungs of the ladder at or below a policy's top size (all without one). */
@@ -243,19 +203,21 @@ void engine_describe_party(const struct mthp_caps *caps, const struct mthp_engin
                          kind == MTHP_ANON ? "Anon" : "Shmem", mthp_policy_mode_name(p->pol->mode[kind]), p->prio);
         if (p->proc >= 0) {
                 const struct mthp_engine_proc *m = &st->proc[p->proc];
-                char split[64];
+                char split[64], comm[ENGINE_NAME_QUOTED], cg[ENGINE_PATH_QUOTED];
                 engine_fault_split_note(m, kind, split, sizeof(split));
-                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s%s)", m->pid, m->comm, m->fault_rate, split,
-                         m->cgroup[0] ? ", cgroup " : "", m->cgroup, pol);
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s%s%s%s%s)", m->pid,
+                         engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate, split,
+                         m->cgroup[0] ? ", cgroup " : "", m->cgroup[0] ? engine_quote_path(m->cgroup, cg, sizeof(cg)) : "",
+                         pol);
         } else {
                 const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
                 const struct mthp_engine_cgroup *mc = engine_remembered_cgroup(st, c->path);
-                char grace[64] = "";
+                char grace[64] = "", cg[ENGINE_PATH_QUOTED];
                 if (p->grace)
                         snprintf(grace, sizeof(grace), "appeared %.0f s ago, ",
                                  (double) (snap->t_usec - c->appeared_usec) / 1e6);
-                snprintf(buf, n, "cgroup %s (%s%.0f faults/s%s)", c->path, grace, mc ? mc->fault_rate : c->fault_rate,
-                         pol);
+                snprintf(buf, n, "cgroup %s (%s%.0f faults/s%s)", engine_quote_path(c->path, cg, sizeof(cg)), grace,
+                         mc ? mc->fault_rate : c->fault_rate, pol);
         }
         (void) caps;
 }
@@ -283,6 +245,60 @@ static double quiet_shmem_alloc(const struct mthp_engine_config *cfg, const stru
             mthp_stat_index(&caps->sizes[top], "shmem_alloc") < 0 || alloc >= cfg->min_proc_fault_rate)
                 return NAN;
         return alloc;
+}
+
+/* A process party's ceilings (pt->keep, pt->raise) from its usage of
+ * each rung up to cap; returns the highest level it has a block of, as
+ * far as the walk went. */
+static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kind, const unsigned *ladder,
+                            unsigned cap, const bool *madvised, int top, double bloat, double keep_thr,
+                            double raise_thr, bool existing, bool ahead, struct party *pt) {
+        unsigned blocks = 0;
+        for (unsigned r = 0; r < cap; r++) {
+                /* at a size that is madvise now, its hg mappings have the
+                 * folios already: the others alone say what always costs */
+                double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
+                if (!isnan(u))
+                        blocks = r + 1;
+                /* a churning process that read dense once and holds
+                 * no more than it held then: the zeros are a write it
+                 * had not finished, in memory it holds at any size
+                 * (struct mthp_engine_proc churn) */
+                unsigned z = ladder[r];
+                double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
+                /* ...unless its zeros sit beside its data, sample
+                 * after sample: it turned sparse (a phased workload:
+                 * 0.05-0.08 of each 2M block, for 5 s at 13x its 4K
+                 * RSS) */
+                bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
+                             (double) m->rss_kb[kind] <= held &&
+                             m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
+                /* and a raise through a size on now that it keeps
+                 * so, with the raise threshold: what keeps a size
+                 * must not bar a raise past it (stress-ng --vm was
+                 * held at 512K for 20 ticks by zeros read there). Not onto a size off now: there
+                 * its presence says what it uses, and an old dense
+                 * sample must not outvote it (peak_u never decays) */
+                bool churn_raise = churn && (int) z <= top && m->peak_u[kind][z] >= raise_thr;
+                /* no block of this size in its mappings: the kernel cannot
+                 * give it folios of this size, so it cannot bloat with them */
+                bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn || ahead;
+                bool ok_raise = isnan(u) || u >= raise_thr || churn_raise;
+                if (!ok_raise && r < pt->raise) {
+                        pt->raise = r;
+                        pt->raise_size = ladder[r];
+                        pt->raise_usage = u;
+                }
+                if (!ok_keep) {
+                        pt->keep = r;
+                        pt->fail_size = ladder[r];
+                        pt->fail_usage = u;
+                        pt->fail_plain = madvised[r] && m->hg[kind][ladder[r]];
+                        pt->capped = false;
+                        break;
+                }
+        }
+        return blocks;
 }
 
 /* The processes under auto (a policy's or the defaults) that count: each
@@ -327,52 +343,9 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 *pt = (struct party){ .proc = (int) j, .cgroup = -1, .pol = pol,
                                       .prio = pol ? pol->priority : cfg->default_priority,
                                       .keep = cap, .raise = cap, .capped = cap < n_ladder };
-                unsigned blocks = 0; /* the highest level it has a block of, as far as r went */
-                for (unsigned r = 0; r < cap; r++) {
-                        /* at a size that is madvise now, its hg mappings have the
-                         * folios already: the others alone say what always costs */
-                        double u = engine_remembered_raise(m, kind, ladder[r], madvised[r]);
-                        if (!isnan(u))
-                                blocks = r + 1;
-                        /* a churning process that read dense once and holds
-                         * no more than it held then: the zeros are a write it
-                         * had not finished, in memory it holds at any size
-                         * (struct mthp_engine_proc churn) */
-                        unsigned z = ladder[r];
-                        double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
-                        /* ...unless its zeros sit beside its data, sample
-                         * after sample: it turned sparse (recording
-                         * phased.mthpd.75 of 2026-12-03: 0.05-0.08 of each
-                         * 2M block, for 5 s at 13x its 4K RSS) */
-                        bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
-                                     (double) m->rss_kb[kind] <= held &&
-                                     m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
-                        /* and a raise through a size on now that it keeps
-                         * so, with the raise threshold: what keeps a size
-                         * must not bar a raise past it (recording
-                         * stress-vm.mthpd.15: held at 512K for 20 ticks by
-                         * zeros read there). Not onto a size off now: there
-                         * its presence says what it uses, and an old dense
-                         * sample must not outvote it (peak_u never decays) */
-                        bool churn_raise = churn && (int) z <= top && m->peak_u[kind][z] >= raise_thr;
-                        /* no block of this size in its mappings: the kernel cannot
-                         * give it folios of this size, so it cannot bloat with them */
-                        bool ok_keep = isnan(u) || u >= keep_thr || m->new_proc || existing || churn || ahead;
-                        bool ok_raise = isnan(u) || u >= raise_thr || churn_raise;
-                        if (!ok_raise && r < pt->raise) {
-                                pt->raise = r;
-                                pt->raise_size = ladder[r];
-                                pt->raise_usage = u;
-                        }
-                        if (!ok_keep) {
-                                pt->keep = r;
-                                pt->fail_size = ladder[r];
-                                pt->fail_usage = u;
-                                pt->fail_plain = madvised[r] && m->hg[kind][ladder[r]];
-                                pt->capped = false;
-                                break;
-                        }
-                }
+                /* the highest level it has a block of, as far as the walk went */
+                unsigned blocks = party_rungs(m, kind, ladder, cap, madvised, top, bloat, keep_thr, raise_thr,
+                                              existing, ahead, pt);
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
                 /* the sizes it has blocks of, up to its raise ceiling */
@@ -608,8 +581,9 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
         }
         if (v->unknown >= 0) {
                 const struct mthp_engine_proc *m = &st->proc[v->unknown];
-                snprintf(buf, n, "pid %d (%s, %.0f faults/s) counts but has no density sample yet", m->pid, m->comm,
-                         m->fault_rate);
+                char comm[ENGINE_NAME_QUOTED];
+                snprintf(buf, n, "pid %d (%s, %.0f faults/s) counts but has no density sample yet", m->pid,
+                         engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate);
                 return true;
         }
         if (v->short_held) {
@@ -662,13 +636,14 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
         }
         for (unsigned i = 0; i < k; i++) {
                 const struct mthp_engine_proc *m = &st->proc[order[i]];
-                char why[96], one[160];
+                char why[96], one[240], comm[ENGINE_NAME_QUOTED];
                 if (!left_out_why(cfg, st, m, kind, why, sizeof(why)))
                         continue;
-                int w = snprintf(one, sizeof(one), "%spid %d (%s) left out: %s", len ? "; " : "", m->pid, m->comm, why);
+                int w = snprintf(one, sizeof(one), "%spid %d (%s) left out: %s", len ? "; " : "", m->pid,
+                                 engine_quote_name(m->comm, comm, sizeof(comm)), why);
                 /* room kept for "; and N more"; after one that did not fit,
                  * the less faulting ones are counted, not listed */
-                if (more || w < 0 || len + (size_t) w + 16 >= n) {
+                if (more || w < 0 || (size_t) w >= sizeof(one) || len + (size_t) w + 16 >= n) {
                         more++;
                         continue;
                 }
@@ -689,53 +664,60 @@ void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_eng
  * (MTHP_SHM_PROBE_PMD, PFNs or not): that speaks of 2M alone, and says "not
  * mapped by 2M folios", not "4K". The most faulting such process is
  * described in buf. */
-static bool shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
+static enum mthp_rule shm_describe(const struct mthp_engine_proc *p, unsigned kb, char *buf, size_t n) {
         const struct mthp_shm_mapping *m = &p->shm;
         /* one that holds shmem worth a folio of the size */
         if (m->reach == MTHP_SHM_NONE || m->bytes < (uint64_t) kb * 1024 || p->rss_kb[MTHP_SHMEM] < kb)
-                return false;
-        char sz[16], al[16], who[64], small[96];
+                return MTHP_RULE_NONE;
+        char sz[16], al[16], who[64 + ENGINE_NAME_QUOTED], small[96], comm[ENGINE_NAME_QUOTED];
         bool pmd = m->probe == MTHP_SHM_PROBE_PMD;
         mthp_format_size(kb, sz, sizeof(sz));
         mthp_format_size(m->align_kb, al, sizeof(al));
-        snprintf(who, sizeof(who), "pid %d (%s)'s %llu MiB", p->pid, p->comm, (unsigned long long) (m->bytes >> 20));
+        snprintf(who, sizeof(who), "pid %d (%s)'s %llu MiB", p->pid, engine_quote_name(p->comm, comm, sizeof(comm)),
+                 (unsigned long long) (m->bytes >> 20));
         if (pmd)
                 snprintf(small, sizeof(small), "is not mapped by 2M folios (%u of %u sampled pages not PMD-mapped)",
                          m->sampled - m->large, m->sampled);
         else
                 snprintf(small, sizeof(small), "holds 4K folios (%u of %u sampled pages in large folios)", m->large,
                          m->sampled);
-        if (m->reach == MTHP_SHM_TMPFS_FILE)
+        enum mthp_rule rule;
+        if (m->reach == MTHP_SHM_TMPFS_FILE) {
+                rule = MTHP_RULE_SIZE_SHM_FILE;
                 snprintf(buf, n,
                          "%s tmpfs file mapping at 0x%llx is a linked file: the per-size knobs never reach it (its "
                          "mount's huge= does, 2M only); MADV_COLLAPSE can",
                          who, (unsigned long long) m->addr);
-        else if (m->reach == MTHP_SHM_SYSV)
+        } else if (m->reach == MTHP_SHM_SYSV) {
+                rule = MTHP_RULE_SIZE_SHM_SYSV;
                 snprintf(buf, n,
                          "%s SysV segment at 0x%llx takes large folios only from the global shmem_enabled (2M), "
                          "never from the per-size knobs",
                          who, (unsigned long long) m->addr);
-        else if (m->align_kb < kb)
+        } else if (m->align_kb < kb) {
+                rule = MTHP_RULE_SIZE_SHM_UNALIGNED;
                 snprintf(buf, n,
                          "%s segment at 0x%llx is not %s-aligned (its address allows %s): its faults keep folios of "
                          "%s at most; restart it with the size on (MADV_COLLAPSE cannot repair a misaligned range)",
                          who, (unsigned long long) m->addr, sz, al, al);
-        else if (pmd && kb < m->align_kb)
-                return false; /* the PMD probe runs where align_kb is the PMD size, and says
-                               * nothing of smaller folios */
-        else if (m->sampled >= 4 && m->large == 0 && p->shm_repaired_kb)
+        } else if (pmd && kb < m->align_kb) {
+                return MTHP_RULE_NONE; /* the PMD probe runs where align_kb is the PMD size, and says
+                                        * nothing of smaller folios */
+        } else if (m->sampled >= 4 && m->large == 0 && p->shm_repaired_kb) {
+                rule = MTHP_RULE_SIZE_SHM_REPAIRING;
                 snprintf(buf, n,
                          "%s segment at 0x%llx %s: its page cache was filled before the raise; being repaired by "
                          "MADV_COLLAPSE: %llu MiB so far",
                          who, (unsigned long long) m->addr, small, (unsigned long long) (p->shm_repaired_kb >> 10));
-        else if (m->sampled >= 4 && m->large == 0)
+        } else if (m->sampled >= 4 && m->large == 0) {
+                rule = MTHP_RULE_SIZE_SHM_FILLED;
                 snprintf(buf, n,
                          "%s segment at 0x%llx %s: its page cache was filled before the raise and keeps its folios; "
                          "MADV_COLLAPSE (2M) can repair it",
                          who, (unsigned long long) m->addr, small);
-        else
-                return false;
-        return true;
+        } else
+                return MTHP_RULE_NONE;
+        return rule;
 }
 
 bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n) {
@@ -750,31 +732,32 @@ bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char
                 return false;
         const struct mthp_engine_proc *p = &st->proc[best];
         bool pmd = p->shm.probe == MTHP_SHM_PROBE_PMD;
-        char now[96] = "no page sampled now";
+        char now[96] = "no page sampled now", comm[ENGINE_NAME_QUOTED];
         if (p->shm.sampled)
                 snprintf(now, sizeof(now), "%u of %u sampled pages now %s", p->shm.large, p->shm.sampled,
                          pmd ? "mapped by 2M folios" : "in large folios");
         snprintf(buf, n,
                  "pid %d (%s)'s %llu MiB segment at 0x%llx %s (page cache filled before the "
                  "raise): repaired by MADV_COLLAPSE: %llu MiB (%s)",
-                 p->pid, p->comm, (unsigned long long) (p->shm.bytes >> 20), (unsigned long long) p->shm.addr,
+                 p->pid, engine_quote_name(p->comm, comm, sizeof(comm)), (unsigned long long) (p->shm.bytes >> 20),
+                 (unsigned long long) p->shm.addr,
                  pmd ? "was not mapped by 2M folios" : "was held at 4K folios",
                  (unsigned long long) (p->shm_repaired_kb >> 10), now);
         return true;
 }
 
-bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n) {
+enum mthp_rule engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf,
+                                      size_t n) {
         int best = -1;
         char tmp[512];
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *p = &st->proc[j];
-                if (!p->pid || tick > p->seen_tick + PROC_RECENT_TICKS || !shm_describe(p, kb, tmp, sizeof(tmp)))
+                if (!p->pid || tick > p->seen_tick + PROC_RECENT_TICKS || shm_describe(p, kb, tmp, sizeof(tmp)) == MTHP_RULE_NONE)
                         continue;
                 if (best < 0 || p->fault_rate > st->proc[best].fault_rate)
                         best = (int) j;
         }
         if (best < 0)
-                return false;
-        shm_describe(&st->proc[best], kb, buf, n);
-        return true;
+                return MTHP_RULE_NONE;
+        return shm_describe(&st->proc[best], kb, buf, n);
 }

@@ -1,10 +1,126 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* What lib/engine.c (signals, transitions, emission) and
- * lib/engine-density.c (the density judgement) share. Private to lib/. */
+/* What the engine's files share. Private to lib/. The files form layers,
+ * each calling only the ones before it here: the basis; what is
+ * remembered; the limited cgroups; the density judgement; then
+ * engine-tick.c (when to sample and tick) and engine.c (the decision),
+ * which call the steps and are called by none of them. */
 
 #include "mthp/engine.h"
+
+/* ---- engine-basis.c: what every step stands on; calls no other step ---- */
+
+#define PROC_DECAY 0.5             /* per tick: a sample counts half as much a tick later */
+#define PROC_FORGET_TICKS 5        /* a process not seen for this long is forgotten */
+#define PROC_RECENT_TICKS 3        /* ... and counts for decisions this long */
+/* Fault samples (added up, then halved down to this) a process needs
+ * before they, not the memory it holds, split its faults between the kinds: at 8, a kind's share is known
+ * to about +-0.17 (one standard deviation at a half share). */
+#define ENGINE_FAULT_SAMPLES_MIN 8.0
+/* A process whose memory of a kind turns over at least this many times
+ * a second (its fault pages of the kind at the largest size on, capped by
+ * the host's mTHP allocation pages of the kind, beside its RSS) churns: it maps,
+ * fills and unmaps buffers faster than the sampler looks, so one sample's
+ * zero subpages say how far a write had got, not what it uses
+ * (struct mthp_engine_proc churn, peak_u). A process that holds what it
+ * faults turns over at most once a second (its RSS grows by what it
+ * faults) once it is a second old; stress-ng --vm's workers with 64K on
+ * turn over about twice (4 was too high for them), with 2M on 30-75 times. Per second, not per tick:
+ * an early tick (a quarter Interval) must not lose it. */
+#define ENGINE_CHURN_TURNOVER 1.5
+/* Samples in a row whose zeros beside data read sparse before the churn
+ * rule lets the size go (struct mthp_engine_proc data_sparse): one can
+ * catch a worker just after it populated its buffer, with a single window
+ * written in part (stress-ng --vm: a window in 64 per pass). */
+#define ENGINE_DATA_SPARSE_SAMPLES 2
+/* After a step-down for that, the ticks before a sample may raise back
+ * (struct mthp_engine_kind churn_beside) */
+#define ENGINE_CHURN_BESIDE_TICKS 2
+void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
+/* A process's comm as a reason quotes it: as it is when plain, else in
+ * double quotes with '"' and '\\' escaped by a backslash (a name with the
+ * parentheses, quotes, commas or backslash that reasons put around it, or
+ * that is empty or not clean text), then through mthp_escape(). Returns
+ * buf; ENGINE_NAME_QUOTED bytes hold any comm. */
+#define ENGINE_NAME_MAX 16
+#define ENGINE_NAME_QUOTED (4 * (2 * ENGINE_NAME_MAX + 2) + 1)
+const char *engine_quote_name(const char *name, char *buf, size_t n);
+/* A cgroup path the same way, quoted also when it holds a space, ';' or
+ * ':' (what follows a path in a reason); ENGINE_PATH_QUOTED bytes hold any
+ * path of MTHP_CGROUP_PATH_MAX. */
+#define ENGINE_PATH_QUOTED (4 * MTHP_CGROUP_PATH_MAX + 3)
+const char *engine_quote_path(const char *path, char *buf, size_t n);
+/* What a per-size knob means now: its value, or for inherit the global
+ * knob's of its kind. */
+const char *engine_effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                                  int knob);
+/* Is the size at "madvise" now (its own value, or inherit under a global
+ * madvise; shmem: advise)? */
+bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
+                          unsigned size);
+/* The raise and lower fault rates (4K pages/s) for this snapshot's fault
+ * cost; why (if not NULL) says when RaiseFaultTime= set them (engine.c). */
+void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
+                        double *lower, char *why, size_t why_size);
+/* A process fault-heavy enough to speak whose faults wait for their
+ * address samples (fs_pending), seen within the last `recent` ticks
+ * (engine.c): the early tick and the density back-off both wait on it. */
+bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
+                                unsigned recent);
+/* MaxBloat= in percent for a process under pol (NULL: the defaults). */
+double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
+/* A process's keep threshold under pol (NULL: the defaults), 1 / (1 +
+ * MaxBloat), and the raise threshold above it (half way to 1: the
+ * hysteresis band). */
+double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
+double engine_raise_threshold(double keep);
+/* Is the managed cgroup in its start grace for kind (mthpd.conf
+ * StartGrace=): its policy says always for the kind and it appeared less
+ * than start_grace_usec before this snapshot? *age_s: since when. */
+bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                         const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
+/* Does some managed cgroup of the snapshot have its start grace for kind? */
+bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
+
+/* ---- engine-remember.c: what the engine remembers of processes and cgroups (uses the basis) ---- */
+
+/* Folds this tick's sampled processes (engine_remember) and managed
+ * cgroups into what the engine remembers (engine-remember.c). */
+void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                     const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+void engine_remember_cgroups(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                             struct mthp_engine_state *st);
+const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
+double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size);
+/* Its usage of a size as a raise to always would change it: with madvised
+ * (the size is at "madvise" now) over its mappings that are not hg. */
+double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size, bool madvised);
+/* The memory of a kind a process holds that the engine's sizes can reach
+ * (kB): none with THP disabled, none of its nh mappings, none at all when
+ * they hold most of it. */
+double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
+/* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
+double engine_fault_samples(const struct mthp_engine_proc *m);
+/* The share of a process's faults that are of this kind; eligible: only
+ * those a size can change (not nh, THP not disabled for it). */
+double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible);
+/* ", N% of them <kind> by fault address" where the samples split its
+ * faults, else "": for the reasons that name a process */
+void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind kind, char *buf, size_t n);
+
+/* ---- engine-limits.c: the limited-cgroup invariant and the safety net under 2M, max_ptes_none and
+ * shrink_underused (uses the basis and what is remembered) ---- */
+
+void engine_remember_limited(const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                               const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
+                               unsigned n_ladder, int *blocker, char *why, size_t n);
+void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out);
+
+/* ---- engine-density.c: the density judgement and the descriptions reasons quote (uses the basis and
+ * what is remembered) ---- */
 
 /* The parties of an arbitration (mthpd.policy(5), ARBITRATION): each
  * process that counts (auto) and each managed cgroup with an explicit
@@ -26,7 +142,6 @@ struct party {
         bool grace;               /* a cgroup in its start grace (engine_cgroup_grace) */
         unsigned gain;            /* highest level with a block of its (a policy: its ceiling) */
 };
-
 struct density_verdict {
         bool measured;            /* at least one party with a say */
         unsigned keep, raise;     /* highest level the arbitration allows (keep / raise thresholds) */
@@ -46,107 +161,17 @@ struct density_verdict {
         double short_rate, short_need;
         int short_party;
 };
-
-#define PROC_DECAY 0.5             /* per tick: a sample counts half as much a tick later */
-#define PROC_FORGET_TICKS 5        /* a process not seen for this long is forgotten */
-#define PROC_RECENT_TICKS 3        /* ... and counts for decisions this long */
-
-/* engine.c: what the engine remembers of processes and cgroups */
-double engine_remembered(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size);
-/* Its usage of a size as a raise to always would change it: with madvised
- * (the size is at "madvise" now) over its mappings that are not hg. */
-double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned size, bool madvised);
-/* The memory of a kind a process holds that the engine's sizes can reach
- * (kB): none with THP disabled, none of its nh mappings, none at all when
- * they hold most of it. */
-double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
-/* Fault samples (added up, then halved down to this) a process needs
- * before they, not the memory it holds, split its faults between the kinds: at 8, a kind's share is known
- * to about +-0.17 (one standard deviation at a half share). */
-#define ENGINE_FAULT_SAMPLES_MIN 8.0
 /* Shmem: a process whose fault pages are more than 1/this the kind's mTHP
  * allocation pages (host-wide) maps page cache already there, and cannot
  * bloat with a larger size (engine-density.c quiet_shmem_alloc). A
  * sparse writer's every fault allocates a folio of the size: 4 to 512
  * pages a fault. */
 #define ENGINE_ALLOC_SHARE 0.1
-/* A process whose memory of a kind turns over at least this many times
- * a second (its fault pages of the kind at the largest size on, capped by
- * the host's mTHP allocation pages of the kind, beside its RSS) churns: it maps,
- * fills and unmaps buffers faster than the sampler looks, so one sample's
- * zero subpages say how far a write had got, not what it uses
- * (struct mthp_engine_proc churn, peak_u). A process that holds what it
- * faults turns over at most once a second (its RSS grows by what it
- * faults) once it is a second old; stress-ng --vm's workers with 64K on
- * turn over about twice (recording stress-vm.mthpd.10 of 2026-12-03: 4 was
- * too high for them), with 2M on 30-75 times. Per second, not per tick:
- * an early tick (a quarter Interval) must not lose it. */
-#define ENGINE_CHURN_TURNOVER 1.5
-/* Samples in a row whose zeros beside data read sparse before the churn
- * rule lets the size go (struct mthp_engine_proc data_sparse): one can
- * catch a worker just after it populated its buffer, with a single window
- * written in part (stress-ng --vm: a window in 64 per pass). */
-#define ENGINE_DATA_SPARSE_SAMPLES 2
-/* After a step-down for that, the ticks before a sample may raise back
- * (struct mthp_engine_kind churn_beside) */
-#define ENGINE_CHURN_BESIDE_TICKS 2
-/* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
-double engine_fault_samples(const struct mthp_engine_proc *m);
-/* The share of a process's faults that are of this kind; eligible: only
- * those a size can change (not nh, THP not disabled for it). */
-double engine_fault_share(const struct mthp_engine_proc *m, enum mthp_kind kind, bool eligible);
-/* ", N% of them <kind> by fault address" where the samples split its
- * faults, else "": for the reasons that name a process */
-void engine_fault_split_note(const struct mthp_engine_proc *m, enum mthp_kind kind, char *buf, size_t n);
-/* Is the size at "madvise" now (its own value, or inherit under a global
- * madvise; shmem: advise)? */
-bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                          unsigned size);
 /* The processes that fault enough to count but are left out for the
  * kind, and why ("pid N (redis) left out: THP disabled for it (prctl)"),
  * "; "-separated into buf ("" none). */
 void engine_left_out(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, enum mthp_kind kind,
                      char *buf, size_t n);
-/* Is the managed cgroup in its start grace for kind (mthpd.conf
- * StartGrace=): its policy says always for the kind and it appeared less
- * than start_grace_usec before this snapshot? *age_s: since when. */
-bool engine_cgroup_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                         const struct mthp_cgroup_view *c, enum mthp_kind kind, double *age_s);
-/* The raise and lower fault rates (4K pages/s) for this snapshot's fault
- * cost; why (if not NULL) says when RaiseFaultTime= set them (engine.c). */
-void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
-                        double *lower, char *why, size_t why_size);
-/* A process fault-heavy enough to speak whose faults wait for their
- * address samples (fs_pending), seen within the last `recent` ticks
- * (engine.c): the early tick and the density back-off both wait on it. */
-bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
-                                unsigned recent);
-/* MaxBloat= in percent for a process under pol (NULL: the defaults). */
-double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
-/* A process's keep threshold under pol (NULL: the defaults), 1 / (1 +
- * MaxBloat), and the raise threshold above it (half way to 1: the
- * hysteresis band). */
-double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
-double engine_raise_threshold(double keep);
-/* Does some managed cgroup of the snapshot have its start grace for kind? */
-bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, enum mthp_kind kind);
-/* Folds this tick's sampled processes (engine_remember) and managed
- * cgroups into what the engine remembers (engine-remember.c). */
-void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                     const struct mthp_snapshot *snap, struct mthp_engine_state *st);
-void engine_remember_cgroups(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
-                             struct mthp_engine_state *st);
-const struct mthp_engine_cgroup *engine_remembered_cgroup(const struct mthp_engine_state *st, const char *path);
-void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n);
-/* engine-limits.c: the limited-cgroup invariant */
-void engine_remember_limited(const struct mthp_snapshot *snap, struct mthp_engine_state *st);
-unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                               const struct mthp_engine_state *st, enum mthp_kind kind, const unsigned *ladder,
-                               unsigned n_ladder, int *blocker, char *why, size_t n);
-/* engine-limits.c: the safety net under 2M, max_ptes_none and shrink_underused */
-void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out);
-/* engine-density.c: the density judgement and the descriptions reasons quote */
 void engine_madvise_wishes(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                            const struct mthp_snapshot *snap, enum mthp_kind kind, const unsigned *ladder,
                            unsigned n_ladder, bool madvise[MTHP_SIZES_MAX]);
@@ -168,9 +193,11 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
                                   const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
                                   enum mthp_kind kind, const struct density_verdict *v, char *buf, size_t n);
 /* A shmem size 'always' that cannot reach a sampled process's shared
- * mapping (remembered processes seen in the last PROC_RECENT_TICKS): true
- * and why in buf. */
-bool engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf, size_t n);
+ * mapping (remembered processes seen in the last PROC_RECENT_TICKS): the
+ * rule that says why (MTHP_RULE_SIZE_SHM_*; MTHP_RULE_NONE: it can), and
+ * why in buf. */
+enum mthp_rule engine_shm_unreachable(const struct mthp_engine_state *st, uint64_t tick, unsigned kb, char *buf,
+                                      size_t n);
 /* A recently sampled process's shmem mapping the daemon repaired with
  * MADV_COLLAPSE (shm_repaired_kb): the one repaired most, said in buf. */
 bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n);

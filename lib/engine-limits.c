@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The engine's limited-cgroup invariant (issue 16): what a raise could
+/* The engine's limited-cgroup invariant: what a raise could
  * cost each memory-limited cgroup, the level every one of them affords, the
  * guard's step-down between ticks, and the safety net under 2M (the THP
  * shrinker's knobs). Pure (mthp/engine.h). */
@@ -155,14 +155,15 @@ unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struc
                         afford = rung;
                         *blocker = (int) i;
                         if (why && n) {
-                                char sz[16];
+                                char sz[16], cg[ENGINE_PATH_QUOTED];
                                 mthp_format_size(caps->sizes[ladder[rung]].kb, sz, sizeof(sz));
+                                engine_quote_path(c->path, cg, sizeof(cg));
                                 if (!tick_ok)
                                         snprintf(why, n,
                                                  "limited cgroup %s (usage %.0f MiB, limit %.0f MiB, headroom %.0f "
                                                  "MiB; %s: x%.1f at %s) cannot afford %s: x%.1f of %.1f MiB/tick = "
                                                  "%.0f MiB > %.0f MiB (%.0f%% of its headroom)",
-                                                 c->path, (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
+                                                 cg, (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
                                                  headroom / 1024, how, b, sz, sz, b, r / 1024, b * r / 1024,
                                                  budget / 1024, 100 - cfg->guard_headroom);
                                 else
@@ -171,7 +172,7 @@ unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struc
                                                  "MiB; %s: x%.1f at %s) cannot afford %s: a burst to the guard's "
                                                  "threshold (%.0f MiB) and %.0f MiB past it before the step-down "
                                                  "would leave %.0f MiB of bloat > %.0f MiB (a third of its headroom)",
-                                                 c->path, c->populated ? "populated" : "empty",
+                                                 cg, c->populated ? "populated" : "empty",
                                                  (double) c->usage_kb / 1024, (double) c->limit_kb / 1024,
                                                  headroom / 1024, how, b, sz, sz,
                                                  headroom * cfg->guard_headroom / 100.0 / 1024, over / 1024,
@@ -202,16 +203,14 @@ bool mthp_engine_limited_at_risk(const struct mthp_engine_config *cfg, const str
         return false;
 }
 
-int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                      const struct mthp_guard_trip *trip, const struct mthp_engine_state *prev,
-                      struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
-        size_t n = 0;
-        *next = *prev;
+/* The tripped cgroup's slot: its own, a free one, else the oldest whose
+ * backoff is over (the last one when none is). */
+static struct mthp_engine_limited *guard_slot(struct mthp_engine_state *next, const char *path) {
         uint64_t tick = next->tick;
         struct mthp_engine_limited *c = NULL, *free_slot = NULL, *oldest = NULL;
         for (unsigned j = 0; j < MTHP_SNAP_LIMITED && !c; j++) {
                 struct mthp_engine_limited *e = &next->limited[j];
-                if (e->path[0] && strcmp(e->path, trip->path) == 0)
+                if (e->path[0] && strcmp(e->path, path) == 0)
                         c = e;
                 else if (!free_slot && !e->path[0])
                         free_slot = e;
@@ -221,8 +220,82 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
         if (!c) {
                 c = free_slot ? free_slot : oldest ? oldest : &next->limited[MTHP_SNAP_LIMITED - 1];
                 memset(c, 0, sizeof(*c));
-                mthp_strcpy(c->path, sizeof(c->path), trip->path);
+                mthp_strcpy(c->path, sizeof(c->path), path);
         }
+        return c;
+}
+
+/* One kind after a trip: down to the base page size at once, a decision
+ * for each size it leaves; returns the count of decisions in out. */
+static size_t guard_step_kind(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                              const struct mthp_guard_trip *trip, const struct mthp_engine_limited *c,
+                              struct mthp_engine_state *next, int kind, struct mthp_decision *out, size_t n,
+                              size_t n_out) {
+        uint64_t tick = next->tick;
+        struct mthp_engine_kind *st = &next->kind[kind];
+        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
+        char lim_why[400], top[16], to[16], why[MTHP_REASON_MAX - 64];
+        int blocker;
+        if (st->level > n_ladder)
+                st->level = n_ladder;
+        /* The tripped cgroup has just shown that it faults faster than
+         * one tick's worth: every kind goes back to 4K (the boot
+         * default, what it was sized for) at once; the next ticks'
+         * invariant decides how far back up, with it counted sparse. */
+        (void) engine_limited_afford(cfg, caps, next, kind, ladder, n_ladder, &blocker, lim_why, sizeof(lim_why));
+        unsigned afford = 0;
+        if (blocker < 0 || strcmp(next->limited[blocker].path, c->path) != 0) {
+                char sz[16];
+                mthp_format_size(caps->sizes[ladder[0]].kb, sz, sizeof(sz));
+                snprintf(lim_why, sizeof(lim_why), "it faulted %.0f MiB since the last tick",
+                         (double) c->growth_kb / 1024);
+        }
+        if (st->level <= afford)
+                return n;
+        unsigned old = st->level;
+        engine_level_name(caps, ladder, old, top, sizeof(top));
+        engine_level_name(caps, ladder, afford, to, sizeof(to));
+        char cg[ENGINE_PATH_QUOTED];
+        int w = snprintf(why, sizeof(why),
+                 "guard: cgroup %s crossed its %s (%.0f MiB = %.0f MiB + %.0f%% of its headroom, limit "
+                 "%.0f MiB), now %.0f MiB; reacted %.0f us after the wake-up; %s: step %s down from %s to "
+                 "%s at once, the cgroup counts as sparse for %u ticks",
+                 engine_quote_path(trip->path, cg, sizeof(cg)), trip->what ? trip->what : "usage threshold", (double) trip->threshold_kb / 1024,
+                 (double) trip->armed_usage_kb / 1024, cfg->guard_headroom, (double) trip->limit_kb / 1024,
+                 (double) trip->usage_kb / 1024, trip->latency_us, lim_why, mthp_kind_name(kind), top, to,
+                 c->trip_backoff);
+        if (w >= (int) sizeof(why))
+                why[sizeof(why) - 2] = '~';
+        st->level = afford;
+        next->steady_ticks = 0;   /* the density back-off: a change, fresh samples */
+        st->verify_left = 0;
+        st->last_dir = -1;
+        st->last_change_tick = tick ? tick : 1;
+        st->raise_streak = st->lower_streak = st->sparse_streak = 0;
+        st->churn_pid = 0; /* no quick raise back after the guard */
+        /* largest first: it bloats most */
+        for (unsigned r = old; r-- > afford && n < n_out;) {
+                struct mthp_decision *d = &out[n++];
+                char sname[16];
+                mthp_format_size(caps->sizes[ladder[r]].kb, sname, sizeof(sname));
+                d->knob = caps->sizes[ladder[r]].knob[kind];
+                d->value[0] = 0;
+                d->rule = MTHP_RULE_GUARD_LIMIT;
+                d->size_rule = MTHP_RULE_SIZE_OFF;
+                if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s not affordable: original value)",
+                             why, afford, n_ladder, sname) >= (int) sizeof(d->reason))
+                        d->reason[sizeof(d->reason) - 2] = '~';
+        }
+        return n;
+}
+
+int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                      const struct mthp_guard_trip *trip, const struct mthp_engine_state *prev,
+                      struct mthp_engine_state *next, struct mthp_decision *out, size_t n_out) {
+        size_t n = 0;
+        *next = *prev;
+        uint64_t tick = next->tick;
+        struct mthp_engine_limited *c = guard_slot(next, trip->path);
         /* the guard's burst, measured: how far past its threshold the
          * cgroup got before the step-down (the next ticks' invariant) */
         if (!trip->hit_limit && trip->usage_kb > trip->threshold_kb) {
@@ -245,66 +318,14 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
         c->trip_tick = tick;
         c->trip_until = tick + c->trip_backoff;
         c->trip_growth_kb = trip->hit_limit ? c->limit_kb : c->growth_kb;
-
-        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
-                struct mthp_engine_kind *st = &next->kind[kind];
-                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
-                char lim_why[400], top[16], to[16], why[MTHP_REASON_MAX - 64];
-                int blocker;
-                if (st->level > n_ladder)
-                        st->level = n_ladder;
-                /* The tripped cgroup has just shown that it faults faster than
-                 * one tick's worth: every kind goes back to 4K (the boot
-                 * default, what it was sized for) at once; the next ticks'
-                 * invariant decides how far back up, with it counted sparse. */
-                (void) engine_limited_afford(cfg, caps, next, kind, ladder, n_ladder, &blocker, lim_why, sizeof(lim_why));
-                unsigned afford = 0;
-                if (blocker < 0 || strcmp(next->limited[blocker].path, c->path) != 0) {
-                        char sz[16];
-                        mthp_format_size(caps->sizes[ladder[0]].kb, sz, sizeof(sz));
-                        snprintf(lim_why, sizeof(lim_why), "it faulted %.0f MiB since the last tick",
-                                 (double) c->growth_kb / 1024);
-                }
-                if (st->level <= afford)
-                        continue;
-                unsigned old = st->level;
-                engine_level_name(caps, ladder, old, top, sizeof(top));
-                engine_level_name(caps, ladder, afford, to, sizeof(to));
-                int w = snprintf(why, sizeof(why),
-                         "guard: cgroup %s crossed its %s (%.0f MiB = %.0f MiB + %.0f%% of its headroom, limit "
-                         "%.0f MiB), now %.0f MiB; reacted %.0f us after the wake-up; %s: step %s down from %s to "
-                         "%s at once, the cgroup counts as sparse for %u ticks",
-                         trip->path, trip->what ? trip->what : "usage threshold", (double) trip->threshold_kb / 1024,
-                         (double) trip->armed_usage_kb / 1024, cfg->guard_headroom, (double) trip->limit_kb / 1024,
-                         (double) trip->usage_kb / 1024, trip->latency_us, lim_why, mthp_kind_name(kind), top, to,
-                         c->trip_backoff);
-                if (w >= (int) sizeof(why))
-                        why[sizeof(why) - 2] = '~';
-                st->level = afford;
-                next->steady_ticks = 0;   /* the density back-off: a change, fresh samples */
-                st->verify_left = 0;
-                st->last_dir = -1;
-                st->last_change_tick = tick ? tick : 1;
-                st->raise_streak = st->lower_streak = st->sparse_streak = 0;
-                st->churn_pid = 0; /* no quick raise back after the guard */
-                /* largest first: it bloats most */
-                for (unsigned r = old; r-- > afford && n < n_out;) {
-                        struct mthp_decision *d = &out[n++];
-                        char sname[16];
-                        mthp_format_size(caps->sizes[ladder[r]].kb, sname, sizeof(sname));
-                        d->knob = caps->sizes[ladder[r]].knob[kind];
-                        d->value[0] = 0;
-                        if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s not affordable: original value)",
-                                     why, afford, n_ladder, sname) >= (int) sizeof(d->reason))
-                                d->reason[sizeof(d->reason) - 2] = '~';
-                }
-        }
+        for (int kind = 0; kind < _MTHP_KIND_MAX; kind++)
+                n = guard_step_kind(cfg, caps, trip, c, next, kind, out, n, n_out);
         return (int) n;
 }
 
 /* ---- the safety net under 2M: the THP shrinker's knobs ---- */
 
-/* The safety net under 2M (issue 16): while mthpd holds the PMD size at
+/* The safety net under 2M: while mthpd holds the PMD size at
  * always for anon, the THP shrinker may split, under reclaim, PMD folios
  * whose zero subpages exceed khugepaged/max_ptes_none, and maps those
  * subpages to the zero page (content kept, memory freed). Sizes below PMD
@@ -319,27 +340,19 @@ int mthp_engine_guard(const struct mthp_engine_config *cfg, const struct mthp_ca
  * The net outlives the raise by NET_LINGER_TICKS: stepping 2M down (a tick,
  * or the guard for a limited cgroup heading for its limit) stops new PMD
  * folios, but those faulted meanwhile stay, and under the limit the
- * shrinker splitting them is what saves the cgroup (issue 16: taking the
+ * shrinker splitting them is what saves the cgroup (taking the
  * net down with the size got a sparse program OOM-killed). */
 #define NET_MARGIN 16 /* the margin: 1/16 of the subpages */
 #define NET_LINGER_TICKS 600
-void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
-        int mk = mthp_caps_find_knob(caps, "khugepaged/max_ptes_none");
-        int sk = mthp_caps_find_knob(caps, "global/shrink_underused");
-        int pmd = mthp_caps_find_size(caps, caps->pmd_kb);
-        if ((mk < 0 && sk < 0) || pmd < 0)
-                return;
-        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, MTHP_ANON, ladder);
-        bool held = false;
-        for (unsigned r = 0; r < st->kind[MTHP_ANON].level && r < n_ladder; r++)
-                held = held || ladder[r] == (unsigned) pmd;
-        unsigned subpages = caps->pmd_kb / mthp_caps_page_kb(caps);   /* max_ptes_none counts base pages */
+
+/* The max_ptes_none that keeps a 2M folio with MaxBloat's share of zero
+ * subpages, raised for a recent process that uses 2M less densely and is
+ * still held for it; why says which. */
+static unsigned net_value(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st, int pmd,
+                          unsigned subpages, const char *pmd_name, char *why, size_t why_size) {
         double keep_default = 1.0 / (1.0 + cfg->max_bloat / 100.0);
         unsigned val = (unsigned) ceil((double) subpages * (1 - keep_default));
-        char why[300], pmd_name[16];
-        mthp_format_size(caps->pmd_kb, pmd_name, sizeof(pmd_name));
-        int w = snprintf(why, sizeof(why), "the MaxBloat %.0f%% boundary: %u of %u subpages zero", cfg->max_bloat, val,
+        int w = snprintf(why, why_size, "the MaxBloat %.0f%% boundary: %u of %u subpages zero", cfg->max_bloat, val,
                          subpages);
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
@@ -353,13 +366,33 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
                 unsigned margin = subpages / NET_MARGIN;
                 unsigned z = (unsigned) ceil((1 - u) * subpages) + margin;
                 if (z > val) {
+                        char comm[ENGINE_NAME_QUOTED];
                         val = z;
-                        w = snprintf(why, sizeof(why),
+                        w = snprintf(why, why_size,
                                      "pid %d (%s) uses %.2f of each %s block: its %u zero subpages + %u kept whole",
-                                     m->pid, m->comm, u, pmd_name, z - margin, margin);
+                                     m->pid, engine_quote_name(m->comm, comm, sizeof(comm)), u, pmd_name, z - margin,
+                                     margin);
                 }
         }
         (void) w;
+        return val;
+}
+
+void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out) {
+        int mk = mthp_caps_find_knob(caps, "khugepaged/max_ptes_none");
+        int sk = mthp_caps_find_knob(caps, "global/shrink_underused");
+        int pmd = mthp_caps_find_size(caps, caps->pmd_kb);
+        if ((mk < 0 && sk < 0) || pmd < 0)
+                return;
+        unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, MTHP_ANON, ladder);
+        bool held = false;
+        for (unsigned r = 0; r < st->kind[MTHP_ANON].level && r < n_ladder; r++)
+                held = held || ladder[r] == (unsigned) pmd;
+        unsigned subpages = caps->pmd_kb / mthp_caps_page_kb(caps);   /* max_ptes_none counts base pages */
+        char why[300], pmd_name[16];
+        mthp_format_size(caps->pmd_kb, pmd_name, sizeof(pmd_name));
+        unsigned val = net_value(cfg, st, pmd, subpages, pmd_name, why, sizeof(why));
         if (val > subpages - 2)
                 val = subpages - 2;
         bool linger = !held && st->net_until && st->tick < st->net_until;
@@ -371,6 +404,8 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         if (mk >= 0 && *n < n_out) {
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = mk;
+                d->rule = held ? MTHP_RULE_NET_HELD : linger ? MTHP_RULE_NET_LINGER : MTHP_RULE_NET_OFF;
+                d->size_rule = MTHP_RULE_NONE;
                 if (held) {
                         snprintf(d->value, sizeof(d->value), "%u", val);
                         snprintf(d->reason, sizeof(d->reason),
@@ -394,6 +429,8 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         if (sk >= 0 && *n < n_out) {
                 struct mthp_decision *d = &out[(*n)++];
                 d->knob = sk;
+                d->rule = held ? MTHP_RULE_NET_HELD : linger ? MTHP_RULE_NET_LINGER : MTHP_RULE_NET_OFF;
+                d->size_rule = MTHP_RULE_NONE;
                 snprintf(d->value, sizeof(d->value), "%s", held || linger ? "1" : "");
                 if (held || linger)
                         snprintf(d->reason, sizeof(d->reason),

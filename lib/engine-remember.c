@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the engine remembers between ticks (moved from engine.c): each
+/* What the engine remembers between ticks: each
  * sampled process's usage of every size, decayed; its fault samples and the
  * anon/shmem split they give; the managed cgroups' fault rates. */
 #include <math.h>
@@ -96,212 +96,229 @@ static bool churns(const struct mthp_caps *caps, const struct mthp_snapshot *sna
         return kb >= ENGINE_CHURN_TURNOVER * (double) p->rss_kb[kind];
 }
 
-/* Fold this tick's density samples into the remembered processes. */
-void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                     const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
-        const struct mthp_density_view *dv = &snap->density;
-        int on[_MTHP_KIND_MAX];
-        for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                on[k] = mthp_engine_largest_always(caps, snap, k);
-        for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
-                const struct mthp_proc_density *p = &dv->proc[i];
-                struct mthp_engine_proc *m = NULL, *oldest = NULL;
-                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
-                        struct mthp_engine_proc *c = &st->proc[j];
-                        if (c->pid == p->pid) {
-                                m = c;
-                                break;
-                        }
-                        if (!oldest || c->pid == 0 || (oldest->pid && c->seen_tick < oldest->seen_tick))
-                                oldest = c;
+/* Its slot for a sampled process: the one it had, emptied when the pid
+ * now names another process, else the oldest or a free one. */
+static struct mthp_engine_proc *remember_slot(struct mthp_engine_state *st, const struct mthp_snapshot *snap,
+                                              const struct mthp_proc_density *p) {
+        struct mthp_engine_proc *m = NULL, *oldest = NULL;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                struct mthp_engine_proc *c = &st->proc[j];
+                if (c->pid == p->pid) {
+                        m = c;
+                        break;
                 }
-                /* The pid was reused (or exec'd: fork+exec keeps the pid and
-                 * changes comm): a new process, in the same slot. The search
-                 * stopped at the match, so `oldest` only covers the slots
-                 * before it (NULL when the match is slot 0). */
-                /* Or the scanner saw a new process at this pid (a new start
-                 * time: its rate is a lifetime average again) with the same
-                 * comm: nothing remembered of the old one is its. */
-                bool reused = m && m->seen_tick && m->seen_tick < snap->tick && p->new_proc && !m->new_proc;
-                if (m && (reused || strncmp(m->comm, p->comm, sizeof(m->comm)) != 0)) {
-                        memset(m, 0, sizeof(*m));
-                        m->pid = p->pid;
-                }
-                if (!m) {
-                        m = oldest;
-                        memset(m, 0, sizeof(*m));
-                        m->pid = p->pid;
-                }
-                memcpy(m->comm, p->comm, sizeof(m->comm));
-                m->comm[sizeof(m->comm) - 1] = 0;
-                if (p->cgroup[0])
-                        mthp_strcpy(m->cgroup, sizeof(m->cgroup), p->cgroup);
-                m->fault_rate = p->fault_rate;
-                m->new_proc = p->new_proc;
-                bool fresh = m->seen_tick == 0 && m->w[0][0] == 0 && m->rss_kb[0] == 0 && m->rss_kb[1] == 0;
-                m->thp_off = p->thp_disabled;
-                if (m->thp_off) {
-                        /* it gets no folio of any size: what it uses of one says nothing */
-                        memset(m->w, 0, sizeof(m->w));
-                        memset(m->u, 0, sizeof(m->u));
-                        memset(m->wp, 0, sizeof(m->wp));
-                        memset(m->up, 0, sizeof(m->up));
-                        memset(m->hg, 0, sizeof(m->hg));
-                        memset(m->peak_u, 0, sizeof(m->peak_u));
-                        memset(m->peak_rss_kb, 0, sizeof(m->peak_rss_kb));
-                        memset(m->peak_base_kb, 0, sizeof(m->peak_base_kb));
-                        memset(m->data_sparse, 0, sizeof(m->data_sparse));
-                }
-                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        /* smoothed: a map/unmap loop's RSS depends on the instant */
-                        m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
-                        m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
-                }
-                /* its MaxBloat's keep threshold: what reads dense */
-                double dense = engine_keep_threshold(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0));
-                double dense_raise = engine_raise_threshold(dense);
-                bool content[_MTHP_KIND_MAX] = { false };
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++)
-                                content[k] = content[k] || !isnan(p->zero[k][z]);
-                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
-                        /* after both kinds' RSS: without fault samples they split its faults */
-                        m->churn[k] = churns(caps, snap, p, m, k, on[k]);
-                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX && !m->thp_off; z++) {
-                                double u = usage(p, k, z, (int) z <= on[k]);
-                                if (isnan(u))
-                                        continue; /* no sample: keep what we knew */
-                                double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
-                                fold_usage(&m->w[k][z], &m->u[k][z], u, w);
-                                /* its densest sample, and the RSS it held then (as
-                                 * dense again: the larger RSS). Not one that read
-                                 * no content at all with the size on: whole folios
-                                 * are present, so its coverage is 1 whatever it
-                                 * uses (an all-zero mapping has no zero share at
-                                 * any size). One that read data at some size
-                                 * (stress-ng --vm: zeros 0 at 16K, none read in a
-                                 * whole larger block) counts by its coverage. */
-                                bool blind = (int) z <= on[k] && isnan(p->zero[k][z]) && !content[k];
-                                bool larger = !blind && m->rss_kb[k] > m->peak_rss_kb[k][z];
-                                /* or any other sample that reads dense enough to
-                                 * raise (the threshold peak_u is judged by for a
-                                 * raise) at a larger RSS, by presence with the size
-                                 * off, by content with it on: a churner first seen
-                                 * while it populated its buffer (recording
-                                 * stress-vm.mthpd.19: 91 of 129 MiB) held the rest
-                                 * densely too; one whose densest sample read 1.00
-                                 * and whose later ones at its whole buffer read
-                                 * 0.9996 lost the rule 26 s in (stress-vm.mthpd.2
-                                 * of session 15, tick 29). By content (the size on)
-                                 * below a new densest sample, no more than MaxBloat
-                                 * past what presence or the densest sample showed
-                                 * (peak_base_kb): the zero share counts mappings where
-                                 * no read found data as touched, so content alone must
-                                 * not ratchet it up tick by tick. The churn rule
-                                 * then allows MaxBloat on top: (1 + MaxBloat)^2 of
-                                 * the base, 1.44 at 20%. A new densest sample by
-                                 * content still sets the base: a worker first dense
-                                 * mid-map (recording stress-vm.mthpd.23 of session
-                                 * 14, pid 12504: 47 MiB, later 129) needs it.
-                                 * With the size off, at the lower of the sample's
-                                 * RSS and the smoothed one (which still holds half
-                                 * of the RSS before), and never raised in the tick
-                                 * after a step down: the folios of before may still
-                                 * be there, whole. Once it has read dense, no
-                                 * sample lowers peak_rss_kb. */
-                                const struct mthp_engine_kind *ks = &st->kind[k];
-                                bool off = (int) z > on[k];
-                                bool settled = !(ks->last_dir < 0 && snap->tick < ks->last_change_tick + 2);
-                                uint64_t seen_kb = off && p->rss_kb[k] < m->rss_kb[k] ? p->rss_kb[k] : m->rss_kb[k];
-                                bool was_dense = m->peak_u[k][z] >= dense;
-                                bool grows = seen_kb > m->peak_rss_kb[k][z] && (!off || settled);
-                                if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))) {
-                                        if (!was_dense || grows)
-                                                m->peak_rss_kb[k][z] = m->peak_base_kb[k][z] = seen_kb;
-                                } else if (!blind && u >= dense_raise && grows) {
-                                        if (off)
-                                                m->peak_rss_kb[k][z] = m->peak_base_kb[k][z] = seen_kb;
-                                        else { /* by content: within MaxBloat of the base */
-                                                double cap = (double) m->peak_base_kb[k][z] / dense;
-                                                uint64_t to = (double) seen_kb < cap ? seen_kb : (uint64_t) cap;
-                                                if (to > m->peak_rss_kb[k][z])
-                                                        m->peak_rss_kb[k][z] = to;
-                                        }
-                                }
-                                if (!blind && u > m->peak_u[k][z])
-                                        m->peak_u[k][z] = u;
-                                /* zeros beside data, with the size on: a
-                                 * program that turned sparse, not a write
-                                 * caught before its end (data_sparse). In a
-                                 * row: a sample with the size off, or one
-                                 * whose windows with data were too few to
-                                 * say (zero_data NAN beside a known zero
-                                 * share: its zeros were ahead), ends it */
-                                double zd = p->zero_data[k][z];
-                                if ((int) z <= on[k] && !isnan(zd) && 1 - zd < dense)
-                                        m->data_sparse[k][z] += m->data_sparse[k][z] < UINT8_MAX;
-                                else if ((int) z > on[k] || !isnan(zd) || !isnan(p->zero[k][z]))
-                                        m->data_sparse[k][z] = 0;
-                                /* the mappings that are not hg: all of them when the
-                                 * sample saw no hg one */
-                                m->hg[k][z] = p->hg_blocks[k][z] > 0;
-                                double pu = m->hg[k][z] ? plain_usage(p, k, z, (int) z <= on[k], &pw) : u;
-                                if (!m->hg[k][z])
-                                        pw = w;
-                                if (!isnan(pu))
-                                        fold_usage(&m->wp[k][z], &m->up[k][z], pu, pw);
-                                else /* all hg: nothing of the others seen */
-                                        m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
-                        }
-                }
-                /* halved at each sample, but never below 8 in all: so 8
-                 * added up split its faults, and a process with 3 samples a
-                 * tick (a few of many faulting processes, or one whose
-                 * faults fell) has its split renewed every tick from about
-                 * its last 8. Halved outright, 3 a tick never reach 8 (6 at
-                 * most): it would wait for good (kind_demand), or keep the
-                 * split its first 8 gave, however old */
-                double held = engine_fault_samples(m), got = 0;
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        got += p->fault_samples[k];
-                got += p->fault_samples_other;
-                double keep = 0.5;
-                if (held * 0.5 + got < ENGINE_FAULT_SAMPLES_MIN)
-                        keep = held > 0 ? fmin(1, (ENGINE_FAULT_SAMPLES_MIN + 1e-6 - got) / held) : 1;
-                for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                        m->fs[k] = m->fs[k] * keep + p->fault_samples[k];
-                m->fs_other = m->fs_other * keep + p->fault_samples_other;
-                if (engine_fault_samples(m) >= ENGINE_FAULT_SAMPLES_MIN) {
-                        memcpy(m->fs_last, m->fs, sizeof(m->fs_last));
-                        m->fs_last_other = m->fs_other;
-                        m->fs_known = true;
-                }
-                bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
-                            engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN && !m->fs_known;
-                /* for as long as it lasts: by memory held its faults would
-                 * be shmem's whatever they touch (kind_demand) */
-                m->fs_pending = wait;
-                if (p->shm.reach != MTHP_SHM_NONE) {
-                        struct mthp_shm_mapping old = m->shm;
-                        bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
-                        if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
-                                /* the daemon's count, for this mapping (0 for another) */
-                                m->shm_repaired_kb = p->shm_repaired_kb;
-                                m->shm = p->shm;
-                                m->shm_tick = snap->tick;
-                                /* a few probes a tick: half the last ones still count,
-                                 * if they came from the same probe (kpageflags counts
-                                 * 64K folios large, the PMD probe does not) */
-                                if (same && (!old.sampled || !p->shm.sampled || old.probe == p->shm.probe)) {
-                                        m->shm.sampled = (uint16_t) (old.sampled / 2 + p->shm.sampled);
-                                        m->shm.large = (uint16_t) (old.large / 2 + p->shm.large);
-                                        if (!p->shm.sampled)
-                                                m->shm.probe = old.probe;
-                                }
-                        }
-                }
-                m->seen_tick = snap->tick;
+                if (!oldest || c->pid == 0 || (oldest->pid && c->seen_tick < oldest->seen_tick))
+                        oldest = c;
         }
+        /* The pid was reused (or exec'd: fork+exec keeps the pid and
+         * changes comm): a new process, in the same slot. The search
+         * stopped at the match, so `oldest` only covers the slots
+         * before it (NULL when the match is slot 0). */
+        /* Or the scanner saw a new process at this pid (a new start
+         * time: its rate is a lifetime average again) with the same
+         * comm: nothing remembered of the old one is its. */
+        bool reused = m && m->seen_tick && m->seen_tick < snap->tick && p->new_proc && !m->new_proc;
+        if (m && (reused || strncmp(m->comm, p->comm, sizeof(m->comm)) != 0)) {
+                memset(m, 0, sizeof(*m));
+                m->pid = p->pid;
+        }
+        if (!m) {
+                m = oldest;
+                memset(m, 0, sizeof(*m));
+                m->pid = p->pid;
+        }
+        return m;
+}
+
+/* Who it is (comm, cgroup), its fault rate, whether THP is off for it
+ * (then nothing it used of a size is kept), its RSS smoothed. */
+static void remember_basics(struct mthp_engine_proc *m, const struct mthp_proc_density *p) {
+        memcpy(m->comm, p->comm, sizeof(m->comm));
+        m->comm[sizeof(m->comm) - 1] = 0;
+        if (p->cgroup[0])
+                mthp_strcpy(m->cgroup, sizeof(m->cgroup), p->cgroup);
+        m->fault_rate = p->fault_rate;
+        m->new_proc = p->new_proc;
+        bool fresh = m->seen_tick == 0 && m->w[0][0] == 0 && m->rss_kb[0] == 0 && m->rss_kb[1] == 0;
+        m->thp_off = p->thp_disabled;
+        if (m->thp_off) {
+                /* it gets no folio of any size: what it uses of one says nothing */
+                memset(m->w, 0, sizeof(m->w));
+                memset(m->u, 0, sizeof(m->u));
+                memset(m->wp, 0, sizeof(m->wp));
+                memset(m->up, 0, sizeof(m->up));
+                memset(m->hg, 0, sizeof(m->hg));
+                memset(m->peak_u, 0, sizeof(m->peak_u));
+                memset(m->peak_rss_kb, 0, sizeof(m->peak_rss_kb));
+                memset(m->peak_base_kb, 0, sizeof(m->peak_base_kb));
+                memset(m->data_sparse, 0, sizeof(m->data_sparse));
+        }
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                /* smoothed: a map/unmap loop's RSS depends on the instant */
+                m->rss_kb[k] = fresh ? p->rss_kb[k] : (m->rss_kb[k] + p->rss_kb[k]) / 2;
+                m->nohuge_kb[k] = fresh ? p->nohuge_kb[k] : (m->nohuge_kb[k] + p->nohuge_kb[k]) / 2;
+        }
+}
+
+/* Its densest sample of a size and the RSS it held then (peak_u,
+ * peak_rss_kb, peak_base_kb), for the churn rule. on: the largest size of
+ * the kind at always (-1 none); dense: its keep threshold; content: some
+ * size of the kind read its zero share. */
+static void remember_peak(const struct mthp_engine_kind *ks, const struct mthp_snapshot *snap,
+                          const struct mthp_proc_density *p, struct mthp_engine_proc *m, int k, unsigned z, int on,
+                          double u, double dense, bool content) {
+        double dense_raise = engine_raise_threshold(dense);
+        /* its densest sample, and the RSS it held then (as
+         * dense again: the larger RSS). Not one that read
+         * no content at all with the size on: whole folios
+         * are present, so its coverage is 1 whatever it
+         * uses (an all-zero mapping has no zero share at
+         * any size). One that read data at some size
+         * (stress-ng --vm: zeros 0 at 16K, none read in a
+         * whole larger block) counts by its coverage. */
+        bool blind = (int) z <= on && isnan(p->zero[k][z]) && !content;
+        bool larger = !blind && m->rss_kb[k] > m->peak_rss_kb[k][z];
+        /* or any other sample that reads dense enough to
+         * raise (the threshold peak_u is judged by for a
+         * raise) at a larger RSS, by presence with the size
+         * off, by content with it on: a churner first seen
+         * while it populated its buffer (stress-ng --vm:
+         * 91 of 129 MiB) held the rest densely too; one whose
+         * densest sample read 1.00 and whose later ones at its
+         * whole buffer read 0.9996 would lose the rule (a
+         * stress-ng --vm worker did, 26 s in). By content (the size on)
+         * below a new densest sample, no more than MaxBloat
+         * past what presence or the densest sample showed
+         * (peak_base_kb): the zero share counts mappings where
+         * no read found data as touched, so content alone must
+         * not ratchet it up tick by tick. The churn rule
+         * then allows MaxBloat on top: (1 + MaxBloat)^2 of
+         * the base, 1.44 at 20%. A new densest sample by
+         * content still sets the base: a worker first dense
+         * mid-map (stress-ng --vm: at 47 MiB of a 129 MiB
+         * buffer) needs it.
+         * With the size off, at the lower of the sample's
+         * RSS and the smoothed one (which still holds half
+         * of the RSS before), and never raised in the tick
+         * after a step down: the folios of before may still
+         * be there, whole. Once it has read dense, no
+         * sample lowers peak_rss_kb. */
+        bool off = (int) z > on;
+        bool settled = !(ks->last_dir < 0 && snap->tick < ks->last_change_tick + 2);
+        uint64_t seen_kb = off && p->rss_kb[k] < m->rss_kb[k] ? p->rss_kb[k] : m->rss_kb[k];
+        bool was_dense = m->peak_u[k][z] >= dense;
+        bool grows = seen_kb > m->peak_rss_kb[k][z] && (!off || settled);
+        if (!blind && (u > m->peak_u[k][z] || (u == m->peak_u[k][z] && larger))) {
+                if (!was_dense || grows)
+                        m->peak_rss_kb[k][z] = m->peak_base_kb[k][z] = seen_kb;
+        } else if (!blind && u >= dense_raise && grows) {
+                if (off)
+                        m->peak_rss_kb[k][z] = m->peak_base_kb[k][z] = seen_kb;
+                else { /* by content: within MaxBloat of the base */
+                        double cap = (double) m->peak_base_kb[k][z] / dense;
+                        uint64_t to = (double) seen_kb < cap ? seen_kb : (uint64_t) cap;
+                        if (to > m->peak_rss_kb[k][z])
+                                m->peak_rss_kb[k][z] = to;
+                }
+        }
+        if (!blind && u > m->peak_u[k][z])
+                m->peak_u[k][z] = u;
+}
+
+/* One size of one kind of a sample: its usage (all mappings and those
+ * that are not hg), its densest sample, its zeros beside data. */
+static void remember_size(const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
+                          const struct mthp_proc_density *p, struct mthp_engine_proc *m, int k, unsigned z, int on,
+                          double dense, bool content) {
+        double u = usage(p, k, z, (int) z <= on);
+        if (isnan(u))
+                return; /* no sample: keep what we knew */
+        double w = p->blocks[k][z] > 0 ? p->blocks[k][z] : 1, pw;
+        fold_usage(&m->w[k][z], &m->u[k][z], u, w);
+        remember_peak(&st->kind[k], snap, p, m, k, z, on, u, dense, content);
+        /* zeros beside data, with the size on: a
+         * program that turned sparse, not a write
+         * caught before its end (data_sparse). In a
+         * row: a sample with the size off, or one
+         * whose windows with data were too few to
+         * say (zero_data NAN beside a known zero
+         * share: its zeros were ahead), ends it */
+        double zd = p->zero_data[k][z];
+        if ((int) z <= on && !isnan(zd) && 1 - zd < dense)
+                m->data_sparse[k][z] += m->data_sparse[k][z] < UINT8_MAX;
+        else if ((int) z > on || !isnan(zd) || !isnan(p->zero[k][z]))
+                m->data_sparse[k][z] = 0;
+        /* the mappings that are not hg: all of them when the
+         * sample saw no hg one */
+        m->hg[k][z] = p->hg_blocks[k][z] > 0;
+        double pu = m->hg[k][z] ? plain_usage(p, k, z, (int) z <= on, &pw) : u;
+        if (!m->hg[k][z])
+                pw = w;
+        if (!isnan(pu))
+                fold_usage(&m->wp[k][z], &m->up[k][z], pu, pw);
+        else /* all hg: nothing of the others seen */
+                m->wp[k][z] *= PROC_DECAY, m->up[k][z] *= PROC_DECAY;
+}
+
+/* Its fault samples, which split its faults between the kinds once there
+ * are enough (fs, fs_known), and whether it waits for them (fs_pending). */
+static void remember_fault_samples(const struct mthp_snapshot *snap, const struct mthp_proc_density *p,
+                                   struct mthp_engine_proc *m) {
+        /* halved at each sample, but never below 8 in all: so 8
+         * added up split its faults, and a process with 3 samples a
+         * tick (a few of many faulting processes, or one whose
+         * faults fell) has its split renewed every tick from about
+         * its last 8. Halved outright, 3 a tick never reach 8 (6 at
+         * most): it would wait for good (kind_demand), or keep the
+         * split its first 8 gave, however old */
+        double held = engine_fault_samples(m), got = 0;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                got += p->fault_samples[k];
+        got += p->fault_samples_other;
+        double keep = 0.5;
+        if (held * 0.5 + got < ENGINE_FAULT_SAMPLES_MIN)
+                keep = held > 0 ? fmin(1, (ENGINE_FAULT_SAMPLES_MIN + 1e-6 - got) / held) : 1;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                m->fs[k] = m->fs[k] * keep + p->fault_samples[k];
+        m->fs_other = m->fs_other * keep + p->fault_samples_other;
+        if (engine_fault_samples(m) >= ENGINE_FAULT_SAMPLES_MIN) {
+                memcpy(m->fs_last, m->fs, sizeof(m->fs_last));
+                m->fs_last_other = m->fs_other;
+                m->fs_known = true;
+        }
+        bool wait = snap->density.fault_sampling && m->rss_kb[MTHP_SHMEM] >= MTHP_FAULT_SHARED_KB &&
+                    engine_fault_samples(m) < ENGINE_FAULT_SAMPLES_MIN && !m->fs_known;
+        /* for as long as it lasts: by memory held its faults would
+         * be shmem's whatever they touch (kind_demand) */
+        m->fs_pending = wait;
+}
+
+/* Its shared mapping's sampled folios (shm) and what the daemon repaired. */
+static void remember_shm(const struct mthp_snapshot *snap, const struct mthp_proc_density *p,
+                         struct mthp_engine_proc *m) {
+        struct mthp_shm_mapping old = m->shm;
+        bool same = old.addr == p->shm.addr && old.bytes == p->shm.bytes;
+        if (same || p->shm.bytes >= old.bytes || snap->tick > m->shm_tick + PROC_FORGET_TICKS) {
+                /* the daemon's count, for this mapping (0 for another) */
+                m->shm_repaired_kb = p->shm_repaired_kb;
+                m->shm = p->shm;
+                m->shm_tick = snap->tick;
+                /* a few probes a tick: half the last ones still count,
+                 * if they came from the same probe (kpageflags counts
+                 * 64K folios large, the PMD probe does not) */
+                if (same && (!old.sampled || !p->shm.sampled || old.probe == p->shm.probe)) {
+                        m->shm.sampled = (uint16_t) (old.sampled / 2 + p->shm.sampled);
+                        m->shm.large = (uint16_t) (old.large / 2 + p->shm.large);
+                        if (!p->shm.sampled)
+                                m->shm.probe = old.probe;
+                }
+        }
+}
+
+/* Forget the processes not seen for PROC_FORGET_TICKS and those gone;
+ * take the fault rate of those the /proc scan read but did not sample. */
+static void remember_forget(const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
+        const struct mthp_density_view *dv = &snap->density;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && snap->tick > st->proc[j].seen_tick + PROC_FORGET_TICKS)
                         memset(&st->proc[j], 0, sizeof(st->proc[j]));
@@ -322,6 +339,37 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                                 st->proc[j].fault_rate = dv->rates[g].fault_rate;
                                 st->proc[j].new_proc = false;   /* measured, not a lifetime average */
                         }
+}
+
+/* Fold this tick's density samples into the remembered processes. */
+void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                     const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
+        const struct mthp_density_view *dv = &snap->density;
+        int on[_MTHP_KIND_MAX];
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                on[k] = mthp_engine_largest_always(caps, snap, k);
+        for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
+                const struct mthp_proc_density *p = &dv->proc[i];
+                struct mthp_engine_proc *m = remember_slot(st, snap, p);
+                remember_basics(m, p);
+                /* its MaxBloat's keep threshold: what reads dense */
+                double dense = engine_keep_threshold(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0));
+                bool content[_MTHP_KIND_MAX] = { false };
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX; z++)
+                                content[k] = content[k] || !isnan(p->zero[k][z]);
+                for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                        /* after both kinds' RSS: without fault samples they split its faults */
+                        m->churn[k] = churns(caps, snap, p, m, k, on[k]);
+                        for (unsigned z = 0; z < caps->n_sizes && z < MTHP_SIZES_MAX && !m->thp_off; z++)
+                                remember_size(st, snap, p, m, k, z, on[k], dense, content[k]);
+                }
+                remember_fault_samples(snap, p, m);
+                if (p->shm.reach != MTHP_SHM_NONE)
+                        remember_shm(snap, p, m);
+                m->seen_tick = snap->tick;
+        }
+        remember_forget(snap, st);
 }
 
 /* Fold this tick's managed cgroups into the remembered ones. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* When to sample and when to tick (moved from engine.c): the density
+/* When to sample and when to tick: the density
  * back-off (is the decision steady enough to sample density less often?),
  * whether a tick wants density, whether a tick awaits fault samples that
  * an early tick should bring, and the next tick's time. Pure functions of

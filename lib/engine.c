@@ -13,37 +13,6 @@
 #define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
 #define DEFRAG_FALLBACK_PCT 20.0
 
-unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, enum mthp_kind kind,
-                            unsigned ladder[MTHP_SIZES_MAX]) {
-        unsigned n = 0;
-        for (unsigned i = 0; i < caps->n_sizes; i++) {
-                const struct mthp_size *sz = &caps->sizes[i];
-                if (sz->knob[kind] < 0 || sz->kb < cfg->min_kb[kind] || sz->kb > cfg->max_kb[kind])
-                        continue;
-                if (!mthp_knob_allows(&caps->knobs[sz->knob[kind]], "always"))
-                        continue;
-                ladder[n++] = i;
-        }
-        return n;
-}
-
-/* What a per-size knob means now: its value, or for inherit the global
- * knob's of its kind. */
-static const char *effective_value(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                                   int knob) {
-        if (strcmp(snap->knob[knob], "inherit") != 0)
-                return snap->knob[knob];
-        int g = mthp_caps_find_knob(caps, kind == MTHP_ANON ? "global/enabled" : "global/shmem_enabled");
-        return g >= 0 ? snap->knob[g] : snap->knob[knob];
-}
-
-bool engine_size_madvised(const struct mthp_caps *caps, const struct mthp_snapshot *snap, enum mthp_kind kind,
-                          unsigned size) {
-        int k = caps->sizes[size].knob[kind];
-        return k >= 0 && strcmp(effective_value(caps, snap, kind, k), kind == MTHP_ANON ? "madvise" : "advise") == 0;
-}
-
-
 struct signals {
         double opted_out;              /* pages/s of processes that opted out, not in demand */
         double madvised;               /* pages/s in folios of sizes at madvise, not in demand */
@@ -56,42 +25,6 @@ struct signals {
         double raise_at, lower_at;
         char rate_why[96];
 };
-
-/* The fault rates (4K pages/s) a raise needs and a step-down falls below:
- * RaiseFaultRate and LowerFaultRate, or where the host's 4K fault cost is
- * known and RaiseFaultTime is on, the rate at which faults take that share
- * of one core when it is lower. The lower rate scales with it, keeping
- * LowerFaultRate's share of RaiseFaultRate but at least a tenth (a
- * RaiseFaultRate set out of reach, 1e12, would otherwise put it at 6e-6
- * pages/s: a raised size that never steps down) and never above
- * LowerFaultRate. */
-bool mthp_engine_fault_rates(const struct mthp_engine_config *cfg, double fault_cost_ns, double *raise,
-                             double *lower) {
-        *raise = cfg->raise_fault_rate;
-        *lower = cfg->lower_fault_rate;
-        /* outside FaultCost='s range (1ns-1s) it is unknown: a hand-made
-         * recording's inf or 1e30 would make a raise rate of about 0 */
-        if (!(fault_cost_ns >= 1 && fault_cost_ns <= 1e9) || !(cfg->raise_fault_time > 0))
-                return false;
-        double at = cfg->raise_fault_time / 100 * 1e9 / fault_cost_ns;
-        if (!(at < cfg->raise_fault_rate))
-                return false;
-        double share = cfg->lower_fault_rate / cfg->raise_fault_rate;
-        *lower = fmin(cfg->lower_fault_rate, at * fmax(share, 0.1));
-        *raise = at;
-        return true;
-}
-
-/* This tick's rates; why (may be NULL) says when RaiseFaultTime set them. */
-void engine_fault_rates(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap, double *raise,
-                        double *lower, char *why, size_t why_size) {
-        bool timed = mthp_engine_fault_rates(cfg, snap->fault_cost_ns, raise, lower);
-        if (why)
-                *why = 0;
-        if (timed && why)
-                snprintf(why, why_size, " (RaiseFaultTime %g%% of a core at %.2f us a 4K fault)",
-                         cfg->raise_fault_time, snap->fault_cost_ns / 1e3);
-}
 
 /* The kind's fault demand in 4K pages per second, and its share of the
  * faults no mTHP allocation explains. */
@@ -160,9 +93,11 @@ static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct m
                         continue;
                 double used = 100.0 * (double) p->cg_usage_kb / (double) p->cg_limit_kb;
                 if (used >= 100.0 - cfg->cgroup_headroom) {
+                        char cg[ENGINE_PATH_QUOTED];
                         s->pressure = true;
                         snprintf(s->pressure_why, sizeof(s->pressure_why),
-                                 "cgroup %s of pid %d at %.0f%% of its %llu MiB limit", p->cgroup, p->pid, used,
+                                 "cgroup %s of pid %d at %.0f%% of its %llu MiB limit",
+                                 engine_quote_path(p->cgroup, cg, sizeof(cg)), p->pid, used,
                                  (unsigned long long) p->cg_limit_kb / 1024);
                 }
         }
@@ -175,9 +110,10 @@ static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct m
                 if (!c->psi_present || kind_kb == 0 || c->fault_rate < cfg->min_proc_fault_rate ||
                     c->psi_some_avg10 < limit)
                         continue;
+                char cg[ENGINE_PATH_QUOTED];
                 s->pressure = true;
                 snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s memory.pressure some %.1f%% >= %.0f%%%s%s",
-                         c->path, c->psi_some_avg10, limit, pol ? " of policy " : "", pol ? pol->name : "");
+                         engine_quote_path(c->path, cg, sizeof(cg)), c->psi_some_avg10, limit, pol ? " of policy " : "", pol ? pol->name : "");
         }
         /* a managed cgroup that faults and grows towards its limit */
         for (unsigned i = 0; i < snap->n_cgroups && i < MTHP_SNAP_CGROUPS && !s->pressure; i++) {
@@ -188,9 +124,10 @@ static void cgroup_pressure(const struct mthp_engine_config *cfg, const struct m
                 double used = 100.0 * (double) c->usage_kb / (double) c->limit_kb;
                 if (used < 100.0 - cfg->cgroup_headroom)
                         continue;
+                char cg[ENGINE_PATH_QUOTED];
                 s->pressure = true;
-                snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s at %.0f%% of its %llu MiB limit", c->path,
-                         used, (unsigned long long) c->limit_kb / 1024);
+                snprintf(s->pressure_why, sizeof(s->pressure_why), "cgroup %s at %.0f%% of its %llu MiB limit",
+                         engine_quote_path(c->path, cg, sizeof(cg)), used, (unsigned long long) c->limit_kb / 1024);
         }
 }
 
@@ -251,10 +188,6 @@ static void read_signals(const struct mthp_engine_config *cfg, const struct mthp
         }
 }
 
-void engine_level_name(const struct mthp_caps *caps, const unsigned *ladder, unsigned level, char *buf, size_t n) {
-        mthp_format_size(level ? caps->sizes[ladder[level - 1]].kb : mthp_caps_page_kb(caps), buf, n);
-}
-
 /* Step down after a failure (pressure, fragmentation, a probe that did not
  * verify) and bar the level that failed for a while, longer each time it
  * fails again. */
@@ -272,8 +205,10 @@ static void step_down_failed(const struct mthp_engine_config *cfg, struct mthp_e
 
 static void describe_proc(const struct mthp_engine_proc *p, enum mthp_kind kind, char *buf, size_t n) {
         char split[64];
+        char comm[ENGINE_NAME_QUOTED];
         engine_fault_split_note(p, kind, split, sizeof(split));
-        snprintf(buf, n, "pid %d (%s, %.0f faults/s%s)", p->pid, p->comm, p->fault_rate, split);
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s%s)", p->pid, engine_quote_name(p->comm, comm, sizeof(comm)),
+                 p->fault_rate, split);
 }
 
 /* One kind's decision this tick, as the steps of mthp_engine_decide pass it
@@ -302,6 +237,7 @@ struct kind_step {
         unsigned churn_to;              /* where it may go: no higher than it came down from */
         char churn_note[200];
         char why[MTHP_REASON_MAX - 96];
+        enum mthp_rule rule;            /* the rule why says */
 };
 
 /* The remembered process of a pid, or NULL. */
@@ -330,10 +266,10 @@ static double churn_held_kb(const struct mthp_engine_config *cfg, const struct m
  * sample there, so its zeros may be a buffer it was caught writing
  * (stress-ng --vm, trace stress-vm-2w), which the rule cannot tell from
  * bloat without one; or its RSS grew past what it held when it read dense
- * (recording stress-vm.mthpd.19: first sampled while it populated its
+ * (a stress-ng --vm worker first sampled while it populated its
  * buffer), which a sample with the sizes off tells apart; or its zeros
  * read beside its data, ENGINE_DATA_SPARSE_SAMPLES samples in a row (it
- * turned sparse: recording phased.mthpd.75 of 2026-12-03). *grown says
+ * turned sparse: a phased workload's 0.05-0.08 of each 2M block). *grown says
  * whether it read dense there, *beside whether its zeros lay beside its
  * data. NULL otherwise. */
 static struct mthp_engine_proc *churn_blamed(const struct mthp_engine_config *cfg, struct mthp_engine_state *next,
@@ -381,14 +317,14 @@ static void churn_raise_back(const struct mthp_engine_config *cfg, const struct 
                         return;
                 least = u < least ? u : least;
         }
-        char at[16];
+        char at[16], comm[ENGINE_NAME_QUOTED];
         engine_level_name(caps, k->ladder, st->level, at, sizeof(at));
         k->churn_back = true;
         k->churn_to = to;
         snprintf(k->churn_note, sizeof(k->churn_note),
                  "no DwellTicks wait: pid %d (%s) stepped %s down at tick %llu for %s (it churns), reads "
                  "dense at %s (at least %.2f of each block) at %llu MiB",
-                 m->pid, m->comm, k->kname, (unsigned long long) st->churn_tick,
+                 m->pid, engine_quote_name(m->comm, comm, sizeof(comm)), k->kname, (unsigned long long) st->churn_tick,
                  st->churn_grown ? "the RSS it grew to" : st->churn_beside ? "zeros beside its data" : "zeros it was writing",
                  at, least,
                  (unsigned long long) (m->rss_kb[k->kind] / 1024));
@@ -500,6 +436,9 @@ static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapsh
         const struct signals *sig = &k->sig;
         char to[16];
         engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
+        k->rule = !k->dens.measured ? MTHP_RULE_RAISE_DEMAND
+                  : k->dens.best < 0 ? MTHP_RULE_RAISE_POLICY
+                                     : MTHP_RULE_RAISE_DENSE;
         if (k->dens.measured && k->dens.best < 0)
                 snprintf(k->why, sizeof(k->why),
                          "%s fault demand %.0f pages/s >= %.0f%s for %u ticks; wanted by policy: %s; "
@@ -525,6 +464,7 @@ static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapsh
                 snprintf(k->why + l, sizeof(k->why) - l, "; stops there: %s", k->lim_why);
         }
         if (k->churn_back && !k->dwell_ok) {
+                k->rule = MTHP_RULE_RAISE_CHURN_BACK;
                 size_t l = strlen(k->why);
                 snprintf(k->why + l, sizeof(k->why) - l, "; %s", k->churn_note);
         }
@@ -535,14 +475,16 @@ static void explain_grace_raise(const struct mthp_engine_config *cfg, const stru
                                 const struct mthp_snapshot *snap, struct kind_step *k) {
         const struct party *p = &k->dens.party[k->dens.grace];
         const struct mthp_cgroup_view *c = &snap->cgroup[p->cgroup];
-        char to[16], want[16];
+        char to[16], want[16], cg[ENGINE_PATH_QUOTED];
         engine_level_name(caps, k->ladder, k->target, to, sizeof(to));
         engine_level_name(caps, k->ladder, p->keep, want, sizeof(want));
+        k->rule = MTHP_RULE_RAISE_GRACE;
         snprintf(k->why, sizeof(k->why),
                  "cgroup %s appeared %.0f s ago, policy %s wants %s %s always (%s=always, priority %u): set before "
                  "its first faults (StartGrace %.0f s; %.0f faults/s so far); %s fault demand %.0f pages/s, no "
                  "pressure (MemAvailable %.0f%%): raise to %s",
-                 c->path, (double) (snap->t_usec - c->appeared_usec) / 1e6, p->pol->name, k->kname, want,
+                 engine_quote_path(c->path, cg, sizeof(cg)), (double) (snap->t_usec - c->appeared_usec) / 1e6,
+                 p->pol->name, k->kname, want,
                  k->kind == MTHP_ANON ? "Anon" : "Shmem", p->prio, (double) cfg->start_grace_usec / 1e6,
                  c->fault_rate, k->kname, k->sig.demand, k->sig.avail_pct, to);
         if (k->lim_capped) {
@@ -562,12 +504,16 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                          struct kind_step *k) {
         const struct mthp_engine_kind *st = k->st;
         char extra[480] = "";
-        if (k->sig.pressure)
+        k->rule = MTHP_RULE_HOLD;
+        if (k->sig.pressure) {
+                k->rule = MTHP_RULE_HOLD_PRESSURE;
                 snprintf(extra, sizeof(extra), "; pressure: %s", k->sig.pressure_why);
-        else if (k->lim_blocker >= 0 && k->afford <= st->level)
+        } else if (k->lim_blocker >= 0 && k->afford <= st->level) {
+                k->rule = MTHP_RULE_HOLD_LIMIT;
                 snprintf(extra, sizeof(extra), "; held back by %s", k->lim_why);
-        else if (k->dens.measured && k->dens.holder >= 0 && k->dens.keep <= st->level) {
+        } else if (k->dens.measured && k->dens.holder >= 0 && k->dens.keep <= st->level) {
                 char hd[320];
+                k->rule = MTHP_RULE_HOLD_SPARSE;
                 engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
                 snprintf(extra, sizeof(extra), "; held back by %s", hd);
         } else if (k->dens.measured && st->level < k->n_ladder && k->target <= st->level &&
@@ -576,19 +522,25 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                    engine_describe_raise_holder(cfg, caps, next, snap, k->kind, &k->dens, extra + 13,
                                                 sizeof(extra) - 13)) {
                 /* a raise is due but density allows none: say who bars it */
+                k->rule = MTHP_RULE_HOLD_NO_HIGHER;
                 memcpy(extra, "; no higher: ", 13);
         } else if (grace_holds(k)) {
                 char who[200];
+                k->rule = MTHP_RULE_HOLD_GRACE;
                 engine_describe_party(caps, next, snap, k->kind, &k->dens.party[k->dens.grace], who, sizeof(who));
                 snprintf(extra, sizeof(extra), "; wanted by %s in its start grace (StartGrace %.0f s): sizes set "
                          "before its first faults", who, (double) cfg->start_grace_usec / 1e6);
-        } else if (k->keeper[0])
+        } else if (k->keeper[0]) {
+                k->rule = MTHP_RULE_HOLD_WANTED;
                 snprintf(extra, sizeof(extra), "; wanted by %s", k->keeper);
-        else if (k->barred)
+        } else if (k->barred) {
+                k->rule = MTHP_RULE_HOLD_BARRED;
                 snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks", st->ceiling,
                          (unsigned long long) (st->ceiling_until - snap->tick));
-        else if (!k->dwell_ok)
+        } else if (!k->dwell_ok) {
+                k->rule = MTHP_RULE_HOLD_DWELL;
                 snprintf(extra, sizeof(extra), "; dwelling after last change");
+        }
         snprintf(k->why, sizeof(k->why),
                  "holding %s at %s: demand %.0f pages/s (raise at %.0f%s for %u ticks: streak %u; lower "
                  "below %.0f for %u: streak %u), fallback %.0f%%%s",
@@ -613,14 +565,160 @@ static void step_back_probe(const struct mthp_engine_config *cfg, const struct m
         char cause[380] = "";
         if (k->kind == MTHP_SHMEM &&
             engine_shm_unreachable(next, snap->tick, caps->sizes[k->ladder[st->level - 1]].kb, cause + 2,
-                                   sizeof(cause) - 2))
+                                   sizeof(cause) - 2) != MTHP_RULE_NONE)
                 memcpy(cause, "; ", 2);
+        k->rule = MTHP_RULE_STEP_DOWN_PROBE;
         snprintf(k->why, sizeof(k->why),
                  "probe of %s %s failed: no %s allocations at %s in %u ticks of %.0f pages/s "
                  "demand: back to %s, the largest size in use%s",
                  k->kname, k->top, k->kname, k->top, cfg->verify_ticks, k->sig.demand, to, cause);
         step_down_failed(cfg, st, back, snap->tick);
         st->ceiling = back + 1; /* every size above it went unused */
+}
+
+/* A memory-limited cgroup cannot afford the level: down to what it
+ * affords at once. */
+static void step_down_limited(const struct mthp_caps *caps, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        char to[16];
+        /* no dwell, no confirmation: the cgroup pays at once */
+        engine_level_name(caps, k->ladder, k->afford, to, sizeof(to));
+        k->rule = MTHP_RULE_STEP_DOWN_LIMIT;
+        snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
+        st->level = k->afford;
+        st->verify_left = 0;
+}
+
+/* Memory pressure two ticks in a row: one step down, and bar the level. */
+static void step_down_pressure(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                               struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        /* pressure acts without waiting for dwell: memory is the emergency */
+        k->rule = MTHP_RULE_STEP_DOWN_PRESSURE;
+        snprintf(k->why, sizeof(k->why), "memory pressure for %u ticks (%s): step %s down from %s",
+                 st->pressure_streak, sig->pressure_why, k->kname, k->top);
+        step_down_failed(cfg, st, st->level - 1, snap->tick);
+        st->pressure_streak = 0; /* PSI lags: give the step time to show */
+}
+
+/* A faulting process reads sparse at the level (the bloat guard): down to
+ * the level the density keeps; a churner blamed for it may raise back
+ * without the dwell, once. */
+static void step_down_sparse(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        char to[16];
+        /* bloat guard: no dwell, a faulting sparse process pays now */
+        char hd[320];
+        engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
+        engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
+        /* a churner caught writing: a raise back once it reads
+         * dense need not wait the dwell, once for each process */
+        bool grown, beside;
+        struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown, &beside);
+        char note[240] = "", why[120] = "never read dense there";
+        if (beside)
+                snprintf(why, sizeof(why), "its zeros lay beside its data in %d samples in a row: it "
+                         "turned sparse", ENGINE_DATA_SPARSE_SAMPLES);
+        if (grown) {
+                unsigned z = k->dens.party[k->dens.holder].fail_size;
+                snprintf(why, sizeof(why), "its RSS, %llu MiB, grew past %.0f%% of the %llu MiB it held "
+                         "when it read dense there",
+                         (unsigned long long) (m->rss_kb[k->kind] / 1024),
+                         100 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)),
+                         (unsigned long long) (m->peak_rss_kb[k->kind][z] / 1024));
+        }
+        if (m && !m->churn_spent[k->kind]) {
+                char later[32] = "";
+                if (beside)   /* its folios of before may read dense by presence at first */
+                        snprintf(later, sizeof(later), " %d ticks on", ENGINE_CHURN_BESIDE_TICKS);
+                snprintf(note, sizeof(note),
+                         "; it churns (its memory turned over %g times a second or more) and %s: a "
+                         "raise back once it reads dense%s need not wait DwellTicks",
+                         ENGINE_CHURN_TURNOVER, why, later);
+                m->churn_spent[k->kind] = true;
+                st->churn_pid = m->pid;
+                st->churn_from = st->level;
+                st->churn_tick = snap->tick;
+                st->churn_grown = grown;
+                st->churn_beside = beside;
+                k->churn_armed = true;
+        } else if (m)
+                snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
+                         "DwellTicks applies", why);
+        k->rule = k->churn_armed ? MTHP_RULE_STEP_DOWN_CHURN : MTHP_RULE_STEP_DOWN_SPARSE;
+        snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
+        st->level = k->dens.keep;
+        st->verify_left = 0;
+}
+
+/* Compaction stalls or fallbacks say memory is too fragmented: one step
+ * down, and bar the level. */
+static void step_down_fragmented(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
+                                 struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        k->rule = sig->stall_pid ? MTHP_RULE_STEP_DOWN_STALL : MTHP_RULE_STEP_DOWN_FALLBACK;
+        if (sig->stall_pid)
+                snprintf(k->why, sizeof(k->why),
+                         "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
+                         "%s %s folios: step down",
+                         sig->stall_pid, sig->stall_ms, cfg->max_compact_ms, k->kname, k->top);
+        else
+                snprintf(k->why, sizeof(k->why),
+                         "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
+                         "fragmented, step down",
+                         sig->fallback_pct, k->kname, k->top, cfg->max_fallback);
+        step_down_failed(cfg, st, st->level - 1, snap->tick);
+}
+
+/* A managed cgroup in its start grace: up to its target at once. */
+static void raise_grace(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        /* no demand, confirmation or dwell: the sizes must be on
+         * before the new service maps its memory (a shared segment
+         * mapped with the size off is never aligned for it) */
+        explain_grace_raise(cfg, caps, snap, k);
+        st->verify_from = st->level;
+        st->verify_left = cfg->verify_ticks;
+        st->level = k->target;
+        st->climb = false;
+}
+
+/* Demand, density and dwell allow a raise: up to the target, verified
+ * for VerifyTicks. */
+static void raise_level(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                        const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        /* dwell guards against reversals: a second raise right
+         * after the first (a sample that saw more) is no flap; nor
+         * is a raise back once a churner blamed for a step-down
+         * reads dense (once for each process: churn_spent) */
+        if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
+                k->target = k->churn_to; /* the churn case: back where it was, no higher */
+        explain_raise(caps, snap, next, k);
+        st->verify_from = st->level;
+        st->verify_left = cfg->verify_ticks;
+        st->level = k->target;
+        /* a process's density held it below the top: at the new
+         * size it may read denser (mthp_engine_climbing) */
+        const struct density_verdict *v = &k->dens;
+        st->climb = v->measured && k->target == v->raise && k->target < k->n_ladder && !k->lim_capped &&
+                    !k->barred &&
+                    (v->raise_holder >= 0 ||
+                     (v->holder >= 0 && v->party[v->holder].proc >= 0 && !v->party[v->holder].capped));
+}
+
+/* Fault demand under LowerFaultRate for LowerTicks: one step down. */
+static void step_down_demand(struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        const struct signals *sig = &k->sig;
+        st->level--;
+        k->rule = MTHP_RULE_STEP_DOWN_DEMAND;
+        snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
+                 k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
 }
 
 /* The transition: the first condition that holds, in order of urgency,
@@ -630,111 +728,28 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                         struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
-        char to[16];
-        if (st->level > k->afford) {
-                /* no dwell, no confirmation: the cgroup pays at once */
-                engine_level_name(caps, k->ladder, k->afford, to, sizeof(to));
-                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
-                st->level = k->afford;
-                st->verify_left = 0;
-        } else if (!sig->measured) {
+        if (st->level > k->afford)
+                step_down_limited(caps, k);
+        else if (!sig->measured) {
+                k->rule = MTHP_RULE_FIRST_SAMPLE;
                 snprintf(k->why, sizeof(k->why), "first sample: no rates yet, holding %s at %s", k->kname, k->top);
-        } else if (st->level > 0 && st->pressure_streak >= 2) {
-                /* pressure acts without waiting for dwell: memory is the emergency */
-                snprintf(k->why, sizeof(k->why), "memory pressure for %u ticks (%s): step %s down from %s",
-                         st->pressure_streak, sig->pressure_why, k->kname, k->top);
-                step_down_failed(cfg, st, st->level - 1, snap->tick);
-                st->pressure_streak = 0; /* PSI lags: give the step time to show */
-        } else if (k->probe_failed) {
+        } else if (st->level > 0 && st->pressure_streak >= 2)
+                step_down_pressure(cfg, snap, k);
+        else if (k->probe_failed)
                 step_back_probe(cfg, caps, snap, next, k);
-        } else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
-                /* bloat guard: no dwell, a faulting sparse process pays now */
-                char hd[320];
-                engine_describe_holder(cfg, caps, next, snap, k->kind, &k->dens, k->ladder, k->n_ladder, hd, sizeof(hd));
-                engine_level_name(caps, k->ladder, k->dens.keep, to, sizeof(to));
-                /* a churner caught writing: a raise back once it reads
-                 * dense need not wait the dwell, once for each process */
-                bool grown, beside;
-                struct mthp_engine_proc *m = churn_blamed(cfg, next, k, &grown, &beside);
-                char note[240] = "", why[120] = "never read dense there";
-                if (beside)
-                        snprintf(why, sizeof(why), "its zeros lay beside its data in %d samples in a row: it "
-                                 "turned sparse", ENGINE_DATA_SPARSE_SAMPLES);
-                if (grown) {
-                        unsigned z = k->dens.party[k->dens.holder].fail_size;
-                        snprintf(why, sizeof(why), "its RSS, %llu MiB, grew past %.0f%% of the %llu MiB it held "
-                                 "when it read dense there",
-                                 (unsigned long long) (m->rss_kb[k->kind] / 1024),
-                                 100 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)),
-                                 (unsigned long long) (m->peak_rss_kb[k->kind][z] / 1024));
-                }
-                if (m && !m->churn_spent[k->kind]) {
-                        char later[32] = "";
-                        if (beside)   /* its folios of before may read dense by presence at first */
-                                snprintf(later, sizeof(later), " %d ticks on", ENGINE_CHURN_BESIDE_TICKS);
-                        snprintf(note, sizeof(note),
-                                 "; it churns (its memory turned over %g times a second or more) and %s: a "
-                                 "raise back once it reads dense%s need not wait DwellTicks",
-                                 ENGINE_CHURN_TURNOVER, why, later);
-                        m->churn_spent[k->kind] = true;
-                        st->churn_pid = m->pid;
-                        st->churn_from = st->level;
-                        st->churn_tick = snap->tick;
-                        st->churn_grown = grown;
-                        st->churn_beside = beside;
-                        k->churn_armed = true;
-                } else if (m)
-                        snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
-                                 "DwellTicks applies", why);
-                snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
-                st->level = k->dens.keep;
-                st->verify_left = 0;
-        } else if (st->level > 0 && sig->fragmented && k->dwell_ok) {
-                if (sig->stall_pid)
-                        snprintf(k->why, sizeof(k->why),
-                                 "pid %d stalls %.0f ms/s in direct compaction (>= %.0f, taskstats) with "
-                                 "%s %s folios: step down",
-                                 sig->stall_pid, sig->stall_ms, cfg->max_compact_ms, k->kname, k->top);
-                else
-                        snprintf(k->why, sizeof(k->why),
-                                 "%.0f%% of %s mTHP faults at %s fall back (>= %.0f%%): memory too "
-                                 "fragmented, step down",
-                                 sig->fallback_pct, k->kname, k->top, cfg->max_fallback);
-                step_down_failed(cfg, st, st->level - 1, snap->tick);
-        } else if (k->dens.grace >= 0 && k->target > st->level && !sig->pressure && !sig->fragmented) {
-                /* no demand, confirmation or dwell: the sizes must be on
-                 * before the new service maps its memory (a shared segment
-                 * mapped with the size off is never aligned for it) */
-                explain_grace_raise(cfg, caps, snap, k);
-                st->verify_from = st->level;
-                st->verify_left = cfg->verify_ticks;
-                st->level = k->target;
-                st->climb = false;
-        } else if (k->target > st->level &&
-                   st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
-                   (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back)) {
-                /* dwell guards against reversals: a second raise right
-                 * after the first (a sample that saw more) is no flap; nor
-                 * is a raise back once a churner blamed for a step-down
-                 * reads dense (once for each process: churn_spent) */
-                if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
-                        k->target = k->churn_to; /* the churn case: back where it was, no higher */
-                explain_raise(caps, snap, next, k);
-                st->verify_from = st->level;
-                st->verify_left = cfg->verify_ticks;
-                st->level = k->target;
-                /* a process's density held it below the top: at the new
-                 * size it may read denser (mthp_engine_climbing) */
-                const struct density_verdict *v = &k->dens;
-                st->climb = v->measured && k->target == v->raise && k->target < k->n_ladder && !k->lim_capped &&
-                            !k->barred &&
-                            (v->raise_holder >= 0 ||
-                             (v->holder >= 0 && v->party[v->holder].proc >= 0 && !v->party[v->holder].capped));
-        } else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k)) {
-                st->level--;
-                snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
-                         k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
-        } else
+        else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS)
+                step_down_sparse(cfg, caps, snap, next, k);
+        else if (st->level > 0 && sig->fragmented && k->dwell_ok)
+                step_down_fragmented(cfg, snap, k);
+        else if (k->dens.grace >= 0 && k->target > st->level && !sig->pressure && !sig->fragmented)
+                raise_grace(cfg, caps, snap, k);
+        else if (k->target > st->level &&
+                 st->raise_streak >= (k->dens.measured ? cfg->density_confirm_ticks : cfg->confirm_ticks) &&
+                 (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back))
+                raise_level(cfg, caps, snap, next, k);
+        else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k))
+                step_down_demand(k);
+        else
                 explain_hold(cfg, caps, snap, next, k);
 }
 
@@ -780,7 +795,7 @@ static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_c
         int knob = k->n_ladder ? caps->sizes[k->ladder[k->n_ladder - 1]].knob[k->kind] : -1;
         k->align = k->align_capped = false;
         if (k->kind == MTHP_SHMEM && cfg->shmem_align && knob >= 0 && st->level < k->n_ladder) {
-                const char *v = snap->knob[knob], *eff = effective_value(caps, snap, MTHP_SHMEM, knob);
+                const char *v = snap->knob[knob], *eff = engine_effective_value(caps, snap, MTHP_SHMEM, knob);
                 /* ours: advise we set, or always from a level that held
                  * the top size (a step down goes straight to advise) */
                 bool ours = (st->align_advised && strcmp(v, "advise") == 0) ||
@@ -816,31 +831,43 @@ static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
                 bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
                 bool align = !on && !madv && k->align && rung == (int) k->n_ladder - 1;
                 snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv || align ? adv : "");
+                d->rule = k->rule;
                 /* "in use" only where the kernel can use it: a shmem size
                  * does not reach mappings made or filled before it */
                 char unreach[360];
-                if (on && k->kind == MTHP_SHMEM && engine_shm_unreachable(st_all, snap->tick, caps->sizes[i].kb, unreach, sizeof(unreach)))
+                enum mthp_rule shm = on && k->kind == MTHP_SHMEM ? engine_shm_unreachable(st_all, snap->tick,
+                                                                                          caps->sizes[i].kb, unreach,
+                                                                                          sizeof(unreach))
+                                                                 : MTHP_RULE_NONE;
+                if (shm != MTHP_RULE_NONE) {
+                        d->size_rule = shm;
                         snprintf(status, sizeof(status), "always, but %s", unreach);
-                else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
-                         engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach)))
+                } else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
+                           engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach))) {
+                        d->size_rule = MTHP_RULE_SIZE_REPAIRED;
                         snprintf(status, sizeof(status), "in use; %s", unreach);
-                else if (!on && !madv && k->align_capped && rung == (int) k->n_ladder - 1)
+                } else if (!on && !madv && k->align_capped && rung == (int) k->n_ladder - 1) {
+                        d->size_rule = MTHP_RULE_SIZE_ALIGN_CAPPED;
                         snprintf(status, sizeof(status), "not needed: original value (no advise for alignment: %.300s)",
                                  k->lim_why);
-                else if (align)
+                } else if (align) {
+                        d->size_rule = MTHP_RULE_SIZE_ALIGN;
                         snprintf(status, sizeof(status),
                                  "advise: shared anonymous memory mapped now is %s-aligned, so a raise reaches it "
                                  "(only memory a program madvises gets %s folios)",
                                  sname, sname);
-                else
+                } else {
+                        d->size_rule = on ? MTHP_RULE_SIZE_IN_USE : madv ? MTHP_RULE_SIZE_MADVISE : MTHP_RULE_SIZE_OFF;
                         snprintf(status, sizeof(status), "%s",
                                  on     ? "in use"
                                  : madv ? "madvise: a policy wants it where programs ask"
                                         : "not needed: original value");
-                if (rung < 0)
+                }
+                if (rung < 0) {
+                        d->rule = d->size_rule = MTHP_RULE_SIZE_OUTSIDE;
                         snprintf(d->reason, sizeof(d->reason),
                                  "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
-                else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
+                } else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
                                   k->n_ladder, sname, status,
                                   k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked,
                                   k->left_out[0] ? "; " : "", k->left_out) >=
@@ -871,6 +898,8 @@ static void decide_defrag(const struct mthp_engine_config *cfg, const struct mth
         d->knob = dk;
         bool on = next->defrag_defer && mthp_knob_allows(&caps->knobs[dk], "defer");
         snprintf(d->value, sizeof(d->value), "%s", on ? "defer" : "");
+        d->rule = on ? MTHP_RULE_DEFRAG_DEFER : MTHP_RULE_DEFRAG_ADMIN;
+        d->size_rule = MTHP_RULE_NONE;
         if (on)
                 snprintf(d->reason, sizeof(d->reason), "%s", defer_why[0] ? defer_why :
                          "large sizes were falling back: keeping defrag=defer until that stops");
@@ -891,15 +920,6 @@ static bool kind_steady(const struct kind_step *k) {
         return st->level == k->old_level && !st->sparse_streak && !st->pressure_streak &&
                !st->verify_left && !k->probe_failed && (!st->raise_streak || k->target <= st->level) &&
                k->dens.grace < 0;
-}
-
-/* A process fault-heavy enough to speak (MinProcessFaultRate) whose
- * faults wait for their address samples to be split between the kinds
- * (fs_pending), seen within the last `recent` ticks: the early tick and the
- * density back-off both wait on it. */
-bool engine_proc_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_engine_proc *p, uint64_t tick,
-                                unsigned recent) {
-        return p->pid && p->fs_pending && tick <= p->seen_tick + recent && p->fault_rate >= cfg->min_proc_fault_rate;
 }
 
 /* The density back-off's memory: when the last sample was taken and what

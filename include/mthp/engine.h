@@ -219,10 +219,68 @@ struct mthp_engine_state {
         bool density_alert;
 };
 
+/* The rule behind a decision: a stable name for what its reason says, so
+ * that tools and tests match the rule (and the numbers), not the prose. A
+ * size knob's decision carries two: why the kind is at its level (rule)
+ * and what that makes of this size (size_rule). mthp_rule_name() gives
+ * the kebab-case name. */
+enum mthp_rule {
+        MTHP_RULE_NONE,
+        MTHP_RULE_FIRST_SAMPLE,         /* no rates yet: the level holds */
+        MTHP_RULE_STEP_DOWN_LIMIT,      /* a memory-limited cgroup cannot afford the level */
+        MTHP_RULE_STEP_DOWN_PRESSURE,   /* memory pressure, ticks in a row */
+        MTHP_RULE_STEP_DOWN_PROBE,      /* a raise the kernel did not use */
+        MTHP_RULE_STEP_DOWN_SPARSE,     /* a party with a say reads sparse at the level */
+        MTHP_RULE_STEP_DOWN_CHURN,      /* the same, blamed on a churner: a quick raise back armed */
+        MTHP_RULE_STEP_DOWN_STALL,      /* a process stalls in direct compaction */
+        MTHP_RULE_STEP_DOWN_FALLBACK,   /* mTHP faults fall back: memory fragmented */
+        MTHP_RULE_STEP_DOWN_DEMAND,     /* fault demand below the lower rate */
+        MTHP_RULE_RAISE_GRACE,          /* a new cgroup in its start grace */
+        MTHP_RULE_RAISE_POLICY,         /* demand, and a policy wants the size */
+        MTHP_RULE_RAISE_DENSE,          /* demand, and the processes use the size densely */
+        MTHP_RULE_RAISE_DEMAND,         /* demand, no density sample */
+        MTHP_RULE_RAISE_CHURN_BACK,     /* a churner reads dense again: back without the dwell */
+        MTHP_RULE_HOLD,                 /* nothing moves the level */
+        MTHP_RULE_HOLD_PRESSURE,        /* ... and there is pressure */
+        MTHP_RULE_HOLD_LIMIT,           /* ... a memory-limited cgroup holds it back */
+        MTHP_RULE_HOLD_SPARSE,          /* ... a party's density holds it back */
+        MTHP_RULE_HOLD_NO_HIGHER,       /* ... a raise is due but density allows none */
+        MTHP_RULE_HOLD_GRACE,           /* ... a cgroup in its start grace wants it */
+        MTHP_RULE_HOLD_WANTED,          /* ... a party wants it kept */
+        MTHP_RULE_HOLD_BARRED,          /* ... the level above failed before */
+        MTHP_RULE_HOLD_DWELL,           /* ... dwelling after the last change */
+        MTHP_RULE_GUARD_LIMIT,          /* the guard: a limited cgroup crossed its threshold */
+        MTHP_RULE_DEFRAG_DEFER,         /* large sizes fall back: defrag=defer */
+        MTHP_RULE_DEFRAG_ADMIN,         /* the administrator's defrag */
+        MTHP_RULE_NET_HELD,             /* 2M is always: the THP shrinker's net */
+        MTHP_RULE_NET_LINGER,           /* 2M was always lately: the net stays a while */
+        MTHP_RULE_NET_OFF,              /* 2M not held: original value */
+        /* size_rule: what the level makes of one size */
+        MTHP_RULE_SIZE_IN_USE,          /* below the level: always */
+        /* always, but a sampled process's shared mapping cannot get it: */
+        MTHP_RULE_SIZE_SHM_FILE,        /* ... a linked tmpfs file (its mount's huge= rules) */
+        MTHP_RULE_SIZE_SHM_SYSV,        /* ... a SysV segment (the global shmem_enabled rules) */
+        MTHP_RULE_SIZE_SHM_UNALIGNED,   /* ... not aligned for the size */
+        MTHP_RULE_SIZE_SHM_FILLED,      /* ... its page cache was filled before the raise */
+        MTHP_RULE_SIZE_SHM_REPAIRING,   /* ... the same, being repaired by MADV_COLLAPSE */
+        MTHP_RULE_SIZE_REPAIRED,        /* in use; the daemon repaired a mapping */
+        MTHP_RULE_SIZE_MADVISE,         /* above the level: a policy's madvise */
+        MTHP_RULE_SIZE_ALIGN,           /* above the level: advise, for alignment (ShmemAlign=) */
+        MTHP_RULE_SIZE_ALIGN_CAPPED,    /* above the level: no advise, a limited cgroup caps the sizes */
+        MTHP_RULE_SIZE_OFF,             /* above the level: original value */
+        MTHP_RULE_SIZE_OUTSIDE,         /* not on the ladder: original value */
+        _MTHP_RULE_MAX
+};
+
+/* "step-down-sparse", ...; "none" for MTHP_RULE_NONE, "?" out of range. */
+const char *mthp_rule_name(enum mthp_rule rule);
+
 struct mthp_decision {
         int knob;                               /* index into caps.knobs */
         char value[MTHP_VALUE_MAX];             /* "" = its original value */
         char reason[MTHP_REASON_MAX];
+        enum mthp_rule rule;                    /* what the reason says, by name */
+        enum mthp_rule size_rule;               /* a size knob: what the level makes of it (else NONE) */
 };
 
 /* The ladder of sizes a kind may use under cfg, ascending; returns count. */
@@ -323,7 +381,7 @@ bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const s
  * as fast as it can reads denser at the larger sizes once the smaller
  * ones are on (the blocks it fills are whole folios, not 4K pages half
  * way through), so each step of the climb needs a tick. pgbench TPC-B
- * under a root mthpd (2026-12-04, recording pgbench-tpcb.mthpd.11): shmem
+ * under a root mthpd: shmem
  * to 256K at +0.35 s of the server's start, 1M at +1.1 s, 2M at +2.1 s,
  * each a regular tick after the last, while the backends filled the
  * buffer pool at 55 MB/s: 100 MB of it in folios below 2M, for the

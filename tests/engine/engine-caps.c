@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The synthetic host the engine tests decide on (engine-caps.h). */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -145,4 +147,55 @@ double snap_anon_faults(const struct mthp_caps *c, const char knob[][MTHP_VALUE_
         s->mem.total_kb = total_kb;
         s->mem.available_kb = total_kb / 2;
         return faults;
+}
+
+const struct mthp_decision *anon16_decision(const struct engine_host *e) {
+        int knob = e->caps.sizes[1].knob[MTHP_ANON];
+        assert_int_equal(e->caps.sizes[1].kb, 16);
+        for (int i = 0; i < e->n_dec; i++)
+                if (e->dec[i].knob == knob)
+                        return &e->dec[i];
+        fail_msg("no decision for 16K/anon");
+        return NULL;
+}
+
+/* Is tok in text whole: a number not inside a longer number (letters
+ * may touch it: "x2" holds 2), a word not inside a longer word? */
+static bool has_token(const char *text, const char *tok) {
+        size_t l = strlen(tok);
+        if (!l)
+                return true;
+        bool num_start = isdigit((unsigned char) tok[0]), num_end = isdigit((unsigned char) tok[l - 1]);
+        for (const char *p = text; (p = strstr(p, tok)); p++) {
+                char b = p == text ? ' ' : p[-1], a = p[l];
+                bool start = num_start ? !(isdigit((unsigned char) b) || b == '.') : !isalnum((unsigned char) b);
+                bool end = num_end ? !(isdigit((unsigned char) a) || (a == '.' && isdigit((unsigned char) p[l + 1])))
+                                   : !isalnum((unsigned char) a);
+                if (start && end)
+                        return true;
+        }
+        return false;
+}
+
+__attribute__((noinline)) void assert_rule(const struct mthp_decision *d, enum mthp_rule rule, const char *tokens) {
+        assert_non_null(d);
+        if (d->rule != rule && d->size_rule != rule)
+                fail_msg("rule %s (size %s), not %s: %s", mthp_rule_name(d->rule), mthp_rule_name(d->size_rule),
+                         mthp_rule_name(rule), d->reason);
+        assert_tokens(d->reason, tokens);
+}
+
+__attribute__((noinline)) void assert_tokens(const char *text, const char *tokens) {
+        assert_non_null(text);
+        char tok[64];
+        for (const char *p = tokens ? tokens : ""; *p;) {
+                size_t l = strcspn(p, " ");
+                if (l && l < sizeof(tok)) {
+                        memcpy(tok, p, l);
+                        tok[l] = 0;
+                        if (!has_token(text, tok))
+                                fail_msg("\"%s\" does not quote %s", text, tok);
+                }
+                p += l + (p[l] == ' ');
+        }
 }

@@ -50,3 +50,13 @@ void engine_host_decide(struct engine_host *e);
 /* The reason of the last tick's decision for 16K/anon (the first anon
  * rung); fails the running test if there is none. */
 const char *anon16_reason(const struct engine_host *e);
+/* The last tick's decision for 16K/anon; fails the running test if none. */
+const struct mthp_decision *anon16_decision(const struct engine_host *e);
+/* Tests match what a decision says by its rule (either rule or size_rule
+ * is rule) and the numbers and names it quotes, never its wording, so
+ * that a reason can be reworded: tokens is a space-separated list of
+ * words each of which the reason must hold whole ("30000 25000 2" does
+ * not match 300001). NULL or "": the rule only. */
+void assert_rule(const struct mthp_decision *d, enum mthp_rule rule, const char *tokens);
+/* The same for a text: each token of tokens appears in it whole. */
+void assert_tokens(const char *text, const char *tokens);

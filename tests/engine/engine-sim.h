@@ -12,6 +12,8 @@
 
 #include "mthp/engine.h"
 
+#include "engine-caps.h"
+
 /* ---- the workload and the kernel's answer to the current knobs ---- */
 
 struct workload {

@@ -48,6 +48,7 @@ struct host {
         unsigned cov_from;      /* sizes from this index on read cov_large present (0: none) */
         double cov_large;
         double zero_data;       /* of its zeros, the share beside data (NAN: unknown, as before it) */
+        const char *comm;       /* the worker's name: stress-ng-vm unless set */
 };
 
 /* the shipped defaults and ladder (16K..2M), at the boot state */
@@ -109,6 +110,8 @@ static void host_step(struct host *h, uint64_t rss_kb, double zero) {
         s->density.valid = true;
         s->density.n_procs = 1;
         worker(&s->density.proc[0], h->pid, faults, rss_kb, zero, h->coverage);
+        if (h->comm)
+                snprintf(s->density.proc[0].comm, sizeof(s->density.proc[0].comm), "%s", h->comm);
         s->density.proc[0].new_proc = h->new_proc;
         for (unsigned z = 0; z < MTHP_SIZES_MAX; z++)
                 s->density.proc[0].zero_data[MTHP_ANON][z] = s->density.proc[0].zero_data[MTHP_SHMEM][z] = NAN;
@@ -132,13 +135,19 @@ static const char *anon_reason(const struct host *h) {
         return anon16_reason(&h->e);
 }
 
-/* a step down blamed on the worker sampled now */
-static __attribute__((noinline)) void assert_blames(const struct host *h, const char *reason) {
+static const struct mthp_decision *anon_decision(const struct host *h) {
+        return anon16_decision(&h->e);
+}
+
+/* a density step down blamed on the worker sampled now (the churn rule
+ * armed or not) */
+static __attribute__((noinline)) void assert_blames(const struct host *h) {
+        const struct mthp_decision *d = anon_decision(h);
         char who[48];
-        snprintf(who, sizeof(who), "pid %d (stress-ng-vm", h->pid);
-        assert_non_null(reason);
-        if (!strstr(reason, who) || !strstr(reason, "step anon down"))
-                fail_msg("\"%s\" does not blame pid %d", reason, h->pid);
+        snprintf(who, sizeof(who), "%d anon%s", h->pid, h->comm ? "" : " stress-ng-vm");
+        if (d->rule != MTHP_RULE_STEP_DOWN_CHURN)
+                assert_rule(d, MTHP_RULE_STEP_DOWN_SPARSE, who);
+        assert_tokens(d->reason, who);
 }
 
 static const struct mthp_engine_proc *remembered(const struct host *h) {
@@ -197,7 +206,7 @@ static void test_zeros_ahead_keep_2m(void **state) {
 /* The boundary (zeros beside data): the same worker turned sparse, a byte
  * every 64K of the same buffer: its RSS at 2M is what it held dense, but
  * every window that reads data reads mostly zeros, sample after sample
- * (recording phased.mthpd.75 of 2026-12-03: 0.92-0.95 zero, 2M kept for
+ * (a phased workload read 0.92-0.95 zero, and 2M was kept for
  * 5 s at 13 times its 4K RSS, until its RSS happened to grow). Stepped
  * down at the second such sample, blamed. */
 static void test_turned_sparse_steps_down(void **state) {
@@ -213,9 +222,9 @@ static void test_turned_sparse_steps_down(void **state) {
         }
         if (anon_level(h) == 8 || i > 2)
                 fail_msg("level %u after %u sparse samples: %s", anon_level(h), i, anon_reason(h));
-        assert_blames(h, anon_reason(h));
-        if (!strstr(anon_reason(h), "beside its data"))
-                fail_msg("the step down does not say why: %s", anon_reason(h));
+        assert_blames(h);
+        assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
+        assert_true(h->e.st.kind[MTHP_ANON].churn_beside); /* why: its zeros lay beside its data */
         /* at 4K its 2M folios of before may still be mapped whole and read
          * dense by presence: no raise back at the next sample; from
          * ENGINE_CHURN_BESIDE_TICKS (2) on, a dense reading is its own
@@ -228,8 +237,8 @@ static void test_turned_sparse_steps_down(void **state) {
         host_step(h, BUFFER_KB, 0.5);
         if (anon_level(h) != 8)
                 fail_msg("2 ticks after turning sparse, reading dense: level %u: %s", anon_level(h), anon_reason(h));
-        if (!strstr(anon_reason(h), "zeros beside its data"))
-                fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        assert_true(h->e.st.kind[MTHP_ANON].churn_beside);
 }
 
 /* Samples that read the zeros beside data count in a row only: one whose
@@ -280,7 +289,7 @@ static void test_grown_rss_steps_down(void **state) {
                 assert_true(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
         /* at 1.2 times its RSS (MaxBloat 20%), not above: it keeps 2M */
         host_init(h);
         raise_to_2m(h);
@@ -306,13 +315,13 @@ static void test_slow_turnover_steps_down(void **state) {
                 assert_false(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
 }
 
 /* The boundary (no dense sample): a worker that starts after the raise
  * (it has no 4K reference) and churns but never reads dense, as a sparse
  * program that maps, touches and unmaps would: its content decides, and it
- * is stepped down (issue 16's no-harm case: a process started after the
+ * is stepped down (the no-harm case: a process started after the
  * raise). */
 static void test_new_sparse_churner_steps_down(void **state) {
         struct host *h = *state;
@@ -325,7 +334,7 @@ static void test_new_sparse_churner_steps_down(void **state) {
                 assert_true(remembered(h)->churn[MTHP_ANON]);
         }
         assert_true(anon_level(h) < 8);
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
 }
 
 /* A worker started after the raise, caught mid-write at its every sample
@@ -341,9 +350,8 @@ static void new_churner_stepped_down(struct host *h) {
         for (i = 0; i < 10 && anon_level(h) == 8; i++)
                 host_step(h, BUFFER_KB, 0.62);
         assert_int_equal(anon_level(h), 0);
-        assert_blames(h, anon_reason(h));
-        if (!strstr(anon_reason(h), "it churns"))
-                fail_msg("the step down does not say the worker churns: %s", anon_reason(h));
+        assert_blames(h);
+        assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
 }
 
 static void test_churner_raised_back(void **state) {
@@ -352,8 +360,24 @@ static void test_churner_raised_back(void **state) {
         host_step(h, BUFFER_KB, 0.5); /* at 4K: coverage 1.00, its zeros do not count */
         if (anon_level(h) != 8)
                 fail_msg("1 tick after the step down: level %u: %s", anon_level(h), anon_reason(h));
-        if (!strstr(anon_reason(h), "no DwellTicks wait") || !strstr(anon_reason(h), "zeros it was writing"))
-                fail_msg("the raise does not say why it skipped the dwell: %s", anon_reason(h));
+        /* why: zeros it was writing (neither beside its data nor a grown RSS) */
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        assert_false(h->e.st.kind[MTHP_ANON].churn_beside || h->e.st.kind[MTHP_ANON].churn_grown);
+}
+
+/* The raise back names the churner as every reason does: a comm that
+ * could end its name early is quoted, its quotes escaped. */
+static void test_churner_comm_quoted(void **state) {
+        struct host *h = *state;
+        h->comm = "vm) stepped (";
+        new_churner_stepped_down(h);
+        host_step(h, BUFFER_KB, 0.5);
+        assert_int_equal(anon_level(h), 8);
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        char want[64];
+        snprintf(want, sizeof(want), "pid %d (\"vm) stepped (\") stepped anon down", h->pid);
+        if (!strstr(anon_reason(h), want))
+                fail_msg("\"%s\" does not quote the comm: %s", anon_reason(h), want);
 }
 
 /* But not onto a size off now (the review of that change): a churner
@@ -392,14 +416,12 @@ static void grown_churner_stepped_down(struct host *h) {
         for (i = 0; i < 10 && anon_level(h) == 8; i++)
                 host_step(h, BUFFER_KB, 0.62);
         assert_int_equal(anon_level(h), 0);
-        assert_blames(h, anon_reason(h));
-        if (!strstr(anon_reason(h), "need not wait DwellTicks"))
-                fail_msg("the step down arms no raise back: %s", anon_reason(h));
+        assert_blames(h);
+        assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_CHURN, NULL);
 }
 
-/* The other way a churner loses the rule (recording stress-vm.mthpd.19,
- * session 14: pid 12483, sampled dense at 4K at 91 MiB while it populated
- * its 129 MiB buffer): its RSS grows past (1 + MaxBloat) of what it held
+/* The other way a churner loses the rule (a stress-ng --vm worker
+ * sampled dense at 4K at 91 MiB while it populated its 129 MiB buffer): its RSS grows past (1 + MaxBloat) of what it held
  * when it read dense, so with 2M on its zeros decide and anon steps down.
  * At 4K it reads dense at its whole buffer (presence): the growth was
  * memory it uses, and the raise back does not wait DwellTicks either;
@@ -414,7 +436,8 @@ static void test_grown_churner_raised_back(void **state) {
         if (anon_level(h) != 8 || h->e.tick - 1 > down + 2)
                 fail_msg("stepped down at tick %llu, level %u at tick %llu: %s", (unsigned long long) down,
                          anon_level(h), (unsigned long long) h->e.tick - 1, anon_reason(h));
-        assert_non_null(strstr(anon_reason(h), "no DwellTicks wait"));
+        assert_rule(anon_decision(h), MTHP_RULE_RAISE_CHURN_BACK, NULL);
+        assert_true(h->e.st.kind[MTHP_ANON].churn_grown);
         for (i = 0; i < 20; i++) {
                 host_step(h, BUFFER_KB, mid_write(i));
                 if (anon_level(h) != 8)
@@ -425,9 +448,8 @@ static void test_grown_churner_raised_back(void **state) {
 /* And one that reads dense by content at its whole buffer with 2M on
  * (0.9996 used: a few zero subpages, just below its densest sample's 1.00
  * at 70%) held that RSS densely: caught mid-write later, it keeps 2M
- * (recording stress-vm.mthpd.2 of session 15: pid 2428, densest at 98 of
- * its 129 MiB, read 0.9996 at 129 MiB at tick 11, stepped down at tick 29
- * for its RSS). */
+ * (a stress-ng --vm worker, densest at 98 of its 129 MiB, read 0.9996 at
+ * 129 MiB and was stepped down 18 ticks later for its RSS). */
 static void test_churner_dense_by_content_keeps_2m(void **state) {
         struct host *h = *state;
         unsigned i;
@@ -455,7 +477,7 @@ static void test_churner_growing_by_content_steps_down(void **state) {
         unsigned i;
         /* 0.95 by content; not 1.00, a tie with its densest sample, which
          * still sets the base (engine-remember.c: a worker first dense
-         * mid-map needs it): that way up is open (session 15's notes) */
+         * mid-map needs it): that way up is open */
         for (i = 0; i < 20 && anon_level(h) == 8; i++) {
                 rss *= 1.1;
                 host_step(h, (uint64_t) rss, i % 2 ? 0.62 : 0.05);
@@ -463,7 +485,7 @@ static void test_churner_growing_by_content_steps_down(void **state) {
         }
         if (anon_level(h) == 8)
                 fail_msg("RSS %.1f times the buffer it read dense at: %s", rss / BUFFER_KB, anon_reason(h));
-        assert_blames(h, anon_reason(h));
+        assert_blames(h);
 }
 
 /* The review's case for it: in the tick after the step down the sample
@@ -522,11 +544,11 @@ static void test_second_step_down_dwells(void **state) {
                         host_step(h, pass == 0 ? BUFFER_KB * 3 / 2 : BUFFER_KB, 0.62);
                 }
                 assert_int_equal(anon_level(h), 0);
-                assert_blames(h, anon_reason(h));
-                if (strstr(anon_reason(h), "need not wait DwellTicks"))
-                        fail_msg("pass %d: a second step down arms a quick raise: %s", pass, anon_reason(h));
-                if (pass == 1 && !strstr(anon_reason(h), "DwellTicks applies"))
-                        fail_msg("the second step down does not say the dwell applies: %s", anon_reason(h));
+                assert_blames(h);
+                /* a second step down arms no quick raise: the dwell applies */
+                assert_rule(anon_decision(h), MTHP_RULE_STEP_DOWN_SPARSE, NULL);
+                if (pass == 1)
+                        assert_true(remembered(h)->churn_spent[MTHP_ANON]);
                 uint64_t down = h->e.tick - 1;
                 for (i = 0; i < 10 && anon_level(h) == 0; i++)
                         host_step(h, BUFFER_KB, 0.5);
@@ -537,8 +559,8 @@ static void test_second_step_down_dwells(void **state) {
         }
 }
 
-/* A raise that stopped short (recording stress-vm.mthpd.15, session 14:
- * raised back to 512K at tick 7, 2M only at tick 27): the churner was
+/* A raise that stopped short (stress-ng --vm raised back to 512K at tick
+ * 7, to 2M only at tick 27): the churner was
  * dense at 4K, so at 512K the churn rule keeps the sizes it has, but its
  * content there, caught mid-write, held the raise above them for 20 ticks
  * while both workers' presence read dense at 1M and 2M. What keeps a size
@@ -557,11 +579,9 @@ static void test_churner_raise_not_held_by_zeros(void **state) {
         /* held there, the reason says what bars a raise */
         host_step(h, BUFFER_KB, 0.5);
         assert_int_equal(anon_level(h), 6);
-        if (!strstr(anon_reason(h), "no higher: pid 4242 (stress-ng-vm") ||
-            !strstr(anon_reason(h), "uses 0.880 of each 1M block (a raise needs 0.917"))
-                fail_msg("the hold does not say what bars the raise: %s", anon_reason(h));
+        assert_rule(anon_decision(h), MTHP_RULE_HOLD_NO_HIGHER, "4242 stress-ng-vm 0.880 1M 0.917");
         h->cov_from = 0;
-        /* the zeros pid 12461 read at 512K, ticks 8 to 12 */
+        /* the zeros a stress-ng --vm worker read at 512K, five ticks in a row */
         static const double z[] = { 0.62, 0.38, 0.88, 0.37, 0.64 };
         for (i = 0; i < 5 && anon_level(h) == 6; i++) {
                 host_step(h, BUFFER_KB, z[i]);
@@ -587,7 +607,7 @@ static void test_blind_sample_sets_no_peak(void **state) {
 }
 
 /* But one that read data at a smaller size (stress-ng --vm: zeros 0 at
- * 16K, no whole larger block read, recording stress-vm.mthpd.23) read
+ * 16K, no whole larger block read) read
  * content: its coverage at the larger sizes sets their densest sample. */
 static void test_data_at_16k_sets_peak(void **state) {
         struct host *h = *state;
@@ -644,6 +664,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_slow_turnover_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_new_sparse_churner_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_raised_back, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_churner_comm_quoted, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_churner_not_raised_onto_sparse, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_raised_back, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_churner_stale_sample, host_setup, host_teardown),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The safety net under 2M (engine-sim.h): the THP shrinker's knobs
- * (khugepaged/max_ptes_none, shrink_underused; issue 16), and a host
+ * (khugepaged/max_ptes_none, shrink_underused), and a host
  * whose base page is 16K. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 #include "engine-caps.h"
 #include "engine-sim.h"
 
-/* ---- the safety net under 2M: the THP shrinker's knobs (issue 16) ---- */
+/* ---- the safety net under 2M: the THP shrinker's knobs ---- */
 
 static const char *const no_values[] = { NULL };
 
@@ -58,7 +58,7 @@ static void test_net_under_2m(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 8);
         /* 2M always, a fully dense process: the MaxBloat 20% boundary, 86 of 512 */
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "86");
-        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "more than 86 of 512 subpages zero");
+        assert_rule(decision_of(s, "khugepaged/max_ptes_none"), MTHP_RULE_NET_HELD, "86 512");
         assert_string_equal(decision_of(s, "global/shrink_underused")->value, "1");
         assert_string_equal(s->knob[mthp_caps_find_knob(&s->caps, "khugepaged/max_ptes_none")], "86");
 
@@ -96,7 +96,7 @@ static void test_net_base_page(void **state) {
                         d = &dec[i];
         assert_non_null(d);
         assert_string_equal(d->value, "22");
-        assert_contains(d->reason, "more than 22 of 128 subpages zero");
+        assert_rule(d, MTHP_RULE_NET_HELD, "22 128");
 }
 
 static void test_net_follows_measured_zero_share(void **state) {
@@ -116,15 +116,15 @@ static void test_net_follows_measured_zero_share(void **state) {
         sim_run(s, &w, 20); /* remembered usage is a decayed average: let it settle */
         assert_int_equal(level(s, MTHP_ANON), 8);
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "278"); /* 246 + 32 */
-        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "pid 100 (proc100) uses 0.52");
+        assert_rule(decision_of(s, "khugepaged/max_ptes_none"), MTHP_RULE_NET_HELD, "100 proc100 0.52");
         /* back below 2M: the 2M folios faulted meanwhile stay, so the net
-         * stays (issue 16: taken down with the size, it let a limited
+         * stays (taken down with the size, it let a limited
          * cgroup's sparse program be OOM-killed) ... */
         sim_run(s, &idle, 40);
         assert_true(level(s, MTHP_ANON) < 8);
         const char *kept = decision_of(s, "khugepaged/max_ptes_none")->value;
         assert_true(kept[0] && atoi(kept) < 511);
-        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "folios faulted then stay until split");
+        assert_rule(decision_of(s, "khugepaged/max_ptes_none"), MTHP_RULE_NET_LINGER, NULL);
         assert_string_equal(decision_of(s, "global/shrink_underused")->value, "1");
         /* ... for 600 ticks after 2M was last held; then the original value */
         sim_run(s, &idle, 600);
@@ -149,14 +149,14 @@ static void test_base_page_16k(void **state) {
         dens_proc(&v.proc[0], 100, 1, 0);
         w.dens = &v;
         sim_run(s, &w, 1);
-        assert_contains(kind_reason(s, MTHP_ANON), "holding anon at 16K");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_FIRST_SAMPLE, "anon 16K");
         sim_run(s, &w, 3);
         assert_int_equal(level(s, MTHP_ANON), ladder_of(s, MTHP_ANON, ladder));
         assert_int_equal(s->caps.sizes[ladder[level(s, MTHP_ANON) - 1]].kb, 32768);
         /* the MaxBloat 20% boundary: ceil(2048 x (1 - 1/1.2)) = 342 */
         assert_string_equal(decision_of(s, "khugepaged/max_ptes_none")->value, "342");
-        assert_contains(decision_of(s, "khugepaged/max_ptes_none")->reason, "more than 342 of 2048 subpages zero");
-        assert_contains(decision_of(s, "global/shrink_underused")->reason, "underused 32M folios");
+        assert_rule(decision_of(s, "khugepaged/max_ptes_none"), MTHP_RULE_NET_HELD, "342 2048");
+        assert_rule(decision_of(s, "global/shrink_underused"), MTHP_RULE_NET_HELD, "32M");
 }
 
 int main(void) {

@@ -111,8 +111,9 @@ static void test_first_sample_holds(void **state) {
         assert_memory_equal(&s->st.kind, &before.kind, sizeof(before.kind));
         for (int i = 0; i < s->n_dec; i++)
                 if (s->caps.knobs[s->dec[i].knob].type != MTHP_KNOB_DEFRAG)
-                        assert_contains(s->dec[i].reason,
-                                        strstr(s->dec[i].reason, "outside") ? "outside" : "first sample");
+                        assert_int_equal(s->dec[i].rule, s->dec[i].size_rule == MTHP_RULE_SIZE_OUTSIDE
+                                                                 ? MTHP_RULE_SIZE_OUTSIDE
+                                                                 : MTHP_RULE_FIRST_SAMPLE);
 
         /* dt = 0 even if a replayed snapshot carries rates */
         struct mthp_engine_state next;
@@ -149,12 +150,11 @@ static void test_raise_after_confirm(void **state) {
         sim_step(s, &hot);
         assert_int_equal(level(s, MTHP_ANON), 0);
         assert_int_equal(s->st.kind[MTHP_ANON].raise_streak, 1);
-        assert_contains(kind_reason(s, MTHP_ANON), "streak 1");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD, "1");
+        assert_int_equal(s->st.kind[MTHP_ANON].raise_streak, 1);
         sim_step(s, &hot);
         assert_int_equal(level(s, MTHP_ANON), 1);
-        const char *why = kind_reason(s, MTHP_ANON);
-        assert_contains(why, "step up");
-        assert_contains(why, "30000 pages/s >= 25000 for 2 ticks");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_RAISE_DEMAND, "30000 25000 2");
         assert_string_equal(kind_decisions(s, MTHP_ANON)[0].value, "always");
 
         sim_init(s);
@@ -233,7 +233,7 @@ static void test_dwell(void **state) {
                 sim_step(s, &anon_hot);
                 assert_int_equal(level(s, MTHP_ANON), want[t]);
                 if (t > 2 && want[t] == want[t - 1] && want[t] < 3)
-                        assert_contains(kind_reason(s, MTHP_ANON), "dwelling after last change");
+                        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_DWELL, NULL);
         }
 
         /* dwell holds a step down too */
@@ -269,7 +269,7 @@ static void test_climb_to_max(void **state) {
         const struct mthp_decision *d = kind_decisions(s, MTHP_ANON);
         for (int i = 0; i < 3; i++)
                 assert_string_equal(d[i].value, "always");
-        assert_contains(d[0].reason, "holding anon at 64K");
+        assert_rule(&d[0], MTHP_RULE_HOLD, "anon 64K");
         assert_string_equal(s->knob[s->caps.sizes[size_index(&s->caps, 128)].knob[MTHP_ANON]], "never");
         assert_string_equal(s->knob[s->caps.sizes[size_index(&s->caps, 2048)].knob[MTHP_ANON]], "inherit");
 }
@@ -311,8 +311,8 @@ static void test_climb_wide_ladder(void **state) {
                 assert_int_equal(s->caps.knobs[d[i].knob].size_kb, 16u << i);
                 assert_string_equal(d[i].value, i < 3 ? "always" : "");
         }
-        assert_contains(d[0].reason, "16K in use");
-        assert_contains(d[3].reason, "128K not needed");
+        assert_rule(&d[0], MTHP_RULE_SIZE_IN_USE, "16K");
+        assert_rule(&d[3], MTHP_RULE_SIZE_OFF, "128K");
 }
 
 static void test_decisions_every_tick(void **state) {
@@ -369,7 +369,7 @@ static void test_pressure_psi(void **state) {
         assert_true(s->tick <= t + s->cfg.dwell_ticks);
         assert_int_equal(level(s, MTHP_ANON), 2);
         assert_int_equal(level(s, MTHP_SHMEM), 0);
-        assert_contains(kind_reason(s, MTHP_ANON), "memory pressure for 2 ticks (PSI memory some 20.0% >= 10%)");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_STEP_DOWN_PRESSURE, "2 PSI 20.0 10");
         /* sustained pressure keeps stepping down, dwell or not (today one
          * step a tick; any pace within a few ticks is fine) */
         sim_run(s, &pressed, 2 * s->cfg.dwell_ticks - 1);
@@ -379,7 +379,7 @@ static void test_pressure_psi(void **state) {
         sim_run(s, &pressed, 100);
         assert_int_equal(level(s, MTHP_ANON), 0);
         assert_int_equal(s->ups[MTHP_ANON], 3);
-        assert_contains(kind_reason(s, MTHP_ANON), "pressure: PSI memory some 20.0%");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_PRESSURE, "PSI 20.0");
         /* relief: climbs again after confirmation */
         sim_run(s, &anon_hot, 2);
         assert_int_equal(level(s, MTHP_ANON), 1);
@@ -421,7 +421,7 @@ static void test_pressure_memavailable(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 3);
         sim_step(s, &low);
         assert_int_equal(level(s, MTHP_ANON), 2);
-        assert_contains(kind_reason(s, MTHP_ANON), "MemAvailable 5.0% < 10%");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_STEP_DOWN_PRESSURE, "MemAvailable 5.0 10");
         sim_run(s, &low, 50);
         assert_int_equal(level(s, MTHP_ANON), 0);
         assert_int_equal(s->ups[MTHP_ANON], 3);
@@ -443,7 +443,7 @@ static void test_fragmentation(void **state) {
 
         sim_step(s, &frag);
         assert_int_equal(level(s, MTHP_ANON), 2);
-        assert_contains(kind_reason(s, MTHP_ANON), "80% of anon mTHP faults at 64K fall back (>= 50%)");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_STEP_DOWN_FALLBACK, "80 anon 64K 50");
         t = s->last_change[MTHP_ANON];
         /* a fragmentation step waits for dwell */
         while (s->tick < t + s->cfg.dwell_ticks) {
@@ -491,7 +491,7 @@ static void test_fragmentation_blocks_raise(void **state) {
          * backoff (4 x dwell), then a raise still needs its confirmation */
         sim_step(s, &anon_hot);
         assert_int_equal(level(s, MTHP_ANON), 2);
-        assert_contains(kind_reason(s, MTHP_ANON), "barred");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_BARRED, NULL);
         while (s->tick < t + 4 * s->cfg.dwell_ticks) {
                 sim_step(s, &anon_hot);
                 assert_int_equal(level(s, MTHP_ANON), 2);
@@ -515,7 +515,7 @@ static void test_lower(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 2);
         sim_step(s, &idle);
         assert_int_equal(level(s, MTHP_ANON), 1);
-        assert_contains(kind_reason(s, MTHP_ANON), "anon fault demand 1000 pages/s < 2500 for 10 ticks: step down");
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_STEP_DOWN_DEMAND, "anon 1000 2500 10");
         /* the next step needs a fresh streak */
         sim_run(s, &idle, 9);
         assert_int_equal(level(s, MTHP_ANON), 1);
@@ -589,7 +589,7 @@ static void test_no_flap_folio_pages(void **state) {
                 assert_int_equal(s->downs[kind], 0);
                 assert_float_equal(s->snap.vm[MTHP_VM_PGFAULT].rate, 30000.0 / 16, 1e-6);
                 assert_float_equal(s->snap.fault_pages_rate, 30000, 1e-6);
-                assert_contains(kind_reason(s, kind), "demand 30000 pages/s");
+                assert_tokens(kind_reason(s, kind), "30000");
         }
 }
 
@@ -700,6 +700,22 @@ static void known_ladder_shrink_orphans_knob(void **state) {
                 fail_msg("64K/anon left at \"always\" after it left the ladder (%d decisions, none for it)", s->n_dec);
 }
 
+/* Every rule has its own kebab-case name; out of range reads "?". */
+static void test_rule_names(void **state) {
+        (void) state;
+        for (int r = 0; r < _MTHP_RULE_MAX; r++) {
+                const char *n = mthp_rule_name((enum mthp_rule) r);
+                assert_true(n[0] && strcmp(n, "?") != 0);
+                assert_int_equal(strspn(n, "abcdefghijklmnopqrstuvwxyz-"), strlen(n));
+                for (int o = 0; o < r; o++)
+                        if (strcmp(n, mthp_rule_name((enum mthp_rule) o)) == 0)
+                                fail_msg("rules %d and %d are both %s", o, r, n);
+        }
+        assert_string_equal(mthp_rule_name(MTHP_RULE_NONE), "none");
+        assert_string_equal(mthp_rule_name(_MTHP_RULE_MAX), "?");
+        assert_string_equal(mthp_rule_name((enum mthp_rule) -1), "?");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_ladder_default),
@@ -728,6 +744,7 @@ int main(void) {
                 T(test_no_flap_steady),
                 T(test_no_flap_folio_pages),
                 T(test_purity),
+                T(test_rule_names),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),
