@@ -58,7 +58,7 @@
  *    by its average, while its zeros lie ahead of the write, in windows
  *    that read no data (zero_data_fraction, below).
  *    What could tell an untouched subpage from a written-zero one was
- *    measured (tests/bench/touch-signals; README "Use, not content"): the
+ *    measured (tests/bench/touch-signals; docs/signals.md): the
  *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a
  *    PTE-mapped large folio: exact on re-touched memory, zeros or not), for
  *    the all-zero mappings above and only for memory older than the clear
