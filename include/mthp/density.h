@@ -41,9 +41,9 @@
  *    mapping, not a window: too few reads fall in one window to tell): its
  *    subpages are in the share's denominator as touched, so a zero-writer's
  *    heap and stack, half zeros beside their data, do not speak for its
- *    128 MiB buffer of zeros (recording zero-anon.mthpd.149 of 2026-12-04:
- *    0.5 read at 16K from them alone, 0.63 used, and page_fault1 stepped
- *    down from 2M a tick after the raise, 0.19x of 2M); a process that
+ *    128 MiB buffer of zeros (counted by their zeros, page_fault1's heap and
+ *    stack read 0.5 at 16K, and it stepped down from 2M a tick after the
+ *    raise, at 0.19x of 2M's rate); a process that
  *    writes only zeros has no zero_fraction (NAN). The limit:
  *    a sparse program that writes only zeros into folios already large looks
  *    dense here; its coverage before the raise is what shows it sparse, and
@@ -92,8 +92,8 @@
  * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
  * for shmem, and never cross a mapping, as folios do not.
  *
- * Shmem is judged by the object, not the process (issue 12: a process's
- * share of a shared segment is not its density). What a larger shmem folio
+ * Shmem is judged by the object, not the process: a process's share of a
+ * shared segment is not its density. What a larger shmem folio
  * costs is decided by the object's page cache, shared by every process
  * mapping it: a postgres backend that mapped 78% of the shared buffers it
  * touched reads 0.78 from its PTEs while the segment is fully populated.
