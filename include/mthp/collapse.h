@@ -39,7 +39,7 @@ struct mthp_collapse_result {
         uint64_t kb_collapsed;
         int last_error;               /* negative errno of the last failure, 0 none */
         uint64_t usec;
-        /* added with lib/collapse.c */
+        /* what the pass saw of the blocks, and why it did not run or stopped */
         unsigned huge;                /* blocks seen already PMD-mapped */
         unsigned eligible;            /* candidates that were candidates on the previous pass too */
         bool deferred;                /* no pass: min_interval not over, or the tick's budget spent */
