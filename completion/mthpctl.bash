@@ -138,7 +138,7 @@ _mthpctl() {
         history) opts+=" -j --json -n --lines --since" ;;
         top) opts+=" -i --interval --iterations" ;;
         pin) opts+=" --for --until" ;;
-        exec) opts+=" --thp=disable --thp=madvise --thp=inherit --" ;;
+        exec) opts+=" --thp=disable --thp=except-advised --thp=madvise --thp=inherit --" ;;
         simulate) opts+=" -j --json -c --config -p --policy-dir" ;;
         cgroups) opts+=" -j --json --sample -p --policy-dir" ;;
         check) opts+=" -j --json" ;;

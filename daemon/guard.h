@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The guard: faster than a tick for memory-limited cgroups (issue 16).
+/* The guard: faster than a tick for memory-limited cgroups, so that no
+ * process is OOM-killed for a size mthpd set.
  *
  * Each tick guard_scan() puts every memory-limited cgroup into the snapshot
  * (lib/limits.c) for the engine's invariant (every 4th tick only while

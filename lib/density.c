@@ -410,7 +410,7 @@ static unsigned shm_align_kb(const struct mthp_mapping *m) {
  * raise; when the raise went straight to 2M the pool around them read
  * PMD-mapped at every tick, and in 5 runs of 6 the repair never started:
  * 40-42 MiB of the segment stayed at 4K all run (pgbench -S,
- * MaxBloat=60%, 2026-12-03). Where the mapping
+ * MaxBloat=60%). Where the mapping
  * is PMD-aligned and the kernel has PAGEMAP_SCAN, with PFNs or not:
  * whether the page is PMD-mapped (PAGE_IS_HUGE), one ioctl a page; the 2M
  * repair acts on aligned mappings alone, and must not take a 512K folio
@@ -540,8 +540,8 @@ static int still_alive(int fd) {
 /* zero_data_fraction speaks only for windows that read data making up this
  * much of those read: a program that writes zeros into a 128 MiB buffer
  * (page_fault1) has data only in its heap and stack, whose few small
- * blocks read zeros beside data (0.42-0.75 at 16K-64K, recording
- * zero-anon.mthpd.47 of 2026-12-03) and say nothing of the buffer. A byte
+ * blocks read zeros beside data (0.42-0.75 at 16K-64K, measured
+ * under will-it-scale page_fault1) and say nothing of the buffer. A byte
  * every 64K of 2M folios reads data in 23% of its windows (4 reads a
  * window); a byte every 256K in 6%. */
 #define ZERO_DATA_MIN_SHARE 0.05

@@ -183,8 +183,8 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         return n;
 }
 
-/* every memory-limited cgroup (issue 16): 'limits scanned=1' once, then a
- * 'limited' line each; recordings without them decide as before */
+/* every memory-limited cgroup, for the engine's invariant: 'limits scanned=1'
+ * once, then a 'limited' line each; recordings without them decide as before */
 unsigned record_limits_fields(struct mthp_snapshot *s, struct field *f) {
         unsigned n = 0;
         f[n++] = SCALAR("scanned", FIELD_BOOL, &s->limited_valid);

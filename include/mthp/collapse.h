@@ -39,7 +39,7 @@ struct mthp_collapse_result {
         uint64_t kb_collapsed;
         int last_error;               /* negative errno of the last failure, 0 none */
         uint64_t usec;
-        /* added with lib/collapse.c */
+        /* what the pass saw of the blocks, and why it did not run or stopped */
         unsigned huge;                /* blocks seen already PMD-mapped */
         unsigned eligible;            /* candidates that were candidates on the previous pass too */
         bool deferred;                /* no pass: min_interval not over, or the tick's budget spent */
@@ -95,53 +95,8 @@ int mthp_collapser_run_shm(struct mthp_collapser *c, pid_t pid, uint64_t addr, u
 /* Totals since start. */
 void mthp_collapser_totals(const struct mthp_collapser *c, struct mthp_collapse_result *tot);
 
-/* Details of the implementation (lib/collapse.c):
- *
- *  - Blocks are PMD-aligned blocks lying wholly inside a private, readable,
- *    writable anonymous mapping (no name, [heap], [stack], [anon:*], private
- *    /dev/zero), as mthp_proc_mapping_kind() says MTHP_ANON.
- *  - "Present" counts pages in the page table that are not the shared zero
- *    page; swapped pages do not count (collapsing them would swap them in).
- *    The shmem repair also counts, in a block the process touched, what the
- *    segment's page cache holds (mthp_collapser_run_shm).
- *  - Long-lived: a block is eligible when it was a candidate on the previous
- *    pass too and was first seen at least min_interval_usec ago (so a pass
- *    resumed on the next tick after a cut does not fast-track new blocks).
- *    At most MTHP_COLLAPSE_TRACK_MAX block addresses are remembered over all
- *    processes, and MTHP_COLLAPSE_PROCS_MAX processes; the least recently run
- *    process is forgotten first.
- *  - One iovec per block, MTHP_COLLAPSE_BATCH_MAX per process_madvise call.
- *    A call that stops early (it returns the bytes advised before the block
- *    that failed) is retried from that block to learn its errno, so such a
- *    block is tried twice.
- *  - Errors per block: EAGAIN is a failure, the pass goes on; ENOMEM (no
- *    huge page to be had) is a failure and ends the pass; EINVAL (THP off
- *    for the mapping, MADV_NOHUGEPAGE, or it changed under us) is a failure
- *    and the mapping is left alone for MTHP_COLLAPSE_REFUSE_PASSES passes.
- *    Whether the kernel knows MADV_COLLAPSE at all is probed once with a
- *    zero-length madvise() of our own memory: if not, every call returns
- *    -EOPNOTSUPP. EPERM/EACCES are logged once per collapser and that
- *    process is not tried again until it is forgotten.
- *  - Time (max_usec, and the result's usec) is this thread's CPU time, in
- *    which the kernel does the collapse, but at least a quarter of the wall
- *    time (as the density sampler counts: on a busy host wall time is mostly
- *    waiting for a CPU). The first batch is one block, later ones are sized
- *    from the measured cost per block (it goes up at once, down slowly), so a
- *    tick overruns max_usec by about one block, at worst by one batch when
- *    the cost jumps (1.5 to 5 ms a 2M block measured here). kB count blocks
- *    attempted, collapsed or not.
- *  - An overrun is a debt: the next ticks get max_usec less it (a tick with
- *    none left passes nothing: run says deferred), so over ticks the work
- *    takes max_usec a tick, whatever a block costs.
- *  - Progress, however small max_usec: a pass walks at least one chunk
- *    (64 blocks) of the address space, and the first pass of a tick with
- *    time left at its start tries at least one block, even when the walk
- *    spent that time. (Else a budget below a walk plus a block, 2 ms a tick
- *    at 100 ms x 2% against 1.5 to 13 ms a block, collapses nothing ever.)
- *  - On a fake root (host->real false) every run returns -EOPNOTSUPP: the
- *    syscalls would act on real processes whose maps we did not read.
- *    Unit tests replace the kernel calls (mthp_collapser_set_ops), which
- *    lifts this; /proc/PID/{stat,status,maps} are then read from the tree. */
+/* Limits of the collapser; how it walks, batches, times and fails is
+ * described at the top of lib/collapse.c. */
 #define MTHP_COLLAPSE_TRACK_MAX 4096u
 #define MTHP_COLLAPSE_PROCS_MAX 64u
 #define MTHP_COLLAPSE_BATCH_MAX 4u

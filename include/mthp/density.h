@@ -13,112 +13,62 @@
 
 /* Density sampler: how densely do the processes that fault most touch their
  * anon and shmem memory, seen in aligned blocks of each candidate folio size?
+ * Why each rule below is as it is, with the measurements: docs/signals.md
+ * (use, not content), docs/shmem.md (shmem by the object), docs/engine.md
+ * (opt-outs, the cost of smaps).
  *
  *  - coverage: touched 4K pages / pages of the blocks that have at least one
  *    touched page (HawkEye's "access coverage"). Meaningful while a size is
- *    off: it says how much a folio of that size would hold that is used.
- *  - zero_fraction: of the subpages of blocks whose every page is touched, the
- *    share that is all zeros (read with process_vm_readv) inside a large
- *    folio, zeros counted only in mappings where some subpage read holds
- *    data; a mapping whose reads hold only zeros counts its subpages as
- *    touched (below).
- *    Meaningful once a size is on: pagemap then shows whole folios present,
- *    and the zeros beside data are the bloat. A zero page that is a folio
- *    of its own (a 4K folio, /proc/kpageflags: neither COMPOUND_HEAD nor
- *    COMPOUND_TAIL nor the zero page) was touched like any present page,
- *    and a larger size would have added nothing there (PostgreSQL's WAL
- *    buffers: 4K folios from before a raise, half of them zeros, read 0.35
- *    used and stepped shmem down); it counts in zero_pages and
- *    zero_base_pages, not here. Telling them apart needs PFNs in pagemap
- *    (CAP_SYS_ADMIN) and a readable kpageflags. Without them (the systemd
- *    unit has no CAP_SYS_ADMIN) the PMD mapping tells part of it: while the
- *    PMD size is on for shmem (mthp_density_set_pmd_on), a zero in a
- *    whole, aligned 2M block that is mapped by PTEs is in a smaller folio,
- *    from before the raise (density-window.c tally_read: PAGEMAP_SCAN's
- *    PAGE_IS_HUGE, Linux 6.7); otherwise every zero counts. Content is
- *    not use: an all-zero mapping may be untouched or written with zeros
- *    (calloc, memset, page_fault1), so its zeros count for nothing (a
- *    mapping, not a window: too few reads fall in one window to tell): its
- *    subpages are in the share's denominator as touched, so a zero-writer's
- *    heap and stack, half zeros beside their data, do not speak for its
- *    128 MiB buffer of zeros (recording zero-anon.mthpd.149 of 2026-12-04:
- *    0.5 read at 16K from them alone, 0.63 used, and page_fault1 stepped
- *    down from 2M a tick after the raise, 0.19x of 2M); a process that
- *    writes only zeros has no zero_fraction (NAN). The limit:
- *    a sparse program that writes only zeros into folios already large looks
- *    dense here; its coverage before the raise is what shows it sparse, and
- *    that bars only the raise: started while another process holds the size
- *    on, it keeps the size (and 1/usage times its 4K RSS).
- *    And content is a moment: a program that maps a buffer, populates it
- *    whole and writes it page by page (stress-ng --vm) reads anywhere from
- *    0 to 1 zero depending on when the sample falls, though it holds the
- *    same pages at 4K (coverage 1.00 there). The engine reads such a
- *    process, whose memory turns over several times a second, by its densest
- *    sample and the RSS it held then (struct mthp_engine_proc churn), not
- *    by its average, while its zeros lie ahead of the write, in windows
- *    that read no data (zero_data_fraction, below).
- *    What could tell an untouched subpage from a written-zero one was
- *    measured (tests/bench/touch-signals; README "Use, not content"): the
- *    chosen signal is clear_refs "1" then smaps Referenced (per PTE for a
- *    PTE-mapped large folio: exact on re-touched memory, zeros or not), for
- *    the all-zero mappings above and only for memory older than the clear
- *    (x86 faults PTEs in young: a fresh folio reads used whole; a PMD-mapped
- *    2M folio has one bit; memory written once and left reads unused).
- *    Soft-dirty and page_idle are not built into this kernel (page_idle is
- *    per folio anyway); perf fault addresses see one fault per folio after a
- *    raise. Not wired in yet.
+ *    off: how much a folio of that size would hold that is used.
+ *  - zero_fraction: of the subpages of blocks whose every page is touched,
+ *    the share that is all zeros (read with process_vm_readv) inside a large
+ *    folio. Meaningful once a size is on: pagemap then shows whole folios
+ *    present, and the zeros beside data are the bloat. A zero page that is
+ *    a 4K folio of its own was touched like any present page: it counts in
+ *    zero_pages and zero_base_pages, not here (this needs PFNs in pagemap,
+ *    CAP_SYS_ADMIN, and a readable kpageflags; without them, while the PMD
+ *    size is on for shmem, mthp_density_set_pmd_on, a zero in a whole,
+ *    aligned 2M block mapped by PTEs is in a smaller folio from before the
+ *    raise; otherwise every zero counts). Content is not use: a mapping
+ *    whose reads hold only zeros counts its subpages as touched and its
+ *    zeros for nothing; a process that writes only zeros has no
+ *    zero_fraction (NAN). Whether a process's zeros lie beside its data or
+ *    ahead of a write it was caught in is zero_data_fraction (below), which
+ *    the engine's churn rule reads.
  *
- * Opt-outs (processes choose for themselves): a process whose status says
- * "THP_enabled: 0" (PR_SET_THP_DISABLE: Redis, systemd's MemoryTHP=,
- * container shims) gets no large folio whatever the knobs say, so it is
+ * Opt-outs: a process whose status says "THP_enabled: 0"
+ * (PR_SET_THP_DISABLE) gets no large folio whatever the knobs say, so it is
  * reported (thp_disabled) but not measured. Mappings marked nh in smaps
  * (MADV_NOHUGEPAGE) are left out of every measure (their span and RSS are
  * reported); mappings marked hg (MADV_HUGEPAGE) are measured with the rest
  * and again on their own (advised[]), since under "madvise" values they
- * alone get large folios. smaps costs a page-table walk (measured: 2-3 ms
- * for 512 MiB of 4K pages, 9-32 ms for 1 GiB under load), so it is read at
+ * alone get large folios. smaps costs a page-table walk, so it is read at
  * first sight of a process (that tick may overrun its budget by it), again
  * after MTHP_DENSITY_VMFLAGS_USEC, and (at most once a second) when its
  * anon/shmem mappings changed; never sooner than 400 times what the last
- * read cost (0.25% of a CPU per process), not every tick. The nh share of a
- * kind's Rss comes from one smaps read (both sides at one instant) and is
+ * read cost. The nh share of a kind's Rss comes from one smaps read and is
  * held at 3/4 of the previous read's at least, so that a program mapping,
- * faulting and unmapping nh memory in a loop is not judged by the instant
- * a read caught. PR_SET_THP_DISABLE's
- * PR_THP_DISABLE_EXCEPT_ADVISED (6.18) leaves "THP_enabled: 1" and is not
- * visible from outside the process.
+ * faulting and unmapping nh memory in a loop is not judged by one instant.
  *
  * "Touched" = present in the page table (not the shared zero page) or
- * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks are aligned in virtual address for anon and in file offset
- * for shmem, and never cross a mapping, as folios do not.
+ * swapped; without PAGEMAP_SCAN the zero page cannot be told apart. Blocks
+ * are aligned in virtual address for anon and in file offset for shmem, and
+ * never cross a mapping, as folios do not.
  *
- * Shmem is judged by the object, not the process (issue 12: a process's
- * share of a shared segment is not its density). What a larger shmem folio
- * costs is decided by the object's page cache, shared by every process
- * mapping it: a postgres backend that mapped 78% of the shared buffers it
- * touched reads 0.78 from its PTEs while the segment is fully populated.
- * So a shmem window's touched pages are the process's PTE-touched ones plus
- * the pages the mapped object holds (MAP_SHARED anon, memfd, /dev/shm and
- * SysV alike), read through /proc/PID/map_files/START-END, cheapest first:
- * fstat (an object whose every page is allocated, st_blocks, fills every
- * window: one call per mapping per tick), cachestat(2) over the window
- * (wholly resident or empty: done), else mincore() over a PROT_READ view of
- * the mapping mapped into mthpd and never touched (a file mapping's mincore
- * reports the page cache, not PTEs). Windows are still chosen by the
- * process's own touched pages, so a process is judged over the part of the
- * segment it uses. The fd and view are closed after the process (they
- * would keep a freed segment alive). Measured on a 1 GiB segment, default
- * budget (~30 windows a tick; tests/density/bench-density 1 shared|
- * shared-sparse): fully allocated 0.7-0.8 us a window (0.02 ms a tick);
- * not whole, dense windows (cachestat) 12-14 us (0.35-0.40 ms a tick);
- * mincore alone (cachestat refused) 48-57 us (1.4-1.6 ms a tick); 1 page
- * in 16 (mincore) 17-23 us (0.5-0.7 ms a tick); all within the tick's time
- * budget, which is checked before each window. Falls back to the PTE view
- * (object_windows 0) where map_files cannot be opened (it needs
- * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE in the host user namespace: not
- * root, another namespace, a fake host), and where mincore would not tell
- * the truth (a file mthpd neither owns nor may write, without CAP_FOWNER:
- * the kernel reports every page resident) and cachestat cannot say.
+ * Shmem is judged by the object, not the process: a shmem window's touched
+ * pages are the process's PTE-touched ones plus the pages the mapped object
+ * holds (MAP_SHARED anon, memfd, /dev/shm and SysV alike), read through
+ * /proc/PID/map_files/START-END, cheapest first: fstat (an object whose
+ * every page is allocated fills every window), cachestat(2) over the window,
+ * else mincore() over a PROT_READ view of the mapping mapped into mthpd and
+ * never touched. Windows are still chosen by the process's own touched
+ * pages. The fd and view are closed after the process (they would keep a
+ * freed segment alive). The tick's time budget is checked before each
+ * window. Falls back to the PTE view (object_windows 0) where map_files
+ * cannot be opened (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE in the host
+ * user namespace), and where mincore would not tell the truth (a file mthpd
+ * neither owns nor may write, without CAP_FOWNER: the kernel reports every
+ * page resident) and cachestat cannot say.
  *
  * Work is in windows of the largest size (at most one PMD): one pagemap walk
  * (PAGEMAP_SCAN, Linux 6.7+, else 8-byte pagemap entries) per window gives

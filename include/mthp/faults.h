@@ -11,36 +11,17 @@
  * follows children created later, and costs an event per task); one event per
  * CPU sees every fault on the host with a fixed number of fds and rings.
  *
- * A fixed period, retuned at every drain: from the count each CPU's event
- * read since the last drain and the time between, the period becomes the
- * faults per target_hz-th of a second (PERF_EVENT_IOC_PERIOD, moved by up
- * to 1/8 and kept odd and off multiples of 3, 5 and 7 so that it does not
- * alias with a program's fault pattern: lib/faults.c retune(); an idle CPU
- * keeps its period), so the ring traffic and the drain work stay bounded
- * under a fault storm, and a storm gets samples from its first tick (period
- * 4099 until a drain has measured the rate). The kernel's own frequency
- * mode (attr.freq) was tried first and measured unusable on this
- * project's 6.18 VM: under a steady ~400k faults/s
- * on one CPU its period went to 403015 faults at 1000 Hz (no sample for
- * ~1.3 s) and to 9501085 at 250 Hz (none for 40 passes of 16384 faults; a
- * 2 s run often got 0 or 1 sample). mthp_fault_sampler_expect() sets the
- * period from a known rate before an enable. Samples are uniform over
- * faults while the rate is steady; when it jumps, a tick gets more or fewer than target
- * (bounded by the ring: lost samples are counted). Do not add
- * PERF_SAMPLE_PERIOD with a fixed period: the kernel then samples every
- * fault (measured: the ring filled).
- *
- * Cost (2-vCPU VM, kernel 6.18, 4K anon faults; tests/density/
- * bench-fault-sampler.c, 5 interleaved reps, medians): an enabled event adds
- * no cost that rises above the noise. With the retuned period, one thread
- * faulting 64 MiB over and over (--inproc F 2): 2372 ns/fault without, 2420
- * at 250 (~233 samples/s), 2434 at 1000 (~1800 samples/s); spread 2134-2519.
- * In frequency mode, before (a host shared with other work): mthp-workload
- * --kind anon --pattern dense -t 2 -s 3, 901560 pages/s without, 864933 at
- * 250 Hz, 915883 at 1000 Hz (spread 814k-966k). A drain of ~940 samples
- * took 132 us (median of 10, 123-152), ~1 us empty; counting the samples
- * record by record first, ~1,010 take 73 us (bench-fault-sampler --drain
- * 1000: median of 10, 56-190; 2026-12-04).
+ * A fixed period, retuned at every drain for about target_hz samples a
+ * second per CPU (lib/faults.c retune(): moved by up to 1/8, kept odd and off
+ * multiples of 3, 5 and 7 so that it does not alias with a program's fault
+ * pattern; 4099 until a drain has measured the rate), so the ring traffic
+ * and the drain work stay bounded under a fault storm. Samples are uniform
+ * over faults while the rate is steady; when it jumps, a tick gets more or
+ * fewer (lost samples are counted). The kernel's
+ * frequency mode (attr.freq) went seconds without a sample under a steady
+ * fault storm. Do not add PERF_SAMPLE_PERIOD with a fixed period: the
+ * kernel then samples every fault. An enabled event costs faulting work
+ * nothing above the noise; the measurements are in docs/fault-kinds.md.
  *
  * Needs CAP_PERFMON (or CAP_SYS_ADMIN) for a CPU-wide event whenever
  * /proc/sys/kernel/perf_event_paranoid > 0 (Debian's default is 2 or more);
@@ -117,8 +98,8 @@ void mthp_fault_sampler_free(struct mthp_fault_sampler *s);
  * then re-arms that CPU (a larger count backs it off) or disarms. Off, an
  * event counts nothing; while any page-fault event is open (the fault
  * sampler's are, with FaultSampling=yes) the kernel's software-event hook
- * runs on every fault, a check per fault that mthpd has paid since the
- * sampler came (lib/faults.c, bench-fault-sampler: below the noise).
+ * runs on every fault, a check per fault (bench-fault-sampler: below the
+ * noise, docs/fault-kinds.md).
  *
  * Needs what the fault sampler needs (CAP_PERFMON under perf_event_paranoid
  * > 0); same errors as mthp_fault_sampler_new(). Created disarmed. */

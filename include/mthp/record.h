@@ -56,7 +56,7 @@
  *   cgroup path=S fault_rate=X new=B anon=KB shmem=KB usage=KB limit=KB growth=X psi=B
  *          psi_some=X appeared=USEC  (one per managed cgroup, on one line; appeared:
  *                                     when the monitor saw it appear, 0 not seen)
- *   limits scanned=1                 (every memory-limited cgroup was scanned, issue 16)
+ *   limits scanned=1                 (every memory-limited cgroup was scanned)
  *   limited path=S usage=KB limit=KB populated=B    (one per limited cgroup, up to 32)
  *   end
  *   tick 1 ...

@@ -88,12 +88,12 @@ struct mthp_proc_density {
         char cgroup[MTHP_CGROUP_PATH_MAX];
         uint64_t cg_usage_kb, cg_limit_kb;
         /* its largest shmem mapping: can a shmem raise reach it? (reach
-         * MTHP_SHM_NONE: none seen, or a recording from before this field) */
+         * MTHP_SHM_NONE: none seen, or a recording without this field) */
         struct mthp_shm_mapping shm;
         /* kB of that mapping the daemon has collapsed with MADV_COLLAPSE
          * (ShmemCollapse=, daemon/collapse-tick.c), filled in by the daemon
          * before the engine sees the snapshot and recorded with it (0: none,
-         * or a recording from before this field) */
+         * or a recording without this field) */
         uint64_t shm_repaired_kb;
         /* Its sampled faults by the kind of mapping they fell in
          * (mthp_density_proc.fault_samples; FaultSampling=): what splits its
@@ -124,7 +124,7 @@ struct mthp_density_view {
          * daemon looks for /proc/PID of those not sampled): forgotten at
          * once, so that the last sample of a process that is gone (a
          * compiler job, a short-lived client) bars no raise: it would count
-         * for 3 more ticks. 0: none, or a recording from before this field */
+         * for 3 more ticks. 0: none, or a recording without this field */
         unsigned n_gone;
         int gone[MTHP_DENSITY_GONE_MAX];
         /* the others of them: their minor faults per second as the /proc
@@ -196,7 +196,7 @@ struct mthp_snapshot {
          * turns a fault rate into the share of a core RaiseFaultTime= reads.
          * Set by the daemon before the engine sees the snapshot (measured at
          * its start), recorded with it. 0: unknown (FaultCost=off, a host
-         * root other than /, or a recording from before this field). */
+         * root other than /, or a recording without this field). */
         double fault_cost_ns;
         struct mthp_density_view density;
         /* managed cgroups, highest fault rate first (at most MTHP_SNAP_CGROUPS) */

@@ -36,7 +36,7 @@ enum mthp_kind { MTHP_ANON, MTHP_SHMEM, _MTHP_KIND_MAX };
 const char *mthp_kind_name(enum mthp_kind k);
 
 /* Which knobs can give a shared mapping large folios on its faults (Linux
- * 6.18, measured: README "Shmem as it really behaves"). */
+ * 6.18, measured: docs/shmem.md). */
 enum mthp_shm_reach {
         MTHP_SHM_NONE,            /* no shmem mapping seen */
         MTHP_SHM_PER_SIZE,        /* shared anonymous, memfd, a tmpfs file unlinked before mmap:

@@ -5,7 +5,7 @@
  * alignment, how many present pages sit in a large folio and the average
  * folio size (/proc/kpageflags: root), and ShmemPmdMapped/FilePmdMapped of
  * the mapping (smaps). tests/bench/shmem-matrix runs it under each knob
- * setting (README, "Shmem as it really behaves").
+ * setting (docs/shmem.md).
  *
  *   shm-folios anon|file|unlinked|sysv|memfd MiB [align|misalign] [madvise]
  *              [prefill] [late] [collapse]

@@ -20,7 +20,7 @@
  *      PAGE_IS_SOFT_DIRTY pages / present pages at the end;
  *   c  /sys/kernel/mm/page_idle/bitmap: reported absent or present (this
  *      kernel has no CONFIG_IDLE_PAGE_TRACKING; the kernel marks idle per
- *      folio, see the README's design notes);
+ *      folio, see docs/signals.md);
  *   d  perf_event_open software page-fault samples, period 1, with
  *      PERF_SAMPLE_ADDR, on every thread of the writer: distinct faulted 4K
  *      pages / (distinct 64K blocks faulted x 16);

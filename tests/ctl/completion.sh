@@ -31,7 +31,7 @@ expect "mthpctl top --" --interval --iterations
 expect "mthpctl cgroups --" --json --sample --policy-dir
 expect "mthpctl simulate x --" --config --policy-dir
 expect "mthpctl pin 64K/anon always --" --for --until
-expect "mthpctl exec --thp" --thp=disable --thp=madvise --thp=inherit
+expect "mthpctl exec --thp" --thp=disable --thp=except-advised --thp=madvise --thp=inherit
 expect "mthpctl mode ''" manage observe
 expect "mthpctl -s /tmp explain ''" 16K 64K 2M
 expect "mthpctl pin ''" 16K/anon 64K/shmem 8K/shmem global/defrag

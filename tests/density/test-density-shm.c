@@ -240,7 +240,7 @@ static void test_shmem_shared_object(void **state) {
 }
 
 /* Each process's largest shmem mapping: which knobs reach it and the
- * largest folio its alignment allows (README, "Shmem as it really behaves"),
+ * largest folio its alignment allows (docs/shmem.md),
  * and, where kpageflags is readable, its folios (4K: the child has THP off). */
 static void test_shm_mapping(void **state) {
         (void) state;

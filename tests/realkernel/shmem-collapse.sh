@@ -4,9 +4,9 @@
 # MADV_COLLAPSE. will-it-scale's page_fault3 shape (a tmpfs file in
 # /dev/shm, unlinked, mapped at a 2M-aligned address, every page written,
 # unmapped, in a loop) fills its page cache at 4K before mthpd starts; the
-# faults that follow map those 4K folios whatever the knobs say (README,
-# "Shmem as it really behaves"). mthpd raises 2M for shmem, its probe sees
-# the mapping's pages in 4K folios, and it collapses the aligned blocks
+# faults that follow map those 4K folios whatever the knobs say
+# (docs/shmem.md). mthpd raises 2M for shmem, its probe sees the mapping's
+# pages in 4K folios, and it collapses the aligned blocks
 # (process_madvise MADV_COLLAPSE, within CollapseBudget=): the workload's
 # mapping must then show PMD-mapped shmem (smaps ShmemPmdMapped) within a
 # few seconds, the log must name the collapse, and the tick's explanation

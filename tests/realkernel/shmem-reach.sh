@@ -5,7 +5,7 @@
 # file in /dev/shm, unlinked, then mmap/write every page/munmap in a loop)
 # fills its page cache at 4K before mthpd starts; the faults that follow map
 # those folios, so no raise of shmem sizes gives it a large folio (measured:
-# README, "Shmem as it really behaves"). Two runs: the file mapped 1M past
+# docs/shmem.md). Two runs: the file mapped 1M past
 # a 2M boundary (sizes up to 1M fit its address, but its folios are 4K: the
 # page cache was filled first; 2M does not fit it) and one page past a 2M
 # boundary (aligned for no large size; will-it-scale's

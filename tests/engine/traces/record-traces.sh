@@ -14,8 +14,8 @@
 # --value 0). pgbench-select, pgbench-select-30s, pgbench-select-unit,
 # pgbench-tpcb-unit, stress-vm, stress-vm-2w, stress-vm-512k and
 # stress-vm-grown are not
-# recorded here: tests/bench/mthp-bench records them (--record-dir, see README
-# "Benchmarks"; pgbench-select-30s: --scenario pgbench-select --sizes 64K
+# recorded here: tests/bench/mthp-bench records them (--record-dir, see
+# docs/benchmarks.md; pgbench-select-30s: --scenario pgbench-select --sizes 64K
 # --reps 5 --real-seconds 30, the median run of mthpd; stress-vm: --mthpd-caps
 # unit --sizes 64K --scenario stress-vm --configs mthpd --reps 1
 # --real-seconds 10, stress-ng --vm's workers; stress-vm-2w: --mthpd-caps
