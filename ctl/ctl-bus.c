@@ -360,8 +360,19 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, u
         return 0;
 }
 
-int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e) {
-        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RELOAD, NULL, e, NULL);
+int ctl_bus_reload(struct ctl_bus *b, char *notes, size_t size, struct ctl_bus_error *e) {
+        sd_bus_message *m = NULL;
+        const char *s;
+        notes[0] = 0;
+        int r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RELOAD, &m, e, NULL);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, MTHP_DBUS_RELOAD_RESULT, &s);
+        sd_bus_message_unref(m);
+        if (r < 0)
+                return bad_reply(r, MTHP_DBUS_RELOAD, e);
+        mthp_strcpy(notes, size, s);
+        return 0;
 }
 
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e) {

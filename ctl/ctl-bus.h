@@ -85,7 +85,8 @@ struct ctl_bus_cgroup {
 /* In an array to free(). */
 int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **c, unsigned *n, struct ctl_bus_error *e);
 
-int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e);
+/* notes: what mthpd did not apply and why, a line each ("" when all of it). */
+int ctl_bus_reload(struct ctl_bus *b, char *notes, size_t size, struct ctl_bus_error *e);
 /* until_usec: CLOCK_REALTIME µs; 0 = until unpinned */
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e);
 int ctl_bus_unpin(struct ctl_bus *b, const char *id, struct ctl_bus_error *e);

@@ -72,24 +72,21 @@ int cmd_resume(struct ctl *c, int argc, char **argv) {
         return simple_call(c, ctl_bus_resume, argv[0], done);
 }
 
-static int reload_method(struct ctl_bus *b, const char *arg, struct ctl_bus_error *e) {
-        (void) arg;
-        return ctl_bus_reload(b, e);
-}
-
 int cmd_reload(struct ctl *c, int argc, char **argv) {
         struct ctl_bus *bus;
         struct ctl_bus_error e;
         (void) argc;
         (void) argv;
+        char notes[4096];
         int r = bus_open_for_write(c, &bus);
         if (r)
                 return r;
-        r = reload_method(bus, NULL, &e);
+        r = ctl_bus_reload(bus, notes, sizeof(notes), &e);
         ctl_bus_free(bus);
         if (r == -EINVAL) {
                 /* InvalidConfig carries every FILE:LINE: error, one per line */
-                fprintf(stderr, "mthpctl: reload: the configuration is invalid; mthpd keeps running the old one:\n");
+                fprintf(stderr, "mthpctl: reload: mthpd rejected the configuration and keeps running the one it "
+                        "had:\n");
                 for (char *l = strtok(e.message, "\n"); l; l = strtok(NULL, "\n")) {
                         char clean[4 * sizeof(e.message)];
                         fprintf(stderr, "  %s\n", mthp_escape(clean, sizeof(clean), l));
@@ -99,6 +96,11 @@ int cmd_reload(struct ctl *c, int argc, char **argv) {
         if (r < 0)
                 return bus_fail(c, r, &e);
         printf("mthpd reloaded its configuration\n");
+        /* what it did not apply: as warnings, so that systemctl reload shows them in the journal */
+        for (char *l = strtok(notes, "\n"); l; l = strtok(NULL, "\n")) {
+                char clean[4 * sizeof(notes)];
+                fprintf(stderr, "mthpctl: reload: not applied: %s\n", mthp_escape(clean, sizeof(clean), l));
+        }
         return EXIT_OK;
 }
 

@@ -210,7 +210,11 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
                         err[--len] = 0;
                 return sd_bus_error_set(error, MTHP_DBUS_ERROR_INVALID_CONFIG, clean_lines(err[0] ? err : strerror(-r)));
         }
-        return sd_bus_reply_method_return(m, NULL);
+        /* what the reload did not apply (a Mode= a runtime mode overrides...) */
+        size_t len = strlen(err);
+        while (len > 0 && err[len - 1] == '\n')
+                err[--len] = 0;
+        return sd_bus_reply_method_return(m, MTHP_DBUS_RELOAD_RESULT, clean_lines(err));
 }
 
 static int method_pin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -381,7 +385,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_CGROUPS, SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a" MTHP_DBUS_CGROUP_SIG, cgroups), method_list_cgroups, OPEN),
-        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RELOAD, SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RELOAD, SD_BUS_NO_ARGS, SD_BUS_RESULT(MTHP_DBUS_RELOAD_RESULT, notes), method_reload,
+                                OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_PIN, SD_BUS_ARGS("s", id, "s", value, "t", until) /* MTHP_DBUS_PIN_ARGS */, SD_BUS_NO_RESULT, method_pin,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_UNPIN, SD_BUS_ARGS(MTHP_DBUS_UNPIN_ARGS, id), SD_BUS_NO_RESULT, method_unpin, OPEN),

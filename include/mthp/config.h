@@ -69,6 +69,7 @@ struct mthp_engine_config {
 struct mthp_config {
         uint64_t interval_usec;
         enum mthp_mode mode;
+        bool mode_set;                /* the file says Mode=: a reload may only then turn observe into manage */
         char state_dir[MTHP_PATH_MAX];
         bool bus;                     /* serve org.mthpd.mthpd1 on the system bus */
         char policy_dir[MTHP_PATH_MAX];

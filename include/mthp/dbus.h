@@ -46,6 +46,7 @@
  * limit_kb, psi some avg10, dense anon kb, dense shmem kb, collapse */
 #define MTHP_DBUS_CGROUP_SIG "(ssssudttttdiib)"
 #define MTHP_DBUS_RELOAD "Reload"
+#define MTHP_DBUS_RELOAD_RESULT "s"                   /* what was not applied and why, a line each; "" */
 #define MTHP_DBUS_PIN "Pin"
 #define MTHP_DBUS_PIN_ARGS "sst"                      /* id, value, until (CLOCK_REALTIME usec, 0 = until unpinned) */
 #define MTHP_DBUS_UNPIN "Unpin"

@@ -56,7 +56,7 @@ sort > "$T/expected" <<'EOF'
 .ListKnobs method - a(sussssb)
 .ListCgroups method - a(ssssudttttdiib)
 .Pin method sst -
-.Reload method - -
+.Reload method - s
 .Restore method - -
 .Resume method s -
 .SetMode method s -
