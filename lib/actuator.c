@@ -524,6 +524,17 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
                          "(the journal is kept)", file, j.root[0] ? j.root : "/", h->root);
                 return -EXDEV;
         }
+        /* only knobs mthpd manages: a journal that names another file of
+         * the THP tree (khugepaged/pages_to_scan, use_zero_page...) is not
+         * mthpd's to write; such an entry is said and dropped */
+        for (unsigned i = 0; i < j.n; i++) {
+                char why[2 * MTHP_PATH_MAX];
+                if (mthp_journal_entry_check(&j.e[i], why, sizeof(why)) == 0)
+                        continue;
+                mthp_log(LOG_WARNING, "restore journal %s: entry [knob %s]: %s: skipped, nothing written to it "
+                         "(the entry, original '%s', leaves the journal)", file, j.e[i].id, why, j.e[i].original);
+                j.e[i].path[0] = 0;
+        }
         /* Per-size knobs, then global ones, then per-size again: a per-size
          * shmem 'inherit' is refused while global shmem is 'force', and
          * global 'force' is refused while a non-PMD size inherits, so either
