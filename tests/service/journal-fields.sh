@@ -29,46 +29,16 @@ printf '[journal]\nroot=%s\n\n[knob 16K/anon]\npath=%s\noriginal=never\nwritten=
 printf '[Daemon]\nInterval=100ms\nBus=no\n' > "$T/mthpd.conf"
 : > "$T/stderr"
 
-cat > "$T/listen.py" <<'PY'
-# journald's native protocol: KEY=VALUE\n, or KEY\n<le64 length><value>\n
-import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind("/run/systemd/journal/socket")
-s.settimeout(3)
-out = open(sys.argv[1], "w")
-open(sys.argv[2], "w").close()  # ready
-while True:
-    try:
-        d = s.recv(1 << 20)
-    except socket.timeout:
-        break
-    e, i = {}, 0
-    while i < len(d):
-        nl = d.index(b"\n", i)
-        line = d[i:nl]
-        if b"=" in line:
-            k, v = line.split(b"=", 1)
-            i = nl + 1
-        else:
-            k = line
-            n = struct.unpack("<Q", d[nl + 1:nl + 9])[0]
-            v = d[nl + 9:nl + 9 + n]
-            i = nl + 9 + n + 1
-        e[k.decode()] = v.decode(errors="replace")
-    out.write(json.dumps(e) + "\n")
-    out.flush()
-PY
-
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare --mount --propagation private sh -c '
         mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/journal || exit 90
-        python3 "$1/listen.py" "$1/entries.json" "$1/ready" & L=$!
+        python3 "$6" "$1/entries.json" "$1/ready" & L=$!
         i=0; while [ ! -e "$1/ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
         [ -e "$1/ready" ] || exit 91
         JOURNAL_STREAM=$(stat -c "%d:%i" "$1/stderr") LD_PRELOAD="$2" \
                 "$3" --root "$4" --state-dir "$5" -c "$1/mthpd.conf" 2>>"$1/stderr"
         echo $? > "$1/rc"
-        wait $L' sh "$T" "$FAKESYSFS" "$MTHPD" "$ROOT" "$STATE"
+        wait $L' sh "$T" "$FAKESYSFS" "$MTHPD" "$ROOT" "$STATE" "$(cd "$(dirname "$0")" && pwd)/journal-listen.py"
 [ -s "$T/rc" ] || fail "the namespace with the fake journal socket could not be set up"
 RC=$(cat "$T/rc")
 [ -s "$T/entries.json" ] || { cat "$T/stderr" >&2; fail "no journal entries reached the socket (stderr above)"; }
