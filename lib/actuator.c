@@ -493,7 +493,14 @@ static int restore_entry(const struct mthp_host *h, const char *file, struct mth
                 }
                 return 0;
         }
-        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
+        /* a knob write like any other: the change's MESSAGE_ID and MTHP_*
+         * fields, which mthpctl history reads from the journal */
+        struct mthp_change c = { .realtime_usec = mthp_now_usec(CLOCK_REALTIME) };
+        mthp_strcpy(c.id, sizeof(c.id), e->id);
+        mthp_strcpy(c.old, sizeof(c.old), cur);
+        mthp_strcpy(c.new, sizeof(c.new), e->original);
+        snprintf(c.reason, sizeof(c.reason), "from the restore journal %s", file);
+        mthp_log_restored(&c);
         e->path[0] = 0;
         return 1;
 }
