@@ -44,6 +44,11 @@ struct knob_pin {
  * administrator must look (RestartPreventExitStatus= in the unit). */
 #define MTHPD_EXIT_JOURNAL 6
 
+/* Exit status when the configuration or a policy file is invalid at start
+ * (EX_CONFIG of sysexits.h, "CONFIG" to systemd): a restart reads the same
+ * file, so the unit's RestartPreventExitStatus= names it. */
+#define MTHPD_EXIT_CONFIG 78
+
 struct daemon {
         const char *root;
         const char *config_file;

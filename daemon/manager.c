@@ -812,6 +812,7 @@ static int open_host(struct daemon *d) {
                 /* STATUS=: the first error, not EINVAL's "the kernel rejected the value" */
                 snprintf(d->start_failure, sizeof(d->start_failure), "invalid configuration: %.*s",
                          (int) strcspn(err, "\n"), err);
+                d->exit_code = MTHPD_EXIT_CONFIG;
                 return -EINVAL;
         }
         if (d->mode_override >= 0) {
