@@ -315,6 +315,19 @@ check "...systemctl status says which journal and why" grep -q "restore journal 
 in_ct rm -f /run/mthpd/restore.journal
 in_ct systemctl reset-failed mthpd
 
+# ---- 6b. a configuration typo: failed at once (exit 78), no restart ---------
+in_ct sh -c "printf '%s\nIntervall=1s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+R0=$(prop NRestarts)
+in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
+rc=$?
+check "start with a typo in mthpd.conf fails (exit $rc)" [ $rc != 0 ]
+sleep 5 # RestartSec=2s: a loop would have restarted twice by now
+check "...no restart: NRestarts $R0 -> $(prop NRestarts)" [ "$(prop NRestarts)" = "$R0" ]
+check "...the unit is failed ($(prop ActiveState)), exit status $(prop ExecMainStatus) (78 expected)" \
+        [ "$(prop ActiveState)/$(prop ExecMainStatus)" = failed/78 ]
+in_ct sh -c "printf '%s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+in_ct systemctl reset-failed mthpd
+
 # ---- the fake host: the checks that write --------------------------------
 FAKE=/var/lib/mthpd-fake
 fk() { in_ct /usr/local/lib/mthpd-test/fakehost "$@"; }
