@@ -160,6 +160,12 @@ static int restore_from_journal(struct ctl *c) {
                 printf("nothing to restore: no journal at %s\n", path);
                 return EXIT_OK;
         }
+        if ((r == -EACCES || r == -EPERM) && geteuid() != 0) {
+                /* the journal is root's (0600 in a root-owned directory) */
+                fprintf(stderr, "mthpctl: restore: permission denied: only root may restore knobs (run as root); "
+                        "%s", err[0] ? err : "\n");
+                return EXIT_DENIED;
+        }
         if (r < 0) {
                 fprintf(stderr, "mthpctl: cannot read %s: ", path);
                 print_errors(err[0] ? err : "invalid journal\n");
@@ -176,7 +182,7 @@ static int restore_from_journal(struct ctl *c) {
         }
         if (lfd < 0 && lfd != -ENOENT) {
                 fprintf(stderr, "mthpctl: restore: %s\n", why);
-                return EXIT_FAIL;
+                return (lfd == -EACCES || lfd == -EPERM) && geteuid() != 0 ? EXIT_DENIED : EXIT_FAIL;
         }
         if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
                 fprintf(stderr, "mthpctl: mthpd is running (it holds %s/lock) but not on the bus; stop it first: it "
@@ -209,8 +215,9 @@ static int restore_from_journal(struct ctl *c) {
         }
         if (r > 0) {
                 fprintf(stderr, "mthpctl: restored %u knob(s); %d could not be restored (see above); the journal "
-                        "%s keeps them\n", n, r, path);
-                return EXIT_FAIL;
+                        "%s keeps them%s\n", n, r, path, geteuid() != 0 ? "; only root may write the knobs (run "
+                        "as root)" : "");
+                return geteuid() != 0 ? EXIT_DENIED : EXIT_FAIL;
         }
         printf("restored %u knob(s)\n", n);
         return EXIT_OK;
