@@ -779,7 +779,7 @@ int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t
         }
         if (r < 0) {
                 snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, mthp_actuator_journal_file(d->act),
-                         mthp_errno_words(r));
+                         strerror(-r));
                 return r;
         }
         char current[MTHP_VALUE_MAX] = "?";
@@ -849,16 +849,21 @@ static int open_state_dir(struct daemon *d) {
         if (dfd < 0) {
                 r = dfd;
                 if (!dry || r == -EPERM) {
-                        /* without a journal we could not undo our writes: refuse */
-                        mthp_log(LOG_ERR, "state directory: %s; refusing to %s", why,
-                                 dry ? "use it" : "change knobs without a restore journal");
+                        /* without a journal we could not undo our writes: refuse;
+                         * STATUS= names the directory too, never errno's
+                         * words for /sys (a read-only one here is the state's) */
+                        snprintf(d->start_failure, sizeof(d->start_failure), "state directory: %.400s; refusing "
+                                 "to %s", why, dry ? "use it" : "change knobs without a restore journal");
+                        mthp_log(LOG_ERR, "%s", d->start_failure);
                         return r;
                 }
         } else {
                 r = take_lock(d, dfd);
                 close(dfd);
                 if (r == -EWOULDBLOCK) {
-                        mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
+                        snprintf(d->start_failure, sizeof(d->start_failure), "another mthpd holds %.400s/lock",
+                                 d->cfg.state_dir);
+                        mthp_log(LOG_ERR, "%s", d->start_failure);
                         return r;
                 }
                 /* a read-only /run: the lock may exist, the journal cannot */
@@ -869,8 +874,10 @@ static int open_state_dir(struct daemon *d) {
                                 close(d->lock_fd);
                         d->lock_fd = -1;
                         if (!dry) {
-                                mthp_log(LOG_ERR, "state directory %s is not writable (%s); refusing to change "
-                                         "knobs without a restore journal", d->cfg.state_dir, strerror(-r));
+                                snprintf(d->start_failure, sizeof(d->start_failure), "state directory %.400s is "
+                                         "not writable (%s); refusing to change knobs without a restore journal",
+                                         d->cfg.state_dir, strerror(-r));
+                                mthp_log(LOG_ERR, "%s", d->start_failure);
                                 return r;
                         }
                         mthp_log(LOG_WARNING, "state directory %s is not writable (%s); observing without a "
@@ -885,7 +892,10 @@ static int open_actuator(struct daemon *d) {
         bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
         int r = mthp_actuator_new(d->host, &d->caps, d->cfg.state_dir, dry, &d->act);
         if (r < 0) {
-                mthp_log(LOG_ERR, "cannot prepare %s: %s", d->cfg.state_dir, mthp_errno_words(r));
+                /* strerror: an error of the state directory, not of /sys */
+                snprintf(d->start_failure, sizeof(d->start_failure), "cannot prepare the state directory %.400s: "
+                         "%s", d->cfg.state_dir, strerror(-r));
+                mthp_log(LOG_ERR, "%s", d->start_failure);
                 return r;
         }
         mthp_actuator_set_hooks(d->act, on_knob_changed, on_knob_foreign, d);

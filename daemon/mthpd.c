@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
                 return d->exit_code ? d->exit_code : 1;
         }
         if (d->record_file && (r = mthp_record_open_write(d->record_file, &d->caps, &d->recorder)) < 0) {
-                mthp_log(LOG_ERR, "cannot record to %s: %s", d->record_file, mthp_errno_words(r));
+                mthp_log(LOG_ERR, "cannot record to %s: %s", d->record_file, strerror(-r));
                 return 1;
         }
         mthp_log(LOG_INFO, "%s every %.1fs (%s; state in %s)",
