@@ -46,12 +46,14 @@ int daemon_mode_from_name(const char *name, enum mthp_mode *ret) {
         return 0;
 }
 
-/* Log text line by line at prio, leaving text as it is. */
-static void log_lines(int prio, const char *text) {
+/* Log text line by line at prio, leaving text as it is; each entry names
+ * the caller (CODE_FILE/LINE/FUNC), not this helper. */
+#define log_lines(prio, text) log_lines_at(MTHP_LOG_WHERE, prio, text)
+static void log_lines_at(const char *code_file, const char *code_line, const char *func, int prio, const char *text) {
         for (const char *line = text; *line;) {
                 size_t len = strcspn(line, "\n");
                 if (len > 0)
-                        mthp_log(prio, "%.*s", (int) len, line);
+                        mthp_log_at(code_file, code_line, func, NULL, prio, "%.*s", (int) len, line);
                 line += len + (line[len] == '\n');
         }
 }
