@@ -683,6 +683,24 @@ static enum mthp_mode reload_mode(struct daemon *d, const struct mthp_config *c,
         return c->mode;
 }
 
+/* The reload's outcome in STATE/reload (MTHP_RELOAD_FILE), for a reload
+ * asked for by SIGHUP: 'mthpctl reload' reads it when mthpd is off the bus.
+ * Best effort: without a state directory the journal alone says it. */
+static void reload_outcome(const struct daemon *d, int r, const char *text) {
+        char why[MTHP_PATH_MAX + 256];
+        int dfd = mthp_safe_open_dir(d->cfg.state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
+        if (dfd < 0)
+                return;
+        char *buf = NULL;
+        int len = asprintf(&buf, "usec=%llu\nresult=%s\n%s", (unsigned long long) mthp_now_usec(CLOCK_REALTIME),
+                           r < 0 ? "failed" : "ok", text);
+        if (len >= 0 && mthp_safe_write_atomic(dfd, d->cfg.state_dir, MTHP_RELOAD_FILE, 0600, buf, (size_t) len,
+                                               false, why, sizeof(why)) < 0)
+                mthp_log(LOG_WARNING, "reload: %s", why);
+        free(buf);
+        close(dfd);
+}
+
 int daemon_reload(struct daemon *d, char *err, size_t errsz) {
         struct mthp_config c;
         struct mthp_policy_set *policies = NULL;
@@ -737,6 +755,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errsz) {
                         mthp_log(LOG_INFO, "reloaded: %s does not exist (built-in defaults, as at the start); %u "
                                  "policy file(s) from %s", d->config_file, d->policies->n, d->cfg.policy_dir);
         }
+        reload_outcome(d, r, err);
         sd_notify(0, "READY=1");
         notify_status(d);
         return r;

@@ -6,9 +6,11 @@
 #    observing (it once loaded the built-in defaults, Mode=manage included).
 # 2. A file without Mode=: still observing, and the log says why.
 # 3. Mode=manage: managing.
+# 2b. With Bus=no, mthpctl reload (what `systemctl reload` runs) signals
+#    mthpd and reports the outcome; a bad file fails it.
 # 4. Over D-Bus after 'mthpctl mode manage': Mode=observe in the file is not
 #    applied, and both the log and mthpctl reload say so; a file that is gone
-#    fails 'mthpctl reload' (what `systemctl reload` runs).
+#    fails 'mthpctl reload'.
 # Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS, CONFDIR (mthpd's default
 # configuration directory, MTHP_SYSCONFDIR).
 # shellcheck source-path=SCRIPTDIR source=../lib/fakehost.sh
@@ -32,6 +34,8 @@ mkdir -p "$CONFDIR"
 CONF=$CONFDIR/mthpd.conf
 
 fakehost_setup mthpd-reload
+# off the host's system bus until section 4 starts a private one
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$T/no-bus"
 "$FAKEHOST" create "$ROOT" >/dev/null
 hup_and_wait() { # hup_and_wait PATTERN: SIGHUP, then the log says PATTERN (grep -E)
         local n
@@ -61,6 +65,20 @@ grep -q "reload: $CONF does not say Mode=manage: mthpd keeps observing" "$LOG" |
 sleep 0.3
 managing && fail "a file without Mode= started managing"
 ok "a file without Mode=: still observing, and said"
+
+# 2b. Bus=no: mthpctl reload (systemctl reload's ExecReload=) signals mthpd
+#     and reports the reload's outcome from the state directory
+rc=0; "$MTHPCTL" --state-dir "$STATE" reload >"$T/out" 2>"$T/err" || rc=$?
+[ "$rc" = 0 ] && grep -q "mthpd reloaded its configuration" "$T/out" ||
+        fail "mthpctl reload with Bus=no: exit $rc: $(cat "$T/out" "$T/err")"
+grep -q "not applied: $CONF does not say Mode=manage" "$T/err" || fail "mthpctl reload with Bus=no: notes: $(cat "$T/err")"
+printf '[Daemon]\nInterval=100ms\nBus=no\nBogus=1\n' > "$CONF"
+rc=0; "$MTHPCTL" --state-dir "$STATE" reload >"$T/out" 2>"$T/err" || rc=$?
+[ "$rc" = 1 ] && grep -q "rejected the configuration" "$T/err" && grep -q "$CONF:4: unknown key 'Bogus'" "$T/err" ||
+        fail "mthpctl reload of a bad file with Bus=no: exit $rc: $(cat "$T/out" "$T/err")"
+grep -q "reconnect" "$T/err" && fail "mthpctl reload with Bus=no promises a reconnect: $(cat "$T/err")"
+printf '[Daemon]\nInterval=100ms\nBus=no\n' > "$CONF"
+ok "Bus=no: mthpctl reload signals mthpd and says how the reload went (good file, bad file)"
 
 # 3. Mode=manage, said in the file
 printf '[Daemon]\nMode=manage\nInterval=100ms\nBus=no\n' > "$CONF"
