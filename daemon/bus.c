@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
+#include <unistd.h>
 
 #include "bus.h"
 #include "mthp-config.h"
@@ -480,7 +481,10 @@ static const char *bus_errno_words(int r) {
         case ECONNREFUSED: return "nothing accepts connections at the system bus address (ECONNREFUSED)";
         case EEXIST: return "another process owns it (EEXIST)";
         case EACCES:
-        case EPERM: return "the bus policy does not allow it (install org.mthpd.mthpd1.conf and run as root)";
+        case EPERM:
+                return geteuid() == 0 ? "the bus policy does not allow it (install org.mthpd.mthpd1.conf in "
+                                        "/usr/share/dbus-1/system.d, then reload dbus)"
+                                      : "the bus policy does not allow it (only root may own the name: run as root)";
         default: return strerror(-r);
         }
 }

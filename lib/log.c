@@ -131,13 +131,44 @@ void mthp_log_foreign_at(const char *code_file, const char *code_line, const cha
         fputc('\n', stderr);
 }
 
+/* Whether this process holds capability cap in its effective set
+ * (/proc/self/status CapEff). */
+static bool cap_effective(unsigned cap) {
+        FILE *f = fopen("/proc/self/status", "re");
+        unsigned long long eff = 0;
+        bool found = false;
+        char line[256];
+        while (f && !found && fgets(line, sizeof(line), f))
+                found = sscanf(line, "CapEff: %llx", &eff) == 1;
+        if (f)
+                fclose(f);
+        return found && cap < 64 && (eff >> cap) & 1;
+}
+
 const char *mthp_errno_words(int err) {
         if (err < 0)
                 err = -err;
+        /* "run as root" only to whoever is not; root is told what else
+         * refuses it, naming no capability mthpd.service does not grant
+         * (its CapabilityBoundingSet= has no CAP_DAC_OVERRIDE or
+         * CAP_SYS_ADMIN; THP knobs need neither: they are root's, mode 0644) */
+        bool root = geteuid() == 0;
         switch (err) {
         case EINVAL: return "the kernel rejected the value (EINVAL)";
-        case EACCES: return "permission denied (EACCES): run as root";
-        case EPERM: return "operation not permitted (EPERM): run as root with CAP_SYS_ADMIN";
+        case EACCES:
+                if (!root)
+                        return "permission denied (EACCES): run as root";
+                return cap_effective(1 /* CAP_DAC_OVERRIDE */)
+                               ? "permission denied (EACCES), also to root: a security module (SELinux, AppArmor) "
+                                 "or the file's own rules refuse it"
+                               : "permission denied (EACCES), also to root: the file's mode bits or a security "
+                                 "module refuse it (root here lacks CAP_DAC_OVERRIDE, as under mthpd.service)";
+        case EPERM:
+                if (!root)
+                        return "operation not permitted (EPERM): run as root";
+                return "operation not permitted (EPERM), also to root: a capability this process lacks "
+                       "(mthpd.service's CapabilityBoundingSet= would have to grant it), a system call filter or "
+                       "a security module refuses it";
         case EROFS: return "read-only file system (EROFS): /sys is mounted read-only here";
         case ENOENT: return "no such file (ENOENT): this kernel does not have it";
         case EBUSY: return "busy (EBUSY)";
