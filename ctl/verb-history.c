@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl history: the knob changes mthpd made, from the bus or the journal. */
+#include <dirent.h>
 #include <systemd/sd-journal.h>
 
 #include "mthpctl.h"
@@ -10,6 +11,7 @@ struct history {
         unsigned n, cap;
         struct mthp_change *c;
         bool *dry_run;                        /* journal only */
+        bool denied;                          /* journal files this user may not read */
 };
 
 static void history_add(struct history *h, const struct mthp_change *c, bool dry_run) {
@@ -40,6 +42,51 @@ static int journal_field(sd_journal *j, const char *name, char *buf, size_t size
         return 0;
 }
 
+/* The journal files under ROOT/var/log/journal and ROOT/run/log/journal
+ * (and their machine directories) this user cannot read: sd-journal skips
+ * them without a word, and the history would look empty. Returns how many;
+ * example: the first. */
+static unsigned journal_files_denied(const char *root, char *example, size_t size) {
+        static const char *const tops[] = { "var/log/journal", "run/log/journal" };
+        unsigned denied = 0;
+        example[0] = 0;
+        for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
+                char top[MTHP_PATH_MAX];
+                if (mthp_path_join(top, sizeof(top), root, tops[t]) < 0)
+                        continue;
+                DIR *d = opendir(top);
+                if (!d) {
+                        if (errno == EACCES && denied++ == 0)
+                                mthp_strcpy(example, size, top);
+                        continue;
+                }
+                struct dirent *m;
+                while ((m = readdir(d))) {
+                        char dir[MTHP_PATH_MAX];
+                        if (m->d_name[0] == '.' || mthp_path_join(dir, sizeof(dir), top, m->d_name) < 0)
+                                continue;
+                        DIR *sub = opendir(dir);
+                        if (!sub) {
+                                if (errno == EACCES && denied++ == 0)
+                                        mthp_strcpy(example, size, dir);
+                                continue;
+                        }
+                        struct dirent *f;
+                        while ((f = readdir(sub))) {
+                                char file[MTHP_PATH_MAX];
+                                if (!strstr(f->d_name, ".journal") || mthp_path_join(file, sizeof(file), dir,
+                                                                                      f->d_name) < 0)
+                                        continue;
+                                if (access(file, R_OK) < 0 && errno == EACCES && denied++ == 0)
+                                        mthp_strcpy(example, size, file);
+                        }
+                        closedir(sub);
+                }
+                closedir(d);
+        }
+        return denied;
+}
+
 /* Without the daemon: its change entries (MESSAGE_ID=MTHP_MESSAGE_CHANGE)
  * from the journal of the host root, read with sd-journal: the system's
  * journal for /, else ROOT/var/log/journal and ROOT/run/log/journal (as
@@ -55,7 +102,16 @@ static int history_from_journal(const struct ctl *c, struct history *h) {
                 return r;
         }
         uint64_t bytes = 0;
-        if (sd_journal_get_usage(j, &bytes) >= 0 && bytes == 0)
+        char example[MTHP_PATH_MAX];
+        unsigned denied = journal_files_denied(c->root, example, sizeof(example));
+        if (denied) {
+                char clean[4 * MTHP_PATH_MAX];
+                h->denied = true;
+                fprintf(stderr, "mthpctl: warning: history: permission denied: uid %u cannot read %u of the "
+                        "journal's files or directories (%s%s), which may hold mthpd's changes: run as root, or "
+                        "as a member of the systemd-journal or adm group\n", (unsigned) geteuid(), denied,
+                        mthp_escape(clean, sizeof(clean), example), denied > 1 ? ", ..." : "");
+        } else if (sd_journal_get_usage(j, &bytes) >= 0 && bytes == 0)
                 fprintf(stderr, "mthpctl: warning: history: no journal files%s%s (var/log/journal, run/log/journal)\n",
                         host ? "" : " under ", host ? "" : c->root);
         if ((r = sd_journal_add_match(j, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, 0)) < 0 ||
@@ -112,8 +168,8 @@ static void history_print(const struct ctl *c, const struct history *h) {
                 printf("]}\n");
         } else if (from == h->n) {
                 if (journal)
-                        printf("mthpd is not on the bus, and the journal holds no knob changes by mthpd%s%s\n",
-                               since[0] ? " since " : "", since);
+                        printf("mthpd is not on the bus, and the journal %sholds no knob changes by mthpd%s%s\n",
+                               h->denied ? "this user may read " : "", since[0] ? " since " : "", since);
                 else
                         printf("no knob changes%s%s (mthpd remembers its last %u)\n", since[0] ? " since " : "", since,
                                MTHP_HISTORY_MAX);
