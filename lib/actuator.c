@@ -446,6 +446,15 @@ static int restore_entry(const struct mthp_host *h, const char *file, struct mth
                 k.type = MTHP_KNOB_NUMBER; /* khugepaged/max_ptes_none, shrink_underused */
                 r = 0;
         }
+        if (r == -ENOENT && last_try) {
+                /* a knob this kernel lacks holds nothing to put back; kept,
+                 * it would fail every start (exit 6) for good */
+                mthp_log(LOG_WARNING, "restore %s: %s does not exist on this kernel, so there is nothing to put "
+                         "back: skipped, and the entry (original '%s') leaves the restore journal %s", e->id,
+                         e->path, e->original, file);
+                e->path[0] = 0;
+                return 0;
+        }
         if (r < 0) {
                 if (last_try) {
                         mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,

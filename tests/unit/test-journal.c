@@ -398,6 +398,23 @@ static void test_restore_only_managed_knobs(void **state) {
         assert_int_equal(access(f->journal, F_OK), -1);
 }
 
+/* A knob this kernel lacks (a size it does not offer): nothing to put
+ * back, so the entry is skipped and leaves the journal, which would
+ * otherwise fail every start; the other knobs are restored. */
+static void test_restore_knob_kernel_lacks(void **state) {
+        struct fixture *f = *state;
+        struct mthp_journal j = { .n = 0 };
+        unsigned n = 99;
+        add_entry(&j, "16M/anon", THP "/hugepages-16384kB/enabled", "never", "always", NULL);
+        add_entry(&j, "16K/anon", THP "/hugepages-16kB/enabled", "never", "always", NULL);
+        assert_ok(fakehost_knob_set(f->dir, "16K/anon", "always"));
+        leave_journal(f, &j);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(fixture_knob_value(f, "16K/anon"), "never");
+        assert_int_equal(access(f->journal, F_OK), -1);
+}
+
 static void test_entry_check(void **state) {
         (void) state;
         struct mthp_journal j = { .n = 0 };
@@ -487,6 +504,7 @@ static const struct CMUnitTest tests[] = {
         T(test_restore_failure_keeps_entry),
         T(test_restore_bad_journal),
         T(test_restore_only_managed_knobs),
+        T(test_restore_knob_kernel_lacks),
         cmocka_unit_test(test_entry_check),
         cmocka_unit_test(test_find_remove),
 };
