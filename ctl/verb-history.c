@@ -10,7 +10,7 @@ struct history {
         const char *source;                   /* "bus" | "journal" */
         unsigned n, cap;
         struct mthp_change *c;
-        bool *dry_run;                        /* journal only */
+        bool *dry_run;                        /* observed, not written (bus: History's flag, journal: MTHP_DRY_RUN) */
         bool denied;                          /* journal files this user may not read */
 };
 
@@ -161,8 +161,7 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         json_str(h->c[i].new);
                         printf(",\"reason\":");
                         json_str(h->c[i].reason);
-                        if (journal)
-                                printf(",\"dry_run\":%s", h->dry_run[i] ? "true" : "false");
+                        printf(",\"dry_run\":%s", h->dry_run[i] ? "true" : "false");
                         printf("}");
                 }
                 printf("]}\n");
@@ -185,8 +184,7 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         table_cell(&t, "%s", h->c[i].id);
                         table_cell(&t, "%s", h->c[i].old);
                         table_cell(&t, "%s", h->c[i].new);
-                        table_cell(&t, "%s%s", journal && h->dry_run[i] ? "(dry run, not written) " : "",
-                                   h->c[i].reason);
+                        table_cell(&t, "%s%s", h->dry_run[i] ? "(dry run, not written) " : "", h->c[i].reason);
                 }
                 table_print(&t, stdout);
                 table_free(&t);
@@ -204,17 +202,19 @@ int cmd_history(struct ctl *c, int argc, char **argv) {
                 /* all the daemon remembers when filtering by time, else the last N */
                 uint32_t max = c->lines && !c->since_set ? (uint32_t) c->lines : UINT32_MAX;
                 struct mthp_change *ch;
+                bool *dry;
                 unsigned n;
                 struct ctl_bus_error e;
-                r = ctl_bus_history(bus, max, &ch, &n, &e);
+                r = ctl_bus_history(bus, max, &ch, &dry, &n, &e);
                 ctl_bus_free(bus);
                 if (r >= 0) {
                         h.source = "bus";
                         for (unsigned i = 0; i < n; i++)
                                 if (ch[i].realtime_usec >= c->since_usec)
-                                        history_add(&h, &ch[i], false);
+                                        history_add(&h, &ch[i], dry[i]);
                 }
                 free(ch);
+                free(dry);
                 if (r < 0 && r != -ESRCH) {
                         r = bus_fail(c, r, &e);
                         goto out;

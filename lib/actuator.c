@@ -27,6 +27,7 @@ struct mthp_actuator {
         void *user;
         unsigned n_history, history_head;
         struct mthp_change history[MTHP_HISTORY_MAX];
+        bool history_dry_run[MTHP_HISTORY_MAX];   /* observing: a change it would have made */
         /* mthp_actuator_batch(): writes back to the original value leave the
          * journal file to one save at the end */
         bool batch, batch_dirty;
@@ -98,8 +99,10 @@ unsigned mthp_actuator_n_history(const struct mthp_actuator *a) {
         return a->n_history;
 }
 
-const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i) {
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *dry_run) {
         unsigned oldest = (a->history_head + MTHP_HISTORY_MAX - a->n_history) % MTHP_HISTORY_MAX;
+        if (dry_run)
+                *dry_run = a->history_dry_run[(oldest + i) % MTHP_HISTORY_MAX];
         return &a->history[(oldest + i) % MTHP_HISTORY_MAX];
 }
 
@@ -112,6 +115,7 @@ static void record(struct mthp_actuator *a, const struct mthp_knob *k, const cha
         snprintf(c->old, sizeof(c->old), "%s", old);
         snprintf(c->new, sizeof(c->new), "%s", new);
         snprintf(c->reason, sizeof(c->reason), "%s", reason);
+        a->history_dry_run[a->history_head] = a->dry_run;
         a->history_head = (a->history_head + 1) % MTHP_HISTORY_MAX;
         if (a->n_history < MTHP_HISTORY_MAX)
                 a->n_history++;

@@ -100,11 +100,14 @@ static void test_write(void **state) {
         assert_int_equal(mthp_actuator_journal(x->a)->n, 1);
         /* recorded with its reason */
         assert_int_equal(mthp_actuator_n_history(x->a), 1);
-        assert_string_equal(mthp_actuator_history(x->a, 0)->id, "64K/anon");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "never");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->reason, "test reason");
-        assert_true(mthp_actuator_history(x->a, 0)->realtime_usec > 0);
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->id, "64K/anon");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->old, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->reason, "test reason");
+        assert_true(mthp_actuator_history(x->a, 0, NULL)->realtime_usec > 0);
+        bool dry = true;
+        (void) mthp_actuator_history(x->a, 0, &dry);
+        assert_false(dry);   /* written, not observed */
         assert_int_equal(x->n_changes, 1);
         assert_string_equal(x->last_change.new, "always");
 
@@ -115,7 +118,7 @@ static void test_write(void **state) {
         assert_string_equal(j.e[0].original, "never");
         assert_string_equal(j.e[0].written, "madvise");
         assert_string_equal(j.e[0].previous, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 1)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 1, NULL)->old, "always");
         assert_int_equal(x->n_changes, 2);
 }
 
@@ -272,8 +275,8 @@ static void test_restore_with_empty_value(void **state) {
         assert_int_equal(mthp_actuator_journal(x->a)->n, 1);
         assert_string_equal(mthp_actuator_journal(x->a)->e[0].id, "128K/anon");
         assert_int_equal(mthp_actuator_n_history(x->a), 3);
-        assert_string_equal(mthp_actuator_history(x->a, 2)->old, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 2)->new, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 2, NULL)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 2, NULL)->new, "never");
         /* the last one back: the journal goes away */
         assert_int_equal(knob_write(x, "128K/anon", ""), 1);
         assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
@@ -376,8 +379,12 @@ static void test_dry_run(void **state) {
         assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         /* but what it would have done is recorded */
         assert_int_equal(mthp_actuator_n_history(x->a), 2);
-        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "never");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->old, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->new, "always");
+        /* ...marked as observed: not written */
+        bool dry = false;
+        (void) mthp_actuator_history(x->a, 1, &dry);
+        assert_true(dry);
         assert_int_equal(x->n_changes, 2);
         /* a bad value is still an error */
         assert_int_equal(knob_write(x, "64K/anon", "bogus"), -EINVAL);
@@ -432,10 +439,10 @@ static void test_history_ring(void **state) {
                 assert_int_equal(knob_write(x, "64K/anon", i % 2 ? "madvise" : "always"), 1);
         assert_int_equal(mthp_actuator_n_history(x->a), MTHP_HISTORY_MAX);
         /* the newest last, the oldest kept the 11th write */
-        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1)->new, "madvise");
-        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1)->old, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "madvise");
+        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1, NULL)->new, "madvise");
+        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1, NULL)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->old, "madvise");
         assert_int_equal(x->n_changes, MTHP_HISTORY_MAX + 10);
 }
 
