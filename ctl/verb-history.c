@@ -42,47 +42,46 @@ static int journal_field(sd_journal *j, const char *name, char *buf, size_t size
         return 0;
 }
 
-/* The journal files under ROOT/var/log/journal and ROOT/run/log/journal
- * (and their machine directories) this user cannot read: sd-journal skips
- * them without a word, and the history would look empty. Returns how many;
- * example: the first. */
+/* The journal files below dir (depth 1: in it; 2: in its subdirectories)
+ * and directories on the way this user cannot read: sd-journal skips them
+ * without a word, and the history would look empty. Returns how many;
+ * example gets the first. */
+static unsigned denied_below(const char *dir, int depth, char *example, size_t size) {
+        DIR *d = opendir(dir);
+        if (!d) {
+                if (errno != EACCES)
+                        return 0;
+                if (!example[0])
+                        mthp_strcpy(example, size, dir);
+                return 1;
+        }
+        unsigned denied = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char path[MTHP_PATH_MAX];
+                if (de->d_name[0] == '.' || mthp_path_join(path, sizeof(path), dir, de->d_name) < 0)
+                        continue;
+                if (depth > 1)
+                        denied += denied_below(path, depth - 1, example, size);
+                else if (strstr(de->d_name, ".journal") && access(path, R_OK) < 0 && errno == EACCES) {
+                        if (!example[0])
+                                mthp_strcpy(example, size, path);
+                        denied++;
+                }
+        }
+        closedir(d);
+        return denied;
+}
+
+/* ...under ROOT/var/log/journal/MACHINE and ROOT/run/log/journal/MACHINE */
 static unsigned journal_files_denied(const char *root, char *example, size_t size) {
         static const char *const tops[] = { "var/log/journal", "run/log/journal" };
         unsigned denied = 0;
         example[0] = 0;
         for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
                 char top[MTHP_PATH_MAX];
-                if (mthp_path_join(top, sizeof(top), root, tops[t]) < 0)
-                        continue;
-                DIR *d = opendir(top);
-                if (!d) {
-                        if (errno == EACCES && denied++ == 0)
-                                mthp_strcpy(example, size, top);
-                        continue;
-                }
-                struct dirent *m;
-                while ((m = readdir(d))) {
-                        char dir[MTHP_PATH_MAX];
-                        if (m->d_name[0] == '.' || mthp_path_join(dir, sizeof(dir), top, m->d_name) < 0)
-                                continue;
-                        DIR *sub = opendir(dir);
-                        if (!sub) {
-                                if (errno == EACCES && denied++ == 0)
-                                        mthp_strcpy(example, size, dir);
-                                continue;
-                        }
-                        struct dirent *f;
-                        while ((f = readdir(sub))) {
-                                char file[MTHP_PATH_MAX];
-                                if (!strstr(f->d_name, ".journal") || mthp_path_join(file, sizeof(file), dir,
-                                                                                      f->d_name) < 0)
-                                        continue;
-                                if (access(file, R_OK) < 0 && errno == EACCES && denied++ == 0)
-                                        mthp_strcpy(example, size, file);
-                        }
-                        closedir(sub);
-                }
-                closedir(d);
+                if (mthp_path_join(top, sizeof(top), root, tops[t]) == 0)
+                        denied += denied_below(top, 2, example, size);
         }
         return denied;
 }
