@@ -451,13 +451,14 @@ static int restore_entry(const struct mthp_host *h, const char *file, struct mth
                 r = 0;
         }
         if (r == -ENOENT && last_try) {
-                /* a knob this kernel lacks holds nothing to put back; kept,
-                 * it would fail every start (exit 6) for good */
-                mthp_log(LOG_WARNING, "restore %s: %s does not exist on this kernel, so there is nothing to put "
-                         "back: skipped, and the entry (original '%s') leaves the restore journal %s", e->id,
-                         e->path, e->original, file);
-                e->path[0] = 0;
-                return 0;
+                /* the knob may come back (a size's directory, a remount):
+                 * the entry stays, and the administrator gets the next step */
+                mthp_log_knob(LOG_ERR, e->id, "restore %s: %s does not exist on this kernel (ENOENT); the journal "
+                              "%s keeps its original '%s': once the knob is back, 'mthpctl restore' puts it back; "
+                              "if this kernel will not have it, there is nothing to put back: delete the "
+                              "[knob %s] section from the journal (the file, if it names no other knob)", e->id,
+                              e->path, file, e->original, e->id);
+                return -1;
         }
         if (r < 0) {
                 if (last_try) {

@@ -398,21 +398,41 @@ static void test_restore_only_managed_knobs(void **state) {
         assert_int_equal(access(f->journal, F_OK), -1);
 }
 
-/* A knob this kernel lacks (a size it does not offer): nothing to put
- * back, so the entry is skipped and leaves the journal, which would
- * otherwise fail every start; the other knobs are restored. */
+/* A knob this kernel lacks (a size it does not offer, a directory that
+ * went away): the entry stays for a retry once the knob is back, the others
+ * are restored, and the error says what to do next. */
 static void test_restore_knob_kernel_lacks(void **state) {
         struct fixture *f = *state;
-        struct mthp_journal j = { .n = 0 };
+        struct mthp_journal j = { .n = 0 }, k;
         unsigned n = 99;
+        char err[256], log[4096] = "";
         add_entry(&j, "16M/anon", THP "/hugepages-16384kB/enabled", "never", "always", NULL);
         add_entry(&j, "16K/anon", THP "/hugepages-16kB/enabled", "never", "always", NULL);
         assert_ok(fakehost_knob_set(f->dir, "16K/anon", "always"));
         leave_journal(f, &j);
-        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
+        /* what restore logs (stderr here), read back */
+        FILE *cap = tmpfile();
+        assert_non_null(cap);
+        int saved = dup(STDERR_FILENO);
+        fflush(stderr);
+        dup2(fileno(cap), STDERR_FILENO);
+        int r = mthp_actuator_restore_file(f->host, f->journal, &n);
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        rewind(cap);
+        size_t len = fread(log, 1, sizeof(log) - 1, cap);
+        log[len] = 0;
+        fclose(cap);
+        assert_int_equal(r, 1);
         assert_int_equal(n, 1);
         assert_string_equal(fixture_knob_value(f, "16K/anon"), "never");
-        assert_int_equal(access(f->journal, F_OK), -1);
+        assert_int_equal(mthp_journal_load(f->journal, &k, err, sizeof(err)), 0);
+        assert_int_equal(k.n, 1);
+        assert_string_equal(k.e[0].id, "16M/anon");
+        assert_contains(log, "hugepages-16384kB/enabled does not exist on this kernel");
+        assert_contains(log, "'mthpctl restore' puts it back");
+        assert_contains(log, "delete the [knob 16M/anon] section from the journal");
 }
 
 static void test_entry_check(void **state) {
