@@ -44,6 +44,8 @@ run() { # run NAME STATE_DIR: mthpd over STATE_DIR with $STATE read-only; $T/NAM
                 NOTIFY_SOCKET="$1/sock" LD_PRELOAD="$5" "$6" --root "$7" --state-dir "$3" -c "$1/mthpd.conf" \
                         2>"$1/$2.log"
                 echo $? > "$1/$2.rc"
+                # the datagrams are sent: let the listener write them out
+                i=0; while ! grep -q "^STATUS=failed" "$1/$2.notify" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
                 kill $L' sh "$T" "$1" "$2" "$STATE" "$FAKESYSFS" "$MTHPD" "$ROOT"
         [ -s "$T/$1.rc" ] || fail "$1: the read-only mount could not be set up"
 }
