@@ -316,7 +316,7 @@ int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigne
         return 0;
 }
 
-int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, unsigned *n,
+int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, bool **dry_run, unsigned *n,
                     struct ctl_bus_error *e) {
         struct mthp_change *c = NULL;
         sd_bus_message *m = NULL;
@@ -325,25 +325,31 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, u
 
         *n = 0;
         *ret = NULL;
+        *dry_run = NULL;
         if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_HISTORY, &m, e, MTHP_DBUS_HISTORY_ARGS, max)) < 0)
                 return r;
         r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_CHANGE_SIG);
         while (r >= 0) {
                 const char *id, *old, *new, *reason;
                 uint64_t t;
-                r = sd_bus_message_read(m, MTHP_DBUS_CHANGE_SIG, &t, &id, &old, &new, &reason);
+                int observed;
+                r = sd_bus_message_read(m, MTHP_DBUS_CHANGE_SIG, &t, &id, &old, &new, &reason, &observed);
                 if (r <= 0)
                         break;
                 if (*n == cap) {
                         cap = cap ? 2 * cap : 64;
                         struct mthp_change *grown = realloc(c, cap * sizeof(*c));
-                        if (!grown) {
+                        bool *dry = grown ? realloc(*dry_run, cap * sizeof(**dry_run)) : NULL;
+                        if (grown)
+                                c = grown;
+                        if (!dry) {
                                 r = -ENOMEM;
                                 break;
                         }
-                        c = grown;
+                        *dry_run = dry;
                 }
-                struct mthp_change *o = &c[(*n)++];
+                struct mthp_change *o = &c[*n];
+                (*dry_run)[(*n)++] = observed;
                 o->realtime_usec = t;
                 mthp_strcpy(o->id, sizeof(o->id), id);
                 mthp_strcpy(o->old, sizeof(o->old), old);
@@ -353,6 +359,8 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, u
         sd_bus_message_unref(m);
         if (r < 0) {
                 free(c);
+                free(*dry_run);
+                *dry_run = NULL;
                 *n = 0;
                 return bad_reply(r, MTHP_DBUS_HISTORY, e);
         }
@@ -360,8 +368,19 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, u
         return 0;
 }
 
-int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e) {
-        return call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RELOAD, NULL, e, NULL);
+int ctl_bus_reload(struct ctl_bus *b, char *notes, size_t size, struct ctl_bus_error *e) {
+        sd_bus_message *m = NULL;
+        const char *s;
+        notes[0] = 0;
+        int r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_RELOAD, &m, e, NULL);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(m, MTHP_DBUS_RELOAD_RESULT, &s);
+        sd_bus_message_unref(m);
+        if (r < 0)
+                return bad_reply(r, MTHP_DBUS_RELOAD, e);
+        mthp_strcpy(notes, size, s);
+        return 0;
 }
 
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e) {

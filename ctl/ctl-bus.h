@@ -66,8 +66,10 @@ int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, 
 /* size: "64K", or "" for every managed knob. Entries as in the status file. */
 int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob *k, unsigned max, unsigned *n,
                     struct ctl_bus_error *e);
-/* The last max changes, oldest first, in an array to free(). */
-int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **c, unsigned *n,
+/* The last max changes, oldest first, in an array to free(); dry_run (also
+ * to free()): per change, whether mthpd observed it (would have made it,
+ * wrote nothing). */
+int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **c, bool **dry_run, unsigned *n,
                     struct ctl_bus_error *e);
 
 /* A managed cgroup, as ListCgroups gives it. */
@@ -85,7 +87,8 @@ struct ctl_bus_cgroup {
 /* In an array to free(). */
 int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **c, unsigned *n, struct ctl_bus_error *e);
 
-int ctl_bus_reload(struct ctl_bus *b, struct ctl_bus_error *e);
+/* notes: what mthpd did not apply and why, a line each ("" when all of it). */
+int ctl_bus_reload(struct ctl_bus *b, char *notes, size_t size, struct ctl_bus_error *e);
 /* until_usec: CLOCK_REALTIME µs; 0 = until unpinned */
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e);
 int ctl_bus_unpin(struct ctl_bus *b, const char *id, struct ctl_bus_error *e);

@@ -72,9 +72,89 @@ int cmd_resume(struct ctl *c, int argc, char **argv) {
         return simple_call(c, ctl_bus_resume, argv[0], done);
 }
 
-static int reload_method(struct ctl_bus *b, const char *arg, struct ctl_bus_error *e) {
-        (void) arg;
-        return ctl_bus_reload(b, e);
+/* A reload's outcome, as the bus or STATE/reload gives it: ok (notes: what
+ * was not applied) or failed (text: every FILE:LINE error). */
+static int reload_say(bool failed, char *text) {
+        char clean[4 * 4096];
+        if (failed) {
+                fprintf(stderr, "mthpctl: reload: mthpd rejected the configuration and keeps running the one it "
+                        "had:\n");
+                for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+                        fprintf(stderr, "  %s\n", mthp_escape(clean, sizeof(clean), l));
+                return EXIT_FAIL;
+        }
+        printf("mthpd reloaded its configuration\n");
+        /* what it did not apply: as warnings, so that systemctl reload shows them in the journal */
+        for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+                fprintf(stderr, "mthpctl: reload: not applied: %s\n", mthp_escape(clean, sizeof(clean), l));
+        return EXIT_OK;
+}
+
+/* mthpd off the bus (Bus=no, --no-bus): SIGHUP to the pid of its status
+ * file, once its lock shows it runs, then its STATE/reload says how the
+ * reload went. 0 with *rc set, or -ESRCH: no mthpd runs. */
+static int reload_by_signal(const struct ctl *c, int *rc) {
+        char why[2 * MTHP_PATH_MAX + 256];
+        struct mthp_status *st = xrealloc(NULL, sizeof(*st));
+        pid_t pid = mthp_status_file_read(c->state_dir, st) == 0 ? st->pid : 0;
+        free(st);
+        if (pid <= 0)
+                return -ESRCH;
+        /* a status file a crash left: only a held lock means mthpd runs */
+        int dfd = mthp_safe_open_dir(c->state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why)), lfd = dfd;
+        if (dfd >= 0) {
+                lfd = mthp_safe_open_file(dfd, c->state_dir, "lock", MTHP_SAFE_OWNER | MTHP_SAFE_NOFOLLOW, 0, why,
+                                          sizeof(why));
+                close(dfd);
+        }
+        if (lfd == -EACCES || lfd == -EPERM || geteuid() != 0) {
+                if (lfd >= 0)
+                        close(lfd);
+                fprintf(stderr, "mthpctl: reload: permission denied: only root may reload mthpd (run as root)\n");
+                *rc = EXIT_DENIED;
+                return 0;
+        }
+        if (lfd < 0)
+                return -ESRCH;
+        bool runs = flock(lfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        close(lfd);
+        if (!runs)
+                return -ESRCH;
+        uint64_t t0 = mthp_now_usec(CLOCK_REALTIME);
+        if (kill(pid, SIGHUP) < 0) {
+                fprintf(stderr, "mthpctl: reload: cannot signal mthpd (pid %d): %s\n", (int) pid, strerror(errno));
+                *rc = errno == EPERM ? EXIT_DENIED : EXIT_FAIL;
+                return 0;
+        }
+        /* a reload takes milliseconds; 10 s is a hung mthpd, which its watchdog ends */
+        for (int i = 0; i < 200; i++) {
+                char *text = NULL;
+                size_t len = 0;
+                unsigned long long usec = 0;
+                char result[16] = "";
+                int dfd2 = mthp_safe_open_dir(c->state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
+                int r = dfd2;
+                if (dfd2 >= 0) {
+                        r = mthp_safe_read_text(dfd2, c->state_dir, MTHP_RELOAD_FILE,
+                                                MTHP_SAFE_OWNER | MTHP_SAFE_NOFOLLOW, MTHP_SAFE_TEXT_MAX, &text, &len,
+                                                why, sizeof(why));
+                        close(dfd2);
+                }
+                int n = 0;
+                if (r >= 0 && sscanf(text, "usec=%llu\nresult=%15[a-z]\n%n", &usec, result, &n) == 2 && n > 0 &&
+                    usec >= t0) {
+                        char *rest = text + n;
+                        *rc = reload_say(strcmp(result, "ok") != 0, rest);
+                        free(text);
+                        return 0;
+                }
+                free(text);
+                usleep(50000);
+        }
+        fprintf(stderr, "mthpctl: reload: sent SIGHUP to mthpd (pid %d), which is not on the bus, but it did not say "
+                "how the reload went within 10 s: see journalctl -u mthpd\n", (int) pid);
+        *rc = EXIT_FAIL;
+        return 0;
 }
 
 int cmd_reload(struct ctl *c, int argc, char **argv) {
@@ -82,24 +162,19 @@ int cmd_reload(struct ctl *c, int argc, char **argv) {
         struct ctl_bus_error e;
         (void) argc;
         (void) argv;
-        int r = bus_open_for_write(c, &bus);
-        if (r)
-                return r;
-        r = reload_method(bus, NULL, &e);
-        ctl_bus_free(bus);
-        if (r == -EINVAL) {
-                /* InvalidConfig carries every FILE:LINE: error, one per line */
-                fprintf(stderr, "mthpctl: reload: the configuration is invalid; mthpd keeps running the old one:\n");
-                for (char *l = strtok(e.message, "\n"); l; l = strtok(NULL, "\n")) {
-                        char clean[4 * sizeof(e.message)];
-                        fprintf(stderr, "  %s\n", mthp_escape(clean, sizeof(clean), l));
-                }
-                return EXIT_FAIL;
-        }
+        char notes[4096];
+        int r = ctl_bus_open(&bus, &e), rc;
+        if (r == -ESRCH && reload_by_signal(c, &rc) == 0)
+                return rc;
         if (r < 0)
                 return bus_fail(c, r, &e);
-        printf("mthpd reloaded its configuration\n");
-        return EXIT_OK;
+        r = ctl_bus_reload(bus, notes, sizeof(notes), &e);
+        ctl_bus_free(bus);
+        if (r == -EINVAL)   /* InvalidConfig carries every FILE:LINE: error, one per line */
+                return reload_say(true, e.message);
+        if (r < 0)
+                return bus_fail(c, r, &e);
+        return reload_say(false, notes);
 }
 
 int cmd_mode(struct ctl *c, int argc, char **argv) {
@@ -158,6 +233,12 @@ static int restore_from_journal(struct ctl *c) {
                 printf("nothing to restore: no journal at %s\n", path);
                 return EXIT_OK;
         }
+        if ((r == -EACCES || r == -EPERM) && geteuid() != 0) {
+                /* the journal is root's (0600 in a root-owned directory) */
+                fprintf(stderr, "mthpctl: restore: permission denied: only root may restore knobs (run as root); "
+                        "%s", err[0] ? err : "\n");
+                return EXIT_DENIED;
+        }
         if (r < 0) {
                 fprintf(stderr, "mthpctl: cannot read %s: ", path);
                 print_errors(err[0] ? err : "invalid journal\n");
@@ -174,7 +255,7 @@ static int restore_from_journal(struct ctl *c) {
         }
         if (lfd < 0 && lfd != -ENOENT) {
                 fprintf(stderr, "mthpctl: restore: %s\n", why);
-                return EXIT_FAIL;
+                return (lfd == -EACCES || lfd == -EPERM) && geteuid() != 0 ? EXIT_DENIED : EXIT_FAIL;
         }
         if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
                 fprintf(stderr, "mthpctl: mthpd is running (it holds %s/lock) but not on the bus; stop it first: it "
@@ -207,8 +288,9 @@ static int restore_from_journal(struct ctl *c) {
         }
         if (r > 0) {
                 fprintf(stderr, "mthpctl: restored %u knob(s); %d could not be restored (see above); the journal "
-                        "%s keeps them\n", n, r, path);
-                return EXIT_FAIL;
+                        "%s keeps them%s\n", n, r, path, geteuid() != 0 ? "; only root may write the knobs (run "
+                        "as root)" : "");
+                return geteuid() != 0 ? EXIT_DENIED : EXIT_FAIL;
         }
         printf("restored %u knob(s)\n", n);
         return EXIT_OK;

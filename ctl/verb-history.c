@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mthpctl history: the knob changes mthpd made, from the bus or the journal. */
+#include <dirent.h>
 #include <systemd/sd-journal.h>
 
 #include "mthpctl.h"
@@ -9,7 +10,8 @@ struct history {
         const char *source;                   /* "bus" | "journal" */
         unsigned n, cap;
         struct mthp_change *c;
-        bool *dry_run;                        /* journal only */
+        bool *dry_run;                        /* observed, not written (bus: History's flag, journal: MTHP_DRY_RUN) */
+        bool denied;                          /* journal files this user may not read */
 };
 
 static void history_add(struct history *h, const struct mthp_change *c, bool dry_run) {
@@ -40,6 +42,50 @@ static int journal_field(sd_journal *j, const char *name, char *buf, size_t size
         return 0;
 }
 
+/* The journal files below dir (depth 1: in it; 2: in its subdirectories)
+ * and directories on the way this user cannot read: sd-journal skips them
+ * without a word, and the history would look empty. Returns how many;
+ * example gets the first. */
+static unsigned denied_below(const char *dir, int depth, char *example, size_t size) {
+        DIR *d = opendir(dir);
+        if (!d) {
+                if (errno != EACCES)
+                        return 0;
+                if (!example[0])
+                        mthp_strcpy(example, size, dir);
+                return 1;
+        }
+        unsigned denied = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char path[MTHP_PATH_MAX];
+                if (de->d_name[0] == '.' || mthp_path_join(path, sizeof(path), dir, de->d_name) < 0)
+                        continue;
+                if (depth > 1)
+                        denied += denied_below(path, depth - 1, example, size);
+                else if (strstr(de->d_name, ".journal") && access(path, R_OK) < 0 && errno == EACCES) {
+                        if (!example[0])
+                                mthp_strcpy(example, size, path);
+                        denied++;
+                }
+        }
+        closedir(d);
+        return denied;
+}
+
+/* ...under ROOT/var/log/journal/MACHINE and ROOT/run/log/journal/MACHINE */
+static unsigned journal_files_denied(const char *root, char *example, size_t size) {
+        static const char *const tops[] = { "var/log/journal", "run/log/journal" };
+        unsigned denied = 0;
+        example[0] = 0;
+        for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
+                char top[MTHP_PATH_MAX];
+                if (mthp_path_join(top, sizeof(top), root, tops[t]) == 0)
+                        denied += denied_below(top, 2, example, size);
+        }
+        return denied;
+}
+
 /* Without the daemon: its change entries (MESSAGE_ID=MTHP_MESSAGE_CHANGE)
  * from the journal of the host root, read with sd-journal: the system's
  * journal for /, else ROOT/var/log/journal and ROOT/run/log/journal (as
@@ -55,7 +101,16 @@ static int history_from_journal(const struct ctl *c, struct history *h) {
                 return r;
         }
         uint64_t bytes = 0;
-        if (sd_journal_get_usage(j, &bytes) >= 0 && bytes == 0)
+        char example[MTHP_PATH_MAX];
+        unsigned denied = journal_files_denied(c->root, example, sizeof(example));
+        if (denied) {
+                char clean[4 * MTHP_PATH_MAX];
+                h->denied = true;
+                fprintf(stderr, "mthpctl: warning: history: permission denied: uid %u cannot read %u of the "
+                        "journal's files or directories (%s%s), which may hold mthpd's changes: run as root, or "
+                        "as a member of the systemd-journal or adm group\n", (unsigned) geteuid(), denied,
+                        mthp_escape(clean, sizeof(clean), example), denied > 1 ? ", ..." : "");
+        } else if (sd_journal_get_usage(j, &bytes) >= 0 && bytes == 0)
                 fprintf(stderr, "mthpctl: warning: history: no journal files%s%s (var/log/journal, run/log/journal)\n",
                         host ? "" : " under ", host ? "" : c->root);
         if ((r = sd_journal_add_match(j, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, 0)) < 0 ||
@@ -105,15 +160,14 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         json_str(h->c[i].new);
                         printf(",\"reason\":");
                         json_str(h->c[i].reason);
-                        if (journal)
-                                printf(",\"dry_run\":%s", h->dry_run[i] ? "true" : "false");
+                        printf(",\"dry_run\":%s", h->dry_run[i] ? "true" : "false");
                         printf("}");
                 }
                 printf("]}\n");
         } else if (from == h->n) {
                 if (journal)
-                        printf("mthpd is not on the bus, and the journal holds no knob changes by mthpd%s%s\n",
-                               since[0] ? " since " : "", since);
+                        printf("mthpd is not on the bus, and the journal %sholds no knob changes by mthpd%s%s\n",
+                               h->denied ? "this user may read " : "", since[0] ? " since " : "", since);
                 else
                         printf("no knob changes%s%s (mthpd remembers its last %u)\n", since[0] ? " since " : "", since,
                                MTHP_HISTORY_MAX);
@@ -129,8 +183,7 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         table_cell(&t, "%s", h->c[i].id);
                         table_cell(&t, "%s", h->c[i].old);
                         table_cell(&t, "%s", h->c[i].new);
-                        table_cell(&t, "%s%s", journal && h->dry_run[i] ? "(dry run, not written) " : "",
-                                   h->c[i].reason);
+                        table_cell(&t, "%s%s", h->dry_run[i] ? "(dry run, not written) " : "", h->c[i].reason);
                 }
                 table_print(&t, stdout);
                 table_free(&t);
@@ -148,17 +201,19 @@ int cmd_history(struct ctl *c, int argc, char **argv) {
                 /* all the daemon remembers when filtering by time, else the last N */
                 uint32_t max = c->lines && !c->since_set ? (uint32_t) c->lines : UINT32_MAX;
                 struct mthp_change *ch;
+                bool *dry;
                 unsigned n;
                 struct ctl_bus_error e;
-                r = ctl_bus_history(bus, max, &ch, &n, &e);
+                r = ctl_bus_history(bus, max, &ch, &dry, &n, &e);
                 ctl_bus_free(bus);
                 if (r >= 0) {
                         h.source = "bus";
                         for (unsigned i = 0; i < n; i++)
                                 if (ch[i].realtime_usec >= c->since_usec)
-                                        history_add(&h, &ch[i], false);
+                                        history_add(&h, &ch[i], dry[i]);
                 }
                 free(ch);
+                free(dry);
                 if (r < 0 && r != -ESRCH) {
                         r = bus_fail(c, r, &e);
                         goto out;

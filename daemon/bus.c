@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
+#include <unistd.h>
 
 #include "bus.h"
 #include "mthp-config.h"
@@ -184,9 +185,10 @@ static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CHANGE_SIG);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
-                const struct mthp_change *c = mthp_actuator_history(a, n_history - n + i);
+                bool dry_run;
+                const struct mthp_change *c = mthp_actuator_history(a, n_history - n + i, &dry_run);
                 r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, clean(c->id), clean(c->old),
-                                          clean(c->new), clean(c->reason));
+                                          clean(c->new), clean(c->reason), (int) dry_run);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -210,7 +212,11 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
                         err[--len] = 0;
                 return sd_bus_error_set(error, MTHP_DBUS_ERROR_INVALID_CONFIG, clean_lines(err[0] ? err : strerror(-r)));
         }
-        return sd_bus_reply_method_return(m, NULL);
+        /* what the reload did not apply (a Mode= a runtime mode overrides...) */
+        size_t len = strlen(err);
+        while (len > 0 && err[len - 1] == '\n')
+                err[--len] = 0;
+        return sd_bus_reply_method_return(m, MTHP_DBUS_RELOAD_RESULT, clean_lines(err));
 }
 
 static int method_pin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -381,7 +387,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_CGROUPS, SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a" MTHP_DBUS_CGROUP_SIG, cgroups), method_list_cgroups, OPEN),
-        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RELOAD, SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_RELOAD, SD_BUS_NO_ARGS, SD_BUS_RESULT(MTHP_DBUS_RELOAD_RESULT, notes), method_reload,
+                                OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_PIN, SD_BUS_ARGS("s", id, "s", value, "t", until) /* MTHP_DBUS_PIN_ARGS */, SD_BUS_NO_RESULT, method_pin,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_UNPIN, SD_BUS_ARGS(MTHP_DBUS_UNPIN_ARGS, id), SD_BUS_NO_RESULT, method_unpin, OPEN),
@@ -475,7 +482,10 @@ static const char *bus_errno_words(int r) {
         case ECONNREFUSED: return "nothing accepts connections at the system bus address (ECONNREFUSED)";
         case EEXIST: return "another process owns it (EEXIST)";
         case EACCES:
-        case EPERM: return "the bus policy does not allow it (install org.mthpd.mthpd1.conf and run as root)";
+        case EPERM:
+                return geteuid() == 0 ? "the bus policy does not allow it (install org.mthpd.mthpd1.conf in "
+                                        "/usr/share/dbus-1/system.d, then reload dbus)"
+                                      : "the bus policy does not allow it (only root may own the name: run as root)";
         default: return strerror(-r);
         }
 }

@@ -42,6 +42,11 @@ struct knob_pin {
  * administrator must look (RestartPreventExitStatus= in the unit). */
 #define MTHPD_EXIT_JOURNAL 6
 
+/* Exit status when the configuration or a policy file is invalid at start
+ * (EX_CONFIG of sysexits.h, "CONFIG" to systemd): a restart reads the same
+ * file, so the unit's RestartPreventExitStatus= names it. */
+#define MTHPD_EXIT_CONFIG 78
+
 struct daemon {
         const char *root;
         const char *config_file;
@@ -49,8 +54,13 @@ struct daemon {
         bool once;
         bool no_bus_cli;                    /* --no-bus */
         /* --dry-run, SetMode and Restore: a mode that outlives reloads
-         * (-1: Mode= of the configuration file applies) */
+         * (-1: Mode= of the configuration file applies); mode_override_by
+         * names who set it, for a reload that does not apply Mode= */
         int mode_override;
+        char mode_override_by[64];
+        /* the running configuration was read from config_file (else the
+         * built-in defaults: the default file did not exist) */
+        bool config_from_file;
         uint64_t interval_cli;
         const char *state_dir_cli;
         const char *policy_dir_cli;         /* --policy-dir */
@@ -215,7 +225,9 @@ int daemon_mode_from_name(const char *name, enum mthp_mode *ret);
 /* What the D-Bus service may ask for, on behalf of uid. Each returns 0 or a
  * negative errno with a sentence for the caller in err: -EINVAL means the
  * arguments were wrong; daemon_reload fails only for the configuration,
- * with every FILE:LINE error, one per line. */
+ * with every FILE:LINE error, one per line (a file that is gone counts: the
+ * running configuration stays). A reload that succeeds leaves in err what
+ * it did not apply and why ("" when it applied everything), one per line. */
 int daemon_reload(struct daemon *d, char *err, size_t errsz);
 int daemon_set_mode(struct daemon *d, enum mthp_mode mode, uid_t uid, char *err, size_t errsz);
 int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz);

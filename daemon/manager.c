@@ -5,6 +5,7 @@
  * mode, restore, pin, unpin, resume) are here too. mthpd.c drives it from
  * the event loop. */
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -43,12 +44,14 @@ int daemon_mode_from_name(const char *name, enum mthp_mode *ret) {
         return 0;
 }
 
-/* Log text line by line at prio, leaving text as it is. */
-static void log_lines(int prio, const char *text) {
+/* Log text line by line at prio, leaving text as it is; each entry names
+ * the caller (CODE_FILE/LINE/FUNC), not this helper. */
+#define log_lines(prio, text) log_lines_at(MTHP_LOG_WHERE, prio, text)
+static void log_lines_at(const char *code_file, const char *code_line, const char *func, int prio, const char *text) {
         for (const char *line = text; *line;) {
                 size_t len = strcspn(line, "\n");
                 if (len > 0)
-                        mthp_log(prio, "%.*s", (int) len, line);
+                        mthp_log_at(code_file, code_line, func, NULL, prio, "%.*s", (int) len, line);
                 line += len + (line[len] == '\n');
         }
 }
@@ -58,21 +61,33 @@ static bool cgroup_user_owned(void *user, const char *cgroup) {
         return d->host && mthp_cgroup_owned_by_user(d->host, &d->caps, cgroup);
 }
 
-/* The configuration file with the command line's and D-Bus's overrides.
- * err gets every "FILE:LINE: ..." error, one per line. */
-static int load_config(struct daemon *d, struct mthp_config *out, struct mthp_policy_set **policies, char *err,
-                       size_t errsz) {
+/* The configuration file with the command line's overrides (not the mode's:
+ * the callers decide it). err gets every "FILE:LINE: ..." error, one per
+ * line. *from_file: read from the file, not the built-in defaults (which a
+ * missing default file gives at start). On reload a file that is gone is an
+ * error when the running configuration came from it: the defaults are not
+ * what the administrator chose, and Mode=manage is among them. */
+static int load_config(struct daemon *d, bool reload, struct mthp_config *out, struct mthp_policy_set **policies,
+                       bool *from_file, char *err, size_t errsz) {
         struct mthp_config c;
         mthp_config_defaults(&c);
-        if (d->config_explicit || access(d->config_file, F_OK) == 0) {
+        /* only a file that is not there gives the defaults: one that cannot
+         * be reached (EACCES) is read, and its error said */
+        int missing = !d->config_explicit && access(d->config_file, F_OK) < 0 && errno == ENOENT;
+        *from_file = !missing;
+        if (missing && reload && d->config_from_file) {
+                snprintf(err, errsz, "%s: the file is gone (no such file); keeping the running configuration, read "
+                         "from it at the last start or reload (put it back, or restart mthpd to run on the "
+                         "built-in defaults)\n", d->config_file);
+                return -ENOENT;
+        }
+        if (!missing) {
                 int r = mthp_config_load(d->config_file, &c, err, errsz);
                 if (r < 0)
                         return r;
         }
         if (d->interval_cli)
                 c.interval_usec = d->interval_cli;
-        if (d->mode_override >= 0)
-                c.mode = (enum mthp_mode) d->mode_override;
         if (d->state_dir_cli && mthp_config_set_state_dir(&c, d->state_dir_cli) < 0) {
                 snprintf(err, errsz, "--state-dir %s: expected an absolute path of at most %d bytes\n",
                          d->state_dir_cli, MTHP_STATE_DIR_MAX);
@@ -437,45 +452,119 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
         return r;
 }
 
+/* Append one line to buf (a reload's notes, one per line); returns it,
+ * without its newline, for the log. */
+static const char *note_line(char *buf, size_t size, char *line, size_t linesz, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+static const char *note_line(char *buf, size_t size, char *line, size_t linesz, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, linesz, fmt, ap);
+        va_end(ap);
+        size_t used = strlen(buf);
+        if (used < size)
+                snprintf(buf + used, size - used, "%s\n", line);
+        return line;
+}
+
+/* The mode a reload leaves: Mode= of the file, unless a runtime choice
+ * (--mode, SetMode, Restore) holds, or unless it would turn observe into
+ * manage without the file saying Mode=manage (a file that lost its line
+ * gives the default, manage). Each refusal goes to notes and the log. */
+static enum mthp_mode reload_mode(struct daemon *d, const struct mthp_config *c, char *notes, size_t notesz) {
+        char line[512];
+        if (d->mode_override >= 0) {
+                enum mthp_mode held = (enum mthp_mode) d->mode_override;
+                if (c->mode_set && c->mode != held)
+                        mthp_log(LOG_NOTICE, "reload: %s",
+                                 note_line(notes, notesz, line, sizeof(line), "Mode=%s in %s is not applied: %s set "
+                                           "mode %s, which holds until mthpd restarts ('mthpctl mode %s' switches "
+                                           "now)", daemon_mode_name(c->mode), d->config_file, d->mode_override_by,
+                                           daemon_mode_name(held), daemon_mode_name(c->mode)));
+                return held;
+        }
+        if (d->cfg.mode == MTHP_MODE_DRY_RUN && c->mode == MTHP_MODE_MANAGE && !c->mode_set) {
+                mthp_log(LOG_NOTICE, "reload: %s",
+                         note_line(notes, notesz, line, sizeof(line), "%s does not say Mode=manage: mthpd keeps "
+                                   "observing (a reload starts managing only when the file says Mode=manage)",
+                                   d->config_from_file ? d->config_file : "the built-in configuration"));
+                return MTHP_MODE_DRY_RUN;
+        }
+        return c->mode;
+}
+
+/* The reload's outcome in STATE/reload (MTHP_RELOAD_FILE), for a reload
+ * asked for by SIGHUP: 'mthpctl reload' reads it when mthpd is off the bus.
+ * Best effort: without a state directory the journal alone says it. */
+static void reload_outcome(const struct daemon *d, int r, const char *text) {
+        char why[MTHP_PATH_MAX + 256];
+        int dfd = mthp_safe_open_dir(d->cfg.state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
+        if (dfd < 0)
+                return;
+        char *buf = NULL;
+        int len = asprintf(&buf, "usec=%llu\nresult=%s\n%s", (unsigned long long) mthp_now_usec(CLOCK_REALTIME),
+                           r < 0 ? "failed" : "ok", text);
+        if (len >= 0 && mthp_safe_write_atomic(dfd, d->cfg.state_dir, MTHP_RELOAD_FILE, 0600, buf, (size_t) len,
+                                               false, why, sizeof(why)) < 0)
+                mthp_log(LOG_WARNING, "reload: %s", why);
+        free(buf);
+        close(dfd);
+}
+
 int daemon_reload(struct daemon *d, char *err, size_t errsz) {
         struct mthp_config c;
         struct mthp_policy_set *policies = NULL;
         char buf[64];
+        bool from_file;
         snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) mthp_now_usec(CLOCK_MONOTONIC));
         sd_notify(0, buf);
-        int r = load_config(d, &c, &policies, err, errsz);
+        if (errsz)
+                err[0] = 0;
+        int r = load_config(d, true, &c, &policies, &from_file, err, errsz);
         if (r < 0) {
                 log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
                 mthp_log(LOG_ERR, "reload of %s failed: keeping the running configuration", d->config_file);
         } else {
-                char mode_err[512];
+                char mode_err[512], line[512];
                 if (strcmp(c.state_dir, d->cfg.state_dir) != 0) {
-                        mthp_log(LOG_WARNING, "StateDirectory cannot change on reload; keeping %s", d->cfg.state_dir);
+                        mthp_log(LOG_WARNING, "reload: %s",
+                                 note_line(err, errsz, line, sizeof(line), "StateDirectory= cannot change on "
+                                           "reload; keeping %s", d->cfg.state_dir));
                         snprintf(c.state_dir, sizeof(c.state_dir), "%s", d->cfg.state_dir);
                 }
                 if (c.bus != d->cfg.bus) {
-                        mthp_log(LOG_WARNING, "Bus= takes effect at the next start; %s", d->cfg.bus ?
-                                 "keeping the D-Bus interface" : "staying off the bus");
+                        mthp_log(LOG_WARNING, "reload: %s",
+                                 note_line(err, errsz, line, sizeof(line), "Bus= takes effect at the next start; %s",
+                                           d->cfg.bus ? "keeping the D-Bus interface" : "staying off the bus"));
                         c.bus = d->cfg.bus;
                 }
                 bool interval_changed = c.interval_usec != d->cfg.interval_usec;
-                enum mthp_mode mode = c.mode;
+                enum mthp_mode mode = reload_mode(d, &c, err, errsz);
                 c.mode = d->cfg.mode; /* switch_mode() changes it, restoring first if need be */
                 d->cfg = c;
+                d->config_from_file = from_file;
                 mthp_policy_set_free(d->policies);
                 d->policies = policies;
                 mthp_observer_configure(d->observer, &d->cfg); /* walk again with the new files */
                 daemon_collapse_config(d); /* CollapseBudget=, CollapseCPU=, Interval= */
-                (void) switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err));
+                mode_err[0] = 0;
+                if (switch_mode(d, mode, "Mode= changed on reload", mode_err, sizeof(mode_err)) < 0 && mode_err[0])
+                        (void) note_line(err, errsz, line, sizeof(line), "Mode=%s: %s", daemon_mode_name(mode),
+                                         mode_err);   /* switch_mode() logged it */
                 sd_event_source_set_time(d->timer, mthp_now_usec(CLOCK_MONOTONIC) + d->cfg.interval_usec);
                 d->plan.early = false;   /* the next tick is a regular one */
                 d->tick_burst = false;
                 (void) mthp_fault_alarm_disarm(d->alarm);   /* that tick sets it again, from the new config */
                 if (interval_changed)
                         bus_emit_property_changed(d->bus, "IntervalUSec");
-                mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file, d->policies->n,
-                         d->cfg.policy_dir);
+                if (from_file)
+                        mthp_log(LOG_INFO, "reloaded %s and %u policy file(s) from %s", d->config_file,
+                                 d->policies->n, d->cfg.policy_dir);
+                else
+                        mthp_log(LOG_INFO, "reloaded: %s does not exist (built-in defaults, as at the start); %u "
+                                 "policy file(s) from %s", d->config_file, d->policies->n, d->cfg.policy_dir);
         }
+        reload_outcome(d, r, err);
         sd_notify(0, "READY=1");
         notify_status(d);
         return r;
@@ -485,8 +574,11 @@ int daemon_set_mode(struct daemon *d, enum mthp_mode mode, uid_t uid, char *err,
         char why[64];
         snprintf(why, sizeof(why), "mode %s set by uid %u", daemon_mode_name(mode), (unsigned) uid);
         int r = switch_mode(d, mode, why, err, errsz);
-        if (d->cfg.mode == mode)
+        if (d->cfg.mode == mode) {
                 d->mode_override = mode; /* a reload keeps it */
+                snprintf(d->mode_override_by, sizeof(d->mode_override_by), "'mthpctl mode %s' (uid %u)",
+                         daemon_mode_name(mode), (unsigned) uid);
+        }
         return r;
 }
 
@@ -502,6 +594,7 @@ int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz) {
         int r = d->cfg.mode == MTHP_MODE_DRY_RUN ? restore_all(d, why, err, errsz)
                                                  : switch_mode(d, MTHP_MODE_DRY_RUN, why, err, errsz);
         d->mode_override = MTHP_MODE_DRY_RUN;
+        snprintf(d->mode_override_by, sizeof(d->mode_override_by), "'mthpctl restore' (uid %u)", (unsigned) uid);
         return r;
 }
 
@@ -516,7 +609,7 @@ int daemon_resume(struct daemon *d, const char *id, uid_t uid, char *err, size_t
         }
         if (r < 0) {
                 snprintf(err, errsz, "%s: cannot save the restore journal %s: %s", id, mthp_actuator_journal_file(d->act),
-                         mthp_errno_words(r));
+                         strerror(-r));
                 return r;
         }
         char current[MTHP_VALUE_MAX] = "?";
@@ -544,12 +637,18 @@ static int open_host(struct daemon *d) {
         char buf[4096];
 
         char err[4096];
-        if (load_config(d, &d->cfg, &d->policies, err, sizeof(err)) < 0) {
+        if (load_config(d, false, &d->cfg, &d->policies, &d->config_from_file, err, sizeof(err)) < 0) {
                 log_lines(LOG_ERR, err); /* one line per error, each naming file and line */
                 /* STATUS=: the first error, not EINVAL's "the kernel rejected the value" */
                 snprintf(d->start_failure, sizeof(d->start_failure), "invalid configuration: %.*s",
                          (int) strcspn(err, "\n"), err);
+                d->exit_code = MTHPD_EXIT_CONFIG;
                 return -EINVAL;
+        }
+        if (d->mode_override >= 0) {
+                d->cfg.mode = (enum mthp_mode) d->mode_override;
+                snprintf(d->mode_override_by, sizeof(d->mode_override_by), "the command line (--mode %s)",
+                         daemon_mode_name(d->cfg.mode));
         }
         r = mthp_host_open(d->root, &d->host);
         if (r < 0) {
@@ -580,16 +679,21 @@ static int open_state_dir(struct daemon *d) {
         if (dfd < 0) {
                 r = dfd;
                 if (!dry || r == -EPERM) {
-                        /* without a journal we could not undo our writes: refuse */
-                        mthp_log(LOG_ERR, "state directory: %s; refusing to %s", why,
-                                 dry ? "use it" : "change knobs without a restore journal");
+                        /* without a journal we could not undo our writes: refuse;
+                         * STATUS= names the directory too, never errno's
+                         * words for /sys (a read-only one here is the state's) */
+                        snprintf(d->start_failure, sizeof(d->start_failure), "state directory: %.400s; refusing "
+                                 "to %s", why, dry ? "use it" : "change knobs without a restore journal");
+                        mthp_log(LOG_ERR, "%s", d->start_failure);
                         return r;
                 }
         } else {
                 r = take_lock(d, dfd);
                 close(dfd);
                 if (r == -EWOULDBLOCK) {
-                        mthp_log(LOG_ERR, "another mthpd holds %s/lock", d->cfg.state_dir);
+                        snprintf(d->start_failure, sizeof(d->start_failure), "another mthpd holds %.400s/lock",
+                                 d->cfg.state_dir);
+                        mthp_log(LOG_ERR, "%s", d->start_failure);
                         return r;
                 }
                 /* a read-only /run: the lock may exist, the journal cannot */
@@ -600,8 +704,10 @@ static int open_state_dir(struct daemon *d) {
                                 close(d->lock_fd);
                         d->lock_fd = -1;
                         if (!dry) {
-                                mthp_log(LOG_ERR, "state directory %s is not writable (%s); refusing to change "
-                                         "knobs without a restore journal", d->cfg.state_dir, strerror(-r));
+                                snprintf(d->start_failure, sizeof(d->start_failure), "state directory %.400s is "
+                                         "not writable (%s); refusing to change knobs without a restore journal",
+                                         d->cfg.state_dir, strerror(-r));
+                                mthp_log(LOG_ERR, "%s", d->start_failure);
                                 return r;
                         }
                         mthp_log(LOG_WARNING, "state directory %s is not writable (%s); observing without a "
@@ -616,7 +722,10 @@ static int open_actuator(struct daemon *d) {
         bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
         int r = mthp_actuator_new(d->host, &d->caps, d->cfg.state_dir, dry, &d->act);
         if (r < 0) {
-                mthp_log(LOG_ERR, "cannot prepare %s: %s", d->cfg.state_dir, mthp_errno_words(r));
+                /* strerror: an error of the state directory, not of /sys */
+                snprintf(d->start_failure, sizeof(d->start_failure), "cannot prepare the state directory %.400s: "
+                         "%s", d->cfg.state_dir, strerror(-r));
+                mthp_log(LOG_ERR, "%s", d->start_failure);
                 return r;
         }
         mthp_actuator_set_hooks(d->act, on_knob_changed, on_knob_foreign, d);

@@ -45,7 +45,8 @@ static void usage(FILE *f) {
                 "configuration (all of it or none of it).\n"
                 "Exit status: 0 stopped cleanly, 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
                 "written (read-only /sys, EACCES) and observe mode was not asked for, 6 the\n"
-                "restore journal of an earlier run cannot be restored (needs the administrator).\n"
+                "restore journal of an earlier run cannot be restored (needs the administrator),\n"
+                "78 the configuration or a policy file is invalid.\n"
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
@@ -203,7 +204,7 @@ int main(int argc, char **argv) {
                 return d->exit_code ? d->exit_code : 1;
         }
         if (d->record_file && (r = mthp_record_open_write(d->record_file, &d->caps, &d->recorder)) < 0) {
-                mthp_log(LOG_ERR, "cannot record to %s: %s", d->record_file, mthp_errno_words(r));
+                mthp_log(LOG_ERR, "cannot record to %s: %s", d->record_file, strerror(-r));
                 return 1;
         }
         mthp_log(LOG_INFO, "%s every %.1fs (%s; state in %s)",

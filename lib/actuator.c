@@ -27,6 +27,7 @@ struct mthp_actuator {
         void *user;
         unsigned n_history, history_head;
         struct mthp_change history[MTHP_HISTORY_MAX];
+        bool history_dry_run[MTHP_HISTORY_MAX];   /* observing: a change it would have made */
         /* mthp_actuator_batch(): writes back to the original value leave the
          * journal file to one save at the end */
         bool batch, batch_dirty;
@@ -98,8 +99,10 @@ unsigned mthp_actuator_n_history(const struct mthp_actuator *a) {
         return a->n_history;
 }
 
-const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i) {
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *dry_run) {
         unsigned oldest = (a->history_head + MTHP_HISTORY_MAX - a->n_history) % MTHP_HISTORY_MAX;
+        if (dry_run)
+                *dry_run = a->history_dry_run[(oldest + i) % MTHP_HISTORY_MAX];
         return &a->history[(oldest + i) % MTHP_HISTORY_MAX];
 }
 
@@ -112,6 +115,7 @@ static void record(struct mthp_actuator *a, const struct mthp_knob *k, const cha
         snprintf(c->old, sizeof(c->old), "%s", old);
         snprintf(c->new, sizeof(c->new), "%s", new);
         snprintf(c->reason, sizeof(c->reason), "%s", reason);
+        a->history_dry_run[a->history_head] = a->dry_run;
         a->history_head = (a->history_head + 1) % MTHP_HISTORY_MAX;
         if (a->n_history < MTHP_HISTORY_MAX)
                 a->n_history++;
@@ -446,6 +450,16 @@ static int restore_entry(const struct mthp_host *h, const char *file, struct mth
                 k.type = MTHP_KNOB_NUMBER; /* khugepaged/max_ptes_none, shrink_underused */
                 r = 0;
         }
+        if (r == -ENOENT && last_try) {
+                /* the knob may come back (a size's directory, a remount):
+                 * the entry stays, and the administrator gets the next step */
+                mthp_log_knob(LOG_ERR, e->id, "restore %s: %s does not exist on this kernel (ENOENT); the journal "
+                              "%s keeps its original '%s': once the knob is back, 'mthpctl restore' puts it back; "
+                              "if this kernel will not have it, there is nothing to put back: delete the "
+                              "[knob %s] section from the journal (the file, if it names no other knob)", e->id,
+                              e->path, file, e->original, e->id);
+                return -1;
+        }
         if (r < 0) {
                 if (last_try) {
                         mthp_log_knob(LOG_ERR, e->id, "restore %s: cannot read %s: %s", e->id,
@@ -493,7 +507,14 @@ static int restore_entry(const struct mthp_host *h, const char *file, struct mth
                 }
                 return 0;
         }
-        mthp_log(LOG_INFO, "restored %s: %s -> %s", e->id, cur, e->original);
+        /* a knob write like any other: the change's MESSAGE_ID and MTHP_*
+         * fields, which mthpctl history reads from the journal */
+        struct mthp_change c = { .realtime_usec = mthp_now_usec(CLOCK_REALTIME) };
+        mthp_strcpy(c.id, sizeof(c.id), e->id);
+        mthp_strcpy(c.old, sizeof(c.old), cur);
+        mthp_strcpy(c.new, sizeof(c.new), e->original);
+        snprintf(c.reason, sizeof(c.reason), "from the restore journal %s", file);
+        mthp_log_restored(&c);
         e->path[0] = 0;
         return 1;
 }
@@ -523,6 +544,17 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
                 mthp_log(LOG_ERR, "restore journal %s was written for host root %s, not %s: not applying it "
                          "(the journal is kept)", file, j.root[0] ? j.root : "/", h->root);
                 return -EXDEV;
+        }
+        /* only knobs mthpd manages: a journal that names another file of
+         * the THP tree (khugepaged/pages_to_scan, use_zero_page...) is not
+         * mthpd's to write; such an entry is said and dropped */
+        for (unsigned i = 0; i < j.n; i++) {
+                char why[2 * MTHP_PATH_MAX];
+                if (mthp_journal_entry_check(&j.e[i], why, sizeof(why)) == 0)
+                        continue;
+                mthp_log(LOG_WARNING, "restore journal %s: entry [knob %s]: %s: skipped, nothing written to it "
+                         "(the entry, original '%s', leaves the journal)", file, j.e[i].id, why, j.e[i].original);
+                j.e[i].path[0] = 0;
         }
         /* Per-size knobs, then global ones, then per-size again: a per-size
          * shmem 'inherit' is refused while global shmem is 'force', and

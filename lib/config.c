@@ -299,6 +299,7 @@ static int key_mode(const struct key *k, struct mthp_config *c, const char *valu
                 c->mode = MTHP_MODE_DRY_RUN;
         else
                 return -EINVAL;
+        c->mode_set = true;
         return 0;
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "mthp/journal.h"
 #include "mthp/log.h"
 #include "mthp/safe-io.h"
+#include "mthp/types.h"
 
 #define KNOB_PREFIX "knob "
 
@@ -230,6 +232,61 @@ int mthp_journal_save(const char *file, const struct mthp_journal *j) {
         free(text);
         close(dfd);
         return r;
+}
+
+/* "hugepages-<kB>kB/" in the kernel's own spelling: decimal without a
+ * leading zero, a power of two of at least 4 that fits 32 bits. Returns the
+ * length of the prefix, 0 if it is not one. */
+static size_t size_dir(const char *s, unsigned *kb) {
+        if (strncmp(s, "hugepages-", 10) != 0 || s[10] < '1' || s[10] > '9')
+                return 0;
+        uint64_t v = 0;
+        size_t i = 10;
+        for (; s[i] >= '0' && s[i] <= '9'; i++) {
+                v = v * 10 + (uint64_t) (s[i] - '0');
+                if (v > UINT32_MAX)
+                        return 0;
+        }
+        if (strncmp(s + i, "kB/", 3) != 0 || v < 4 || (v & (v - 1)))
+                return 0;
+        *kb = (unsigned) v;
+        return i + 3;
+}
+
+int mthp_journal_entry_check(const struct mthp_journal_entry *e, char *why, size_t whysz) {
+        static const struct {
+                const char *file, *id;
+        } globals[] = {
+                { "enabled", "global/enabled" },
+                { "defrag", "global/defrag" },
+                { "shmem_enabled", "global/shmem_enabled" },
+                { "khugepaged/max_ptes_none", "khugepaged/max_ptes_none" },
+                { "shrink_underused", "global/shrink_underused" },
+        };
+        const char *prefix = MTHP_THP_DIR "/";
+        char id[sizeof(e->id)] = "";
+        if (strncmp(e->path, prefix, strlen(prefix)) == 0) {
+                const char *rest = e->path + strlen(prefix);
+                unsigned kb;
+                size_t n = size_dir(rest, &kb);
+                if (n && (strcmp(rest + n, "enabled") == 0 || strcmp(rest + n, "shmem_enabled") == 0)) {
+                        char sz[16];
+                        mthp_format_size(kb, sz, sizeof(sz));
+                        snprintf(id, sizeof(id), "%s/%s", sz, rest[n] == 'e' ? "anon" : "shmem");
+                }
+                for (size_t i = 0; !n && i < sizeof(globals) / sizeof(globals[0]); i++)
+                        if (strcmp(rest, globals[i].file) == 0)
+                                snprintf(id, sizeof(id), "%s", globals[i].id);
+        }
+        if (!id[0]) {
+                snprintf(why, whysz, "%s is not a knob mthpd manages", e->path);
+                return -EPERM;
+        }
+        if (strcmp(id, e->id) != 0) {
+                snprintf(why, whysz, "%s is the knob %s, not %s", e->path, id, e->id);
+                return -EPERM;
+        }
+        return 0;
 }
 
 struct mthp_journal_entry *mthp_journal_find(struct mthp_journal *j, const char *path) {

@@ -70,8 +70,12 @@ void mthp_log_at(const char *code_file, const char *code_line, const char *func,
         errno = e;
 }
 
-void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
-                        bool dry_run) {
+/* A knob change's entry: MESSAGE_ID=MTHP_MESSAGE_CHANGE and the MTHP_*
+ * fields mthpctl history reads, whoever wrote the knob. A restore from the
+ * journal reads "restored ID: OLD -> NEW (REASON)" (an info line on stderr),
+ * the rest "set ..." or "would set ...". */
+static void log_change(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
+                       bool dry_run, bool restored) {
         struct mthp_change clean = *c;
         mthp_escape(clean.id, sizeof(clean.id), c->id);
         mthp_escape(clean.old, sizeof(clean.old), c->old);
@@ -79,20 +83,34 @@ void mthp_log_change_at(const char *code_file, const char *code_line, const char
         mthp_escape(clean.reason, sizeof(clean.reason), c->reason);
         c = &clean;
         const char *slash = strchr(c->id, '/');
-        char size[16] = "";
+        char size[16] = "", msg[4096];
         if (slash && (size_t) (slash - c->id) < sizeof(size))
                 memcpy(size, c->id, (size_t) (slash - c->id));
+        if (restored)
+                snprintf(msg, sizeof(msg), "restored %s: %s -> %s (%s)", c->id, c->old, c->new, c->reason);
+        else
+                snprintf(msg, sizeof(msg), "%s %s: %s -> %s: %s", dry_run ? "would set" : "set", c->id, c->old,
+                         c->new, c->reason);
         if (use_journal) {
                 sd_journal_send_with_location(
-                        code_file, code_line, func, "MESSAGE=%s %s: %s -> %s: %s", dry_run ? "would set" : "set",
-                        c->id, c->old, c->new, c->reason, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE, "PRIORITY=%d", LOG_NOTICE,
-                        "SYSLOG_IDENTIFIER=%s", log_ident, "MTHP_KNOB=%s", c->id, "MTHP_SIZE=%s", size,
-                        "MTHP_KIND=%s", slash ? slash + 1 : "", "MTHP_OLD=%s", c->old, "MTHP_NEW=%s", c->new,
-                        "MTHP_REASON=%s", c->reason, "MTHP_DRY_RUN=%d", dry_run, NULL);
+                        code_file, code_line, func, "MESSAGE=%s", msg, "MESSAGE_ID=" MTHP_MESSAGE_CHANGE,
+                        "PRIORITY=%d", restored ? LOG_INFO : LOG_NOTICE, "SYSLOG_IDENTIFIER=%s", log_ident,
+                        "MTHP_KNOB=%s", c->id, "MTHP_SIZE=%s", size, "MTHP_KIND=%s", slash ? slash + 1 : "",
+                        "MTHP_OLD=%s", c->old, "MTHP_NEW=%s", c->new, "MTHP_REASON=%s", c->reason,
+                        "MTHP_DRY_RUN=%d", dry_run, NULL);
                 return;
         }
-        fprintf(stderr, "%s: %s %s: %s -> %s: %s\n", log_ident, dry_run ? "would set" : "set", c->id, c->old, c->new,
-                c->reason);
+        fprintf(stderr, "%s: %s%s\n", log_ident, restored ? "info: " : "", msg);
+}
+
+void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
+                        bool dry_run) {
+        log_change(code_file, code_line, func, c, dry_run, false);
+}
+
+void mthp_log_restored_at(const char *code_file, const char *code_line, const char *func,
+                          const struct mthp_change *c) {
+        log_change(code_file, code_line, func, c, false, true);
 }
 
 void mthp_log_foreign_at(const char *code_file, const char *code_line, const char *func, const struct mthp_knob *k,
@@ -113,13 +131,44 @@ void mthp_log_foreign_at(const char *code_file, const char *code_line, const cha
         fputc('\n', stderr);
 }
 
+/* Whether this process holds capability cap in its effective set
+ * (/proc/self/status CapEff). */
+static bool cap_effective(unsigned cap) {
+        FILE *f = fopen("/proc/self/status", "re");
+        unsigned long long eff = 0;
+        bool found = false;
+        char line[256];
+        while (f && !found && fgets(line, sizeof(line), f))
+                found = sscanf(line, "CapEff: %llx", &eff) == 1;
+        if (f)
+                fclose(f);
+        return found && cap < 64 && (eff >> cap) & 1;
+}
+
 const char *mthp_errno_words(int err) {
         if (err < 0)
                 err = -err;
+        /* "run as root" only to whoever is not; root is told what else
+         * refuses it, naming no capability mthpd.service does not grant
+         * (its CapabilityBoundingSet= has no CAP_DAC_OVERRIDE or
+         * CAP_SYS_ADMIN; THP knobs need neither: they are root's, mode 0644) */
+        bool root = geteuid() == 0;
         switch (err) {
         case EINVAL: return "the kernel rejected the value (EINVAL)";
-        case EACCES: return "permission denied (EACCES): run as root";
-        case EPERM: return "operation not permitted (EPERM): run as root with CAP_SYS_ADMIN";
+        case EACCES:
+                if (!root)
+                        return "permission denied (EACCES): run as root";
+                return cap_effective(1 /* CAP_DAC_OVERRIDE */)
+                               ? "permission denied (EACCES), also to root: a security module (SELinux, AppArmor) "
+                                 "or the file's own rules refuse it"
+                               : "permission denied (EACCES), also to root: the file's mode bits or a security "
+                                 "module refuse it (root here lacks CAP_DAC_OVERRIDE, as under mthpd.service)";
+        case EPERM:
+                if (!root)
+                        return "operation not permitted (EPERM): run as root";
+                return "operation not permitted (EPERM), also to root: a capability this process lacks "
+                       "(mthpd.service's CapabilityBoundingSet= would have to grant it), a system call filter or "
+                       "a security module refuses it";
         case EROFS: return "read-only file system (EROFS): /sys is mounted read-only here";
         case ENOENT: return "no such file (ENOENT): this kernel does not have it";
         case EBUSY: return "busy (EBUSY)";

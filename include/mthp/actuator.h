@@ -30,9 +30,10 @@ void mthp_actuator_forget_simulated(struct mthp_actuator *a);
 const char *mthp_actuator_journal_file(const struct mthp_actuator *a);
 const struct mthp_journal *mthp_actuator_journal(const struct mthp_actuator *a);
 /* The history ring: the last changes, at most MTHP_HISTORY_MAX;
- * mthp_actuator_history(a, 0) is the oldest kept, n - 1 the newest. */
+ * mthp_actuator_history(a, 0, ...) is the oldest kept, n - 1 the newest.
+ * *dry_run (may be NULL): made while observing, so not written. */
 unsigned mthp_actuator_n_history(const struct mthp_actuator *a);
-const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i);
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *dry_run);
 
 /* The one function that writes a knob. value "" means "give it back its
  * original value". Journals the original before the first write, validates

@@ -66,9 +66,16 @@ struct mthp_engine_config {
         const struct mthp_policy_set *policies;
 };
 
+/* In the state directory: the outcome of mthpd's last reload, for
+ * 'mthpctl reload' when mthpd is off the bus (it sends SIGHUP, then reads
+ * this). "usec=REALTIME\nresult=ok|failed\n", then what the reload did
+ * not apply (ok) or its errors (failed), a line each. */
+#define MTHP_RELOAD_FILE "reload"
+
 struct mthp_config {
         uint64_t interval_usec;
         enum mthp_mode mode;
+        bool mode_set;                /* the file says Mode=: a reload may only then turn observe into manage */
         char state_dir[MTHP_PATH_MAX];
         bool bus;                     /* serve org.mthpd.mthpd1 on the system bus */
         char policy_dir[MTHP_PATH_MAX];

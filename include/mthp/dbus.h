@@ -39,13 +39,15 @@
 #define MTHP_DBUS_DECISION_SIG "(sss)"
 #define MTHP_DBUS_HISTORY "History"
 #define MTHP_DBUS_HISTORY_ARGS "u"                    /* max, 0 = all */
-/* realtime_usec, id, old, new, reason */
-#define MTHP_DBUS_CHANGE_SIG "(tssss)"
+/* realtime_usec, id, old, new, reason, observed (mthpd observed and would
+ * have made this change: nothing was written) */
+#define MTHP_DBUS_CHANGE_SIG "(tssssb)"
 #define MTHP_DBUS_LIST_CGROUPS "ListCgroups"
 /* path, policy, anon, shmem, priority, fault rate, anon_kb, shmem_kb, usage_kb,
  * limit_kb, psi some avg10, dense anon kb, dense shmem kb, collapse */
 #define MTHP_DBUS_CGROUP_SIG "(ssssudttttdiib)"
 #define MTHP_DBUS_RELOAD "Reload"
+#define MTHP_DBUS_RELOAD_RESULT "s"                   /* what was not applied and why, a line each; "" */
 #define MTHP_DBUS_PIN "Pin"
 #define MTHP_DBUS_PIN_ARGS "sst"                      /* id, value, until (CLOCK_REALTIME usec, 0 = until unpinned) */
 #define MTHP_DBUS_UNPIN "Unpin"
@@ -58,4 +60,4 @@
 
 /* signals */
 #define MTHP_DBUS_KNOB_CHANGED "KnobChanged"
-#define MTHP_DBUS_KNOB_CHANGED_SIG "tssss"            /* as MTHP_DBUS_CHANGE_SIG, unboxed */
+#define MTHP_DBUS_KNOB_CHANGED_SIG "tssss"            /* as MTHP_DBUS_CHANGE_SIG, unboxed, without observed: only writes */

@@ -37,5 +37,11 @@ struct mthp_journal {
 /* Missing file: -ENOENT. Malformed: -EBADMSG, with "FILE:LINE: ..." in err. */
 int mthp_journal_load(const char *file, struct mthp_journal *j, char *err, size_t errsz);
 int mthp_journal_save(const char *file, const struct mthp_journal *j);
+/* Whether the entry names a knob mthpd manages (a per-size enabled or
+ * shmem_enabled, global enabled, defrag or shmem_enabled, max_ptes_none,
+ * shrink_underused), by the kernel's spelling of its path, and its id is
+ * that knob's. 0, or -EPERM with why ("PATH is not a knob mthpd manages").
+ * A restore writes as root what the journal says: only to these. */
+int mthp_journal_entry_check(const struct mthp_journal_entry *e, char *why, size_t whysz);
 struct mthp_journal_entry *mthp_journal_find(struct mthp_journal *j, const char *path);
 void mthp_journal_remove(struct mthp_journal *j, const char *path);

@@ -31,6 +31,11 @@ void mthp_log_at(const char *code_file, const char *code_line, const char *func,
 #define mthp_log_foreign(k, ours, theirs) mthp_log_foreign_at(MTHP_LOG_WHERE, k, ours, theirs)
 void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
                         bool dry_run);
+/* A knob put back from the restore journal: the same fields as a change
+ * (MESSAGE_ID=MTHP_MESSAGE_CHANGE, MTHP_KNOB=...), "restored ID: ..." */
+#define mthp_log_restored(c) mthp_log_restored_at(MTHP_LOG_WHERE, c)
+void mthp_log_restored_at(const char *code_file, const char *code_line, const char *func,
+                          const struct mthp_change *c);
 void mthp_log_foreign_at(const char *code_file, const char *code_line, const char *func, const struct mthp_knob *k,
                          const char *ours, const char *theirs);
 /* strerror that names what went wrong in a way an admin can act on */

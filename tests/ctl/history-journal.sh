@@ -77,3 +77,16 @@ ctl history -n 2 --json | json_check 'assert [c["id"] for c in d["changes"]] == 
 expect_rc 0 ctl history --since now
 grep -q "the journal holds no knob changes by mthpd since " <<<"$OUT" || fail "--since now: $OUT"
 ok "history --since and -n on the journal"
+
+# 4. journal files a user may not read: permission denied and what to do, not "no journal files"
+if [ "$(id -u)" = 0 ]; then
+        nobody_copy NOBODY_CTL "$MTHPCTL"
+        chmod 0640 "$JDIR"/*.journal
+        expect_rc 0 as_nobody "$NOBODY_CTL" --root "$ROOT" --state-dir "$STATE" history
+        grep -q "history: permission denied: uid $NOBODY cannot read 2 of the journal's files" <<<"$ERR" &&
+                grep -q "run as root, or as a member of the systemd-journal or adm group" <<<"$ERR" ||
+                fail "a user's history of unreadable journal files: $ERR"
+        grep -q "no journal files" <<<"$ERR" && fail "unreadable journal files called missing: $ERR"
+        grep -q "the journal this user may read holds no knob changes" <<<"$OUT" || fail "a user's history: $OUT"
+        ok "history as a user who cannot read the journal files: permission denied, and what to do"
+fi

@@ -184,7 +184,7 @@ ok "resume"
 cp "$FAST" "$T/fast.good"
 printf '[Engine]\nBogus=1\n' >> "$FAST"
 expect_rc 1 ctl reload
-grep -q "configuration is invalid" <<<"$ERR" && grep -q "fast.conf:[0-9]*: unknown key 'Bogus'" <<<"$ERR" ||
+grep -q "rejected the configuration and keeps running" <<<"$ERR" && grep -q "fast.conf:[0-9]*: unknown key 'Bogus'" <<<"$ERR" ||
         fail "reload error: $ERR"
 cp "$T/fast.good" "$FAST"
 expect_rc 0 ctl reload
@@ -197,6 +197,19 @@ expect_rc 0 ctl mode
 [ "$OUT" = observe ] || fail "mode after observe: $OUT"
 ctl --sample 0 status | grep -q "^mthpd: running (observe" || fail "status in observe mode"
 ctl metrics | grep -qx 'mthpd_mode{mode="observe"} 1' || fail "metrics in observe mode"
+# what observing would set is in the history over the bus, marked as not written
+observed() { ctl history --json | json_check '
+c = [x for x in d["changes"] if x["dry_run"]]
+assert d["source"] == "bus" and c and all(x["new"] != "never" for x in c), d'; }
+bump_faults 10
+wait_for 3 observed || fail "no observed change marked in history --json: $(ctl history --json)"
+knob_is hugepages-16kB/enabled never || fail "observe wrote 16K"
+ctl history --json | json_check '
+w = [x for x in d["changes"] if x["reason"].startswith("original value restored")]
+assert w and not any(x["dry_run"] for x in w), d' || fail "the restore by mode observe is marked as observed"
+expect_rc 0 ctl history
+grep -Eq "^[0-9-]+ [0-9:]+ +[0-9]+[KM]/anon +never +[a-z]+ +\(dry run, not written\) " <<<"$OUT" ||
+        fail "history does not mark the observed changes: $OUT"
 expect_rc 0 ctl mode manage
 bump_faults 10
 wait_for 3 knob_is hugepages-16kB/enabled always || fail "manage did not resume"

@@ -92,6 +92,19 @@ for args in "pin 64K/anon always" "unpin 64K/anon" "resume 64K/anon" "reload" "m
 done
 expect_rc 0 ctl restore
 grep -q "nothing to restore" <<<"$OUT" || fail "restore without journal: $OUT"
+if [ "$(id -u)" = 0 ]; then
+        # a user's restore: the journal is root's (0600): permission denied, exit 4 as documented
+        nobody_copy NOBODY_CTL "$MTHPCTL"
+        mkdir -p "$STATE" && chmod 755 "$STATE"
+        printf '[journal]\nroot=%s\n\n[knob 64K/anon]\npath=%s\noriginal=never\nwritten=always\nprevious=never\nstate=managed\n' \
+                "$ROOT" /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled > "$STATE/restore.journal"
+        chmod 600 "$STATE/restore.journal"
+        expect_rc 4 as_nobody "$NOBODY_CTL" --root "$ROOT" --state-dir "$STATE" restore
+        grep -q "restore: permission denied: only root may restore knobs (run as root)" <<<"$ERR" ||
+                fail "a user's restore: $ERR"
+        [ -e "$STATE/restore.journal" ] || fail "a user's restore removed the journal"
+        rm "$STATE/restore.journal"
+fi
 ok "commands that need mthpd exit 3 and say it is not running"
 
 # 5. history without mthpd falls back to the journal of the host root (none

@@ -59,7 +59,7 @@ static int explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 static int history(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         (void) userdata, (void) error;
         return sd_bus_reply_method_return(m, "a" MTHP_DBUS_CHANGE_SIG, 1, (uint64_t) 1700000000000000ULL,
-                                          "64K/anon", "never", "always", text);
+                                          "64K/anon", "never", "always", text, 0);
 }
 
 static const sd_bus_vtable vtable[] = {

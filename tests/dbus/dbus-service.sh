@@ -52,11 +52,11 @@ busctl introspect --no-legend "${OBJ[@]}" > "$T/introspect" || fail "introspect 
 awk '{ print $1, $2, $3, ($2 == "property" ? "" : $4) }' "$T/introspect" | sort > "$T/members"
 sort > "$T/expected" <<'EOF'
 .Explain method s a(sss)
-.History method u a(tssss)
+.History method u a(tssssb)
 .ListKnobs method - a(sussssb)
 .ListCgroups method - a(ssssudttttdiib)
 .Pin method sst -
-.Reload method - -
+.Reload method - s
 .Restore method - -
 .Resume method s -
 .SetMode method s -

@@ -92,7 +92,7 @@ ok "kill -9 then restart restores first"
 # 7. a bad configuration is refused with FILE:LINE
 printf '[Daemon]\nInterval=soon\n' > "$T/bad.conf"
 RC=0; "$MTHPD" --root "$ROOT" --state-dir "$STATE" -c "$T/bad.conf" --once 2>"$LOG" || RC=$?
-[ "$RC" = 1 ] || fail "bad config exit code $RC"
+[ "$RC" = 78 ] || fail "bad config exit code $RC, expected 78 (MTHPD_EXIT_CONFIG)"
 grep -q "bad.conf:2: key 'Interval' in \[Daemon\]: expected a duration" "$LOG" || fail "bad config message"
 ok "bad config refused with file:line"
 

@@ -27,48 +27,23 @@ mkdir -p "$STATE"
 printf '[journal]\nroot=%s\n\n[knob 16K/anon]\npath=%s\noriginal=never\nwritten=always\nprevious=never\nstate=managed\n' \
         "$ROOT" /sys/kernel/mm/transparent_hugepage/hugepages-16kB/enabled > "$STATE/restore.journal"
 printf '[Daemon]\nInterval=100ms\nBus=no\n' > "$T/mthpd.conf"
+# a configuration with a typo: its error entries name open_host(), not a helper
+printf '[Daemon]\nInterval=100ms\nBus=no\nIntervall=1s\n' > "$T/bad.conf"
 : > "$T/stderr"
-
-cat > "$T/listen.py" <<'PY'
-# journald's native protocol: KEY=VALUE\n, or KEY\n<le64 length><value>\n
-import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind("/run/systemd/journal/socket")
-s.settimeout(3)
-out = open(sys.argv[1], "w")
-open(sys.argv[2], "w").close()  # ready
-while True:
-    try:
-        d = s.recv(1 << 20)
-    except socket.timeout:
-        break
-    e, i = {}, 0
-    while i < len(d):
-        nl = d.index(b"\n", i)
-        line = d[i:nl]
-        if b"=" in line:
-            k, v = line.split(b"=", 1)
-            i = nl + 1
-        else:
-            k = line
-            n = struct.unpack("<Q", d[nl + 1:nl + 9])[0]
-            v = d[nl + 9:nl + 9 + n]
-            i = nl + 9 + n + 1
-        e[k.decode()] = v.decode(errors="replace")
-    out.write(json.dumps(e) + "\n")
-    out.flush()
-PY
 
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare --mount --propagation private sh -c '
         mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/journal || exit 90
-        python3 "$1/listen.py" "$1/entries.json" "$1/ready" & L=$!
+        python3 "$6" "$1/entries.json" "$1/ready" & L=$!
         i=0; while [ ! -e "$1/ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
         [ -e "$1/ready" ] || exit 91
         JOURNAL_STREAM=$(stat -c "%d:%i" "$1/stderr") LD_PRELOAD="$2" \
                 "$3" --root "$4" --state-dir "$5" -c "$1/mthpd.conf" 2>>"$1/stderr"
         echo $? > "$1/rc"
-        wait $L' sh "$T" "$FAKESYSFS" "$MTHPD" "$ROOT" "$STATE"
+        JOURNAL_STREAM=$(stat -c "%d:%i" "$1/stderr") LD_PRELOAD="$2" \
+                "$3" --root "$4" --state-dir "$5" -c "$1/bad.conf" 2>>"$1/stderr"
+        echo $? > "$1/rc.bad"
+        wait $L' sh "$T" "$FAKESYSFS" "$MTHPD" "$ROOT" "$STATE" "$(cd "$(dirname "$0")" && pwd)/journal-listen.py"
 [ -s "$T/rc" ] || fail "the namespace with the fake journal socket could not be set up"
 RC=$(cat "$T/rc")
 [ -s "$T/entries.json" ] || { cat "$T/stderr" >&2; fail "no journal entries reached the socket (stderr above)"; }
@@ -98,7 +73,18 @@ if any(e.get("MESSAGE_ID") == "3e5b7a91c2d44f6e8a0b1c9d7f2e4a68" for e in probe)
     sys.exit("probe lines carry the failure MESSAGE_ID")
 print(f"ok - the failed restore: MESSAGE_ID={fail[0]['MESSAGE_ID']} MTHP_KNOB={fail[0]['MTHP_KNOB']}: "
       f"{fail[0]['MESSAGE'][:70]}")
+rel = [e for e in es if e.get("CODE_FILE", "").startswith("../")]
+if rel:
+    sys.exit(f"CODE_FILE relative to the build directory: {rel[0]['CODE_FILE']}")
+conf = [e for e in es if "bad.conf:4:" in e.get("MESSAGE", "")]
+if not conf:
+    sys.exit("no entry for the configuration error bad.conf:4")
+if any(e.get("CODE_FUNC") != "open_host" or e.get("CODE_FILE") != "daemon/manager.c" for e in conf):
+    sys.exit(f"the configuration error does not name open_host() in daemon/manager.c: {conf}")
+print(f"ok - the configuration error names {conf[0]['CODE_FILE']}:{conf[0]['CODE_LINE']} {conf[0]['CODE_FUNC']}")
 PY
 [ "$RC" = 6 ] || fail "mthpd over an unrestorable journal: exit $RC, expected 6"
 ok "...and exited 6"
+[ "$(cat "$T/rc.bad")" = 78 ] || fail "mthpd with a typo in its configuration: exit $(cat "$T/rc.bad"), expected 78"
+ok "...and with a typo in the configuration exited 78"
 echo "all journal field checks passed"

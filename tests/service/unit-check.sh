@@ -30,16 +30,24 @@ RELOAD=$(sed -n 's/^ExecReload=//p' "$UNIT")
 [ -x "$D$BINDIR/mthpctl" ] || fail "ExecReload's $BINDIR/mthpctl is not installed"
 ok "ExecReload=$RELOAD, installed"
 
-# exit 4 (knobs not writable) and 6 (unrestorable journal) are not restarted,
-# and a start limit that can trip at RestartSec= spacing ends a failing loop
-grep -qx 'RestartPreventExitStatus=4 6' "$UNIT" || fail "no RestartPreventExitStatus=4 6"
+# every exit status of daemon/daemon.h (MTHPD_EXIT_*: knobs not writable,
+# an unrestorable journal, an invalid configuration) is one a restart cannot
+# mend, so none is restarted; and a start limit that can trip at RestartSec=
+# spacing ends a failing loop
+CODES=$(sed -n 's/^#define MTHPD_EXIT_[A-Z_]* \([0-9]*\)$/\1/p' "$MESON_SOURCE_ROOT/daemon/daemon.h" | sort -n | tr '\n' ' ')
+[ -n "$CODES" ] || fail "no MTHPD_EXIT_* codes found in daemon/daemon.h"
+PREVENT=" $(sed -n 's/^RestartPreventExitStatus=//p' "$UNIT") "
+for c in $CODES; do
+        [[ "$PREVENT" == *" $c "* ]] || fail "exit status $c (daemon/daemon.h) is not in RestartPreventExitStatus=$PREVENT"
+        grep -q "^\*$c\*" "$MESON_SOURCE_ROOT/man/mthpd.8.scd" || fail "exit status $c is not in mthpd(8) EXIT STATUS"
+done
 RSEC=$(sed -n 's/^RestartSec=\([0-9]*\)s$/\1/p' "$UNIT")
 INT=$(sed -n 's/^StartLimitIntervalSec=\([0-9]*\)s$/\1/p' "$UNIT")
 BURST=$(sed -n 's/^StartLimitBurst=\([0-9]*\)$/\1/p' "$UNIT")
 [ -n "$RSEC" ] && [ -n "$INT" ] && [ -n "$BURST" ] || fail "RestartSec=, StartLimitIntervalSec= or StartLimitBurst= missing"
 [ $((RSEC * BURST)) -lt "$INT" ] ||
         fail "StartLimitBurst=$BURST in ${INT}s cannot trip with RestartSec=${RSEC}s"
-ok "RestartPreventExitStatus=4 6; $BURST starts ${RSEC}s apart trip StartLimitIntervalSec=${INT}s"
+ok "RestartPreventExitStatus= lists every MTHPD_EXIT_* ($CODES); $BURST starts ${RSEC}s apart trip StartLimitIntervalSec=${INT}s"
 
 # the watchdog cadence the unit, mthpd(8) and the README state is the code's
 DIV=$(sed -n 's/.*sd_event_source_set_time(s, usec + watchdog_usec \/ \([0-9]*\)).*/\1/p' \

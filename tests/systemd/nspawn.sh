@@ -301,18 +301,30 @@ other=$(in_ct cat "$K" | tr -d '[]' | tr ' ' '\n' | grep -vx "$cur" | grep -v '^
 in_ct sh -c "printf '[journal]\nroot=/\n\n[knob $ID]\npath=$K\noriginal=$other\nwritten=$cur\nprevious=$other\nstate=managed\n' \
         > /run/mthpd/restore.journal"
 in_ct systemctl reset-failed mthpd 2>/dev/null
-R0=$(prop NRestarts)
-in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
-rc=$?
-check "start over an unrestorable journal ($ID, /sys read-only) fails (exit $rc)" [ $rc != 0 ]
-sleep 5 # RestartSec=2s: a loop would have restarted twice by now
-check "...no restart loop: NRestarts $R0 -> $(prop NRestarts)" [ "$(prop NRestarts)" = "$R0" ]
-check "...the unit is failed ($(prop ActiveState)), exit status $(prop ExecMainStatus) (6 expected)" \
-        [ "$(prop ActiveState)/$(prop ExecMainStatus)" = failed/6 ]
+# start_fails WHAT STATUS: systemctl start fails, the unit ends failed with
+# exit STATUS and is not restarted
+start_fails() {
+        local r0 rc
+        r0=$(prop NRestarts)
+        in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
+        rc=$?
+        check "start $1 fails (exit $rc)" [ $rc != 0 ]
+        sleep 5 # RestartSec=2s: a loop would have restarted twice by now
+        check "...no restart loop: NRestarts $r0 -> $(prop NRestarts)" [ "$(prop NRestarts)" = "$r0" ]
+        check "...the unit is failed ($(prop ActiveState)), exit status $(prop ExecMainStatus) ($2 expected)" \
+                [ "$(prop ActiveState)/$(prop ExecMainStatus)" = "failed/$2" ]
+}
+start_fails "over an unrestorable journal ($ID, /sys read-only)" 6
 in_ct systemctl status --no-pager -n 5 mthpd >"$W/status.txt" 2>&1
 sed 's/^/  | /' "$W/status.txt"
 check "...systemctl status says which journal and why" grep -q "restore journal /run/mthpd/restore.journal .*cannot be restored" "$W/status.txt"
 in_ct rm -f /run/mthpd/restore.journal
+in_ct systemctl reset-failed mthpd
+
+# ---- 6b. a configuration typo: failed at once (exit 78), no restart ---------
+in_ct sh -c "printf '%s\nIntervall=1s\n' '$CONF' > /etc/mthpd/mthpd.conf"
+start_fails "with a typo in mthpd.conf" 78
+in_ct sh -c "printf '%s\n' '$CONF' > /etc/mthpd/mthpd.conf"
 in_ct systemctl reset-failed mthpd
 
 # ---- the fake host: the checks that write --------------------------------

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mthp/actuator.h"
 #include "mthp/journal.h"
+#include "mthp/log.h"
 #include "unit.h"
 
 struct afix {
@@ -98,11 +100,14 @@ static void test_write(void **state) {
         assert_int_equal(mthp_actuator_journal(x->a)->n, 1);
         /* recorded with its reason */
         assert_int_equal(mthp_actuator_n_history(x->a), 1);
-        assert_string_equal(mthp_actuator_history(x->a, 0)->id, "64K/anon");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "never");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->reason, "test reason");
-        assert_true(mthp_actuator_history(x->a, 0)->realtime_usec > 0);
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->id, "64K/anon");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->old, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->reason, "test reason");
+        assert_true(mthp_actuator_history(x->a, 0, NULL)->realtime_usec > 0);
+        bool dry = true;
+        (void) mthp_actuator_history(x->a, 0, &dry);
+        assert_false(dry);   /* written, not observed */
         assert_int_equal(x->n_changes, 1);
         assert_string_equal(x->last_change.new, "always");
 
@@ -113,7 +118,7 @@ static void test_write(void **state) {
         assert_string_equal(j.e[0].original, "never");
         assert_string_equal(j.e[0].written, "madvise");
         assert_string_equal(j.e[0].previous, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 1)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 1, NULL)->old, "always");
         assert_int_equal(x->n_changes, 2);
 }
 
@@ -232,8 +237,9 @@ static void test_injected_errors(void **state) {
         struct mthp_journal j;
         assert_ok(fakehost_knob_fail(x->f->dir, "16K/anon", "EACCES"));
         assert_int_equal(knob_write(x, "16K/anon", "always"), -EACCES);
-        assert_string_equal(x->err, "16K/anon (" THP "/hugepages-16kB/enabled): writing 'always' failed: "
-                                    "permission denied (EACCES): run as root");
+        assert_contains(x->err, "16K/anon (" THP "/hugepages-16kB/enabled): writing 'always' failed: "
+                                "permission denied (EACCES)");
+        assert_contains(x->err, geteuid() == 0 ? "also to root" : ": run as root");
         assert_false(journal_exists(x));
         assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         assert_string_equal(fixture_knob_value(x->f, "16K/anon"), "never");
@@ -269,8 +275,8 @@ static void test_restore_with_empty_value(void **state) {
         assert_int_equal(mthp_actuator_journal(x->a)->n, 1);
         assert_string_equal(mthp_actuator_journal(x->a)->e[0].id, "128K/anon");
         assert_int_equal(mthp_actuator_n_history(x->a), 3);
-        assert_string_equal(mthp_actuator_history(x->a, 2)->old, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 2)->new, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 2, NULL)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 2, NULL)->new, "never");
         /* the last one back: the journal goes away */
         assert_int_equal(knob_write(x, "128K/anon", ""), 1);
         assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
@@ -373,8 +379,12 @@ static void test_dry_run(void **state) {
         assert_int_equal(mthp_actuator_journal(x->a)->n, 0);
         /* but what it would have done is recorded */
         assert_int_equal(mthp_actuator_n_history(x->a), 2);
-        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "never");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->old, "never");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->new, "always");
+        /* ...marked as observed: not written */
+        bool dry = false;
+        (void) mthp_actuator_history(x->a, 1, &dry);
+        assert_true(dry);
         assert_int_equal(x->n_changes, 2);
         /* a bad value is still an error */
         assert_int_equal(knob_write(x, "64K/anon", "bogus"), -EINVAL);
@@ -429,10 +439,10 @@ static void test_history_ring(void **state) {
                 assert_int_equal(knob_write(x, "64K/anon", i % 2 ? "madvise" : "always"), 1);
         assert_int_equal(mthp_actuator_n_history(x->a), MTHP_HISTORY_MAX);
         /* the newest last, the oldest kept the 11th write */
-        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1)->new, "madvise");
-        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1)->old, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->new, "always");
-        assert_string_equal(mthp_actuator_history(x->a, 0)->old, "madvise");
+        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1, NULL)->new, "madvise");
+        assert_string_equal(mthp_actuator_history(x->a, MTHP_HISTORY_MAX - 1, NULL)->old, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->new, "always");
+        assert_string_equal(mthp_actuator_history(x->a, 0, NULL)->old, "madvise");
         assert_int_equal(x->n_changes, MTHP_HISTORY_MAX + 10);
 }
 
@@ -451,7 +461,39 @@ static void known_bug_write_eio(void **state) {
         assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "always");
 }
 
+/* The hints of a refused write: "run as root" only to whoever is not
+ * root, and never a capability mthpd.service does not grant (CAP_SYS_ADMIN,
+ * CAP_DAC_OVERRIDE: its CapabilityBoundingSet= lacks them). A user's words
+ * are checked in a child that drops to uid 65534. */
+static void test_errno_hints(void **state) {
+        (void) state;
+        static const char *const not_granted[] = { "CAP_SYS_ADMIN", "with CAP_DAC_OVERRIDE" };
+        for (size_t i = 0; i < 2; i++) {
+                const char *w = mthp_errno_words(i ? -EPERM : -EACCES);
+                for (size_t j = 0; j < sizeof(not_granted) / sizeof(not_granted[0]); j++)
+                        if (strstr(w, not_granted[j]))
+                                fail_msg("'%s' asks for %s, which mthpd.service does not grant", w, not_granted[j]);
+                if (geteuid() == 0 && strstr(w, "run as root"))
+                        fail_msg("root is told '%s'", w);
+        }
+        if (geteuid() != 0)
+                return;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(2);
+                _exit(strstr(mthp_errno_words(-EACCES), "run as root") && strstr(mthp_errno_words(-EPERM),
+                                                                                  "run as root") ? 0 : 1);
+        }
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_errno_hints),
         T(test_write),
         T(test_journal_before_write),
         T(test_read_back_mismatch),

@@ -366,6 +366,101 @@ static void test_find_remove(void **state) {
         assert_int_equal(j.n, 0);
 }
 
+/* A journal naming THP-tree files mthpd never manages (a crafted or
+ * damaged one): restore writes none of them, says so and drops them, and
+ * still restores the knobs that are mthpd's. An id that is not its path's
+ * knob is skipped the same way. */
+static void test_restore_only_managed_knobs(void **state) {
+        struct fixture *f = *state;
+        struct mthp_journal j = { .n = 0 };
+        unsigned n = 99;
+        char v[64];
+        assert_ok(fakehost_write_file(f->dir, THP "/khugepaged/pages_to_scan", "512\n"));
+        assert_ok(fakehost_write_file(f->dir, THP "/khugepaged/scan_sleep_millisecs", "20\n"));
+        assert_ok(fakehost_write_file(f->dir, THP "/use_zero_page", "0\n"));
+        add_entry(&j, "khugepaged/pages_to_scan", THP "/khugepaged/pages_to_scan", "1", "512", NULL);
+        add_entry(&j, "khugepaged/scan_sleep_millisecs", THP "/khugepaged/scan_sleep_millisecs", "1", "20", NULL);
+        add_entry(&j, "16K/shmem", THP "/use_zero_page", "1", "0", NULL);     /* a managed id, another file */
+        add_entry(&j, "64K/anon", THP "/hugepages-064kB/enabled", "never", "always", NULL); /* not the kernel's name */
+        add_entry(&j, "16K/anon", THP "/hugepages-16kB/enabled", "never", "always", NULL);
+        assert_ok(fakehost_knob_set(f->dir, "16K/anon", "always"));
+        leave_journal(f, &j);
+        assert_int_equal(mthp_actuator_restore_file(f->host, f->journal, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(fixture_knob_value(f, "16K/anon"), "never");
+        assert_ok(fakehost_read_file(f->dir, THP "/khugepaged/pages_to_scan", v, sizeof(v)));
+        assert_string_equal(v, "512\n");
+        assert_ok(fakehost_read_file(f->dir, THP "/khugepaged/scan_sleep_millisecs", v, sizeof(v)));
+        assert_string_equal(v, "20\n");
+        assert_ok(fakehost_read_file(f->dir, THP "/use_zero_page", v, sizeof(v)));
+        assert_string_equal(v, "0\n");
+        /* nothing of it is left to try again */
+        assert_int_equal(access(f->journal, F_OK), -1);
+}
+
+/* A knob this kernel lacks (a size it does not offer, a directory that
+ * went away): the entry stays for a retry once the knob is back, the others
+ * are restored, and the error says what to do next. */
+static void test_restore_knob_kernel_lacks(void **state) {
+        struct fixture *f = *state;
+        struct mthp_journal j = { .n = 0 }, k;
+        unsigned n = 99;
+        char err[256], log[4096] = "";
+        add_entry(&j, "16M/anon", THP "/hugepages-16384kB/enabled", "never", "always", NULL);
+        add_entry(&j, "16K/anon", THP "/hugepages-16kB/enabled", "never", "always", NULL);
+        assert_ok(fakehost_knob_set(f->dir, "16K/anon", "always"));
+        leave_journal(f, &j);
+        /* what restore logs (stderr here), read back */
+        FILE *cap = tmpfile();
+        assert_non_null(cap);
+        int saved = dup(STDERR_FILENO);
+        fflush(stderr);
+        dup2(fileno(cap), STDERR_FILENO);
+        int r = mthp_actuator_restore_file(f->host, f->journal, &n);
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        rewind(cap);
+        size_t len = fread(log, 1, sizeof(log) - 1, cap);
+        log[len] = 0;
+        fclose(cap);
+        assert_int_equal(r, 1);
+        assert_int_equal(n, 1);
+        assert_string_equal(fixture_knob_value(f, "16K/anon"), "never");
+        assert_int_equal(mthp_journal_load(f->journal, &k, err, sizeof(err)), 0);
+        assert_int_equal(k.n, 1);
+        assert_string_equal(k.e[0].id, "16M/anon");
+        assert_contains(log, "hugepages-16384kB/enabled does not exist on this kernel");
+        assert_contains(log, "'mthpctl restore' puts it back");
+        assert_contains(log, "delete the [knob 16M/anon] section from the journal");
+}
+
+static void test_entry_check(void **state) {
+        (void) state;
+        struct mthp_journal j = { .n = 0 };
+        char why[256];
+        add_entry(&j, "2M/shmem", THP "/hugepages-2048kB/shmem_enabled", "never", "always", NULL);
+        add_entry(&j, "global/defrag", THP "/defrag", "madvise", "defer", NULL);
+        add_entry(&j, "khugepaged/max_ptes_none", THP "/khugepaged/max_ptes_none", "511", "0", NULL);
+        for (unsigned i = 0; i < j.n; i++)
+                assert_int_equal(mthp_journal_entry_check(&j.e[i], why, sizeof(why)), 0);
+        static const char *const bad[][2] = {
+                { "64K/anon", THP "/hugepages-64/enabled" },
+                { "64K/anon", THP "/hugepages--4294967232kB/enabled" },
+                { "64K/anon", THP "/hugepages-4294967360kB/enabled" },
+                { "64K/anon", THP "/hugepages-48kB/enabled" },
+                { "64K/anon", THP "/hugepages-64kB/stats/nr_anon" },
+                { "global/enabled", THP "/use_zero_page" },
+                { "64K/anon", THP "/hugepages-32kB/enabled" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                j.n = 0;
+                add_entry(&j, bad[i][0], bad[i][1], "never", "always", NULL);
+                assert_int_equal(mthp_journal_entry_check(&j.e[0], why, sizeof(why)), -EPERM);
+                assert_contains(why, bad[i][1]);
+        }
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
 
 /* Known bug (lib/actuator.c, mthp_actuator_restore_file): per-size knobs are
@@ -428,6 +523,9 @@ static const struct CMUnitTest tests[] = {
         T(test_restore_after_crash_before_write),
         T(test_restore_failure_keeps_entry),
         T(test_restore_bad_journal),
+        T(test_restore_only_managed_knobs),
+        T(test_restore_knob_kernel_lacks),
+        cmocka_unit_test(test_entry_check),
         cmocka_unit_test(test_find_remove),
 };
 
