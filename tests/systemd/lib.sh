@@ -58,17 +58,26 @@ fi
 W=$(mktemp -d /var/tmp/mthpd-nspawn.XXXXXX)
 M=$W/merged
 NSPAWN="" CPID=""
-cleanup() {
-        local rc=$?
+# nspawn_poweroff: the container powers off (SIGKILL after 15 s); 0 if it
+# did by itself. The overlay stays: nspawn_boot boots it again.
+nspawn_poweroff() {
+        local rc=0
         if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
                 kill -TERM "$NSPAWN" 2>/dev/null # nspawn asks the container's systemd to power off
                 for _ in $(seq 150); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 0.1; done
                 if kill -0 "$NSPAWN" 2>/dev/null; then
                         echo "# the container did not power off in 15 s: SIGKILL to nspawn $NSPAWN" >&2
                         kill -KILL "$NSPAWN" 2>/dev/null
+                        rc=1
                 fi
                 wait "$NSPAWN" 2>/dev/null
         fi
+        NSPAWN="" CPID=""
+        return $rc
+}
+cleanup() {
+        local rc=$?
+        nspawn_poweroff
         local left=""
         for _ in 1 2 3; do
                 left=$(awk -v w="$W/" 'index($2, w) == 1 { print $2 }' /proc/self/mounts | sort -r)
@@ -90,9 +99,10 @@ mkdir "$W/upper" "$W/work" "$M"
 mount -t overlay overlay -o "lowerdir=$BASE,upperdir=$W/upper,workdir=$W/work" "$M" ||
         cannot "cannot mount an overlay on $BASE"
 
-# packages a given root may lack go into the overlay, not the root
+# packages a given root may lack go into the overlay, not the root; a test
+# that needs more than the build's (NSPAWN_PKGS) gets them the same way
 missing=""
-for p in $PKGS; do
+for p in $PKGS ${NSPAWN_PKGS:-}; do
         # shellcheck disable=SC2016 # dpkg-query's format
         chroot "$M" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
