@@ -25,24 +25,10 @@ NSPAWN_PKGS="build-essential debhelper lintian"
 . "$(dirname "$0")/lib.sh"
 nspawn_boot
 
-prop() { in_ct systemctl show -p "$1" --value mthpd; }
-wait_for() { # wait_for SECONDS CMD...
-        local until=$((SECONDS + $1))
-        shift
-        while ! "$@"; do
-                [ $SECONDS -lt $until ] || return 1
-                sleep 0.2
-        done
-}
-
 # ---- build and lintian ----------------------------------------------------
 say "dpkg-buildpackage -us -uc -b in the container"
-if ! in_ct sh -c 'cd /root/mthpd && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc -b -Pnocheck' \
-        >"$W/deb.log" 2>&1; then
-        tail -n 30 "$W/deb.log" >&2
-        echo "FAIL: dpkg-buildpackage failed in the container" >&2
-        exit 1
-fi
+must deb.log "dpkg-buildpackage in the container" \
+        sh -c 'cd /root/mthpd && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc -b -Pnocheck'
 ARCH=$(in_ct dpkg --print-architecture)
 VER=$(in_ct dpkg-parsechangelog -l /root/mthpd/debian/changelog -S Version)
 DEB=/root/mthpd_${VER}_$ARCH.deb
@@ -55,12 +41,8 @@ check "lintian: no error (exit $rc, $(grep -c '^E:' "$W/lintian.log") E:, $(grep
 
 # ---- install --------------------------------------------------------------
 say "apt-get install $DEB"
-if ! in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$DEB" \
-        >"$W/install.log" 2>&1; then
-        tail -n 30 "$W/install.log" >&2
-        echo "FAIL: apt-get install $DEB failed" >&2
-        exit 1
-fi
+must install.log "apt-get install $DEB" \
+        env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$DEB"
 ok "apt-get install $(basename "$DEB")"
 check "the unit is enabled (is-enabled: $(in_ct systemctl is-enabled mthpd 2>&1))" \
         [ "$(in_ct systemctl is-enabled mthpd 2>&1)" = enabled ]

@@ -158,3 +158,24 @@ in_ct() {
                 HOME=/root LANG=C.UTF-8 "$@"
 }
 as_user() { in_ct setpriv --reuid=65534 --regid=65534 --clear-groups --reset-env "$@"; }
+
+# must LOG WHAT CMD...: CMD in the container, its output in $W/LOG; if it
+# fails, the log's tail and "FAIL: WHAT failed", and the test ends
+must() {
+        local log=$W/$1 what=$2
+        shift 2
+        if ! in_ct "$@" >"$log" 2>&1; then
+                tail -n 30 "$log" >&2
+                echo "FAIL: $what failed" >&2
+                exit 1
+        fi
+}
+prop() { in_ct systemctl show -p "$1" --value mthpd; }
+wait_for() { # wait_for SECONDS CMD...
+        local until=$((SECONDS + $1))
+        shift
+        while ! "$@"; do
+                [ $SECONDS -lt $until ] || return 1
+                sleep 0.2
+        done
+}
