@@ -4,18 +4,28 @@
 #   SBINDIR/mthpd  BINDIR/mthpctl  UNITDIR/mthpd.service
 #   DATADIR/dbus-1/system.d/org.mthpd.mthpd1.conf
 #   MANDIR/man8/{mthpd,mthpctl}.8  MANDIR/man5/mthpd.{conf,dbus[,policy]}.5
-#   SYSCONFDIR/mthpd/mthpd.conf  SYSCONFDIR/mthpd/policy.d/ (empty)
+#   CONFDIR/mthpd.conf  CONFDIR/policy.d/ (empty)
 #   DATADIR/doc/mthpd/examples/policy.d/*.policy (when conf/policy.d exists)
 #   DATADIR/bash-completion/completions/mthpctl
 # No tmpfiles.d entry: the unit's RuntimeDirectory= makes /run/mthpd.
+# CONFDIR, where mthpd reads its configuration, is /etc/mthpd - what every
+# document says - for any prefix, unless -Dsysconfdir names an absolute
+# directory: then SYSCONFDIR/mthpd. meson's own default sysconfdir is 'etc'
+# under the prefix (/usr/local/etc for a plain `meson setup`), which is not
+# where the documents send an administrator.
 # Env: MESON_BUILD_ROOT, MESON_SOURCE_ROOT, UNITDIR, SBINDIR, BINDIR, MANDIR,
-# SYSCONFDIR, DATADIR (absolute paths from meson).
+# DATADIR (absolute paths from meson), SYSCONFDIR_OPTION (-Dsysconfdir as
+# meson holds it: relative to the prefix, or absolute).
 set -euo pipefail
 T=$(mktemp -d /tmp/mthpd-install.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 SRC=$MESON_SOURCE_ROOT
+case "$SYSCONFDIR_OPTION" in
+/*) CONFDIR=$SYSCONFDIR_OPTION/mthpd ;;
+*) CONFDIR=/etc/mthpd ;;
+esac
 D=$T/destdir
 
 meson install -C "$MESON_BUILD_ROOT" --destdir "$D" --no-rebuild --quiet >"$T/install.log" 2>&1 ||
@@ -33,9 +43,9 @@ for b in "$SBINDIR/mthpd" "$BINDIR/mthpctl"; do
         [ -x "$D$b" ] || fail "$b is not executable"
         "$D$b" --version >/dev/null 2>&1 || "$D$b" --help >/dev/null 2>&1 || fail "installed $b does not run"
 done
-"$D$SBINDIR/mthpd" --help | grep -q "default $SYSCONFDIR/mthpd/mthpd.conf" ||
-        fail "mthpd does not look for its configuration where it is installed ($SYSCONFDIR/mthpd/mthpd.conf)"
-ok "mthpd in $SBINDIR, mthpctl in $BINDIR; both run; mthpd reads $SYSCONFDIR/mthpd/mthpd.conf"
+"$D$SBINDIR/mthpd" --help | grep -q "default $CONFDIR/mthpd.conf" ||
+        fail "mthpd does not look for its configuration where it is installed ($CONFDIR/mthpd.conf)"
+ok "mthpd in $SBINDIR, mthpctl in $BINDIR; both run; mthpd reads $CONFDIR/mthpd.conf"
 
 # the unit starts the installed daemon
 want "$UNITDIR/mthpd.service"
@@ -62,10 +72,10 @@ done
 ok "$(ls "$SRC"/man/*.scd | wc -l) man pages in $MANDIR"
 
 # configuration: the annotated default, an empty policy.d, examples as docs
-want "$SYSCONFDIR/mthpd/mthpd.conf"
-cmp -s "$SRC/conf/mthpd.conf" "$D$SYSCONFDIR/mthpd/mthpd.conf" || fail "installed mthpd.conf differs from conf/mthpd.conf"
-[ -d "$D$SYSCONFDIR/mthpd/policy.d" ] || fail "no $SYSCONFDIR/mthpd/policy.d directory"
-[ -z "$(ls -A "$D$SYSCONFDIR/mthpd/policy.d")" ] || fail "$SYSCONFDIR/mthpd/policy.d is not empty: examples would be live"
+want "$CONFDIR/mthpd.conf"
+cmp -s "$SRC/conf/mthpd.conf" "$D$CONFDIR/mthpd.conf" || fail "installed mthpd.conf differs from conf/mthpd.conf"
+[ -d "$D$CONFDIR/policy.d" ] || fail "no $CONFDIR/policy.d directory"
+[ -z "$(ls -A "$D$CONFDIR/policy.d")" ] || fail "$CONFDIR/policy.d is not empty: examples would be live"
 n=0
 if [ -d "$SRC/conf/policy.d" ]; then
         for p in "$SRC"/conf/policy.d/*.policy; do
@@ -74,7 +84,7 @@ if [ -d "$SRC/conf/policy.d" ]; then
                 n=$((n + 1))
         done
 fi
-ok "$SYSCONFDIR/mthpd: mthpd.conf and an empty policy.d; $n example policies in $DATADIR/doc/mthpd/examples"
+ok "$CONFDIR: mthpd.conf and an empty policy.d; $n example policies in $DATADIR/doc/mthpd/examples"
 
 want "$DATADIR/bash-completion/completions/mthpctl"
 bash -n "$D$DATADIR/bash-completion/completions/mthpctl" || fail "the bash completion does not parse"
