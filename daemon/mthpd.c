@@ -2,10 +2,12 @@
 /* mthpd: main, the signals, the loop and the watchdog. The manager
  * (manager.c) samples the host every interval, lets the engine decide the
  * mTHP knobs, applies what changed and explains it. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -93,6 +95,29 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
         (void) si;
         (void) daemon_reload(userdata, err, sizeof(err));
         return 0;
+}
+
+/* Descriptors: the cgroup monitor keeps up to 5 per managed cgroup and
+ * stops short of the soft RLIMIT_NOFILE by a reserve for the knob writes
+ * (mthp/cgmon.h), so the soft limit is what bounds it. mthpd waits on
+ * descriptors only through epoll (sd-event), never select(), so numbers
+ * above 1,024 are safe: raise the soft limit to the hard one (the unit's
+ * LimitNOFILE=) before anything is opened. */
+static void raise_nofile(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        rlim_t was = rl.rlim_cur;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                        mthp_log(LOG_DEBUG, "descriptors: cannot raise the soft RLIMIT_NOFILE %llu to %llu: %s",
+                                 (unsigned long long) was, (unsigned long long) rl.rlim_max, mthp_errno_words(-errno));
+                        return;
+                }
+        }
+        mthp_log(LOG_DEBUG, "descriptors: soft RLIMIT_NOFILE %llu (was %llu)", (unsigned long long) rl.rlim_cur,
+                 (unsigned long long) was);
 }
 
 /* The command line into d; returns -1 to go on, else the exit status. */
@@ -184,6 +209,7 @@ int main(int argc, char **argv) {
         if (r >= 0)
                 return r;
         mthp_log_init("mthpd", verbose);
+        raise_nofile();
 
         sigset_t mask;
         sigemptyset(&mask);
