@@ -255,7 +255,8 @@ struct scan_dir {
 
 struct scan {
         struct scan_dir *d;
-        unsigned n, cap;
+        unsigned n;
+        size_t cap;
         char *arena;
         size_t used, size;
 };
@@ -266,24 +267,9 @@ static const char *rel_of(const struct scan *sc, unsigned i) {
 
 static int scan_add(struct scan *sc, size_t plen, const char *name, unsigned parent_i) {
         size_t nlen = strlen(name), len = plen + 1 + nlen;
-        if (sc->n == sc->cap) {
-                unsigned cap = sc->cap ? sc->cap * 2 : 256;
-                struct scan_dir *d = realloc(sc->d, cap * sizeof(*d));
-                if (!d)
-                        return -ENOMEM;
-                sc->d = d;
-                sc->cap = cap;
-        }
-        if (sc->used + len + 1 > sc->size) {
-                size_t size = sc->size ? sc->size * 2 : 64 * 1024;
-                while (size < sc->used + len + 1)
-                        size *= 2;
-                char *a = realloc(sc->arena, size);
-                if (!a)
-                        return -ENOMEM;
-                sc->arena = a;
-                sc->size = size;
-        }
+        int r = mthp_grow((void **) &sc->d, &sc->cap, sc->n + 1, sizeof(*sc->d));
+        if (r < 0 || (r = mthp_grow((void **) &sc->arena, &sc->size, sc->used + len + 1, 1)) < 0)
+                return r;
         char *p = sc->arena + sc->used;
         if (plen)
                 memcpy(p, sc->arena + sc->d[parent_i].rel, plen);
