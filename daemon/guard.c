@@ -58,6 +58,9 @@ struct guard {
         unsigned n_lat;
         double lat_us[GUARD_LAT_KEEP];
         bool arm_error_logged;
+        struct mthp_limits_stats scan;  /* the last scan's */
+        uint64_t last_scan_usec;
+        bool said_uncarried;
 };
 
 static void disarm(struct armed *a) {
@@ -83,8 +86,9 @@ static bool raised(const struct daemon *d) {
 }
 
 static int v2_events(struct guard *g, const char *path, uint64_t *high, uint64_t *max) {
-        char f[MTHP_PATH_MAX + MTHP_CGROUP_PATH_MAX + 32], buf[512];
-        snprintf(f, sizeof(f), "%s%s/memory.events", g->base, path);
+        char f[PATH_MAX + 32], buf[512];
+        if (snprintf(f, sizeof(f), "%s%s/memory.events", g->base, mthp_limits_resolve(path)) >= (int) sizeof(f))
+                return -ENAMETOOLONG;
         int r = mthp_host_read_whole(g->d->host, f, buf, sizeof(buf));
         return r < 0 ? r : mthp_parse_memory_events(buf, high, max);
 }
@@ -233,8 +237,8 @@ static struct armed *arm(struct guard *g, const char *path, uint64_t usage_kb, u
                         a->efd = -1;
                 }
         } else {
-                char f[MTHP_PATH_MAX + MTHP_CGROUP_PATH_MAX + 32];
-                snprintf(f, sizeof(f), "%s%s/memory.events", g->base, path);
+                char f[PATH_MAX + 32];
+                snprintf(f, sizeof(f), "%s%s/memory.events", g->base, mthp_limits_resolve(path));
                 (void) v2_events(g, path, &a->ev_high, &a->ev_max);
                 a->efd = mthp_host_open_file(g->d->host, f, O_RDONLY | O_CLOEXEC);
                 r = 0;
@@ -261,13 +265,15 @@ static void watch_dir(const char *host_path, void *user) {
         struct guard *g = user;
         if (g->ino_fd < 0)
                 return;
+        if (g->n_watches >= GUARD_WATCHES)
+                return; /* before the search: a scan of 10,000 cgroups calls this for each */
         size_t blen = strlen(g->base);
         const char *rel = strncmp(host_path, g->base, blen) == 0 ? host_path + blen : host_path;
+        if (strlen(rel) >= sizeof(g->watches[0].rel))
+                return; /* its children's paths could not be named in an event */
         for (unsigned i = 0; i < g->n_watches; i++)
                 if (strcmp(g->watches[i].rel, rel[0] ? rel : "/") == 0)
                         return;
-        if (g->n_watches >= GUARD_WATCHES)
-                return;
         _cleanup_close_ int fd = mthp_host_open_file(g->d->host, host_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return;
@@ -390,12 +396,40 @@ static bool scan_wanted(const struct daemon *d) {
         return mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine);
 }
 
+/* A scan that sees every cgroup costs in proportion to them (~14 us of CPU
+ * a cgroup on a fake tree, bench-limits; 10,000 cgroups: ~140 ms): at most
+ * 1/GUARD_SCAN_COST_FACTOR of the time since the last one is spent on it,
+ * the ticks in between record 'not scanned' as above (a few hundred
+ * cgroups scan in a few ms: every tick, as before). */
+#define GUARD_SCAN_COST_FACTOR 20
+
 void guard_scan(struct guard *g) {
         if (!g || !scan_wanted(g->d))
                 return;
-        int r = mthp_limits_scan(g->d->host, &g->d->caps, &g->d->snap, watch_dir, g);
-        if (r < 0)
+        uint64_t now = mthp_now_usec(CLOCK_MONOTONIC);
+        if (g->last_scan_usec && now - g->last_scan_usec < GUARD_SCAN_COST_FACTOR * g->scan.usec)
+                return;
+        g->last_scan_usec = now;
+        struct mthp_limits_stats st;
+        int r = mthp_limits_scan_ex(g->d->host, &g->d->caps, &g->d->snap, watch_dir, g, &st);
+        if (r < 0) {
                 mthp_log(LOG_DEBUG, "guard: scanning the memory-limited cgroups failed: %s", mthp_errno_words(r));
+                return;
+        }
+        if (st.unseen && st.unseen != g->scan.unseen)
+                mthp_log(LOG_WARNING, "guard: %u cgroup directories have paths longer than %d characters: their "
+                         "limits (and their subtrees') are not seen", st.unseen, PATH_MAX - 1);
+        /* the engine weighs MTHP_SNAP_LIMITED of them, the ones with the least
+         * headroom; the others have more: said once when that starts */
+        bool uncarried = st.limited > st.carried;
+        if (uncarried && !g->said_uncarried)
+                mthp_log(LOG_INFO, "guard: %u memory-limited cgroups; the %u with the least headroom are weighed, "
+                         "the other %u have %.0f MiB or more", st.limited, st.carried, st.limited - st.carried,
+                         (double) st.least_uncarried_kb / 1024);
+        g->said_uncarried = uncarried;
+        mthp_log(LOG_DEBUG, "guard: scan of %u cgroups in %.1f ms: %u limited, %u weighed (%u under an alias)",
+                 st.dirs, (double) st.usec / 1000, st.limited, st.carried, st.aliased);
+        g->scan = st;
 }
 
 void guard_arm(struct guard *g) {

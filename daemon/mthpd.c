@@ -2,10 +2,12 @@
 /* mthpd: main, the signals, the loop and the watchdog. The manager
  * (manager.c) samples the host every interval, lets the engine decide the
  * mTHP knobs, applies what changed and explains it. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -42,7 +44,8 @@ static void usage(FILE *f) {
                 "  -h, --help            this help\n"
                 "      --version         print the version\n\n"
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
-                "configuration (all of it or none of it).\n"
+                "configuration (all of it or none of it; a burst of SIGHUPs reloads at most\n"
+                "every 250 ms and never delays a tick).\n"
                 "Exit status: 0 stopped cleanly, 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
                 "written (read-only /sys, EACCES) and observe mode was not asked for, 6 the\n"
                 "restore journal of an earlier run cannot be restored (needs the administrator),\n"
@@ -50,8 +53,13 @@ static void usage(FILE *f) {
                 "See mthpd(8), mthpd.conf(5), mthpd.policy(5).\n");
 }
 
+/* when the tick timer last fired (CLOCK_MONOTONIC usec, 0 never): where a
+ * reload puts the next regular tick */
+static uint64_t last_timer_usec;
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
+        last_timer_usec = mthp_now_usec(CLOCK_MONOTONIC);
         uint64_t next = daemon_timer_tick(d, usec);
         if (d->once && d->snap.tick >= 1)
                 return sd_event_exit(d->event, 0);
@@ -88,12 +96,66 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
         return sd_event_exit(d->event, 0);
 }
 
-static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+/* SIGHUP: reloads are coalesced and spaced. A signal only arms the reload
+ * timer; the reload runs once, for every SIGHUP that came before it, at
+ * least RELOAD_GAP_USEC after the previous one ended. And a reload never
+ * puts off the next regular tick: it sets the tick timer a whole interval
+ * ahead (the next tick a regular one), which a SIGHUP every few ms turned
+ * into no tick at all (1,500 SIGHUPs: 23 s without one); the timer goes
+ * back to one interval after the last tick when that is sooner. */
+#define RELOAD_GAP_USEC 250000ULL
+
+static sd_event_source *reload_src;
+static uint64_t last_reload_usec;
+
+static int on_reload_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
         char err[4096];
         (void) s;
-        (void) si;
-        (void) daemon_reload(userdata, err, sizeof(err));
+        (void) usec;
+        (void) daemon_reload(d, err, sizeof(err));
+        uint64_t now = mthp_now_usec(CLOCK_MONOTONIC), next;
+        uint64_t regular = last_timer_usec + d->cfg.interval_usec;
+        if (last_timer_usec && sd_event_source_get_time(d->timer, &next) >= 0 && next > regular)
+                (void) sd_event_source_set_time(d->timer, regular > now ? regular : now);
+        last_reload_usec = now;
         return 0;
+}
+
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) s;
+        (void) si;
+        (void) userdata;
+        int on = SD_EVENT_OFF;
+        if (sd_event_source_get_enabled(reload_src, &on) >= 0 && on != SD_EVENT_OFF)
+                return 0; /* one is due: it covers this signal too */
+        uint64_t now = mthp_now_usec(CLOCK_MONOTONIC), at = last_reload_usec + RELOAD_GAP_USEC;
+        (void) sd_event_source_set_time(reload_src, last_reload_usec && at > now ? at : now);
+        (void) sd_event_source_set_enabled(reload_src, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* Descriptors: the cgroup monitor keeps up to 5 per managed cgroup and
+ * stops short of the soft RLIMIT_NOFILE by a reserve for the knob writes
+ * (mthp/cgmon.h), so the soft limit is what bounds it. mthpd waits on
+ * descriptors only through epoll (sd-event), never select(), so numbers
+ * above 1,024 are safe: raise the soft limit to the hard one (the unit's
+ * LimitNOFILE=) before anything is opened. */
+static void raise_nofile(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        rlim_t was = rl.rlim_cur;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+                        mthp_log(LOG_DEBUG, "descriptors: cannot raise the soft RLIMIT_NOFILE %llu to %llu: %s",
+                                 (unsigned long long) was, (unsigned long long) rl.rlim_max, mthp_errno_words(-errno));
+                        return;
+                }
+        }
+        mthp_log(LOG_DEBUG, "descriptors: soft RLIMIT_NOFILE %llu (was %llu)", (unsigned long long) rl.rlim_cur,
+                 (unsigned long long) was);
 }
 
 /* The command line into d; returns -1 to go on, else the exit status. */
@@ -157,6 +219,9 @@ static int setup_loop(struct daemon *d) {
             (r = sd_event_add_signal(d->event, NULL, SIGTERM, on_stop, d)) < 0 ||
             (r = sd_event_add_signal(d->event, NULL, SIGINT, on_stop, d)) < 0 ||
             (r = sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d)) < 0 ||
+            (r = sd_event_add_time(d->event, &reload_src, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_reload_timer, d)) < 0 ||
+            (r = sd_event_source_set_enabled(reload_src, SD_EVENT_OFF)) < 0 ||
+            (r = sd_event_source_set_floating(reload_src, true)) < 0 ||   /* the loop owns it */
             (r = sd_event_add_time(d->event, &d->timer, CLOCK_MONOTONIC, mthp_now_usec(CLOCK_MONOTONIC), 0, on_timer, d)) < 0 ||
             (r = sd_event_source_set_enabled(d->timer, SD_EVENT_ON)) < 0 ||
             (r = watchdog_start(d->event)) < 0) {
@@ -185,6 +250,7 @@ int main(int argc, char **argv) {
         if (r >= 0)
                 return r;
         mthp_log_init("mthpd", verbose);
+        raise_nofile();
 
         sigset_t mask;
         sigemptyset(&mask);

@@ -35,6 +35,7 @@
 #include <libcgroup.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +68,9 @@ struct cg {
         uint64_t usage_t, usage;                /* at the last tick */
         uint64_t full_usage, next_full_t;       /* usage at the last full read; its deadline */
         bool gone;
+        /* no descriptors kept (the budget ran out when it was found):
+         * its files are opened, read and closed each tick */
+        bool transient;
         /* its appearance (mthp_cgroup_view.appeared_usec): found by the
          * monitor's first walk (since the predicate was set); sampled once;
          * empty when first sampled, waiting for a process */
@@ -107,6 +111,12 @@ struct mthp_cgmon {
         unsigned n_found, cap_found;
         unsigned walk_seen;
         bool walk_truncated;
+        /* the descriptor budget: the lowest fd number an open may return and
+         * still leave MTHP_CGMON_FD_RESERVE free (from RLIMIT_NOFILE at each
+         * walk); what was last said about it */
+        int fd_ceiling;
+        unsigned long long fd_limit;
+        unsigned said_transient, said_unmonitored;
 
         struct mthp_cgmon_stats st;
         char buf[STAT_BUF];
@@ -256,6 +266,27 @@ static void cg_close(struct cg *c) {
                 }
 }
 
+/* The descriptor budget. open(2) returns the lowest free number, so an fd
+ * at or above the ceiling means fewer than MTHP_CGMON_FD_RESERVE numbers
+ * below the soft RLIMIT_NOFILE are left: the knob writes, the restore
+ * journal and the restore must always find one. */
+static void fd_budget_update(struct mthp_cgmon *m) {
+        struct rlimit rl;
+        rlim_t cur = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+        if (cur == RLIM_INFINITY || cur > INT32_MAX)
+                cur = INT32_MAX;
+        m->fd_limit = (unsigned long long) cur;
+        m->fd_ceiling = cur > MTHP_CGMON_FD_RESERVE ? (int) (cur - MTHP_CGMON_FD_RESERVE) : 0;
+}
+
+/* A descriptor a cgroup keeps must also leave room for the open-read-close
+ * of one cgroup (its directory and 5 files) and a walk's directories. */
+#define FD_TRANSIENT_ROOM 16
+
+static bool fd_over_budget(const struct mthp_cgmon *m, int fd, bool keep) {
+        return fd >= m->fd_ceiling - (keep ? FD_TRANSIENT_ROOM : 0);
+}
+
 /* "/sys/fs/cgroup/memory" + "/a/b" (or "/") */
 static int join(char *buf, size_t size, const char *root, const char *rel) {
         int n = snprintf(buf, size, "%s%s", root, strcmp(rel, "/") == 0 ? "" : rel);
@@ -270,6 +301,10 @@ static int open_psi(struct mthp_cgmon *m, struct cg *c) {
                 return -ENAMETOOLONG;
         strcat(p, "/memory.pressure");
         int fd = mthp_host_open_file(m->h, p, O_RDONLY | O_NOFOLLOW);
+        if (fd_over_budget(m, fd, !c->transient)) {
+                close(fd);
+                return -EMFILE;
+        }
         if (fd >= 0)
                 c->fd[F_PSI] = fd;
         return fd < 0 ? fd : 0;
@@ -277,7 +312,8 @@ static int open_psi(struct mthp_cgmon *m, struct cg *c) {
 
 /* Open a managed cgroup's files. memory.stat must be there (else it is not
  * a memory cgroup, e.g. a v2 child whose parent does not delegate memory);
- * usage and limits are absent on the v2 root. */
+ * usage and limits are absent on the v2 root. -EMFILE: opening them would
+ * have eaten into the descriptor reserve (nothing is left open). */
 static int cg_open(struct mthp_cgmon *m, struct cg *c) {
         char p[MTHP_PATH_MAX + MTHP_CGROUP_PATH_MAX];
         int r = join(p, sizeof(p), m->mem_root, c->path);
@@ -291,8 +327,9 @@ static int cg_open(struct mthp_cgmon *m, struct cg *c) {
         static const char *const v2_names[_F_MAX] = { "memory.stat", "memory.current", "memory.max",
                                                       "memory.high", "memory.pressure" };
         const char *const *names = m->v2 ? v2_names : v1_names;
-        for (int i = 0; i < _F_MAX; i++) {
+        for (int i = 0; i < _F_MAX; i++)
                 c->fd[i] = -1;
+        for (int i = 0; i < _F_MAX; i++) {
                 if (!names[i])
                         continue;
                 c->fd[i] = openat(dfd, names[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -301,9 +338,15 @@ static int cg_open(struct mthp_cgmon *m, struct cg *c) {
                         cg_close(c);
                         return r;
                 }
+                if (fd_over_budget(m, c->fd[i], !c->transient) || fd_over_budget(m, dfd, !c->transient)) {
+                        cg_close(c);
+                        return -EMFILE;
+                }
         }
-        if (!m->v2)
-                (void) open_psi(m, c);
+        if (!m->v2 && open_psi(m, c) == -EMFILE) {
+                cg_close(c);
+                return -EMFILE;
+        }
         return 0;
 }
 
@@ -478,6 +521,7 @@ static int merge(struct mthp_cgmon *m) {
         if (!next)
                 return -ENOMEM;
         unsigned i = 0, j = 0, n = 0;
+        int r;
         while (j < m->n_found) {
                 const struct found *f = &m->found[j];
                 int c = i < m->n_cg ? strcmp(m->cg[i].path, f->path) : 1;
@@ -491,7 +535,14 @@ static int merge(struct mthp_cgmon *m) {
                 }
                 if (c == 0 && !m->cg[i].gone && (m->cg[i].ino == f->ino || !f->ino)) {
                         next[n] = m->cg[i++];
-                        (void) open_psi(m, &next[n]);   /* hybrid: it may have appeared since */
+                        /* read by open-read-close: descriptors again if
+                         * the budget has room now */
+                        if (next[n].transient) {
+                                next[n].transient = false;
+                                next[n].transient = cg_open(m, &next[n]) < 0;
+                        }
+                        if (!next[n].transient)
+                                (void) open_psi(m, &next[n]);   /* hybrid: it may have appeared since */
                         n++;
                         j++;
                         continue;
@@ -504,7 +555,9 @@ static int merge(struct mthp_cgmon *m) {
                 cg->initial = m->initial_walk || was_dropped(m, f);
                 for (int k = 0; k < _F_MAX; k++)
                         cg->fd[k] = -1;
-                if (cg_open(m, cg) == 0)
+                r = cg_open(m, cg);
+                cg->transient = r == -EMFILE;
+                if (r == 0 || cg->transient)
                         n++;
                 j++;
         }
@@ -542,6 +595,30 @@ static long cgroup_count(struct mthp_cgmon *m) {
         return -EBADMSG;
 }
 
+/* The descriptors the managed cgroups hold, and how many have none; said
+ * when that changes. */
+static void fd_budget_count(struct mthp_cgmon *m) {
+        unsigned fds = 0, transient = 0;
+        for (unsigned i = 0; i < m->n_cg; i++) {
+                transient += m->cg[i].transient;
+                for (int k = 0; k < _F_MAX; k++)
+                        fds += m->cg[i].fd[k] >= 0;
+        }
+        m->st.fds = fds;
+        m->st.n_transient = transient;
+        if (transient == m->said_transient)
+                return;
+        if (transient)
+                mthp_log(LOG_WARNING,
+                         "cgroup monitor: %u of %u managed cgroups have no descriptors of their own (soft "
+                         "RLIMIT_NOFILE %llu, %u held by the others, %d kept in reserve): their files are opened "
+                         "and closed each tick",
+                         transient, m->n_cg, m->fd_limit, fds, MTHP_CGMON_FD_RESERVE);
+        else
+                mthp_log(LOG_INFO, "cgroup monitor: every managed cgroup has its descriptors again (%u)", fds);
+        m->said_transient = transient;
+}
+
 static int walk(struct mthp_cgmon *m, uint64_t t_usec) {
         uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
         /* before the walk: a cgroup made during it counts at the next check */
@@ -557,6 +634,7 @@ static int walk(struct mthp_cgmon *m, uint64_t t_usec) {
                          m->mem_root, mthp_errno_words(-r));
                 /* keep what we have; try again at the next rescan */
         } else {
+                fd_budget_update(m);
                 r = merge(m);
                 m->st.n_cgroups = m->walk_seen;
                 if (r == 0)
@@ -568,6 +646,7 @@ static int walk(struct mthp_cgmon *m, uint64_t t_usec) {
         m->st.walks++;
         m->st.walk_usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
         m->st.n_managed = m->n_cg;
+        fd_budget_count(m);
         return r;
 }
 
@@ -602,6 +681,7 @@ int mthp_cgmon_new(const struct mthp_host *h, const struct mthp_caps *caps, stru
                 mthp_strcpy(m->psi_root, sizeof(m->psi_root), caps->cg_unified);
         m->need_walk = true;
         m->initial_walk = true;
+        fd_budget_update(m);
         *ret = m;
         return 0;
 }
@@ -819,10 +899,24 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
         uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
         m->st.files_read = 0;
         m->st.full_reads = 0;
-        unsigned k = 0, w = 0;
+        unsigned k = 0, w = 0, unmonitored = 0;
         for (unsigned i = 0; i < m->n_cg; i++) {
                 struct cg *c = &m->cg[i];
-                cg_sample(m, c, t_usec);
+                bool skip = false;
+                if (c->transient) {
+                        int r = cg_open(m, c);
+                        if (r == -EMFILE) {
+                                /* not even for a moment: the reserve is the
+                                 * knob writes' */
+                                unmonitored++;
+                                skip = true;
+                        } else if (r < 0)
+                                cg_gone(m, c, "memory.stat", r);
+                }
+                if (!skip && !c->gone)
+                        cg_sample(m, c, t_usec);
+                if (c->transient)
+                        cg_close(c);
                 if (c->gone) {
                         cg_close(c);
                         m->need_walk = true;
@@ -831,6 +925,8 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
                 if (w != i)
                         m->cg[w] = *c;
                 c = &m->cg[w++];
+                if (skip)
+                        continue;
                 /* top n_out by fault rate; equal rates keep path order
                  * because cgroups come in path order and go after equals */
                 if (n_out == 0 || (k == n_out && c->view.fault_rate <= out[k - 1].fault_rate))
@@ -844,6 +940,17 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
         }
         m->n_cg = w;
         m->st.n_managed = w;
+        m->st.n_unmonitored = unmonitored;
+        if (unmonitored != m->said_unmonitored) {
+                if (unmonitored)
+                        mthp_log(LOG_WARNING,
+                                 "cgroup monitor: %u of %u managed cgroups not monitored: fewer than %d descriptors "
+                                 "would remain under the soft RLIMIT_NOFILE (kept for the knob writes)",
+                                 unmonitored, w, MTHP_CGMON_FD_RESERVE);
+                else
+                        mthp_log(LOG_INFO, "cgroup monitor: every managed cgroup is monitored again");
+                m->said_unmonitored = unmonitored;
+        }
         *n = k;
         m->st.tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
         return 0;

@@ -105,6 +105,30 @@ struct vmf_entry {
         struct vmf_range r[VMF_RANGES];
 };
 
+/* A process's mappings as maps last said them, parsed (density.c,
+ * read_mappings): /proc/PID/maps costs the kernel a formatted line per
+ * mapping, and us a parse, ~25 ms for 60,000 mappings; it is read again
+ * when the process's VmSize moved, or when the list is old against what
+ * reading it cost. */
+#define MAPS_CACHE 16                /* processes remembered */
+struct cmap {
+        uint64_t start, end, offset;
+        int8_t kind;                 /* mthp_proc_mapping_kind(), -1 none */
+        uint8_t reach;               /* shmem: shm_reach() */
+        uint16_t align_kb;           /* shmem: shm_align_kb() */
+};
+struct maps_entry {
+        pid_t pid;                   /* 0: free */
+        uint64_t starttime;
+        uint64_t t_usec;             /* when maps (or smaps) was read */
+        uint64_t used_usec;          /* when a sample last used it */
+        uint64_t cost_usec;          /* CPU time that read and its parse took */
+        uint64_t vm_kb;              /* VmSize then */
+        uint64_t layout;             /* layout hash of its anon/shmem mappings */
+        struct cmap *m;
+        size_t n, cap;
+};
+
 struct proc_ctx {
         pid_t pid;
         int fd;                      /* /proc/PID/pagemap */
@@ -115,6 +139,8 @@ struct proc_ctx {
         uint64_t nohuge_span[_MTHP_KIND_MAX], nohuge_rss[_MTHP_KIND_MAX], advised_span[_MTHP_KIND_MAX];
         bool thp_disabled;
         const struct vmf_entry *vmf;        /* its hg/nh mappings, NULL: unknown */
+        uint64_t vm_kb;                     /* status VmSize */
+        const struct maps_entry *maps;      /* its mappings */
         bool rss_known[_MTHP_KIND_MAX];
         uint8_t *unlisted;                  /* the process's entry: persists across ticks */
         unsigned windows[_MTHP_KIND_MAX];
@@ -178,6 +204,7 @@ struct mthp_density_sampler {
         struct acc acc[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
         struct acc acc_hg[_MTHP_KIND_MAX][MTHP_SIZES_MAX];   /* the hg mappings' part */
         struct vmf_entry *vmf;              /* VMF_CACHE entries */
+        struct maps_entry *maps;            /* MAPS_CACHE entries */
         struct read_req rq[READ_BATCH];
         struct iovec riov[READ_BATCH];
         size_t n_rq;

@@ -105,7 +105,8 @@ int mthp_density_new(const struct mthp_host *h, const unsigned *sizes_kb, unsign
         s->procs = calloc(b.max_procs, sizeof(*s->procs));
         s->rbuf = aligned_alloc(PAGE, READ_BATCH * PAGE);
         s->vmf = calloc(VMF_CACHE, sizeof(*s->vmf));
-        if (!s->procs || !s->rbuf || !s->vmf) {
+        s->maps = calloc(MAPS_CACHE, sizeof(*s->maps));
+        if (!s->procs || !s->rbuf || !s->vmf || !s->maps) {
                 mthp_density_free(s);
                 return -ENOMEM;
         }
@@ -128,6 +129,9 @@ void mthp_density_free(struct mthp_density_sampler *s) {
         free(s->listed);
         free(s->rbuf);
         free(s->vmf);
+        for (unsigned i = 0; s->maps && i < MAPS_CACHE; i++)
+                free(s->maps[i].m);
+        free(s->maps);
         free(s);
 }
 
@@ -243,6 +247,10 @@ static int read_all(struct mthp_density_sampler *s, int dfd, const char *name, s
 
 static void rss_cb(void *user, const char *key, unsigned long long value) {
         struct proc_ctx *c = user;
+        if (strcmp(key, "VmSize") == 0) {
+                c->vm_kb = value;
+                return;
+        }
         if (strcmp(key, "THP_enabled") == 0) {
                 /* 0 after PR_SET_THP_DISABLE (6.18: without
                  * PR_THP_DISABLE_EXCEPT_ADVISED, which leaves 1) */
@@ -273,19 +281,13 @@ static struct vmf_entry *vmf_slot(struct mthp_density_sampler *s, const struct m
         return old;
 }
 
-/* A hash of the bounds of the anon and shmem mappings in maps (or smaps)
- * text: when it changes, mappings came or went since smaps was read. */
-static uint64_t layout_hash(const char *text, size_t len) {
-        const char *p = text, *end = text + len;
+/* A hash of the bounds of the anon and shmem mappings: when it changes,
+ * mappings came or went since smaps was read. */
+static uint64_t layout_hash(const struct maps_entry *me) {
         uint64_t h = 0xcbf29ce484222325ULL;
-        while (p < end) {
-                const char *eol = memchr(p, '\n', (size_t) (end - p));
-                size_t n = eol ? (size_t) (eol - p) : (size_t) (end - p);
-                struct mthp_mapping m;
-                if (mthp_proc_parse_maps_line(p, n, &m) == 0 && mthp_proc_mapping_kind(&m) >= 0)
-                        h = (h ^ m.start ^ (m.end << 1)) * 0x100000001b3ULL;
-                p += n + 1;
-        }
+        for (size_t i = 0; i < me->n; i++)
+                if (me->m[i].kind >= 0)
+                        h = (h ^ me->m[i].start ^ (me->m[i].end << 1)) * 0x100000001b3ULL;
         return h;
 }
 
@@ -325,55 +327,145 @@ static void vmf_parse(struct vmf_entry *v, const char *text, size_t len) {
         }
 }
 
-/* The process's mappings into s->text (*len) and its hg and nh mappings.
- * smaps (whose header lines are maps lines) at first sight, again once the
- * cached reading is MTHP_DENSITY_VMFLAGS_USEC old, and again, at most once
- * a second, when the anon/shmem mappings have changed since (a program
- * that maps, madvises and unmaps in a loop); never sooner than 400 times
- * what the last read cost; maps otherwise. *vmf NULL if
- * smaps cannot be read (a fake host): no mapping is flagged then. */
-static int read_mappings(struct mthp_density_sampler *s, int dfd, const struct mthp_proc_entry *e,
-                         const struct vmf_entry **vmf, size_t *len) {
-        uint64_t now = s->t0_ns / 1000;
-        struct vmf_entry *v = vmf_slot(s, e);
-        int r = read_all(s, dfd, "maps", len);
-        if (r < 0)
-                return r;
-        *vmf = NULL;
-        if (v->pid) {
-                /* smaps takes at most 0.25% of a CPU per process: a 64 GiB
-                 * database of 4K pages (~10 ms/GiB measured) is read again
-                 * after 4 minutes, not every second; a PostgreSQL backend
-                 * mapping 1 GiB of shared buffers (~25 ms) every 30 s */
-                uint64_t floor = 400 * v->cost_usec;
-                uint64_t every = layout_hash(s->text, *len) != v->layout ? 1000000 : MTHP_DENSITY_VMFLAGS_USEC;
-                if (now < v->t_usec + (every > floor ? every : floor)) {
-                        *vmf = v;
-                        return 0;
+static uint8_t shm_reach(const struct mthp_mapping *m);
+static unsigned shm_align_kb(const struct mthp_mapping *m);
+
+/* The cache entry of this process, or the slot to read it into (a free one
+ * or the least recently used). */
+static struct maps_entry *maps_slot(struct mthp_density_sampler *s, const struct mthp_proc_entry *e) {
+        struct maps_entry *old = &s->maps[0];
+        for (unsigned i = 0; i < MAPS_CACHE; i++) {
+                struct maps_entry *m = &s->maps[i];
+                if (m->pid == e->pid && m->starttime == e->starttime)
+                        return m;
+                if (old->pid && (!m->pid || m->used_usec < old->used_usec))
+                        old = m;
+        }
+        old->pid = 0;
+        old->n = 0;
+        return old;
+}
+
+/* maps (or smaps: its header lines are maps lines) text into me. */
+static int maps_parse(struct maps_entry *me, const char *text, size_t len) {
+        const char *p = text, *end = text + len;
+        me->n = 0;
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                if (!eol)
+                        break;   /* a cut-off last line (maps longer than MTHP_PROC_TEXT_MAX) */
+                struct mthp_mapping m;
+                if (mthp_proc_parse_maps_line(p, (size_t) (eol - p), &m) == 0) {
+                        int r = mthp_grow((void **) &me->m, &me->cap, me->n + 1, sizeof(*me->m));
+                        if (r < 0)
+                                return r;
+                        int kind = mthp_proc_mapping_kind(&m);
+                        me->m[me->n++] = (struct cmap) {
+                                .start = m.start,
+                                .end = m.end,
+                                .offset = m.offset,
+                                .kind = (int8_t) (kind >= 0 ? kind : -1),
+                                .reach = kind == MTHP_SHMEM ? shm_reach(&m) : 0,
+                                .align_kb = (uint16_t) (kind == MTHP_SHMEM ? shm_align_kb(&m) : 0),
+                        };
                 }
+                p = eol + 1;
         }
-        size_t slen;
-        uint64_t t0 = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
-        if (read_all(s, dfd, "smaps", &slen) < 0) {
-                v->pid = 0;
-                return read_all(s, dfd, "maps", len);   /* the text was overwritten */
-        }
-        *len = slen;
-        vmf_parse(v, s->text, slen);
-        v->pid = e->pid;
-        v->starttime = e->starttime;
-        v->t_usec = now;
-        v->layout = layout_hash(s->text, slen);
-        v->cost_usec = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - t0) / 1000;
-        *vmf = v;
+        me->layout = layout_hash(me);
         return 0;
 }
 
-/* The flags of the mapping starting at start (a maps line), 0 if none. */
-static unsigned vmf_flags_at(const struct vmf_entry *v, uint64_t start) {
-        for (unsigned i = 0; v && i < v->n; i++)
-                if (v->r[i].start <= start && start < v->r[i].end)
-                        return v->r[i].flags;
+/* Read maps again? At first sight; when VmSize moved (mappings came or
+ * went), as long as reading it costs at most 1/MAPS_MOVED_FACTOR of the time
+ * since the last read; and at the latest once it is MAPS_AGE_FACTOR times
+ * what the read cost old: a process of a few hundred mappings (~0.1 ms) is
+ * read every tick as before, one of 60,000 (~25 ms) every 5 s, or every
+ * 0.5 s while it maps and unmaps. Between reads the sampler works on the
+ * list it has: a mapping since unmapped shows no touched page, one since
+ * mapped is not sampled until the next read. */
+#define MAPS_MOVED_FACTOR 20
+#define MAPS_AGE_FACTOR 200
+
+static bool maps_due(const struct maps_entry *me, uint64_t now, uint64_t vm_kb) {
+        uint64_t age = now - me->t_usec;
+        return !me->pid || now < me->t_usec || age >= MAPS_AGE_FACTOR * me->cost_usec ||
+               (vm_kb != me->vm_kb && age >= MAPS_MOVED_FACTOR * me->cost_usec);
+}
+
+/* The process's mappings (c->maps) and its hg and nh mappings (c->vmf).
+ * maps as maps_due says; smaps (which serves as maps too) at first sight,
+ * again once the cached reading is MTHP_DENSITY_VMFLAGS_USEC old, and
+ * again, at most once a second, when the anon/shmem mappings have changed
+ * since (a program that maps, madvises and unmaps in a loop); never sooner
+ * than 400 times what the last read cost. c->vmf NULL if smaps cannot be
+ * read (a fake host): no mapping is flagged then. */
+/* The text of maps or smaps (name) into me, and what that cost. */
+static int maps_read(struct mthp_density_sampler *s, int dfd, const char *name, const struct mthp_proc_entry *e,
+                     const struct proc_ctx *c, struct maps_entry *me, size_t *len) {
+        uint64_t now = s->t0_ns / 1000, t0 = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        int r;
+        if ((r = read_all(s, dfd, name, len)) < 0)
+                return r;   /* the list it had stands */
+        me->pid = 0;
+        if ((r = maps_parse(me, s->text, *len)) < 0)
+                return r;
+        me->pid = e->pid;
+        me->starttime = e->starttime;
+        me->t_usec = now;
+        me->vm_kb = c->vm_kb;
+        me->cost_usec = (mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID) - t0) / 1000;
+        return 0;
+}
+
+static int read_mappings(struct mthp_density_sampler *s, int dfd, const struct mthp_proc_entry *e,
+                         struct proc_ctx *c) {
+        uint64_t now = s->t0_ns / 1000;
+        struct vmf_entry *v = vmf_slot(s, e);
+        struct maps_entry *me = maps_slot(s, e);
+        size_t len;
+        int r;
+        bool fresh = false;
+        c->vmf = NULL;
+        c->maps = NULL;
+        /* smaps takes at most 0.25% of a CPU per process: a 64 GiB database
+         * of 4K pages (~10 ms/GiB measured) is read again after 4 minutes,
+         * not every second; a PostgreSQL backend mapping 1 GiB of shared
+         * buffers (~25 ms) every 30 s */
+        uint64_t floor = 400 * v->cost_usec;
+        bool smaps = !v->pid || now >= v->t_usec + (MTHP_DENSITY_VMFLAGS_USEC > floor ? MTHP_DENSITY_VMFLAGS_USEC : floor);
+        if (!smaps && maps_due(me, now, c->vm_kb)) {
+                if ((r = maps_read(s, dfd, "maps", e, c, me, &len)) < 0)
+                        return r;
+                fresh = true;
+                /* mappings changed since smaps: again, at most once a second */
+                smaps = me->layout != v->layout && now >= v->t_usec + (1000000 > floor ? 1000000 : floor);
+        }
+        if (smaps) {
+                /* its header lines are maps lines: the freshest list too */
+                if (maps_read(s, dfd, "smaps", e, c, me, &len) == 0) {
+                        vmf_parse(v, s->text, len);
+                        v->pid = e->pid;
+                        v->starttime = e->starttime;
+                        v->t_usec = now;
+                        v->layout = me->layout;
+                        v->cost_usec = me->cost_usec;
+                        /* smaps cut at MTHP_PROC_TEXT_MAX (~1 KB a mapping:
+                         * ~16,000 of them) lists only the first ones */
+                        fresh = len + 8192 < MTHP_PROC_TEXT_MAX;
+                        if (!fresh)
+                                me->pid = 0;   /* maps below */
+                } else
+                        v->pid = 0;   /* a fake host: no mapping is flagged */
+        }
+        if (!fresh && (!me->pid || maps_due(me, now, c->vm_kb))) {
+                if ((r = maps_read(s, dfd, "maps", e, c, me, &len)) < 0)
+                        return r;
+                if (smaps && v->pid)
+                        v->layout = me->layout;   /* smaps was cut: the whole list's */
+        }
+        me->used_usec = now;
+        c->maps = me;
+        c->vmf = v->pid ? v : NULL;
         return 0;
 }
 
@@ -464,66 +556,59 @@ static void probe_shm_folios(struct mthp_density_sampler *s, struct proc_ctx *c)
         }
 }
 
-static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, size_t len,
-                           const struct mthp_density_target *t) {
-        const char *p = s->text, *end = s->text + len;
+static int collect_regions(struct mthp_density_sampler *s, struct proc_ctx *c, const struct mthp_density_target *t) {
+        const struct maps_entry *me = c->maps;
 
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 s->n_reg[k] = 0;
-        while (p < end) {
-                const char *eol = memchr(p, '\n', (size_t) (end - p));
-                if (!eol)
-                        break;   /* a cut-off last line (maps longer than MTHP_PROC_TEXT_MAX) */
-                struct mthp_mapping m;
-                int kind = -1;
-                bool parsed = mthp_proc_parse_maps_line(p, (size_t) (eol - p), &m) == 0;
-                if (parsed && (kind = mthp_proc_mapping_kind(&m)) < 0)
-                        kind = -1;
+        size_t j = 0;   /* the hg/nh ranges are in address order too: one pass */
+        for (size_t i = 0; i < me->n; i++) {
+                const struct cmap *m = &me->m[i];
+                int kind = m->kind;
+                while (c->vmf && j < c->vmf->n && c->vmf->r[j].end <= m->start)
+                        j++;
+                unsigned flags = c->vmf && j < c->vmf->n && c->vmf->r[j].start <= m->start ? c->vmf->r[j].flags : 0;
                 /* a fault in an nh mapping is one no size changes */
-                if (parsed)
-                        count_faults(s, c, m.start, m.end,
-                                     kind >= 0 && !(vmf_flags_at(c->vmf, m.start) & MTHP_VMA_NOHUGEPAGE) ? kind : -1);
-                if (parsed && kind >= 0) {
-                        uint64_t a = m.start, b = m.end;
-                        if (t && t->end) {
-                                a = a > t->start ? a : t->start;
-                                b = b < t->end ? b : t->end;
-                        }
-                        a = (a + PAGE - 1) & ~(uint64_t) (PAGE - 1);
-                        b &= ~(uint64_t) (PAGE - 1);
-                        unsigned flags = vmf_flags_at(c->vmf, m.start);
-                        if (a < b && (flags & MTHP_VMA_NOHUGEPAGE)) {
-                                /* no large folio here whatever the knobs say */
-                                c->nohuge_span[kind] += b - a;
-                        } else if (a < b) {
-                                int r = mthp_grow((void **) &s->reg[kind], &s->cap_reg[kind], s->n_reg[kind] + 1,
-                                             sizeof(struct region));
-                                if (r < 0)
-                                        return r;
-                                /* shmem folios align in the file, anon ones in the address space */
-                                s->reg[kind][s->n_reg[kind]++] = (struct region) {
-                                        .start = a,
-                                        .end = b,
-                                        .delta = kind == MTHP_SHMEM ? m.offset - m.start : 0,
-                                        .hg = flags & MTHP_VMA_HUGEPAGE,
-                                        .map_start = m.start,
-                                        .map_end = m.end,
-                                        .map_off = m.offset,
-                                        .obj_fd = -1,
-                                };
-                                c->span[kind] += b - a;
-                                if (flags & MTHP_VMA_HUGEPAGE)
-                                        c->advised_span[kind] += b - a;
-                                if (kind == MTHP_SHMEM && m.end - m.start > c->shm.bytes)
-                                        c->shm = (struct mthp_shm_mapping) {
-                                                .addr = m.start,
-                                                .bytes = m.end - m.start,
-                                                .align_kb = shm_align_kb(&m),
-                                                .reach = shm_reach(&m),
-                                        };
-                        }
+                count_faults(s, c, m->start, m->end, kind >= 0 && !(flags & MTHP_VMA_NOHUGEPAGE) ? kind : -1);
+                if (kind < 0)
+                        continue;
+                uint64_t a = m->start, b = m->end;
+                if (t && t->end) {
+                        a = a > t->start ? a : t->start;
+                        b = b < t->end ? b : t->end;
                 }
-                p = eol + 1;
+                a = (a + PAGE - 1) & ~(uint64_t) (PAGE - 1);
+                b &= ~(uint64_t) (PAGE - 1);
+                if (a < b && (flags & MTHP_VMA_NOHUGEPAGE)) {
+                        /* no large folio here whatever the knobs say */
+                        c->nohuge_span[kind] += b - a;
+                } else if (a < b) {
+                        int r = mthp_grow((void **) &s->reg[kind], &s->cap_reg[kind], s->n_reg[kind] + 1,
+                                          sizeof(struct region));
+                        if (r < 0)
+                                return r;
+                        /* shmem folios align in the file, anon ones in the address space */
+                        s->reg[kind][s->n_reg[kind]++] = (struct region) {
+                                .start = a,
+                                .end = b,
+                                .delta = kind == MTHP_SHMEM ? m->offset - m->start : 0,
+                                .hg = flags & MTHP_VMA_HUGEPAGE,
+                                .map_start = m->start,
+                                .map_end = m->end,
+                                .map_off = m->offset,
+                                .obj_fd = -1,
+                        };
+                        c->span[kind] += b - a;
+                        if (flags & MTHP_VMA_HUGEPAGE)
+                                c->advised_span[kind] += b - a;
+                        if (kind == MTHP_SHMEM && m->end - m->start > c->shm.bytes)
+                                c->shm = (struct mthp_shm_mapping) {
+                                        .addr = m->start,
+                                        .bytes = m->end - m->start,
+                                        .align_kb = m->align_kb,
+                                        .reach = m->reach,
+                                };
+                }
         }
         return 0;
 }
@@ -666,12 +751,12 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
                 return 0;
         }
         fault_run(s, e->pid, &c.fs_next, &c.fs_end);
-        r = read_mappings(s, dfd, e, &c.vmf, &len);
+        r = read_mappings(s, dfd, e, &c);
         for (int k = 0; r == 0 && c.vmf && k < _MTHP_KIND_MAX; k++)
                 c.nohuge_rss[k] = (uint64_t) ((double) c.rss[k] * c.vmf->nh_share[k]);
         if (r < 0)
                 return r;
-        r = collect_regions(s, &c, len, t);
+        r = collect_regions(s, &c, t);
         if (r < 0)
                 return r;
         c.dfd = dfd;
@@ -742,6 +827,8 @@ static int sample_proc_regions(struct mthp_density_sampler *s, struct proc_ctx *
         fold(s, c, out);
         proc_done(e, c, out, t0, t0_cpu);
         out->shm = c->shm;
+        out->mappings = (unsigned) c->maps->n;
+        out->maps_age_usec = s->t0_ns / 1000 - c->maps->t_usec;
         memcpy(out->fault_samples, c->fs_kind, sizeof(out->fault_samples));
         out->fault_samples_other = c->fs_other;
         return 0;

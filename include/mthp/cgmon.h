@@ -22,6 +22,17 @@
  * vanished is dropped quietly; one recreated under the same path starts
  * over (its counters are new: no rate for one tick). */
 
+/* Descriptors. A managed cgroup keeps up to 5 open (memory.stat, usage,
+ * max, high, pressure). The monitor never takes a descriptor whose number
+ * would leave fewer than MTHP_CGMON_FD_RESERVE free below the soft
+ * RLIMIT_NOFILE (read at each walk): a knob write, the restore journal and
+ * the restore at exit must always find one. A cgroup found beyond that budget
+ * is still managed, its files opened, read and closed each tick
+ * (n_transient), and gets its own descriptors at a later walk if the budget
+ * has room again; when even that would eat into the reserve, the tick
+ * skips it (n_unmonitored). Either is logged once when its number changes. */
+#define MTHP_CGMON_FD_RESERVE 64
+
 typedef bool (*mthp_cgmon_match_fn)(const char *path, void *user);
 
 struct mthp_cgmon_stats {
@@ -33,6 +44,10 @@ struct mthp_cgmon_stats {
         uint64_t files_read;       /* preads in the last tick */
         uint64_t checks;           /* rescans that found the cgroup count unchanged: no walk */
         unsigned full_reads;       /* cgroups whose memory.stat the last tick read */
+        /* the descriptor budget (MTHP_CGMON_FD_RESERVE) */
+        unsigned fds;              /* descriptors the managed cgroups hold */
+        unsigned n_transient;      /* managed cgroups without their own: files opened and closed each tick */
+        unsigned n_unmonitored;    /* managed cgroups the last tick could not read at all for lack of one */
 };
 
 struct mthp_cgmon;

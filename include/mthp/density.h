@@ -190,6 +190,15 @@ struct mthp_density_proc {
         uint32_t fault_samples[_MTHP_KIND_MAX];
         uint32_t fault_samples_other;
         uint64_t pages_examined, pages_read, usec;
+        /* Its mappings as the sample saw them, and how old that list was:
+         * maps is read again only when VmSize moved (at most every 20 times
+         * what reading it cost) or the list is 200 times that old (a few
+         * hundred mappings: every tick; 60,000, ~25 ms: every 5 s), so a
+         * mapping made since is not sampled until then. smaps, read for
+         * the hg/nh flags, serves as maps when it is whole (it is cut at
+         * MTHP_PROC_TEXT_MAX, ~16,000 mappings). */
+        unsigned mappings;
+        uint64_t maps_age_usec;
 };
 
 struct mthp_density_report {

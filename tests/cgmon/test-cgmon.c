@@ -2,12 +2,15 @@
 /* Cgroup monitor: memory.stat parsers on real texts, and the monitor on fake
  * hosts of each layout (v2, hybrid, v1) whose cgroups the tests create,
  * move, remove and recreate. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "memstat-texts.h"
+#include "mthp/actuator.h"
 #include "mthp/cgmon.h"
 #include "unit.h"
 
@@ -676,6 +679,105 @@ static void test_libcgroup_walker_needs_real_root(void **state) {
         assert_ok(mthp_cgmon_set_walker(x->m, MTHP_CGMON_WALK_DIRFD));
 }
 
+/* Descriptors in use by this process. */
+static unsigned open_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        unsigned n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n - 1;   /* the directory's own */
+}
+
+/* Manage n cgroups under a soft RLIMIT_NOFILE of soft, tick twice, then
+ * write a knob and restore it: the monitor must leave the knob writes
+ * their descriptors whatever the number of cgroups. */
+static void budget_run(struct cfix *x, unsigned n, rlim_t soft, struct mthp_cgmon_stats *st) {
+        struct mthp_cgmon_stats before;
+        mthp_cgmon_get_stats(x->m, &before);
+        for (unsigned i = before.n_managed; i < n; i++) {
+                char name[32];
+                snprintf(name, sizeof(name), "svc-%04u", i);
+                add_cg(x, name);
+        }
+        struct rlimit old, rl;
+        assert_ok(getrlimit(RLIMIT_NOFILE, &old));
+        rl = old;
+        rl.rlim_cur = soft;
+        assert_ok(setrlimit(RLIMIT_NOFILE, &rl));
+        tick(x, 0);
+        tick(x, SEC);
+        mthp_cgmon_get_stats(x->m, st);
+        char run[PATH_MAX + 8];
+        snprintf(run, sizeof(run), "%s/run", x->f->dir);
+        (void) mkdir(run, 0755);
+        (void) mkdir(x->f->state_dir, 0755);
+        struct mthp_actuator *a = NULL;
+        char err[512] = "";
+        int r = mthp_actuator_new(x->f->host, &x->f->caps, x->f->state_dir, false, &a);
+        if (r == 0)
+                r = mthp_knob_write(a, fixture_knob(x->f, "64K/anon"), "always", "test", err, sizeof(err));
+        int restored = a ? mthp_actuator_restore(a) : -1;
+        mthp_actuator_free(a);
+        assert_ok(setrlimit(RLIMIT_NOFILE, &old));
+        if (r < 0)
+                fail_msg("knob write beside %u managed cgroups under RLIMIT_NOFILE %llu: %s", n,
+                         (unsigned long long) soft, err[0] ? err : strerror(-r));
+        assert_int_equal(r, 1);
+        assert_int_equal(restored, 0);
+        assert_string_equal(fixture_knob_value(x->f, "64K/anon"), "never");
+        assert_int_equal(st->n_managed, n);
+}
+
+/* 250 managed cgroups under the usual soft limit of 1,024 (scaled down to
+ * 256 here): the cgroups beyond the budget are read by open-read-close,
+ * every one of them is still monitored, and the knob write works. */
+static void test_fd_budget(void **state) {
+        struct cfix *x = *state;
+        struct mthp_cgmon_stats st;
+        unsigned base = open_fds();
+        budget_run(x, 250, base + 192, &st);
+        assert_true(st.n_transient > 0);
+        assert_int_equal(st.n_unmonitored, 0);
+        assert_true(st.fds + base + MTHP_CGMON_FD_RESERVE <= base + 192);
+        /* every cgroup was read: the last tick's views are full */
+        assert_int_equal(x->n, MAXV);
+}
+
+/* So few descriptors that not even open-read-close fits beside the
+ * reserve: the cgroups are skipped, visibly, and the knob write works. */
+static void test_fd_budget_exhausted(void **state) {
+        struct cfix *x = *state;
+        struct mthp_cgmon_stats st;
+        unsigned base = open_fds();
+        budget_run(x, 40, base + MTHP_CGMON_FD_RESERVE - 8, &st);
+        assert_int_equal(st.fds, 0);
+        assert_int_equal(st.n_transient, 40);
+        assert_int_equal(st.n_unmonitored, 40);
+}
+
+/* The figure: descriptors at 1,000 managed cgroups, with the soft limit
+ * at the hard one (what mthpd sets at start) and at 1,024. */
+static void test_fd_budget_1000(void **state) {
+        struct cfix *x = *state;
+        struct mthp_cgmon_stats st;
+        struct rlimit rl;
+        assert_ok(getrlimit(RLIMIT_NOFILE, &rl));
+        unsigned base = open_fds();
+        budget_run(x, 1000, 1024, &st);
+        printf("# 1000 managed cgroups, soft RLIMIT_NOFILE 1024: %u descriptors held (%u before), %u cgroups by "
+               "open-read-close, %u not monitored\n", st.fds, base, st.n_transient, st.n_unmonitored);
+        assert_int_equal(st.n_unmonitored, 0);
+        if (rl.rlim_max >= 8192) {
+                mthp_cgmon_set_match(x->m, match_prefix, x); /* a walk: the budget is read again */
+                budget_run(x, 1000, rl.rlim_max, &st);
+                printf("# 1000 managed cgroups, soft RLIMIT_NOFILE %llu: %u descriptors held, %u by "
+                       "open-read-close\n", (unsigned long long) rl.rlim_max, st.fds, st.n_transient);
+        }
+}
+
 #define LAYOUT_TESTS(setup)                                                                     \
         cmocka_unit_test_setup_teardown(test_rates_and_order, setup, cfix_teardown),            \
         cmocka_unit_test_setup_teardown(test_memstat_fields, setup, cfix_teardown),             \
@@ -690,7 +792,9 @@ static void test_libcgroup_walker_needs_real_root(void **state) {
         cmocka_unit_test_setup_teardown(test_not_a_memory_cgroup, setup, cfix_teardown),             \
         cmocka_unit_test_setup_teardown(test_full_reads_follow_usage, setup, cfix_teardown),         \
         cmocka_unit_test_setup_teardown(test_walk_only_on_count_change, setup, cfix_teardown), \
-        cmocka_unit_test_setup_teardown(test_appeared, setup, cfix_teardown)
+        cmocka_unit_test_setup_teardown(test_appeared, setup, cfix_teardown),                  \
+        cmocka_unit_test_setup_teardown(test_fd_budget, setup, cfix_teardown),                 \
+        cmocka_unit_test_setup_teardown(test_fd_budget_exhausted, setup, cfix_teardown)
 
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_v1_real_uses_totals),
@@ -699,6 +803,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_no_cgroups),
         cmocka_unit_test_setup_teardown(test_libcgroup_walker_needs_real_root, setup_v2, cfix_teardown),
+        cmocka_unit_test_setup_teardown(test_fd_budget_1000, setup_v2, cfix_teardown),
         LAYOUT_TESTS(setup_v2),
         LAYOUT_TESTS(setup_hybrid),
         LAYOUT_TESTS(setup_v1),

@@ -814,6 +814,64 @@ static void test_vmflags(void **state) {
                 assert_int_equal(mthp_proc_parse_vmflags(cases[i].v, strlen(cases[i].v)), cases[i].want);
 }
 
+/* A process with tens of thousands of mappings: maps is not read again
+ * every tick (the kernel formats a line a mapping, ~25 ms for 60,000) but
+ * when VmSize moves; the sample works on the list it has meanwhile. */
+static void test_fake_maps_follow_vmsize(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        long hz = sysconf(_SC_CLK_TCK);
+        char path[128];
+        snprintf(path, sizeof(path), "%s/proc/100/maps", f->root);
+        /* 60,000 file mappings (text of a library each), then the two anon ones */
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        for (unsigned i = 0; i < 60000; i++)
+                fprintf(fp, "%08llx-%08llx r-xp 00000000 08:01 %u /usr/lib/lib%u.so\n",
+                        0x40000000ULL + i * 0x2000ULL, 0x40001000ULL + i * 0x2000ULL, 1000 + i, i);
+        fprintf(fp, "10000000-10400000 rw-p 00000000 00:00 0 \n20000000-20400000 rw-p 00000000 00:00 0 \n");
+        fclose(fp);
+        put(f, "proc/100/status", "VmSize:\t 248000 kB\nRssAnon:\t   5120 kB\n");
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        struct mthp_density_target t = { .pid = 100 };
+        assert_int_equal(mthp_density_set_targets(s, &t, 1), 0);
+        assert_int_equal(mthp_density_tick(s, 1000000, &rep), 0);
+        assert_int_equal(rep.n_procs, 1);
+        assert_int_equal(rep.procs[0].kind[MTHP_ANON].mapped_bytes, 8 << 20);
+        assert_int_equal(rep.procs[0].mappings, 60002);
+        assert_int_equal(rep.procs[0].maps_age_usec, 0);
+
+        /* the second anon mapping goes, VmSize says nothing yet: the list
+         * read a moment ago stands */
+        truncate(path, 0);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "10000000-10400000 rw-p 00000000 00:00 0 \n");
+        fclose(fp);
+        put_stat(f, 100, "hot worker", 'R', 0, 2000000, 900 * (unsigned long) hz);
+        assert_int_equal(mthp_density_tick(s, 1100000, &rep), 0);
+        assert_int_equal(rep.n_procs, 1);
+        assert_int_equal(rep.procs[0].kind[MTHP_ANON].mapped_bytes, 8 << 20);
+        assert_int_equal(rep.procs[0].mappings, 60002);
+
+        /* VmSize moved: read again (once the read is cheap against the time
+         * since: the one mapping left costs nothing to read next time) */
+        put(f, "proc/100/status", "VmSize:\t 244000 kB\nRssAnon:\t   5120 kB\n");
+        bool reread = false;
+        for (int i = 0; i < 100 && !reread; i++) {
+                put_stat(f, 100, "hot worker", 'R', 0, 3000000 + 1000000 * (unsigned long) i, 900 * (unsigned long) hz);
+                assert_int_equal(mthp_density_tick(s, 1200000 + 100000 * (uint64_t) i, &rep), 0);
+                reread = rep.n_procs == 1 && rep.procs[0].mappings == 1;
+                if (!reread)
+                        usleep(50000);
+        }
+        assert_true(reread);
+        assert_int_equal(rep.procs[0].kind[MTHP_ANON].mapped_bytes, 4 << 20);
+        mthp_density_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_plain),
@@ -830,6 +888,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fake_ranking_and_coverage, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_fault_samples_by_kind, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_budget_and_rotation, fake_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_maps_follow_vmsize, fake_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_scan_follows_activity, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_listing, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_idle_ticks_keep_table, fake_many_setup, fake_teardown),

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
+#include <string.h>
 #include "mthp/limits.h"
 
 static void put(const struct fixture *f, const char *memdir, const char *file, const char *text) {
@@ -49,13 +50,14 @@ static void test_v2_limits(void **state) {
         assert_int_equal(mthp_limits_scan(f->host, &f->caps, s, NULL, NULL), 0);
         assert_true(s->limited_valid);
         assert_int_equal(s->n_limited, 2);
-        /* populated first (the fake has no cgroup.events for /svc: assumed populated) */
-        assert_string_equal(s->limited[0].path, "/svc");
-        assert_int_equal(s->limited[0].limit_kb, 600 * 1024);
-        assert_int_equal(s->limited[0].usage_kb, 100 * 1024);
-        assert_true(s->limited[0].populated);
-        assert_string_equal(s->limited[1].path, "/svc/job");
-        assert_false(s->limited[1].populated);
+        /* least headroom in bytes first: /svc/job (50 MiB) before /svc
+         * (500 MiB; the fake has no cgroup.events for /svc: assumed populated) */
+        assert_string_equal(s->limited[1].path, "/svc");
+        assert_int_equal(s->limited[1].limit_kb, 600 * 1024);
+        assert_int_equal(s->limited[1].usage_kb, 100 * 1024);
+        assert_true(s->limited[1].populated);
+        assert_string_equal(s->limited[0].path, "/svc/job");
+        assert_false(s->limited[0].populated);
         uint64_t u, l;
         assert_int_equal(mthp_limits_read(f->host, &f->caps, "/svc/job", &u, &l), 0);
         assert_int_equal(u, 150 * 1024);
@@ -144,6 +146,100 @@ static void test_hybrid_procs_read_only_under_a_limit(void **state) {
         free(s);
 }
 
+/* A limited cgroup: limit and usage in MiB (v2). */
+static void limited(const struct fixture *f, const char *name, unsigned limit_mib, unsigned usage_mib) {
+        char d[PATH_MAX], t[32];
+        add(f, name, d, sizeof(d));
+        snprintf(t, sizeof(t), "%llu\n", (unsigned long long) limit_mib << 20);
+        put(f, d, "memory.max", t);
+        snprintf(t, sizeof(t), "%llu\n", (unsigned long long) usage_mib << 20);
+        put(f, d, "memory.current", t);
+}
+
+static const struct mthp_limited_cgroup *carried(const struct mthp_snapshot *s, unsigned limit_mib,
+                                                 unsigned usage_mib) {
+        for (unsigned i = 0; i < s->n_limited; i++)
+                if (s->limited[i].limit_kb == limit_mib * 1024ULL && s->limited[i].usage_kb == usage_mib * 1024ULL)
+                        return &s->limited[i];
+        return NULL;
+}
+
+/* Ranked by what a size would cost it, its headroom in bytes: a 100 MiB
+ * cgroup with 50 MiB left beside 40 roomy services (10 GiB, 95% used:
+ * 512 MiB left) comes first; by ratio it was the 41st and dropped. */
+static void test_rank_by_bytes(void **state) {
+        struct fixture *f = *state;
+        for (unsigned i = 0; i < 40; i++) {
+                char n[32];
+                snprintf(n, sizeof(n), "roomy-%02u", i);
+                limited(f, n, 10240, 9728);
+        }
+        limited(f, "tight", 100, 50);
+        fixture_reprobe(f);
+        struct mthp_snapshot *s = calloc(1, sizeof(*s));
+        struct mthp_limits_stats st;
+        assert_int_equal(mthp_limits_scan_ex(f->host, &f->caps, s, NULL, NULL, &st), 0);
+        assert_int_equal(s->n_limited, MTHP_SNAP_LIMITED);
+        assert_string_equal(s->limited[0].path, "/tight");
+        assert_int_equal(st.limited, 41);
+        assert_int_equal(st.carried, MTHP_SNAP_LIMITED);
+        free(s);
+}
+
+/* Deep, long and far: behind 600 cgroups nearer the root, and at a path
+ * of 143 and of 250 characters (kubelet's systemd driver), the tight
+ * cgroups are seen and carried; the long ones under a short alias that
+ * mthp_limits_read resolves. */
+static void test_sees_every_limited(void **state) {
+        struct fixture *f = *state;
+        char d[PATH_MAX];
+        for (unsigned i = 0; i < 600; i++) {
+                char n[32];
+                snprintf(n, sizeof(n), "near-%03u", i);
+                add(f, n, d, sizeof(d));
+        }
+        const char *pod = "kubepods.slice/kubepods-burstable.slice/"
+                          "kubepods-burstable-pod0d4b6c6e_4c1b_4a4e_9a57_3f5f6b7d8e9a.slice";
+        char c143[PATH_MAX], c250[PATH_MAX];
+        snprintf(c143, sizeof(c143), "%s/cri-containerd-%.16s.scope", pod,
+                 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+        snprintf(c250, sizeof(c250), "%s/cri-containerd-%s.scope/%s", pod,
+                 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                 "nested-0123456789abcdef0123456789abcdef0123456789abc.scope");
+        assert_int_equal(strlen(c143) + 1, 143);
+        assert_int_equal(strlen(c250) + 1, 250);
+        limited(f, "near-599/deep", 90, 80);
+        limited(f, c143, 100, 50);
+        limited(f, c250, 120, 100);
+        fixture_reprobe(f);
+        struct mthp_snapshot *s = calloc(1, sizeof(*s));
+        struct mthp_limits_stats st;
+        assert_int_equal(mthp_limits_scan_ex(f->host, &f->caps, s, NULL, NULL, &st), 0);
+        assert_int_equal(st.limited, 3);
+        assert_int_equal(st.unseen, 0);
+        assert_non_null(carried(s, 90, 80));
+        assert_string_equal(carried(s, 90, 80)->path, "/near-599/deep");
+        const struct mthp_limited_cgroup *a = carried(s, 100, 50), *b = carried(s, 120, 100);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_int_equal(st.aliased, 2);
+        assert_true(strlen(a->path) < MTHP_CGROUP_PATH_MAX);
+        assert_string_not_equal(a->path, b->path);
+        uint64_t u, l;
+        assert_int_equal(mthp_limits_read(f->host, &f->caps, b->path, &u, &l), 0);
+        assert_int_equal(l, 120 * 1024);
+        assert_int_equal(u, 100 * 1024);
+        char full[PATH_MAX];
+        snprintf(full, sizeof(full), "/%s", c250);
+        assert_string_equal(mthp_limits_resolve(b->path), full);
+        /* the same alias at the next scan: the engine keeps it by path */
+        char keep[MTHP_CGROUP_PATH_MAX];
+        snprintf(keep, sizeof(keep), "%s", b->path);
+        assert_int_equal(mthp_limits_scan_ex(f->host, &f->caps, s, NULL, NULL, &st), 0);
+        assert_string_equal(carried(s, 120, 100)->path, keep);
+        free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_limits, setup_v2, fixture_teardown),
@@ -152,6 +248,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_hybrid_procs_read_only_under_a_limit, setup_hybrid,
                                                 fixture_teardown),
                 cmocka_unit_test(test_memory_events),
+                cmocka_unit_test_setup_teardown(test_rank_by_bytes, setup_v2, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_sees_every_limited, setup_v2, fixture_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
