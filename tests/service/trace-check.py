@@ -133,6 +133,16 @@ else:
 # a refused netlink request (taskstats without CAP_NET_ADMIN) is an error
 # message in the reply, not a failed call
 eperm = [(n, r) for _, n, r in events if "= -1 EPERM" in r or "error=-EPERM" in r]
+# cachestat(2) answers EPERM for a file the caller may not write and does
+# not own (the kernel's rule against a page-cache side channel, not the
+# unit's: no capability the unit could grant but CAP_FOWNER lifts it):
+# another user's /dev/shm object, such as PostgreSQL's. mthpd then counts
+# that object with mincore (lib/pagecache.c), so it is no sandbox break.
+cachestat_eperm = [e for e in eperm if e[0] == "cachestat"]
+if cachestat_eperm:
+    print(f"note - cachestat refused {len(cachestat_eperm)}x with EPERM (objects mthpd may not write): "
+          "it counts those with mincore")
+    eperm = [e for e in eperm if e[0] != "cachestat"]
 if eperm:
     problems.append(f"{len(eperm)} calls failed with EPERM, e.g. {eperm[0][0]}({eperm[0][1][:200]}")
 else:
