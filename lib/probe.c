@@ -204,20 +204,8 @@ static void probe_cgroups(const struct mthp_host *h, struct mthp_caps *caps) {
                 caps->cg_layout = MTHP_CG_NONE;
 }
 
-int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
-        char buf[256];
-        int r;
-
-        memset(caps, 0, sizeof(*caps));
-        if (mthp_host_read(h, MTHP_THP_DIR "/enabled", buf, sizeof(buf)) < 0)
-                return -ENOENT;
-        if (mthp_host_read(h, MTHP_THP_DIR "/hpage_pmd_size", buf, sizeof(buf)) >= 0)
-                caps->pmd_kb = (unsigned) (strtoull(buf, NULL, 10) / 1024);
-        caps->page_kb = page_kb_from_pmd(caps->pmd_kb);
-        if (!caps->page_kb)
-                caps->page_kb = h->real ? (unsigned) sysconf(_SC_PAGESIZE) / 1024 : 4;
-
-        /* sizes */
+/* The size directories hugepages-NkB, ascending. */
+static int probe_sizes(const struct mthp_host *h, struct mthp_caps *caps) {
         int fd = mthp_host_open_file(h, MTHP_THP_DIR, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return fd;
@@ -242,15 +230,12 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
         }
         closedir(d);
         qsort(caps->sizes, caps->n_sizes, sizeof(caps->sizes[0]), cmp_size);
+        return 0;
+}
 
-        static const struct {
-                enum mthp_knob_type type;
-                const char *file, *id;
-        } globals[] = {
-                { MTHP_KNOB_ENABLED, "enabled", "global/enabled" },
-                { MTHP_KNOB_DEFRAG, "defrag", "global/defrag" },
-                { MTHP_KNOB_SHMEM_ENABLED, "shmem_enabled", "global/shmem_enabled" },
-        };
+/* Each size's enabled and shmem_enabled knobs and its stats. */
+static int probe_size_knobs(const struct mthp_host *h, struct mthp_caps *caps) {
+        int r;
         /* per-size knobs first: restore order and status tables follow caps order */
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 struct mthp_size *sz = &caps->sizes[i];
@@ -273,6 +258,20 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
                         if (strncmp(sz->stats[j], "collapse_", 9) == 0)
                                 caps->mthp_collapse = true;
         }
+        return 0;
+}
+
+/* The global selection files and the THP shrinker's numbers. */
+static int probe_global_knobs(const struct mthp_host *h, struct mthp_caps *caps) {
+        static const struct {
+                enum mthp_knob_type type;
+                const char *file, *id;
+        } globals[] = {
+                { MTHP_KNOB_ENABLED, "enabled", "global/enabled" },
+                { MTHP_KNOB_DEFRAG, "defrag", "global/defrag" },
+                { MTHP_KNOB_SHMEM_ENABLED, "shmem_enabled", "global/shmem_enabled" },
+        };
+        int r;
         for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
                 char path[MTHP_PATH_MAX];
                 snprintf(path, sizeof(path), MTHP_THP_DIR "/%s", globals[i].file);
@@ -297,6 +296,25 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
         }
         r = add_knob(h, caps, MTHP_KNOB_NUMBER, 0, MTHP_THP_DIR "/shrink_underused", "global/shrink_underused");
         if (r < 0 && r != -ENOENT && r != -EBADMSG)
+                return r;
+        return 0;
+}
+
+int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
+        char buf[256];
+        int r;
+
+        memset(caps, 0, sizeof(*caps));
+        if (mthp_host_read(h, MTHP_THP_DIR "/enabled", buf, sizeof(buf)) < 0)
+                return -ENOENT;
+        if (mthp_host_read(h, MTHP_THP_DIR "/hpage_pmd_size", buf, sizeof(buf)) >= 0)
+                caps->pmd_kb = (unsigned) (strtoull(buf, NULL, 10) / 1024);
+        caps->page_kb = page_kb_from_pmd(caps->pmd_kb);
+        if (!caps->page_kb)
+                caps->page_kb = h->real ? (unsigned) sysconf(_SC_PAGESIZE) / 1024 : 4;
+
+        if ((r = probe_sizes(h, caps)) < 0 || (r = probe_size_knobs(h, caps)) < 0 ||
+            (r = probe_global_knobs(h, caps)) < 0)
                 return r;
 
         caps->psi = mthp_host_read(h, "/proc/pressure/memory", buf, sizeof(buf)) > 0;
