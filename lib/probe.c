@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/util.h"
 
@@ -217,13 +218,25 @@ static int probe_sizes(const struct mthp_host *h, struct mthp_caps *caps) {
         struct dirent *de;
         while ((de = readdir(d))) {
                 unsigned kb;
-                char tail[8];
-                /* a folio is a power-of-two number of base pages, order >= 1 */
-                if (sscanf(de->d_name, "hugepages-%ukB%7s", &kb, tail) != 1 || kb < 2 * caps->page_kb ||
-                    kb % caps->page_kb || (kb / caps->page_kb & (kb / caps->page_kb - 1)))
+                if (strncmp(de->d_name, "hugepages-", 10) != 0)
                         continue;
-                if (caps->n_sizes >= MTHP_SIZES_MAX)
-                        break;
+                if (mthp_sysfs_size_parse(de->d_name, &kb) < 0) {
+                        mthp_log(LOG_WARNING, MTHP_THP_DIR "/%s: ignored: not a size directory of the form "
+                                 "hugepages-<N>kB (N in decimal without a leading zero, a power of two from 8)",
+                                 de->d_name);
+                        continue;
+                }
+                /* a folio is a power-of-two number of base pages, order >= 1 */
+                if (kb < 2 * caps->page_kb || kb % caps->page_kb) {
+                        mthp_log(LOG_WARNING, MTHP_THP_DIR "/%s: ignored: not a folio size of %ukB base pages "
+                                 "(at least two pages)", de->d_name, caps->page_kb);
+                        continue;
+                }
+                if (caps->n_sizes >= MTHP_SIZES_MAX) {
+                        mthp_log(LOG_WARNING, MTHP_THP_DIR "/%s: ignored: more than %d sizes", de->d_name,
+                                 MTHP_SIZES_MAX);
+                        continue;
+                }
                 struct mthp_size *sz = &caps->sizes[caps->n_sizes++];
                 sz->kb = kb;
                 sz->order = __builtin_ctz(kb / caps->page_kb);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,25 @@ int mthp_parse_size(const char *s, unsigned *kb) {
         if (v == 0 || v > 16ULL * 1024 * 1024 / mult) /* before multiplying: no wrap */
                 return -ERANGE;
         *kb = (unsigned) (v * mult);
+        return 0;
+}
+
+int mthp_sysfs_size_parse(const char *name, unsigned *kb) {
+        static const char prefix[] = "hugepages-";
+        if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+                return -EINVAL;
+        const char *p = name + sizeof(prefix) - 1;
+        if (*p < '1' || *p > '9')  /* no sign, no leading zero, no space */
+                return -EINVAL;
+        uint64_t v = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                v = v * 10 + (uint64_t) (*p - '0');
+                if (v > UINT_MAX)
+                        return -EINVAL;
+        }
+        if (strcmp(p, "kB") != 0 || v < 8 || (v & (v - 1)))
+                return -EINVAL;
+        *kb = (unsigned) v;
         return 0;
 }
 

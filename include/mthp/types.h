@@ -127,6 +127,13 @@ bool mthp_knob_allows(const struct mthp_knob *k, const char *value);
 void mthp_format_size(unsigned kb, char *buf, size_t size);
 /* Parses "64K", "64k", "64kB", "2M", "2048"(kB); returns 0 or -EINVAL. */
 int mthp_parse_size(const char *s, unsigned *kb);
+/* The size of a per-size sysfs directory name, in the one form the kernel
+ * writes ("hugepages-%lukB"): "hugepages-<N>kB", N decimal without sign or
+ * leading zero, a power of two from 8 (8kB exists for shmem) that fits an
+ * unsigned. Every other spelling ("hugepages-064kB", "hugepages-64",
+ * "hugepages--4294967232kB", "hugepages-4294967360kB") is -EINVAL: read
+ * loosely, two names could be the same size and it would be managed twice. */
+int mthp_sysfs_size_parse(const char *name, unsigned *kb);
 
 /* One knob change: mthpd's write, or a restore (actuator history, log, bus). */
 struct mthp_change {

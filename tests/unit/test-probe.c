@@ -215,6 +215,51 @@ static void test_malformed_knob(void **state) {
         assert_int_equal(mthp_probe(f->host, &caps), -EBADMSG);
 }
 
+/* Only the kernel's own spelling of a size directory is a size: read
+ * loosely, each of these was 64K and 64K was managed three times over. */
+static void test_sysfs_size_names(void **state) {
+        struct fixture *f = *state;
+        static const char *const odd[] = { "hugepages-064kB", "hugepages-4294967360kB", "hugepages-64",
+                                           "hugepages--4294967232kB", "hugepages-64kB ", "hugepages-+64kB",
+                                           "hugepages-24kB", "hugepages-4kB" };
+        char path[256];
+        for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+                snprintf(path, sizeof(path), THP "/%s/enabled", odd[i]);
+                assert_ok(fakehost_write_file(f->dir, path, "always inherit madvise [never]\n"));
+                snprintf(path, sizeof(path), THP "/%s/shmem_enabled", odd[i]);
+                assert_ok(fakehost_write_file(f->dir, path, "always inherit within_size advise [never]\n"));
+        }
+        struct mthp_caps caps;
+        stderr_capture_begin();
+        assert_ok(mthp_probe(f->host, &caps));
+        const char *log = stderr_capture_end();
+        assert_int_equal(caps.n_sizes, 9);
+        unsigned n64 = 0;
+        for (unsigned i = 0; i < caps.n_sizes; i++)
+                n64 += caps.sizes[i].kb == 64;
+        assert_int_equal(n64, 1);
+        for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+                snprintf(path, sizeof(path), THP "/%s: ignored: ", odd[i]);
+                assert_contains(log, path);
+                /* one line each */
+                const char *a = strstr(log, path);
+                assert_null(strstr(a + 1, path));
+        }
+
+        unsigned kb = 0;
+        assert_ok(mthp_sysfs_size_parse("hugepages-8kB", &kb));
+        assert_int_equal(kb, 8);
+        assert_ok(mthp_sysfs_size_parse("hugepages-2147483648kB", &kb));
+        assert_int_equal(kb, 2147483648u);
+        static const char *const bad[] = { "hugepages-4kB", "hugepages-0kB", "hugepages-kB", "hugepages-",
+                                           "hugepages-12kB", "hugepages-64KB", "hugepages-64kb", "hugepages-64kBx",
+                                           "hugepages- 64kB", "hugepages-4294967296kB",
+                                           "hugepages-18446744073709551680kB", "Hugepages-64kB", "hugepages-0x40kB" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (mthp_sysfs_size_parse(bad[i], &kb) != -EINVAL)
+                        fail_msg("'%s' was taken as a size", bad[i]);
+}
+
 static void test_knob_read(void **state) {
         struct fixture *f = *state;
         char v[MTHP_VALUE_MAX];
@@ -260,6 +305,7 @@ int main(void) {
                 T(test_describe),
                 T(test_no_thp),
                 T(test_malformed_knob),
+                T(test_sysfs_size_names),
                 T(test_knob_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
