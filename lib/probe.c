@@ -100,11 +100,29 @@ static int add_knob(const struct mthp_host *h, struct mthp_caps *caps, enum mthp
         int r = mthp_host_read(h, path, buf, sizeof(buf));
         if (r < 0)
                 return r;
+        if ((size_t) r == sizeof(buf) - 1) {  /* maybe more: not a cut selection */
+                mthp_log(type == MTHP_KNOB_NUMBER ? LOG_WARNING : LOG_ERR,
+                         "%s: expected a selection or number file of less than %zu bytes", path, sizeof(buf) - 1);
+                return -EBADMSG;
+        }
         k = &caps->knobs[caps->n_knobs];
         memset(k, 0, sizeof(*k));
         r = type == MTHP_KNOB_NUMBER ? mthp_number_parse(buf, sel) : mthp_knob_parse(buf, sel, k->allowed, &k->n_allowed);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                size_t len = strlen(buf);
+                while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+                        buf[--len] = 0;
+                /* the caller stops on a selection file it cannot read (it
+                 * would not know what to restore) and leaves a number alone */
+                if (type == MTHP_KNOB_NUMBER)
+                        mthp_log(LOG_WARNING, "%s: expected a plain unsigned number of at most 9 digits, got '%.64s': "
+                                 "left alone", path, buf);
+                else
+                        mthp_log(LOG_ERR, "%s: expected a selection like 'always [madvise] never': one bracketed "
+                                 "value among at most %d space-separated values of at most %d bytes, got '%.128s'",
+                                 path, MTHP_VALUES_MAX, MTHP_VALUE_MAX - 1, buf);
+                return r == -E2BIG ? -EBADMSG : r;
+        }
         k->type = type;
         k->size_kb = kb;
         snprintf(k->path, sizeof(k->path), "%s", path);

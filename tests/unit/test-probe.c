@@ -210,9 +210,26 @@ static void test_no_thp(void **state) {
 static void test_malformed_knob(void **state) {
         struct fixture *f = *state;
         struct mthp_caps caps;
-        /* a selection file without a selection is not something to manage */
+        /* a selection file without a selection is not something to manage:
+         * the error names the file and what was expected */
         assert_ok(fakehost_write_file(f->dir, THP "/hugepages-32kB/enabled", "always inherit madvise never\n"));
+        stderr_capture_begin();
         assert_int_equal(mthp_probe(f->host, &caps), -EBADMSG);
+        const char *log = stderr_capture_end();
+        assert_contains(log, THP "/hugepages-32kB/enabled: expected a selection like 'always [madvise] never'");
+        assert_contains(log, "got 'always inherit madvise never'");
+        /* too many values, or one too long: the same, not a cut */
+        assert_ok(fakehost_write_file(f->dir, THP "/hugepages-32kB/enabled", "a b c d e f g h [i]\n"));
+        stderr_capture_begin();
+        assert_int_equal(mthp_probe(f->host, &caps), -EBADMSG);
+        assert_contains(stderr_capture_end(), THP "/hugepages-32kB/enabled: expected a selection");
+        /* a number file that is not a number is left alone, with a word */
+        assert_ok(fakehost_write_file(f->dir, THP "/hugepages-32kB/enabled", "always [never]\n"));
+        assert_ok(fakehost_write_file(f->dir, THP "/shrink_underused", "lots\n"));
+        stderr_capture_begin();
+        assert_ok(mthp_probe(f->host, &caps));
+        assert_contains(stderr_capture_end(), THP "/shrink_underused: expected a plain unsigned number");
+        assert_int_equal(mthp_caps_find_knob(&caps, "global/shrink_underused"), -ENOENT);
 }
 
 /* Only the kernel's own spelling of a size directory is a size: read
