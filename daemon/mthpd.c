@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "mthp-config.h"
 #include "mthp/log.h"
+#include "mthp/timespan.h"
 #include "mthp/util.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
@@ -113,9 +114,10 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
                 switch (c) {
                 case 'c': d->config_file = optarg; d->config_explicit = true; break;
                 case 'i':
-                        if (mthp_parse_duration(optarg, &d->interval_cli) < 0 || d->interval_cli < 100000) {
-                                fprintf(stderr, "mthpd: --interval: expected a duration of at least 100ms, got '%s'\n",
-                                        optarg);
+                        if (mthp_timespan_parse(optarg, &d->interval_cli) < 0 ||
+                            d->interval_cli < MTHP_INTERVAL_MIN_USEC || d->interval_cli > MTHP_INTERVAL_MAX_USEC) {
+                                fprintf(stderr, "mthpd: --interval: expected a duration from 100ms to 1h (e.g. 1s, "
+                                        "500ms, 1min 30s), got '%s'\n", optarg);
                                 return 2;
                         }
                         break;

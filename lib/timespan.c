@@ -9,6 +9,33 @@
 
 #include "mthp/timespan.h"
 
+/* Digits with an optional fraction, what a person writes: strtod alone
+ * also takes "0x10", "0x1p3", "1e9", "inf", "nan", signs and spaces. */
+static int scan_decimal(const char *s, double *v, const char **end) {
+        size_t ip = strspn(s, "0123456789"), fp = 0;
+        const char *p = s + ip;
+        if (*p == '.') {
+                fp = strspn(p + 1, "0123456789");
+                if (fp == 0)
+                        return -EINVAL;
+                p += 1 + fp;
+        }
+        if (ip == 0 && fp == 0)
+                return -EINVAL;
+        char buf[64];
+        if ((size_t) (p - s) >= sizeof(buf))
+                return -ERANGE;
+        memcpy(buf, s, (size_t) (p - s));
+        buf[p - s] = 0;
+        errno = 0;
+        double d = strtod(buf, NULL);
+        if (errno || !isfinite(d))
+                return -ERANGE;
+        *v = d;
+        *end = p;
+        return 0;
+}
+
 /* "90", "90s", "500ms", "5min", "1h30min", "2d", "1w": systemd's time spans
  * (a bare number is seconds). */
 int mthp_timespan_parse(const char *s, uint64_t *usec) {
@@ -24,17 +51,21 @@ int mthp_timespan_parse(const char *s, uint64_t *usec) {
                 { "week", 604800e6 },  { "w", 604800e6 },
         };
         double total = 0;
-        bool any = false;
+        bool any = false, too_big = false;
         while (*s) {
                 while (*s == ' ')
                         s++;
                 if (!*s)
                         break;
-                char *end;
-                errno = 0;
-                double v = strtod(s, &end);
-                if (end == s || errno || v < 0 || !isfinite(v) || *s == '-' || *s == '+')
+                const char *end;
+                double v;
+                int r = scan_decimal(s, &v, &end);
+                if (r == -ERANGE)
+                        too_big = true;
+                else if (r < 0)
                         return -EINVAL;
+                if (r < 0)  /* the number's end, to go on checking the syntax */
+                        end = s + strspn(s, "0123456789."), v = 0;
                 s = end;
                 while (*s == ' ')
                         s++;
@@ -57,9 +88,11 @@ int mthp_timespan_parse(const char *s, uint64_t *usec) {
                 total += v * mult;
                 any = true;
         }
-        if (!any || total >= 1e18)
+        if (!any)
                 return -EINVAL;
-        *usec = (uint64_t) total;
+        if (too_big || total >= 1e18)
+                return -ERANGE;
+        *usec = (uint64_t) (total + 0.5);
         return 0;
 }
 
