@@ -181,7 +181,8 @@ int cmd_cgroups(struct ctl *c, int argc, char **argv) {
         ctl_bus_free(bus);
         if (!from_daemon && cgroups_from_host(c, &cg, &n) < 0)
                 return EXIT_FAIL;
-        qsort(cg, n, sizeof(*cg), cmp_cgroup_rate);
+        if (n > 1)  /* the daemon's empty list is NULL: qsort(NULL, 0, ...) is undefined */
+                qsort(cg, n, sizeof(*cg), cmp_cgroup_rate);
         if (c->json) {
                 printf("{\"source\":\"%s\",\"cgroups\":", from_daemon ? "mthpd" : "host");
                 json_cgroups(cg, n);
