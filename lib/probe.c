@@ -135,7 +135,26 @@ static int cmp_size(const void *a, const void *b) {
         return (x->kb > y->kb) - (x->kb < y->kb);
 }
 
-static int probe_stats(const struct mthp_host *h, struct mthp_size *sz) {
+/* Which stats a size keeps when it has more than MTHP_STATS_MAX: the ones
+ * mthpd reads every tick, then collapse_* (what tells khugepaged's mTHP
+ * collapse), then by name. */
+static int stat_rank(const char *name) {
+        return mthp_stat_is_hot(name) ? 0 : strncmp(name, "collapse_", 9) == 0 ? 1 : 2;
+}
+
+static int cmp_stat_rank(const void *a, const void *b) {
+        const char *x = *(const char *const *) a, *y = *(const char *const *) b;
+        int rx = stat_rank(x), ry = stat_rank(y);
+        return rx != ry ? rx - ry : strcmp(x, y);
+}
+
+/* A size's stats/ files, sorted by name. Beyond MTHP_STATS_MAX (the
+ * sampler keeps one open file each: the kernel has 18 today) or with a
+ * name of MTHP_STAT_NAME_MAX bytes or more, a stat is not read: its name
+ * goes into skipped (", "-separated, each once) for the caller's one log
+ * line, and counts in *n_skipped. */
+static int probe_stats(const struct mthp_host *h, struct mthp_size *sz, char *skipped, size_t skipped_size,
+                       unsigned *n_skipped) {
         char path[MTHP_PATH_MAX];
         snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/stats", sz->kb);
         int fd = mthp_host_open_file(h, path, O_RDONLY | O_DIRECTORY);
@@ -146,15 +165,48 @@ static int probe_stats(const struct mthp_host *h, struct mthp_size *sz) {
                 close(fd);
                 return -errno;
         }
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        int r = 0;
         struct dirent *de;
-        while ((de = readdir(d)) && sz->n_stats < MTHP_STATS_MAX) {
-                if (de->d_name[0] == '.' || strlen(de->d_name) >= MTHP_STAT_NAME_MAX)
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
                         continue;
-                mthp_strcpy(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, de->d_name);
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 32;
+                        char **nn = realloc(names, cap * sizeof(*names));
+                        if (!nn) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        names = nn;
+                }
+                if (!(names[n] = strdup(de->d_name))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                n++;
         }
         closedir(d);
+        if (n > 1)
+                qsort(names, n, sizeof(*names), cmp_stat_rank);
+        for (size_t i = 0; i < n; i++) {
+                if (r == 0 && sz->n_stats < MTHP_STATS_MAX && strlen(names[i]) < MTHP_STAT_NAME_MAX)
+                        mthp_strcpy(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, names[i]);
+                else if (r == 0) {
+                        ++*n_skipped;
+                        size_t len = strlen(skipped), nl = strlen(names[i]);
+                        bool seen = false;
+                        for (const char *p = skipped; (p = strstr(p, names[i])) && !seen; p += nl)
+                                seen = (p == skipped || p[-1] == ' ') && (!p[nl] || p[nl] == ',');
+                        if (!seen && len + nl + 3 < skipped_size)
+                                snprintf(skipped + len, skipped_size - len, "%s%s", len ? ", " : "", names[i]);
+                }
+                free(names[i]);
+        }
+        free(names);
         qsort(sz->stats, sz->n_stats, MTHP_STAT_NAME_MAX, (int (*)(const void *, const void *)) strcmp);
-        return 0;
+        return r;
 }
 
 static bool is_cgroup2_dir(const struct mthp_host *h, const char *dir) {
@@ -267,6 +319,8 @@ static int probe_sizes(const struct mthp_host *h, struct mthp_caps *caps) {
 /* Each size's enabled and shmem_enabled knobs and its stats. */
 static int probe_size_knobs(const struct mthp_host *h, struct mthp_caps *caps) {
         int r;
+        char skipped[1024] = "";
+        unsigned n_skipping = 0;
         /* per-size knobs first: restore order and status tables follow caps order */
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 struct mthp_size *sz = &caps->sizes[i];
@@ -282,13 +336,19 @@ static int probe_size_knobs(const struct mthp_host *h, struct mthp_caps *caps) {
                                 return r;
                         sz->knob[kind] = r >= 0 ? r : -1;
                 }
-                r = probe_stats(h, sz);
+                unsigned n_skipped = 0;
+                r = probe_stats(h, sz, skipped, sizeof(skipped), &n_skipped);
                 if (r < 0)
                         return r;
+                n_skipping += n_skipped > 0;
                 for (unsigned j = 0; j < sz->n_stats; j++)
                         if (strncmp(sz->stats[j], "collapse_", 9) == 0)
                                 caps->mthp_collapse = true;
         }
+        if (n_skipping)
+                mthp_log(LOG_WARNING, "%u size(s) have stats mthpd does not read (at most %d per size, names "
+                         "under %d bytes; the fault counters are kept first): %s", n_skipping, MTHP_STATS_MAX,
+                         MTHP_STAT_NAME_MAX, skipped);
         return 0;
 }
 

@@ -17,6 +17,15 @@ const char *mthp_cg_layout_name(enum mthp_cg_layout l) {
         return n[l];
 }
 
+bool mthp_stat_is_hot(const char *name) {
+        static const char *const hot[] = { "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge",
+                                           "shmem_alloc", "shmem_fallback", "shmem_fallback_charge" };
+        for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+                if (strcmp(name, hot[i]) == 0)
+                        return true;
+        return false;
+}
+
 void mthp_format_size(unsigned kb, char *buf, size_t size) {
         if (kb >= 1024 * 1024 && kb % (1024 * 1024) == 0)
                 snprintf(buf, size, "%uG", kb / (1024 * 1024));

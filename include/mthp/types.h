@@ -123,6 +123,10 @@ bool mthp_caps_max_ptes_none_ok(const struct mthp_caps *caps, unsigned value);
 int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id);
 int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb);
 bool mthp_knob_allows(const struct mthp_knob *k, const char *value);
+/* The per-size stats mthpd reads every tick (the fault counters): the
+ * sampler's hot set, and the ones a size keeps first when it has more than
+ * MTHP_STATS_MAX stats. */
+bool mthp_stat_is_hot(const char *name);
 /* "64K", "2M", "1G" */
 void mthp_format_size(unsigned kb, char *buf, size_t size);
 /* Parses "64K", "64k", "64kB", "2M", "2048"(kB); returns 0 or -EINVAL. */

@@ -123,6 +123,37 @@ static void test_stats(void **state) {
         assert_string_equal(s8->stats[mthp_stat_index(s8, "shmem_alloc")], "shmem_alloc");
 }
 
+/* More stats than a size keeps (MTHP_STATS_MAX): the fault counters are
+ * kept, the rest by name, and the ones not read are named in one log line
+ * (they were cut silently, in directory order). */
+static void test_stats_beyond_limit(void **state) {
+        struct fixture *f = *state;
+        char path[256];
+        for (int i = 0; i < 40; i++) {
+                snprintf(path, sizeof(path), THP "/hugepages-64kB/stats/aa_extra_%02d", i);
+                assert_ok(fakehost_write_file(f->dir, path, "0\n"));
+        }
+        assert_ok(fakehost_write_file(f->dir, THP "/hugepages-64kB/stats/a_name_longer_than_thirty_one_bytes", "0\n"));
+        struct mthp_caps caps;
+        stderr_capture_begin();
+        assert_ok(mthp_probe(f->host, &caps));
+        const char *log = stderr_capture_end();
+        const struct mthp_size *s64 = &caps.sizes[mthp_caps_find_size(&caps, 64)];
+        assert_int_equal(s64->n_stats, MTHP_STATS_MAX);
+        static const char *const hot[] = { "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge",
+                                           "shmem_alloc", "shmem_fallback", "shmem_fallback_charge" };
+        for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+                if (mthp_stat_index(s64, hot[i]) < 0)
+                        fail_msg("%s not kept", hot[i]);
+        for (unsigned i = 1; i < s64->n_stats; i++)
+                assert_true(strcmp(s64->stats[i - 1], s64->stats[i]) < 0);
+        assert_contains(log, "1 size(s) have stats mthpd does not read (at most 32 per size");
+        assert_contains(log, "a_name_longer_than_thirty_one_bytes");
+        assert_contains(log, "zswpout");
+        /* the other sizes are whole */
+        assert_int_equal(caps.sizes[mthp_caps_find_size(&caps, 2048)].n_stats, 18);
+}
+
 static void test_psi_and_delayacct(void **state) {
         struct fixture *f = *state;
         assert_true(f->caps.psi);
@@ -312,6 +343,7 @@ int main(void) {
                 T(test_knobs_ids_order),
                 T(test_accepted_values_from_files),
                 T(test_stats),
+                T(test_stats_beyond_limit),
                 T(test_psi_and_delayacct),
                 TS(test_psi_absent, setup_no_psi),
                 T(test_cgroup_v2),
