@@ -14,6 +14,7 @@
 #include "guard.h"
 #include "daemon.h"
 #include "mthp-config.h"
+#include "mthp/escape.h"
 #include "mthp/log.h"
 #include "mthp/timespan.h"
 #include "mthp/util.h"
@@ -96,6 +97,21 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* A directory option is used whole or refused here, at once: the path is
+ * copied into the configuration later, and an error quoting a path of
+ * thousands of bytes was itself cut before it said what was expected. */
+static bool dir_option_fits(const char *option, const char *path, size_t max) {
+        size_t len = strlen(path);
+        if (path[0] == '/' && len <= max)
+                return true;
+        /* at most 512 bytes of it quoted: the rest of the line must show */
+        static char shown[4 * 512 + 1];
+        mthp_escape_n(shown, sizeof(shown), path, 512);
+        fprintf(stderr, "mthpd: %s %s%s: expected an absolute path of at most %zu bytes, got %zu bytes\n", option,
+                shown, len > 512 ? "..." : "", max, len);
+        return false;
+}
+
 /* The command line into d; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
         static const struct option opts[] = {
@@ -133,11 +149,19 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
                 case 'n': d->mode_override = MTHP_MODE_DRY_RUN; break;
                 case '1': d->once = true; break;
                 case 'r': d->root = optarg; break;
-                case 's': d->state_dir_cli = optarg; break;
+                case 's':
+                        if (!dir_option_fits("--state-dir", optarg, MTHP_STATE_DIR_MAX))
+                                return 2;
+                        d->state_dir_cli = optarg;
+                        break;
                 case 'v': *verbose = true; break;
                 case 'R': d->record_file = optarg; break;
                 case 'B': d->no_bus_cli = true; break;
-                case 'p': d->policy_dir_cli = optarg; break;
+                case 'p':
+                        if (!dir_option_fits("--policy-dir", optarg, MTHP_PATH_MAX - 1))
+                                return 2;
+                        d->policy_dir_cli = optarg;
+                        break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("mthpd %s\n", MTHP_VERSION); return 0;
                 default: usage(stderr); return 2;

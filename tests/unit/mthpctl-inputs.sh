@@ -5,6 +5,7 @@
 #   (an invalid and a missing one among 1,100 were reported ok);
 # - simulate on a file without newlines (/dev/zero) stops at its first
 #   line with an error, in bounded memory (it grew to 1.27 GB in 5 s).
+# - mthpd refuses a --state-dir longer than PATH_MAX at once, whole.
 # Env: MTHPD, MTHPCTL, FAKEHOST, FAKESYSFS (paths from meson).
 # shellcheck source-path=SCRIPTDIR source=../ctl/lib.sh
 . "$(dirname "$0")/../ctl/lib.sh"
@@ -44,3 +45,14 @@ grep -q "/dev/zero:1: line longer than 65536 bytes" <<< "$ERR" || fail "simulate
 expect_rc 1 "$MTHPCTL" simulate "$T/long.rec"
 grep -q "long.rec:2: line longer than 65536 bytes" <<< "$ERR" || fail "simulate long line: $ERR"
 ok "simulate: a line without end is refused at its line"
+
+# --- mthpd: a --state-dir longer than PATH_MAX is refused whole, saying what was expected
+long=/$(printf 'a%.0s' $(seq 1 5000))
+expect_rc 2 "$MTHPD" --root "$ROOT" --no-bus --once -c "$FAST" --state-dir "$long"
+grep -q -- "--state-dir /aaaa*\.\.\.: expected an absolute path of at most 223 bytes, got 5001 bytes" <<< "$ERR" ||
+        fail "mthpd --state-dir of 5001 bytes: ${ERR:0:300}...${ERR: -200}"
+[ ! -e "${long:0:200}" ] || fail "mthpd created a cut --state-dir"
+expect_rc 2 "$MTHPD" --root "$ROOT" --no-bus --once -c "$FAST" --policy-dir "$long"
+grep -q -- "--policy-dir /aaaa*\.\.\.: expected an absolute path of at most 255 bytes, got 5001 bytes" <<< "$ERR" ||
+        fail "mthpd --policy-dir of 5001 bytes: ${ERR: -200}"
+ok "mthpd: a 5001-byte --state-dir or --policy-dir is refused at once, saying what was expected"
