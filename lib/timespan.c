@@ -7,34 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "mthp/config.h"
 #include "mthp/timespan.h"
-
-/* Digits with an optional fraction, what a person writes: strtod alone
- * also takes "0x10", "0x1p3", "1e9", "inf", "nan", signs and spaces. */
-static int scan_decimal(const char *s, double *v, const char **end) {
-        size_t ip = strspn(s, "0123456789"), fp = 0;
-        const char *p = s + ip;
-        if (*p == '.') {
-                fp = strspn(p + 1, "0123456789");
-                if (fp == 0)
-                        return -EINVAL;
-                p += 1 + fp;
-        }
-        if (ip == 0 && fp == 0)
-                return -EINVAL;
-        char buf[64];
-        if ((size_t) (p - s) >= sizeof(buf))
-                return -ERANGE;
-        memcpy(buf, s, (size_t) (p - s));
-        buf[p - s] = 0;
-        errno = 0;
-        double d = strtod(buf, NULL);
-        if (errno || !isfinite(d))
-                return -ERANGE;
-        *v = d;
-        *end = p;
-        return 0;
-}
 
 /* "90", "90s", "500ms", "5min", "1h30min", "2d", "1w": systemd's time spans
  * (a bare number is seconds). */
@@ -59,7 +33,7 @@ int mthp_timespan_parse(const char *s, uint64_t *usec) {
                         break;
                 const char *end;
                 double v;
-                int r = scan_decimal(s, &v, &end);
+                int r = mthp_parse_decimal(s, &v, &end); /* the numbers of mthpd.conf */
                 if (r == -ERANGE)
                         too_big = true;
                 else if (r < 0)
