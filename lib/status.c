@@ -144,7 +144,8 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {
-        char *line = NULL, section[64] = "";
+        /* room for "knob " and an id escaped whole (4 bytes a byte) */
+        char *line = NULL, section[8 + 4 * sizeof(st->k[0].id)] = "";
         size_t cap = 0;
         ssize_t len;
         while ((len = getline(&line, &cap, f)) >= 0) {
@@ -154,7 +155,8 @@ static int status_parse(FILE *f, struct mthp_status *st) {
                         line[--len] = 0;
                 if (line[0] == '[' && len > 1 && line[len - 1] == ']') {
                         line[len - 1] = 0;
-                        mthp_strcpy(section, sizeof(section), line + 1);
+                        if (mthp_strcpy(section, sizeof(section), line + 1) < 0)
+                                mthp_strcpy(section, sizeof(section), "?"); /* not ours: its keys ignored, never cut */
                         continue;
                 }
                 char *eq = strchr(line, '=');
