@@ -265,8 +265,8 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                         c->until_set = true;
                         break;
                 case 'i':
-                        if (mthp_timespan_parse(optarg, &c->interval_usec) < 0 || c->interval_usec < 100000 ||
-                            c->interval_usec > 3600000000ULL)
+                        if (mthp_timespan_parse(optarg, &c->interval_usec) < 0 ||
+                            c->interval_usec < MTHP_INTERVAL_MIN_USEC || c->interval_usec > MTHP_INTERVAL_MAX_USEC)
                                 return bad_value(cmd, "--interval", "a duration from 100ms to 1h", optarg);
                         break;
                 case OPT_ITERATIONS:

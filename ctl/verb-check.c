@@ -43,6 +43,85 @@ static void print_check(struct ctl *c, const char *file, bool is_dir, bool valid
         printf("]}");
 }
 
+/* Does any line of err belong to file? */
+static bool errors_about(const char *err, const char *file) {
+        for (const char *l = err; *l;) {
+                size_t len = strcspn(l, "\n");
+                if (mthp_error_line_is_about(l, len, file, false))
+                        return true;
+                l += len + (l[len] == '\n');
+        }
+        return false;
+}
+
+/* The lines of err about file, or (file NULL) about none of files[n]. */
+static void print_errors_about(const char *err, const char *file, const char *const *files, size_t n,
+                               bool json, bool *first) {
+        for (const char *l = err; *l;) {
+                size_t len = strcspn(l, "\n");
+                bool about;
+                if (file)
+                        about = mthp_error_line_is_about(l, len, file, false);
+                else {
+                        about = len > 0;
+                        for (size_t j = 0; j < n && about; j++)
+                                about = !mthp_error_line_is_about(l, len, files[j], false);
+                }
+                if (about) {
+                        char *line = xrealloc(NULL, len + 2);
+                        snprintf(line, len + 2, "%.*s%s", (int) len, l, json ? "" : "\n");
+                        if (json) {
+                                printf(*first ? "" : ",");
+                                json_str(line);
+                                *first = false;
+                        } else
+                                print_errors(line);
+                        free(line);
+                }
+                l += len + (l[len] == '\n');
+        }
+}
+
+/* Policy files named on the command line: each alone, so that its own
+ * errors are found whatever the others hold and however many there are,
+ * then together as mthpd loads them (a cgroup matched in two files; more
+ * files than mthpd loads). Returns the number of invalid files; *set_error
+ * says the set as a whole is refused (its errors are in set_err). */
+static int check_policy_files(struct ctl *c, const char *const *files, size_t n, bool *first_file,
+                              char *set_err, size_t errsz, bool *set_error) {
+        char *err = xrealloc(NULL, errsz);
+        struct mthp_policy_set *set = NULL;
+        int bad = 0;
+        set_err[0] = 0;
+        *set_error = false;
+        if (n > MTHP_POLICIES_MAX) {
+                snprintf(set_err, errsz, "mthpctl check: %zu policy files, mthpd loads at most %d\n", n,
+                         MTHP_POLICIES_MAX);
+                *set_error = true;
+        } else if (mthp_policy_load_files(files, n, true, &set, set_err, errsz) < 0)
+                *set_error = true;
+        mthp_policy_set_free(set);
+        for (size_t j = 0; j < n; j++) {
+                set = NULL;
+                err[0] = 0;
+                bool valid = mthp_policy_load_files(&files[j], 1, true, &set, err, errsz) == 0;
+                mthp_policy_set_free(set);
+                const char *why = err;
+                if (!valid && !c->json)
+                        print_errors(err);
+                if (valid && *set_error && errors_about(set_err, files[j])) {
+                        valid = false;
+                        why = set_err;
+                        if (!c->json)
+                                print_errors_about(set_err, files[j], NULL, 0, false, NULL);
+                }
+                bad += !valid;
+                print_check(c, files[j], false, valid, why, first_file);
+        }
+        free(err);
+        return bad;
+}
+
 int cmd_check(struct ctl *c, int argc, char **argv) {
         int bad = 0;
         bool first_file = true;
@@ -84,35 +163,22 @@ int cmd_check(struct ctl *c, int argc, char **argv) {
                         print_errors(err);
                 print_check(c, argv[i], false, valid, err, &first_file);
         }
-        if (n_policies) {
-                /* together, so that a pattern in two files is caught */
-                struct mthp_policy_set *set = NULL;
-                static char err[65536];
-                err[0] = 0;
-                int r = mthp_policy_load_files(policies, n_policies, true, &set, err, sizeof(err));
-                if (r < 0 && !c->json)
-                        print_errors(err);
-                for (size_t j = 0; j < n_policies; j++) {
-                        bool valid = r == 0;
-                        if (!valid) {
-                                /* only the files named in the errors are invalid */
-                                valid = true;
-                                for (const char *l = err; *l && valid;) {
-                                        size_t len = strcspn(l, "\n");
-                                        if (mthp_error_line_is_about(l, len, policies[j], false))
-                                                valid = false;
-                                        l += len + (l[len] == '\n');
-                                }
-                        }
-                        bad += !valid;
-                        print_check(c, policies[j], false, valid, err, &first_file);
-                }
-                if (r < 0 && bad == 0)
-                        bad = 1; /* e.g. too many files */
-                mthp_policy_set_free(set);
-                free(policies);
-        }
+        bool set_error = false;
+        size_t set_errsz = 1 << 20;
+        char *set_err = xrealloc(NULL, set_errsz);
+        set_err[0] = 0;
+        if (n_policies)
+                bad += check_policy_files(c, policies, n_policies, &first_file, set_err, set_errsz, &set_error);
+        /* what refuses the set but is about no one file: a line of its own */
+        bool first = true;
         if (c->json)
-                printf("]}\n");
+                printf("]%s", set_error ? ",\"errors\":[" : "");
+        if (set_error)
+                print_errors_about(set_err, NULL, policies, n_policies, c->json, &first);
+        if (c->json)
+                printf("%s}\n", set_error ? "]" : "");
+        bad += set_error && bad == 0;
+        free(set_err);
+        free(policies);
         return bad ? EXIT_FAIL : EXIT_OK;
 }

@@ -16,7 +16,9 @@
 #include "guard.h"
 #include "daemon.h"
 #include "mthp-config.h"
+#include "mthp/escape.h"
 #include "mthp/log.h"
+#include "mthp/timespan.h"
 #include "mthp/util.h"
 
 #define DEFAULT_CONFIG MTHP_SYSCONFDIR "/mthpd.conf"
@@ -158,6 +160,21 @@ static void raise_nofile(void) {
                  (unsigned long long) was);
 }
 
+/* A directory option is used whole or refused here, at once: the path is
+ * copied into the configuration later, and an error quoting a path of
+ * thousands of bytes was itself cut before it said what was expected. */
+static bool dir_option_fits(const char *option, const char *path, size_t max) {
+        size_t len = strlen(path);
+        if (path[0] == '/' && len <= max)
+                return true;
+        /* at most 512 bytes of it quoted: the rest of the line must show */
+        static char shown[4 * 512 + 1];
+        mthp_escape_n(shown, sizeof(shown), path, 512);
+        fprintf(stderr, "mthpd: %s %s%s: expected an absolute path of at most %zu bytes, got %zu bytes\n", option,
+                shown, len > 512 ? "..." : "", max, len);
+        return false;
+}
+
 /* The command line into d; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
         static const struct option opts[] = {
@@ -176,9 +193,10 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
                 switch (c) {
                 case 'c': d->config_file = optarg; d->config_explicit = true; break;
                 case 'i':
-                        if (mthp_parse_duration(optarg, &d->interval_cli) < 0 || d->interval_cli < 100000) {
-                                fprintf(stderr, "mthpd: --interval: expected a duration of at least 100ms, got '%s'\n",
-                                        optarg);
+                        if (mthp_timespan_parse(optarg, &d->interval_cli) < 0 ||
+                            d->interval_cli < MTHP_INTERVAL_MIN_USEC || d->interval_cli > MTHP_INTERVAL_MAX_USEC) {
+                                fprintf(stderr, "mthpd: --interval: expected a duration from 100ms to 1h (e.g. 1s, "
+                                        "500ms, 1min 30s), got '%s'\n", optarg);
                                 return 2;
                         }
                         break;
@@ -194,11 +212,19 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
                 case 'n': d->mode_override = MTHP_MODE_DRY_RUN; break;
                 case '1': d->once = true; break;
                 case 'r': d->root = optarg; break;
-                case 's': d->state_dir_cli = optarg; break;
+                case 's':
+                        if (!dir_option_fits("--state-dir", optarg, MTHP_STATE_DIR_MAX))
+                                return 2;
+                        d->state_dir_cli = optarg;
+                        break;
                 case 'v': *verbose = true; break;
                 case 'R': d->record_file = optarg; break;
                 case 'B': d->no_bus_cli = true; break;
-                case 'p': d->policy_dir_cli = optarg; break;
+                case 'p':
+                        if (!dir_option_fits("--policy-dir", optarg, MTHP_PATH_MAX - 1))
+                                return 2;
+                        d->policy_dir_cli = optarg;
+                        break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("mthpd %s\n", MTHP_VERSION); return 0;
                 default: usage(stderr); return 2;

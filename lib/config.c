@@ -10,6 +10,7 @@
 #include "ini-util.h"
 #include "mthp/config.h"
 #include "mthp/safe-io.h"
+#include "mthp/timespan.h"
 #include "mthp/util.h"
 #include "mthp-config.h"
 
@@ -117,26 +118,6 @@ int mthp_parse_ladder_size(const char *s, unsigned *kb) {
         if (v < 8 || (v & (v - 1)))
                 return -EINVAL;
         *kb = v;
-        return 0;
-}
-
-int mthp_parse_duration(const char *s, uint64_t *usec) {
-        const char *end;
-        double v;
-        if (mthp_parse_decimal(s, &v, &end) < 0)
-                return -EINVAL;
-        double mult = 1e6;
-        if (strcmp(end, "ms") == 0)
-                mult = 1e3;
-        else if (strcmp(end, "us") == 0)
-                mult = 1;
-        else if (strcmp(end, "min") == 0)
-                mult = 60e6;
-        else if (*end && strcmp(end, "s") != 0)
-                return -EINVAL;
-        if (v * mult >= 18446744073709551616.0) /* the cast would be undefined */
-                return -ERANGE;
-        *usec = (uint64_t) (v * mult);
         return 0;
 }
 
@@ -284,7 +265,7 @@ static int key_max_bloat(const struct key *k, struct mthp_config *c, const char 
 static int key_interval(const struct key *k, struct mthp_config *c, const char *value) {
         uint64_t u;
         (void) k;
-        if (mthp_parse_duration(value, &u) < 0 || u < 100000 || u > 3600000000ULL)
+        if (mthp_timespan_parse(value, &u) < 0 || u < MTHP_INTERVAL_MIN_USEC || u > MTHP_INTERVAL_MAX_USEC)
                 return -EINVAL;
         c->interval_usec = u;
         return 0;
@@ -349,7 +330,7 @@ static int key_guard_floor(const struct key *k, struct mthp_config *c, const cha
 static int key_compaction_stall(const struct key *k, struct mthp_config *c, const char *value) {
         uint64_t us;
         (void) k;
-        if (mthp_parse_duration(value, &us) < 0 || us > 1000000)
+        if (mthp_timespan_parse(value, &us) < 0 || us > 1000000)
                 return -EINVAL;
         c->engine.max_compact_ms = (double) us / 1000.0;
         return 0;
@@ -358,7 +339,7 @@ static int key_compaction_stall(const struct key *k, struct mthp_config *c, cons
 static int key_start_grace(const struct key *k, struct mthp_config *c, const char *value) {
         uint64_t us;
         (void) k;
-        if (mthp_parse_duration(value, &us) < 0 || us > 3600000000ULL)
+        if (mthp_timespan_parse(value, &us) < 0 || us > MTHP_START_GRACE_MAX_USEC)
                 return -EINVAL;
         c->engine.start_grace_usec = us;
         return 0;
@@ -421,7 +402,7 @@ static int key_fault_cost(const struct key *k, struct mthp_config *c, const char
 }
 
 static const struct key keys[] = {
-        { "Daemon", "Interval", key_interval, 0, 0, 0, "a duration from 100ms to 1h (e.g. 1s, 500ms)" },
+        { "Daemon", "Interval", key_interval, 0, 0, 0, "a duration from 100ms to 1h (e.g. 1s, 500ms, 1min 30s)" },
         { "Daemon", "Mode", key_mode, 0, 0, 0, "manage or observe" },
         { "Daemon", "Bus", key_boolean, offsetof(struct mthp_config, bus), 0, 0, "yes or no" },
         { "Daemon", "PolicyDirectory", key_policy_dir, 0, 0, 0, "an absolute directory path of less than 256 bytes" },

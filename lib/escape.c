@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,11 @@ static size_t escape(char *dst, size_t size, const char *src, size_t len, bool k
                 size_t l = utf8_len(s + i, n - i);
                 char piece[16];
                 size_t pl = 0;
-                if (l == 0 || (is_control(s + i, l) && !(keep_newlines && s[i] == '\n'))) {
+                if (s[i] == '\\') {
+                        piece[pl++] = '\\';
+                        piece[pl++] = '\\';
+                        i++;
+                } else if (l == 0 || (is_control(s + i, l) && !(keep_newlines && s[i] == '\n'))) {
                         size_t k = l ? l : 1;
                         for (size_t j = 0; j < k; j++) {
                                 piece[pl++] = '\\';
@@ -114,16 +119,67 @@ bool mthp_text_is_clean(const char *s) {
         return true;
 }
 
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        return -1;
+}
+
+ssize_t mthp_unescape(char *dst, size_t size, const char *src) {
+        size_t out = 0;
+        if (!size)
+                return -ENOBUFS;
+        for (const char *p = src; *p;) {
+                char c = *p;
+                if (c == '\\') {
+                        int hi, lo;
+                        if (p[1] == '\\') {
+                                p += 2;
+                        } else if (p[1] == 'x' && (hi = hex_digit(p[2])) >= 0 && (lo = hex_digit(p[3])) >= 0 &&
+                                   (hi || lo)) {
+                                c = (char) (hi << 4 | lo);
+                                p += 4;
+                        } else
+                                return -EINVAL;
+                } else
+                        p++;
+                if (out + 1 >= size)
+                        return -ENOBUFS;
+                dst[out++] = c;
+        }
+        dst[out] = 0;
+        return (ssize_t) out;
+}
+
 void mthp_json_string(FILE *f, const char *src) {
-        char *e = mthp_escape_dup(src ? src : "");
+        const unsigned char *s = (const unsigned char *) (src ? src : "");
+        size_t n = strlen((const char *) s);
         fputc('"', f);
-        for (const char *p = e ? e : ""; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        fputc('\\', f);
-                fputc(*p, f);
+        for (size_t i = 0; i < n;) {
+                size_t l = utf8_len(s + i, n - i);
+                if (l == 0) {
+                        /* a byte of no valid UTF-8 sequence (always 0x80 or
+                         * more): a lone low surrogate, as Python's
+                         * surrogateescape error handler writes it */
+                        fprintf(f, "\\udc%02x", s[i]);
+                        i++;
+                        continue;
+                }
+                if (s[i] == '"' || s[i] == '\\')
+                        fprintf(f, "\\%c", s[i]);
+                else if (s[i] == '\n')
+                        fputs("\\n", f);
+                else if (s[i] == '\t')
+                        fputs("\\t", f);
+                else if (is_control(s + i, l))  /* C0, DEL, C1: harmless on a terminal too */
+                        fprintf(f, "\\u%04x", l == 1 ? s[i] : s[i + 1]);
+                else
+                        fwrite(s + i, 1, l, f);
+                i += l;
         }
         fputc('"', f);
-        free(e);
 }
 
 bool mthp_error_line_is_about(const char *line, size_t len, const char *path, bool is_dir) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/util.h"
 
@@ -99,11 +100,29 @@ static int add_knob(const struct mthp_host *h, struct mthp_caps *caps, enum mthp
         int r = mthp_host_read(h, path, buf, sizeof(buf));
         if (r < 0)
                 return r;
+        if ((size_t) r == sizeof(buf) - 1) {  /* maybe more: not a cut selection */
+                mthp_log(type == MTHP_KNOB_NUMBER ? LOG_WARNING : LOG_ERR,
+                         "%s: expected a selection or number file of less than %zu bytes", path, sizeof(buf) - 1);
+                return -EBADMSG;
+        }
         k = &caps->knobs[caps->n_knobs];
         memset(k, 0, sizeof(*k));
         r = type == MTHP_KNOB_NUMBER ? mthp_number_parse(buf, sel) : mthp_knob_parse(buf, sel, k->allowed, &k->n_allowed);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                size_t len = strlen(buf);
+                while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+                        buf[--len] = 0;
+                /* the caller stops on a selection file it cannot read (it
+                 * would not know what to restore) and leaves a number alone */
+                if (type == MTHP_KNOB_NUMBER)
+                        mthp_log(LOG_WARNING, "%s: expected a plain unsigned number of at most 9 digits, got '%.64s': "
+                                 "left alone", path, buf);
+                else
+                        mthp_log(LOG_ERR, "%s: expected a selection like 'always [madvise] never': one bracketed "
+                                 "value among at most %d space-separated values of at most %d bytes, got '%.128s'",
+                                 path, MTHP_VALUES_MAX, MTHP_VALUE_MAX - 1, buf);
+                return r == -E2BIG ? -EBADMSG : r;
+        }
         k->type = type;
         k->size_kb = kb;
         snprintf(k->path, sizeof(k->path), "%s", path);
@@ -116,7 +135,26 @@ static int cmp_size(const void *a, const void *b) {
         return (x->kb > y->kb) - (x->kb < y->kb);
 }
 
-static int probe_stats(const struct mthp_host *h, struct mthp_size *sz) {
+/* Which stats a size keeps when it has more than MTHP_STATS_MAX: the ones
+ * mthpd reads every tick, then collapse_* (what tells khugepaged's mTHP
+ * collapse), then by name. */
+static int stat_rank(const char *name) {
+        return mthp_stat_is_hot(name) ? 0 : strncmp(name, "collapse_", 9) == 0 ? 1 : 2;
+}
+
+static int cmp_stat_rank(const void *a, const void *b) {
+        const char *x = *(const char *const *) a, *y = *(const char *const *) b;
+        int rx = stat_rank(x), ry = stat_rank(y);
+        return rx != ry ? rx - ry : strcmp(x, y);
+}
+
+/* A size's stats/ files, sorted by name. Beyond MTHP_STATS_MAX (the
+ * sampler keeps one open file each: the kernel has 18 today) or with a
+ * name of MTHP_STAT_NAME_MAX bytes or more, a stat is not read: its name
+ * goes into skipped (", "-separated, each once) for the caller's one log
+ * line, and counts in *n_skipped. */
+static int probe_stats(const struct mthp_host *h, struct mthp_size *sz, char *skipped, size_t skipped_size,
+                       unsigned *n_skipped) {
         char path[MTHP_PATH_MAX];
         snprintf(path, sizeof(path), MTHP_THP_DIR "/hugepages-%ukB/stats", sz->kb);
         int fd = mthp_host_open_file(h, path, O_RDONLY | O_DIRECTORY);
@@ -127,15 +165,48 @@ static int probe_stats(const struct mthp_host *h, struct mthp_size *sz) {
                 close(fd);
                 return -errno;
         }
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        int r = 0;
         struct dirent *de;
-        while ((de = readdir(d)) && sz->n_stats < MTHP_STATS_MAX) {
-                if (de->d_name[0] == '.' || strlen(de->d_name) >= MTHP_STAT_NAME_MAX)
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
                         continue;
-                mthp_strcpy(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, de->d_name);
+                if (n == cap) {
+                        cap = cap ? 2 * cap : 32;
+                        char **nn = realloc(names, cap * sizeof(*names));
+                        if (!nn) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        names = nn;
+                }
+                if (!(names[n] = strdup(de->d_name))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                n++;
         }
         closedir(d);
+        if (n > 1)
+                qsort(names, n, sizeof(*names), cmp_stat_rank);
+        for (size_t i = 0; i < n; i++) {
+                if (r == 0 && sz->n_stats < MTHP_STATS_MAX && strlen(names[i]) < MTHP_STAT_NAME_MAX)
+                        mthp_strcpy(sz->stats[sz->n_stats++], MTHP_STAT_NAME_MAX, names[i]);
+                else if (r == 0) {
+                        ++*n_skipped;
+                        size_t len = strlen(skipped), nl = strlen(names[i]);
+                        bool seen = false;
+                        for (const char *p = skipped; (p = strstr(p, names[i])) && !seen; p += nl)
+                                seen = (p == skipped || p[-1] == ' ') && (!p[nl] || p[nl] == ',');
+                        if (!seen && len + nl + 3 < skipped_size)
+                                snprintf(skipped + len, skipped_size - len, "%s%s", len ? ", " : "", names[i]);
+                }
+                free(names[i]);
+        }
+        free(names);
         qsort(sz->stats, sz->n_stats, MTHP_STAT_NAME_MAX, (int (*)(const void *, const void *)) strcmp);
-        return 0;
+        return r;
 }
 
 static bool is_cgroup2_dir(const struct mthp_host *h, const char *dir) {
@@ -204,20 +275,8 @@ static void probe_cgroups(const struct mthp_host *h, struct mthp_caps *caps) {
                 caps->cg_layout = MTHP_CG_NONE;
 }
 
-int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
-        char buf[256];
-        int r;
-
-        memset(caps, 0, sizeof(*caps));
-        if (mthp_host_read(h, MTHP_THP_DIR "/enabled", buf, sizeof(buf)) < 0)
-                return -ENOENT;
-        if (mthp_host_read(h, MTHP_THP_DIR "/hpage_pmd_size", buf, sizeof(buf)) >= 0)
-                caps->pmd_kb = (unsigned) (strtoull(buf, NULL, 10) / 1024);
-        caps->page_kb = page_kb_from_pmd(caps->pmd_kb);
-        if (!caps->page_kb)
-                caps->page_kb = h->real ? (unsigned) sysconf(_SC_PAGESIZE) / 1024 : 4;
-
-        /* sizes */
+/* The size directories hugepages-NkB, ascending. */
+static int probe_sizes(const struct mthp_host *h, struct mthp_caps *caps) {
         int fd = mthp_host_open_file(h, MTHP_THP_DIR, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return fd;
@@ -229,28 +288,39 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
         struct dirent *de;
         while ((de = readdir(d))) {
                 unsigned kb;
-                char tail[8];
-                /* a folio is a power-of-two number of base pages, order >= 1 */
-                if (sscanf(de->d_name, "hugepages-%ukB%7s", &kb, tail) != 1 || kb < 2 * caps->page_kb ||
-                    kb % caps->page_kb || (kb / caps->page_kb & (kb / caps->page_kb - 1)))
+                if (strncmp(de->d_name, "hugepages-", 10) != 0)
                         continue;
-                if (caps->n_sizes >= MTHP_SIZES_MAX)
-                        break;
+                if (mthp_sysfs_size_parse(de->d_name, &kb) < 0) {
+                        mthp_log(LOG_WARNING, MTHP_THP_DIR "/%s: ignored: not a size directory of the form "
+                                 "hugepages-<N>kB (N in decimal without a leading zero, a power of two from 8)",
+                                 de->d_name);
+                        continue;
+                }
+                /* a folio is a power-of-two number of base pages, order >= 1 */
+                if (kb < 2 * caps->page_kb || kb % caps->page_kb) {
+                        mthp_log(LOG_WARNING, MTHP_THP_DIR "/%s: ignored: not a folio size of %ukB base pages "
+                                 "(at least two pages)", de->d_name, caps->page_kb);
+                        continue;
+                }
+                if (caps->n_sizes >= MTHP_SIZES_MAX) {
+                        mthp_log(LOG_WARNING, MTHP_THP_DIR "/%s: ignored: more than %d sizes", de->d_name,
+                                 MTHP_SIZES_MAX);
+                        continue;
+                }
                 struct mthp_size *sz = &caps->sizes[caps->n_sizes++];
                 sz->kb = kb;
                 sz->order = __builtin_ctz(kb / caps->page_kb);
         }
         closedir(d);
         qsort(caps->sizes, caps->n_sizes, sizeof(caps->sizes[0]), cmp_size);
+        return 0;
+}
 
-        static const struct {
-                enum mthp_knob_type type;
-                const char *file, *id;
-        } globals[] = {
-                { MTHP_KNOB_ENABLED, "enabled", "global/enabled" },
-                { MTHP_KNOB_DEFRAG, "defrag", "global/defrag" },
-                { MTHP_KNOB_SHMEM_ENABLED, "shmem_enabled", "global/shmem_enabled" },
-        };
+/* Each size's enabled and shmem_enabled knobs and its stats. */
+static int probe_size_knobs(const struct mthp_host *h, struct mthp_caps *caps) {
+        int r;
+        char skipped[1024] = "";
+        unsigned n_skipping = 0;
         /* per-size knobs first: restore order and status tables follow caps order */
         for (unsigned i = 0; i < caps->n_sizes; i++) {
                 struct mthp_size *sz = &caps->sizes[i];
@@ -266,13 +336,33 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
                                 return r;
                         sz->knob[kind] = r >= 0 ? r : -1;
                 }
-                r = probe_stats(h, sz);
+                unsigned n_skipped = 0;
+                r = probe_stats(h, sz, skipped, sizeof(skipped), &n_skipped);
                 if (r < 0)
                         return r;
+                n_skipping += n_skipped > 0;
                 for (unsigned j = 0; j < sz->n_stats; j++)
                         if (strncmp(sz->stats[j], "collapse_", 9) == 0)
                                 caps->mthp_collapse = true;
         }
+        if (n_skipping)
+                mthp_log(LOG_WARNING, "%u size(s) have stats mthpd does not read (at most %d per size, names "
+                         "under %d bytes; the fault counters are kept first): %s", n_skipping, MTHP_STATS_MAX,
+                         MTHP_STAT_NAME_MAX, skipped);
+        return 0;
+}
+
+/* The global selection files and the THP shrinker's numbers. */
+static int probe_global_knobs(const struct mthp_host *h, struct mthp_caps *caps) {
+        static const struct {
+                enum mthp_knob_type type;
+                const char *file, *id;
+        } globals[] = {
+                { MTHP_KNOB_ENABLED, "enabled", "global/enabled" },
+                { MTHP_KNOB_DEFRAG, "defrag", "global/defrag" },
+                { MTHP_KNOB_SHMEM_ENABLED, "shmem_enabled", "global/shmem_enabled" },
+        };
+        int r;
         for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
                 char path[MTHP_PATH_MAX];
                 snprintf(path, sizeof(path), MTHP_THP_DIR "/%s", globals[i].file);
@@ -297,6 +387,25 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
         }
         r = add_knob(h, caps, MTHP_KNOB_NUMBER, 0, MTHP_THP_DIR "/shrink_underused", "global/shrink_underused");
         if (r < 0 && r != -ENOENT && r != -EBADMSG)
+                return r;
+        return 0;
+}
+
+int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
+        char buf[256];
+        int r;
+
+        memset(caps, 0, sizeof(*caps));
+        if (mthp_host_read(h, MTHP_THP_DIR "/enabled", buf, sizeof(buf)) < 0)
+                return -ENOENT;
+        if (mthp_host_read(h, MTHP_THP_DIR "/hpage_pmd_size", buf, sizeof(buf)) >= 0)
+                caps->pmd_kb = (unsigned) (strtoull(buf, NULL, 10) / 1024);
+        caps->page_kb = page_kb_from_pmd(caps->pmd_kb);
+        if (!caps->page_kb)
+                caps->page_kb = h->real ? (unsigned) sysconf(_SC_PAGESIZE) / 1024 : 4;
+
+        if ((r = probe_sizes(h, caps)) < 0 || (r = probe_size_knobs(h, caps)) < 0 ||
+            (r = probe_global_knobs(h, caps)) < 0)
                 return r;
 
         caps->psi = mthp_host_read(h, "/proc/pressure/memory", buf, sizeof(buf)) > 0;

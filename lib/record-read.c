@@ -19,6 +19,10 @@
 #include "record-fields.h"
 /* ---- reading ---- */
 
+/* The longest line read: what mthpd writes stays far below (its longest
+ * lines, a process's reason or a cgroup's path escaped, are a few KiB). */
+#define RECORD_LINE_MAX 65536
+
 struct mthp_record_reader {
         FILE *f;
         char *path;
@@ -46,22 +50,49 @@ static int bad(struct mthp_record_reader *r, const char *fmt, ...) {
         return -EBADMSG;
 }
 
+/* One line into r->line, at most RECORD_LINE_MAX bytes: a file without
+ * newlines (/dev/zero) is refused at its first line instead of read into
+ * memory without end. Its length, -1 at end of file, or -errno. */
+static ssize_t read_line(struct mthp_record_reader *r) {
+        size_t len = 0;
+        int ch = EOF;
+        if (!r->line) {
+                r->line_size = RECORD_LINE_MAX + 2;
+                if (!(r->line = malloc(r->line_size)))
+                        return -ENOMEM;
+        }
+        errno = 0;
+        while (len <= RECORD_LINE_MAX && (ch = getc_unlocked(r->f)) != EOF) {
+                r->line[len++] = (char) ch;
+                if (ch == '\n')
+                        break;
+        }
+        r->line[len] = 0;
+        if (ch == EOF && ferror(r->f))
+                return errno ? -errno : -EIO;
+        if (len == 0)
+                return -1;
+        return (ssize_t) len;
+}
+
 /* The next line that is not blank or a comment, split into words.
  * 1, 0 at end of file, or -errno. */
 static int next_line(struct mthp_record_reader *r, char **tok, unsigned *n_tok) {
         for (;;) {
-                errno = 0;
-                ssize_t len = getline(&r->line, &r->line_size, r->f);
-                if (len < 0) {
-                        if (errno && !feof(r->f)) {
-                                int e = -errno;
-                                snprintf(r->err, r->errsz, "%s: read error after line %u: %s", r->path, r->line_no,
-                                         strerror(-e));
-                                return e;
-                        }
-                        return 0;
+                ssize_t len = read_line(r);
+                if (len < -1) {
+                        int e = (int) len;
+                        snprintf(r->err, r->errsz, "%s: read error after line %u: %s", r->path, r->line_no,
+                                 strerror(-e));
+                        return e;
                 }
+                if (len < 0)
+                        return 0;
+                if (r->line_no == UINT_MAX)
+                        return bad(r, "more than %u lines: not a recording mthpd writes", UINT_MAX - 1);
                 r->line_no++;
+                if ((size_t) len > RECORD_LINE_MAX)
+                        return bad(r, "line longer than %d bytes: not a recording mthpd writes", RECORD_LINE_MAX);
                 if ((size_t) len != strlen(r->line))
                         return bad(r, "NUL byte in the line: not a text recording");
                 while (len > 0 && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))

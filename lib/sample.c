@@ -52,15 +52,6 @@ struct mthp_sampler {
 #define COLD_TICKS 10
 
 /* The counters that decisions are made of (engine, derived rates). */
-static bool stat_is_hot(const char *name) {
-        static const char *const hot[] = { "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge",
-                                           "shmem_alloc", "shmem_fallback", "shmem_fallback_charge" };
-        for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
-                if (strcmp(name, hot[i]) == 0)
-                        return true;
-        return false;
-}
-
 static int reopen(struct mthp_sampler *s, int *fd, const char *path) {
         if (*fd >= 0)
                 return *fd;
@@ -290,7 +281,7 @@ int mthp_sampler_take(struct mthp_sampler *s, uint64_t t_usec, struct mthp_snaps
                 for (unsigned j = 0; j < sz->n_stats; j++) {
                         char path[MTHP_PATH_MAX + MTHP_STAT_NAME_MAX];
                         char v[64];
-                        bool hot = stat_is_hot(sz->stats[j]) && !s->idle;
+                        bool hot = mthp_stat_is_hot(sz->stats[j]) && !s->idle;
                         if (!hot && !cold) {
                                 snap->size[i].stat[j] = prev->size[i].stat[j]; /* as last read */
                                 snap->size[i].stat[j].reset = false;

@@ -87,6 +87,14 @@ static void status_number(const char *value, double *x, bool *known) {
 
 /* The status file is mthpd's own output, not a configuration file: reasons
  * run past inih's 200-character line limit, so it is read line by line. */
+/* A value as mthpd wrote it (mthp_escape) back to the text it stands for:
+ * mthpctl escapes what it prints, once. Text that is not what mthp_escape
+ * writes (a hand-edited file) is escaped instead, so it prints harmless. */
+static void status_text(char *dst, size_t size, const char *value) {
+        if (mthp_unescape(dst, size, value) < 0)
+                mthp_escape(dst, size, value);
+}
+
 static void status_line(struct mthp_status *st, char *section, const char *key, const char *value) {
         if (strcmp(section, "status") == 0) {
                 if (strcmp(key, "pid") == 0)
@@ -110,14 +118,14 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 else if (strcmp(key, "fault_rates_by") == 0)
                         st->rates.by_time = strcmp(value, "RaiseFaultTime") == 0;
                 else if (strcmp(key, "not_writable") == 0) {
-                        mthp_escape(st->not_writable, sizeof(st->not_writable), value);
+                        status_text(st->not_writable, sizeof(st->not_writable), value);
                 }
                 return;
         }
         if (strncmp(section, "knob ", 5) != 0)
                 return; /* newer daemon, older mthpctl: ignore what we do not know */
         char id[sizeof(st->k[0].id)];
-        mthp_escape(id, sizeof(id), section + 5);
+        status_text(id, sizeof(id), section + 5);
         struct mthp_status_knob *k = st->n ? &st->k[st->n - 1] : NULL;
         if (!k || strcmp(k->id, id) != 0) {
                 if (st->n >= MTHP_KNOBS_MAX)
@@ -125,20 +133,19 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 k = &st->k[st->n++];
                 mthp_strcpy(k->id, sizeof(k->id), id);
         }
-        /* what mthpctl prints: the same escaping as the writer's, whoever
-         * wrote it (idempotent on what mthpd wrote) */
         if (strcmp(key, "decision") == 0)
-                mthp_escape(k->decision, sizeof(k->decision), value);
+                status_text(k->decision, sizeof(k->decision), value);
         else if (strcmp(key, "reason") == 0)
-                mthp_escape(k->reason, sizeof(k->reason), value);
+                status_text(k->reason, sizeof(k->reason), value);
         else if (strcmp(key, "set_by") == 0)
-                mthp_escape(k->set_by, sizeof(k->set_by), value);
+                status_text(k->set_by, sizeof(k->set_by), value);
         else if (strcmp(key, "pinned") == 0)
                 k->pinned = atoi(value) != 0;
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {
-        char *line = NULL, section[64] = "";
+        /* room for "knob " and an id escaped whole (4 bytes a byte) */
+        char *line = NULL, section[8 + 4 * sizeof(st->k[0].id)] = "";
         size_t cap = 0;
         ssize_t len;
         while ((len = getline(&line, &cap, f)) >= 0) {
@@ -148,7 +155,8 @@ static int status_parse(FILE *f, struct mthp_status *st) {
                         line[--len] = 0;
                 if (line[0] == '[' && len > 1 && line[len - 1] == ']') {
                         line[len - 1] = 0;
-                        mthp_strcpy(section, sizeof(section), line + 1);
+                        if (mthp_strcpy(section, sizeof(section), line + 1) < 0)
+                                mthp_strcpy(section, sizeof(section), "?"); /* not ours: its keys ignored, never cut */
                         continue;
                 }
                 char *eq = strchr(line, '=');

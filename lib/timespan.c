@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "mthp/config.h"
 #include "mthp/timespan.h"
 
 /* "90", "90s", "500ms", "5min", "1h30min", "2d", "1w": systemd's time spans
@@ -24,17 +25,21 @@ int mthp_timespan_parse(const char *s, uint64_t *usec) {
                 { "week", 604800e6 },  { "w", 604800e6 },
         };
         double total = 0;
-        bool any = false;
+        bool any = false, too_big = false;
         while (*s) {
                 while (*s == ' ')
                         s++;
                 if (!*s)
                         break;
-                char *end;
-                errno = 0;
-                double v = strtod(s, &end);
-                if (end == s || errno || v < 0 || !isfinite(v) || *s == '-' || *s == '+')
+                const char *end;
+                double v;
+                int r = mthp_parse_decimal(s, &v, &end); /* the numbers of mthpd.conf */
+                if (r == -ERANGE)
+                        too_big = true;
+                else if (r < 0)
                         return -EINVAL;
+                if (r < 0)  /* the number's end, to go on checking the syntax */
+                        end = s + strspn(s, "0123456789."), v = 0;
                 s = end;
                 while (*s == ' ')
                         s++;
@@ -57,9 +62,11 @@ int mthp_timespan_parse(const char *s, uint64_t *usec) {
                 total += v * mult;
                 any = true;
         }
-        if (!any || total >= 1e18)
+        if (!any)
                 return -EINVAL;
-        *usec = (uint64_t) total;
+        if (too_big || total >= 1e18)
+                return -ERANGE;
+        *usec = (uint64_t) (total + 0.5);
         return 0;
 }
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,15 @@ const char *mthp_kind_name(enum mthp_kind k) {
 const char *mthp_cg_layout_name(enum mthp_cg_layout l) {
         static const char *const n[] = { "none", "v1", "hybrid", "v2" };
         return n[l];
+}
+
+bool mthp_stat_is_hot(const char *name) {
+        static const char *const hot[] = { "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge",
+                                           "shmem_alloc", "shmem_fallback", "shmem_fallback_charge" };
+        for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+                if (strcmp(name, hot[i]) == 0)
+                        return true;
+        return false;
 }
 
 void mthp_format_size(unsigned kb, char *buf, size_t size) {
@@ -47,6 +58,25 @@ int mthp_parse_size(const char *s, unsigned *kb) {
         if (v == 0 || v > 16ULL * 1024 * 1024 / mult) /* before multiplying: no wrap */
                 return -ERANGE;
         *kb = (unsigned) (v * mult);
+        return 0;
+}
+
+int mthp_sysfs_size_parse(const char *name, unsigned *kb) {
+        static const char prefix[] = "hugepages-";
+        if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+                return -EINVAL;
+        const char *p = name + sizeof(prefix) - 1;
+        if (*p < '1' || *p > '9')  /* no sign, no leading zero, no space */
+                return -EINVAL;
+        uint64_t v = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                v = v * 10 + (uint64_t) (*p - '0');
+                if (v > UINT_MAX)
+                        return -EINVAL;
+        }
+        if (strcmp(p, "kB") != 0 || v < 8 || (v & (v - 1)))
+                return -EINVAL;
+        *kb = (unsigned) v;
         return 0;
 }
 

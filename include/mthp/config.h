@@ -110,8 +110,14 @@ int mthp_config_set_policy_dir(struct mthp_config *c, const char *path);
 int mthp_config_load(const char *file, struct mthp_config *c, char *err, size_t errsz);
 int mthp_config_load_string(const char *name, const char *text, struct mthp_config *c, char *err, size_t errsz);
 
+/* Bounds of the durations, both ends allowed (mthpd.conf(5)): Interval=
+ * and --interval from 100ms to 1h, StartGrace= up to 1h. Durations are
+ * parsed by mthp_timespan_parse (mthp/timespan.h). */
+#define MTHP_INTERVAL_MIN_USEC 100000ULL
+#define MTHP_INTERVAL_MAX_USEC 3600000000ULL
+#define MTHP_START_GRACE_MAX_USEC 3600000000ULL
+
 /* Value parsers shared by config and policy files. */
-int mthp_parse_duration(const char *s, uint64_t *usec);   /* "1s", "500ms", "2" (s) */
 int mthp_parse_percent(const char *s, double *pct);       /* "10", "10%" */
 int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb); /* "16K-64K", "64K", "none" */
 int mthp_parse_boolean(const char *s, bool *b);           /* yes/no, true/false, on/off, 1/0 */

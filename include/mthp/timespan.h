@@ -2,13 +2,16 @@
 #pragma once
 
 /* Timespans and timestamps as systemd writes them (systemd.time(7)), the
- * grammar of every mthpctl option that takes a duration or a time.
+ * one grammar of every duration: mthpd.conf's keys (Interval=,
+ * StartGrace=, MaxCompactionStall=), mthpd --interval and every mthpctl
+ * option that takes a duration or a time.
  *
  * Timespan: numbers with units, summed: "90" (a bare number is seconds),
  * "90s", "1sec", "500ms", "5min", "1h30min", "1h 30m", "2d", "1w"; units
  * usec/us, msec/ms, seconds/second/sec/s, minutes/minute/min/m,
- * hours/hour/hr/h, days/day/d, weeks/week/w. Fractions are allowed
- * ("1.5s"); signs are not. Below 1e18 us.
+ * hours/hour/hr/h, days/day/d, weeks/week/w. Numbers are decimal digits
+ * with an optional fraction ("1.5s", rounded to the microsecond); signs,
+ * exponents, hex, inf and nan are not numbers. Below 1e18 us.
  *
  * Timestamp (as journalctl --since takes them), local time: "now", "today",
  * "yesterday", "tomorrow", "-1h" / "+30min" / "1h ago" (relative to now),
@@ -23,7 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 0 or -EINVAL. */
+/* 0, -EINVAL (not a timespan) or -ERANGE (1e18 us or more); *usec is
+ * untouched on error. */
 int mthp_timespan_parse(const char *s, uint64_t *usec);
 /* now: CLOCK_REALTIME in usec. 0 or -EINVAL; *usec is CLOCK_REALTIME. */
 int mthp_timestamp_parse(const char *s, uint64_t now, uint64_t *usec);

@@ -123,10 +123,21 @@ bool mthp_caps_max_ptes_none_ok(const struct mthp_caps *caps, unsigned value);
 int mthp_caps_find_knob(const struct mthp_caps *caps, const char *id);
 int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb);
 bool mthp_knob_allows(const struct mthp_knob *k, const char *value);
+/* The per-size stats mthpd reads every tick (the fault counters): the
+ * sampler's hot set, and the ones a size keeps first when it has more than
+ * MTHP_STATS_MAX stats. */
+bool mthp_stat_is_hot(const char *name);
 /* "64K", "2M", "1G" */
 void mthp_format_size(unsigned kb, char *buf, size_t size);
 /* Parses "64K", "64k", "64kB", "2M", "2048"(kB); returns 0 or -EINVAL. */
 int mthp_parse_size(const char *s, unsigned *kb);
+/* The size of a per-size sysfs directory name, in the one form the kernel
+ * writes ("hugepages-%lukB"): "hugepages-<N>kB", N decimal without sign or
+ * leading zero, a power of two from 8 (8kB exists for shmem) that fits an
+ * unsigned. Every other spelling ("hugepages-064kB", "hugepages-64",
+ * "hugepages--4294967232kB", "hugepages-4294967360kB") is -EINVAL: read
+ * loosely, two names could be the same size and it would be managed twice. */
+int mthp_sysfs_size_parse(const char *name, unsigned *kb);
 
 /* One knob change: mthpd's write, or a restore (actuator history, log, bus). */
 struct mthp_change {

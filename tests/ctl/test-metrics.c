@@ -43,7 +43,7 @@ static void test_text(void **state) {
         build(&set);
         char *t = print(metrics_print_text, &set);
         assert_string_equal(t, "# HELP m_info Info, always 1.\n# TYPE m_info gauge\n"
-                               "m_info{knob=\"64K/anon\",value=\"a \\\"quoted\\\" back\\\\slash\\\\x0anewline\\\\x09tab\\\\xff\"} 1\n"
+                               "m_info{knob=\"64K/anon\",value=\"a \\\"quoted\\\" back\\\\\\\\slash\\\\x0anewline\\\\x09tab\\\\xff\"} 1\n"
                                "# HELP m_total A counter.\n# TYPE m_total counter\n"
                                "m_total 18446744073709551615\n"
                                "# HELP m_rate Two decimals.\n# TYPE m_rate gauge\n"
@@ -61,7 +61,7 @@ static void test_json(void **state) {
         assert_string_equal(j, "{\"metrics\":["
                                "{\"name\":\"m_info\",\"type\":\"gauge\",\"help\":\"Info, always 1.\",\"samples\":["
                                "{\"labels\":{\"knob\":\"64K/anon\",\"value\":"
-                               "\"a \\\"quoted\\\" back\\\\slash\\\\x0anewline\\\\x09tab\\\\xff\"},\"value\":1}]},"
+                               "\"a \\\"quoted\\\" back\\\\slash\\nnewline\\ttab\\udcff\"},\"value\":1}]},"
                                "{\"name\":\"m_total\",\"type\":\"counter\",\"help\":\"A counter.\",\"samples\":["
                                "{\"labels\":{},\"value\":18446744073709551615}]},"
                                "{\"name\":\"m_rate\",\"type\":\"gauge\",\"help\":\"Two decimals.\",\"samples\":["

@@ -4,8 +4,8 @@
  * knob ids, decisions, reasons and the not-writable phrase made of any
  * bytes (a reason quotes process and cgroup names anyone chooses). What is
  * read back is exactly the knobs written, in order (no line forged by a
- * newline), every field valid UTF-8 without control characters and equal
- * to the escaped value (cut to the reader's field).
+ * newline), each field the text written: escaped in the file (valid UTF-8,
+ * one line), unescaped by the reader (mthpctl escapes what it prints).
  * Input: fields separated by NUL: not_writable, then id, value, reason per
  * knob (at most 4). */
 #include <math.h>
@@ -23,11 +23,14 @@ static void cleanup(void) {
         rmdir(dir);
 }
 
-/* what the reader should hold: the writer's escaping, cut to the field */
+/* what the reader should hold: the text written (the writer's escaping
+ * undone), or, where that does not fit the reader's field, the file's
+ * text escaped and cut */
 static void expect(char *out, size_t size, const char *value) {
         char wide[4 * MTHP_REASON_MAX];
         mthp_escape(wide, sizeof(wide), value);
-        mthp_escape(out, size, wide);
+        if (mthp_unescape(out, size, wide) < 0)
+                mthp_escape(out, size, wide);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -81,14 +84,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            "rates %g %g %g %d", st.rates.fault_cost_ns, st.rates.raise, st.rates.lower, st.rates.by_time);
         char want[MTHP_REASON_MAX];
         expect(want, sizeof(st.not_writable) < sizeof(want) ? sizeof(st.not_writable) : sizeof(want), not_writable);
-        FUZZ_CHECK(mthp_text_is_clean(st.not_writable), "not_writable not clean");
         FUZZ_CHECK(strcmp(st.not_writable, want) == 0, "not_writable '%s' != '%s'", st.not_writable, want);
         for (int i = 0; i < n; i++) {
                 const struct mthp_status_knob *k = &st.k[i];
-                FUZZ_CHECK(mthp_text_is_clean(k->id) && mthp_text_is_clean(k->decision) &&
-                                   mthp_text_is_clean(k->reason),
-                           "knob %d not clean", i);
-                /* ids are mthpd's own and short: escaped, whole or cut */
+                /* ids are mthpd's own and short */
                 expect(want, sizeof(k->id), d[i].id);
                 FUZZ_CHECK(strcmp(k->id, want) == 0, "id '%s' != '%s'", k->id, want);
                 expect(want, sizeof(k->decision), d[i].decision[0] ? d[i].decision : "original");

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the timespan and timestamp grammar of mthpctl's options
- * (lib/timespan.c). Invariants: only 0 or -EINVAL; a parsed span is below
+ * (lib/timespan.c), also mthpd.conf's and mthpd's durations. Invariants:
+ * only 0, -EINVAL or -ERANGE (a span of digits only); a parsed span is below
  * 1e18 us and its formatted form parses again; a timestamp relative to a
  * fixed now lands where the sign says. */
 #include <stdlib.h>
@@ -23,7 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char buf[64];
 
         int r = mthp_timespan_parse(s, &u);
-        FUZZ_CHECK(r == 0 || r == -EINVAL, "%d", r);
+        FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ERANGE, "%d", r);
+        if (r == -ERANGE)
+                FUZZ_CHECK(strspn(s, "0123456789. abcdefghijklmnopqrstuvwxyz") == strlen(s), "-ERANGE for '%s'", s);
         if (r == 0) {
                 FUZZ_CHECK(u < 1000000000000000000ULL, "%llu from '%s'", (unsigned long long) u, s);
                 mthp_timespan_format(u, buf, sizeof(buf));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Knob files and the value parsers of mthpd.conf and policy files:
  * mthp_knob_parse ("always [madvise] never"), mthp_parse_size,
- * mthp_parse_size_range, mthp_parse_duration, mthp_parse_percent,
+ * mthp_parse_size_range, mthp_timespan_parse, mthp_parse_percent,
  * mthp_parse_boolean. Each sees the whole input as one string; an accepted
  * value must be in range, and the selected knob value one of the allowed. */
 #include <ctype.h>
@@ -10,6 +10,7 @@
 
 #include "fuzz-util.h"
 #include "mthp/config.h"
+#include "mthp/timespan.h"
 #include "mthp/probe.h"
 
 #define MAX_KB (16u * 1024 * 1024)
@@ -67,7 +68,7 @@ static void check_others(const char *s) {
         double pct = -1;
         bool b;
 
-        int r = mthp_parse_duration(s, &usec);
+        int r = mthp_timespan_parse(s, &usec);
         FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ERANGE, "%d", r);
         r = mthp_parse_percent(s, &pct);
         FUZZ_CHECK(r == 0 || r == -EINVAL, "%d", r);

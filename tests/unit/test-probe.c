@@ -123,6 +123,37 @@ static void test_stats(void **state) {
         assert_string_equal(s8->stats[mthp_stat_index(s8, "shmem_alloc")], "shmem_alloc");
 }
 
+/* More stats than a size keeps (MTHP_STATS_MAX): the fault counters are
+ * kept, the rest by name, and the ones not read are named in one log line
+ * (they were cut silently, in directory order). */
+static void test_stats_beyond_limit(void **state) {
+        struct fixture *f = *state;
+        char path[256];
+        for (int i = 0; i < 40; i++) {
+                snprintf(path, sizeof(path), THP "/hugepages-64kB/stats/aa_extra_%02d", i);
+                assert_ok(fakehost_write_file(f->dir, path, "0\n"));
+        }
+        assert_ok(fakehost_write_file(f->dir, THP "/hugepages-64kB/stats/a_name_longer_than_thirty_one_bytes", "0\n"));
+        struct mthp_caps caps;
+        stderr_capture_begin();
+        assert_ok(mthp_probe(f->host, &caps));
+        const char *log = stderr_capture_end();
+        const struct mthp_size *s64 = &caps.sizes[mthp_caps_find_size(&caps, 64)];
+        assert_int_equal(s64->n_stats, MTHP_STATS_MAX);
+        static const char *const hot[] = { "anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge",
+                                           "shmem_alloc", "shmem_fallback", "shmem_fallback_charge" };
+        for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+                if (mthp_stat_index(s64, hot[i]) < 0)
+                        fail_msg("%s not kept", hot[i]);
+        for (unsigned i = 1; i < s64->n_stats; i++)
+                assert_true(strcmp(s64->stats[i - 1], s64->stats[i]) < 0);
+        assert_contains(log, "1 size(s) have stats mthpd does not read (at most 32 per size");
+        assert_contains(log, "a_name_longer_than_thirty_one_bytes");
+        assert_contains(log, "zswpout");
+        /* the other sizes are whole */
+        assert_int_equal(caps.sizes[mthp_caps_find_size(&caps, 2048)].n_stats, 18);
+}
+
 static void test_psi_and_delayacct(void **state) {
         struct fixture *f = *state;
         assert_true(f->caps.psi);
@@ -210,9 +241,71 @@ static void test_no_thp(void **state) {
 static void test_malformed_knob(void **state) {
         struct fixture *f = *state;
         struct mthp_caps caps;
-        /* a selection file without a selection is not something to manage */
+        /* a selection file without a selection is not something to manage:
+         * the error names the file and what was expected */
         assert_ok(fakehost_write_file(f->dir, THP "/hugepages-32kB/enabled", "always inherit madvise never\n"));
+        stderr_capture_begin();
         assert_int_equal(mthp_probe(f->host, &caps), -EBADMSG);
+        const char *log = stderr_capture_end();
+        assert_contains(log, THP "/hugepages-32kB/enabled: expected a selection like 'always [madvise] never'");
+        assert_contains(log, "got 'always inherit madvise never'");
+        /* too many values, or one too long: the same, not a cut */
+        assert_ok(fakehost_write_file(f->dir, THP "/hugepages-32kB/enabled", "a b c d e f g h [i]\n"));
+        stderr_capture_begin();
+        assert_int_equal(mthp_probe(f->host, &caps), -EBADMSG);
+        assert_contains(stderr_capture_end(), THP "/hugepages-32kB/enabled: expected a selection");
+        /* a number file that is not a number is left alone, with a word */
+        assert_ok(fakehost_write_file(f->dir, THP "/hugepages-32kB/enabled", "always [never]\n"));
+        assert_ok(fakehost_write_file(f->dir, THP "/shrink_underused", "lots\n"));
+        stderr_capture_begin();
+        assert_ok(mthp_probe(f->host, &caps));
+        assert_contains(stderr_capture_end(), THP "/shrink_underused: expected a plain unsigned number");
+        assert_int_equal(mthp_caps_find_knob(&caps, "global/shrink_underused"), -ENOENT);
+}
+
+/* Only the kernel's own spelling of a size directory is a size: read
+ * loosely, each of these was 64K and 64K was managed three times over. */
+static void test_sysfs_size_names(void **state) {
+        struct fixture *f = *state;
+        static const char *const odd[] = { "hugepages-064kB", "hugepages-4294967360kB", "hugepages-64",
+                                           "hugepages--4294967232kB", "hugepages-64kB ", "hugepages-+64kB",
+                                           "hugepages-24kB", "hugepages-4kB" };
+        char path[256];
+        for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+                snprintf(path, sizeof(path), THP "/%s/enabled", odd[i]);
+                assert_ok(fakehost_write_file(f->dir, path, "always inherit madvise [never]\n"));
+                snprintf(path, sizeof(path), THP "/%s/shmem_enabled", odd[i]);
+                assert_ok(fakehost_write_file(f->dir, path, "always inherit within_size advise [never]\n"));
+        }
+        struct mthp_caps caps;
+        stderr_capture_begin();
+        assert_ok(mthp_probe(f->host, &caps));
+        const char *log = stderr_capture_end();
+        assert_int_equal(caps.n_sizes, 9);
+        unsigned n64 = 0;
+        for (unsigned i = 0; i < caps.n_sizes; i++)
+                n64 += caps.sizes[i].kb == 64;
+        assert_int_equal(n64, 1);
+        for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+                snprintf(path, sizeof(path), THP "/%s: ignored: ", odd[i]);
+                assert_contains(log, path);
+                /* one line each */
+                const char *a = strstr(log, path);
+                assert_null(strstr(a + 1, path));
+        }
+
+        unsigned kb = 0;
+        assert_ok(mthp_sysfs_size_parse("hugepages-8kB", &kb));
+        assert_int_equal(kb, 8);
+        assert_ok(mthp_sysfs_size_parse("hugepages-2147483648kB", &kb));
+        assert_int_equal(kb, 2147483648u);
+        static const char *const bad[] = { "hugepages-4kB", "hugepages-0kB", "hugepages-kB", "hugepages-",
+                                           "hugepages-12kB", "hugepages-64KB", "hugepages-64kb", "hugepages-64kBx",
+                                           "hugepages- 64kB", "hugepages-4294967296kB",
+                                           "hugepages-18446744073709551680kB", "Hugepages-64kB", "hugepages-0x40kB" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (mthp_sysfs_size_parse(bad[i], &kb) != -EINVAL)
+                        fail_msg("'%s' was taken as a size", bad[i]);
 }
 
 static void test_knob_read(void **state) {
@@ -250,6 +343,7 @@ int main(void) {
                 T(test_knobs_ids_order),
                 T(test_accepted_values_from_files),
                 T(test_stats),
+                T(test_stats_beyond_limit),
                 T(test_psi_and_delayacct),
                 TS(test_psi_absent, setup_no_psi),
                 T(test_cgroup_v2),
@@ -260,6 +354,7 @@ int main(void) {
                 T(test_describe),
                 T(test_no_thp),
                 T(test_malformed_knob),
+                T(test_sysfs_size_names),
                 T(test_knob_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

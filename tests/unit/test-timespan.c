@@ -31,6 +31,12 @@ static void test_timespan_parse(void **state) {
                 { "1secs", -EINVAL, 0 },  { "1 h -5m", -EINVAL, 0 }, { "inf", -EINVAL, 0 },
                 { "nan", -EINVAL, 0 },    { "1e19", -EINVAL, 0 },    { "1e300min", -EINVAL, 0 },
                 { "1e12d", -EINVAL, 0 },
+                /* one grammar with mthpd.conf: strict decimal numbers, a range */
+                { "1h", 0, 3600 * S },    { ".5s", 0, 500000 },      { "0.1s", 0, 100000 },
+                { "1.001ms", 0, 1001 },   { "1 s", 0, S },           { "0x10s", -EINVAL, 0 },
+                { "1.s", -EINVAL, 0 },    { "1e3ms", -EINVAL, 0 },   { " +1s", -EINVAL, 0 },
+                { "1,5s", -EINVAL, 0 },   { "18446744073709551616us", -ERANGE, 0 },
+                { "11574075d", -ERANGE, 0 }, { "11574074d", 0, 11574074ULL * 86400 * S },
         };
         for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
                 uint64_t u = 42;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "mthp/journal.h"
 #include "mthp/log.h"
@@ -70,5 +71,30 @@ const char *fixture_file(const char *dir, const char *path) {
         }
         if (r < 0)
                 text[0] = 0;
+        return text;
+}
+
+static int stderr_saved = -1;
+static FILE *stderr_file;
+
+void stderr_capture_begin(void) {
+        fflush(stderr);
+        stderr_file = tmpfile();
+        assert_non_null(stderr_file);
+        stderr_saved = dup(STDERR_FILENO);
+        assert_true(stderr_saved >= 0);
+        assert_true(dup2(fileno(stderr_file), STDERR_FILENO) >= 0);
+}
+
+const char *stderr_capture_end(void) {
+        static char text[65536];
+        fflush(stderr);
+        assert_true(dup2(stderr_saved, STDERR_FILENO) >= 0);
+        close(stderr_saved);
+        stderr_saved = -1;
+        rewind(stderr_file);
+        size_t n = fread(text, 1, sizeof(text) - 1, stderr_file);
+        text[n] = 0;
+        fclose(stderr_file);
         return text;
 }

@@ -34,6 +34,10 @@ int fixture_setup_opts(void **state, const struct fakehost_opts *opts);
 int fixture_teardown(void **state);
 /* Probe again after changing the tree. */
 void fixture_reprobe(struct fixture *f);
+/* Everything written to stderr (the log, as mthp_log writes it outside
+ * the journal) between the two calls. */
+void stderr_capture_begin(void);
+const char *stderr_capture_end(void);
 /* Index of a knob by id, failing the test if it is missing. */
 int fixture_knob(const struct fixture *f, const char *id);
 /* Selected value of a knob in the fake tree, read directly. */
