@@ -136,7 +136,9 @@ bool engine_any_grace(const struct mthp_engine_config *cfg, const struct mthp_sn
 /* A name as it is when it holds none of the characters delims (those a
  * reason puts around it) and is clean text, else in double quotes with
  * '"' and '\\' escaped by a backslash; either way through mthp_escape(),
- * which writes a control or a byte of invalid UTF-8 as \xNN. */
+ * which doubles a backslash and writes a control or a byte of invalid
+ * UTF-8 as \xNN: a backslash alone needs no quotes (a systemd cgroup's
+ * "\x2d" reads "\\x2d", never the escaped "-"). */
 static const char *quote_name(const char *name, const char *delims, char *buf, size_t n) {
         if (name[0] && !strpbrk(name, delims) && mthp_text_is_clean(name))
                 return mthp_escape(buf, n, name);
@@ -169,11 +171,11 @@ static const char *quote_name(const char *name, const char *delims, char *buf, s
 _Static_assert(sizeof(((struct mthp_engine_proc *) 0)->comm) <= ENGINE_NAME_MAX, "a comm fits the quoting");
 
 const char *engine_quote_name(const char *name, char *buf, size_t n) {
-        return quote_name(name, "()\",\\", buf, n);
+        return quote_name(name, "()\",", buf, n);
 }
 
 const char *engine_quote_path(const char *path, char *buf, size_t n) {
-        return quote_name(path, " ()\",;:\\", buf, n);
+        return quote_name(path, " ()\",;:", buf, n);
 }
 
 static const char *const rule_names[_MTHP_RULE_MAX] = {

@@ -222,7 +222,7 @@ static void limited_setup(struct sim *s, struct mthp_density_view *v, struct wor
 }
 
 /* A delegated user names cgroups: a path holding what a reason puts
- * after a path (a space, parentheses, ';', ':') or a quote or backslash is
+ * after a path (a space, parentheses, ';', ':') or a quote is
  * quoted, its quotes and backslashes escaped, so it cannot end early and
  * forge the numbers after it; a plain path stays as it is. */
 static void test_cgroup_path_quoted_in_reasons(void **state) {

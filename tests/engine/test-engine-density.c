@@ -622,10 +622,10 @@ static void test_optout_prctl_sparse_does_not_hold_back(void **state) {
         assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_SPARSE, "401 redis-server");
 }
 
-/* A process names itself: a comm with the parentheses, quotes, commas
- * and backslash a reason uses around it is quoted, its quotes and
- * backslashes escaped, so no comm can end the name early or pass for
- * another; a plain comm stays as it is. */
+/* A process names itself: a comm with the parentheses, quotes or commas
+ * a reason uses around it is quoted, its quotes and backslashes escaped,
+ * so no comm can end the name early or pass for another; a plain comm
+ * stays as it is, but for a backslash, which is doubled. */
 static void test_comm_quoted_in_reasons(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v;
@@ -636,9 +636,10 @@ static void test_comm_quoted_in_reasons(void **state) {
         /* left out for THP disabled: the same quoting */
         dense_and_sparse(s, &v, &w, "\") (\"", true);
         assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (\"\\\") (\\\"\") left out");
-        /* a backslash is doubled: "a\\x41" cannot pass for an escaped "aA" */
+        /* a backslash is doubled (no quotes needed): "a\\x41" cannot pass
+         * for an escaped "aA" */
         dense_and_sparse(s, &v, &w, "a\\x41", true);
-        assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (\"a\\\\x41\") left out");
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 401 (a\\\\x41) left out");
 }
 
 /* A limited cgroup whose only process opted out of THP cannot bloat: it
