@@ -316,7 +316,7 @@ int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigne
         return 0;
 }
 
-int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, bool **dry_run, unsigned *n,
+int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, bool **observing, unsigned *n,
                     struct ctl_bus_error *e) {
         struct mthp_change *c = NULL;
         sd_bus_message *m = NULL;
@@ -325,7 +325,7 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, b
 
         *n = 0;
         *ret = NULL;
-        *dry_run = NULL;
+        *observing = NULL;
         if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_HISTORY, &m, e, MTHP_DBUS_HISTORY_ARGS, max)) < 0)
                 return r;
         r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_CHANGE_SIG);
@@ -339,17 +339,17 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, b
                 if (*n == cap) {
                         cap = cap ? 2 * cap : 64;
                         struct mthp_change *grown = realloc(c, cap * sizeof(*c));
-                        bool *dry = grown ? realloc(*dry_run, cap * sizeof(**dry_run)) : NULL;
+                        bool *dry = grown ? realloc(*observing, cap * sizeof(**observing)) : NULL;
                         if (grown)
                                 c = grown;
                         if (!dry) {
                                 r = -ENOMEM;
                                 break;
                         }
-                        *dry_run = dry;
+                        *observing = dry;
                 }
                 struct mthp_change *o = &c[*n];
-                (*dry_run)[(*n)++] = observed;
+                (*observing)[(*n)++] = observed;
                 o->realtime_usec = t;
                 mthp_strcpy(o->id, sizeof(o->id), id);
                 mthp_strcpy(o->old, sizeof(o->old), old);
@@ -359,8 +359,8 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, b
         sd_bus_message_unref(m);
         if (r < 0) {
                 free(c);
-                free(*dry_run);
-                *dry_run = NULL;
+                free(*observing);
+                *observing = NULL;
                 *n = 0;
                 return bad_reply(r, MTHP_DBUS_HISTORY, e);
         }

@@ -66,10 +66,10 @@ int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, 
 /* size: "64K", or "" for every managed knob. Entries as in the status file. */
 int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob *k, unsigned max, unsigned *n,
                     struct ctl_bus_error *e);
-/* The last max changes, oldest first, in an array to free(); dry_run (also
+/* The last max changes, oldest first, in an array to free(); observing (also
  * to free()): per change, whether mthpd observed it (would have made it,
  * wrote nothing). */
-int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **c, bool **dry_run, unsigned *n,
+int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **c, bool **observing, unsigned *n,
                     struct ctl_bus_error *e);
 
 /* A managed cgroup, as ListCgroups gives it. */

@@ -10,18 +10,18 @@ struct history {
         const char *source;                   /* "bus" | "journal" */
         unsigned n, cap;
         struct mthp_change *c;
-        bool *dry_run;                        /* observed, not written (bus: History's flag, journal: MTHP_DRY_RUN) */
+        bool *observing;                        /* observed, not written (bus: History's flag, journal: MTHP_DRY_RUN) */
         bool denied;                          /* journal files this user may not read */
 };
 
-static void history_add(struct history *h, const struct mthp_change *c, bool dry_run) {
+static void history_add(struct history *h, const struct mthp_change *c, bool observing) {
         if (h->n == h->cap) {
                 h->cap = h->cap ? 2 * h->cap : 64;
                 h->c = xrealloc(h->c, h->cap * sizeof(*h->c));
-                h->dry_run = xrealloc(h->dry_run, h->cap * sizeof(*h->dry_run));
+                h->observing = xrealloc(h->observing, h->cap * sizeof(*h->observing));
         }
         h->c[h->n] = *c;
-        h->dry_run[h->n++] = dry_run;
+        h->observing[h->n++] = observing;
 }
 
 /* A field of the current entry, "NAME=value" in the journal, into buf
@@ -160,7 +160,7 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         json_str(h->c[i].new);
                         printf(",\"reason\":");
                         json_str(h->c[i].reason);
-                        printf(",\"dry_run\":%s", h->dry_run[i] ? "true" : "false");
+                        printf(",\"dry_run\":%s", h->observing[i] ? "true" : "false");
                         printf("}");
                 }
                 printf("]}\n");
@@ -183,7 +183,7 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         table_cell(&t, "%s", h->c[i].id);
                         table_cell(&t, "%s", h->c[i].old);
                         table_cell(&t, "%s", h->c[i].new);
-                        table_cell(&t, "%s%s", h->dry_run[i] ? "(dry run, not written) " : "", h->c[i].reason);
+                        table_cell(&t, "%s%s", h->observing[i] ? "(dry run, not written) " : "", h->c[i].reason);
                 }
                 table_print(&t, stdout);
                 table_free(&t);
@@ -230,6 +230,6 @@ int cmd_history(struct ctl *c, int argc, char **argv) {
         r = EXIT_OK;
 out:
         free(h.c);
-        free(h.dry_run);
+        free(h.observing);
         return r;
 }

@@ -120,7 +120,7 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
         if (mthp_status_file_read(c->state_dir, st) == 0) {
                 v->running = true;
                 v->pid = st->pid;
-                mthp_strcpy(v->mode, sizeof(v->mode), st->dry_run ? "observe" : "manage");
+                mthp_strcpy(v->mode, sizeof(v->mode), st->observing ? "observe" : "manage");
                 mthp_strcpy(v->not_writable, sizeof(v->not_writable), st->not_writable);
                 v->tick = st->tick;
                 v->fault_pages_rate = st->fault_pages_rate;

@@ -185,10 +185,10 @@ static int method_history(sd_bus_message *m, void *userdata, sd_bus_error *error
                 return r;
         r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_CHANGE_SIG);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
-                bool dry_run;
-                const struct mthp_change *c = mthp_actuator_history(a, n_history - n + i, &dry_run);
+                bool observing;
+                const struct mthp_change *c = mthp_actuator_history(a, n_history - n + i, &observing);
                 r = sd_bus_message_append(reply, MTHP_DBUS_CHANGE_SIG, c->realtime_usec, clean(c->id), clean(c->old),
-                                          clean(c->new), clean(c->reason), (int) dry_run);
+                                          clean(c->new), clean(c->reason), (int) observing);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);

@@ -298,7 +298,7 @@ void daemon_collapse_config(struct daemon *d) {
  * cgroups' processes, within the tick's budget (mthp_collapser_run). */
 void daemon_collapse(struct daemon *d, uint64_t t) {
         memset(&d->collapse_last, 0, sizeof(d->collapse_last));
-        if (!d->collapser || mthp_actuator_dry_run(d->act) || !d->cfg.collapse_budget_kb)
+        if (!d->collapser || mthp_actuator_observing(d->act) || !d->cfg.collapse_budget_kb)
                 return;
         mthp_collapser_begin_tick(d->collapser, t);
         for (unsigned c = 0; c < d->snap.n_cgroups; c++) {

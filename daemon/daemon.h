@@ -218,7 +218,7 @@ void daemon_collapse_fill(struct daemon *d);
 void daemon_alarm_steer(struct daemon *d);
 void daemon_alarm_free(struct daemon *d);
 
-/* "manage" or "observe" (MTHP_MODE_DRY_RUN), as the D-Bus Mode property says. */
+/* "manage" or "observe" (MTHP_MODE_OBSERVE), as the D-Bus Mode property says. */
 const char *daemon_mode_name(enum mthp_mode mode);
 int daemon_mode_from_name(const char *name, enum mthp_mode *ret);
 

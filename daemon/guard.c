@@ -323,7 +323,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
         for (char *p = buf; len > 0 && p < buf + len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) p;
                 p += sizeof(*ev) + ev->len;
-                if (!created_cgroup(g, ev, rel, sizeof(rel)) || !raised(g->d) || mthp_actuator_dry_run(g->d->act))
+                if (!created_cgroup(g, ev, rel, sizeof(rel)) || !raised(g->d) || mthp_actuator_observing(g->d->act))
                         continue;
                 (void) arm(g, rel, 0, GUARD_NEW_KB, true);
                 unsigned y = 0;
@@ -437,7 +437,7 @@ void guard_arm(struct guard *g) {
                 return;
         struct daemon *d = g->d;
         disarm_all(g);
-        if (!raised(d) || mthp_actuator_dry_run(d->act))
+        if (!raised(d) || mthp_actuator_observing(d->act))
                 return; /* observing writes nothing, not even cgroup.event_control */
         const struct mthp_engine_state *st = &d->engine;
         for (unsigned i = 0; i < MTHP_SNAP_LIMITED; i++) {

@@ -31,14 +31,14 @@
 #include "mthp/util.h"
 
 const char *daemon_mode_name(enum mthp_mode mode) {
-        return mode == MTHP_MODE_DRY_RUN ? "observe" : "manage";
+        return mode == MTHP_MODE_OBSERVE ? "observe" : "manage";
 }
 
 int daemon_mode_from_name(const char *name, enum mthp_mode *ret) {
         if (strcmp(name, "manage") == 0)
                 *ret = MTHP_MODE_MANAGE;
         else if (strcmp(name, "observe") == 0)
-                *ret = MTHP_MODE_DRY_RUN;
+                *ret = MTHP_MODE_OBSERVE;
         else
                 return -EINVAL;
         return 0;
@@ -167,7 +167,7 @@ static void on_knob_foreign(void *user, const struct mthp_knob *k, const char *o
 
 static void on_knob_changed(void *user, const struct mthp_change *c) {
         struct daemon *d = user;
-        if (mthp_actuator_dry_run(d->act))
+        if (mthp_actuator_observing(d->act))
                 return;
         int k = mthp_caps_find_knob(&d->caps, c->id);
         if (k >= 0)
@@ -228,10 +228,10 @@ static void notify_status(struct daemon *d) {
                 else
                         snprintf(top[k], sizeof(top[k]), "original");
         }
-        if (d->cfg.mode == MTHP_MODE_DRY_RUN && d->not_writable[0])
+        if (d->cfg.mode == MTHP_MODE_OBSERVE && d->not_writable[0])
                 snprintf(mode, sizeof(mode), "observing, the knobs are not writable (%s)", d->not_writable);
         else
-                snprintf(mode, sizeof(mode), "%s", d->cfg.mode == MTHP_MODE_DRY_RUN ? "observing" : "managing");
+                snprintf(mode, sizeof(mode), "%s", d->cfg.mode == MTHP_MODE_OBSERVE ? "observing" : "managing");
         /* the writes that fail now: the sizes above are what the kernel holds */
         unsigned n_failing = 0;
         for (unsigned i = 0; i < d->caps.n_knobs; i++)
@@ -294,7 +294,7 @@ static void write_status(const struct daemon *d) {
                 mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
                 row->pinned = v.pinned;
         }
-        (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_DRY_RUN,
+        (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_OBSERVE,
                                       d->not_writable, d->last_tick_usec, &d->rates);
 }
 
@@ -396,13 +396,13 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
  * may insist on) and forgets the journal. err says what could not be put back. */
 static int restore_all(struct daemon *d, const char *why, char *err, size_t errsz) {
         char reason[MTHP_REASON_MAX];
-        bool dry_run = mthp_actuator_dry_run(d->act);
+        bool observing = mthp_actuator_observing(d->act);
         snprintf(reason, sizeof(reason), "original value restored: %s", why);
-        mthp_actuator_set_dry_run(d->act, false);
+        mthp_actuator_set_observing(d->act, false);
         for (unsigned i = 0; i < d->caps.n_knobs; i++)
                 (void) knob_write(d, (int) i, "", reason, NULL, 0);
         int left = mthp_actuator_restore(d->act);
-        mthp_actuator_set_dry_run(d->act, dry_run);
+        mthp_actuator_set_observing(d->act, observing);
         if (left == 0)
                 return 0;
         snprintf(err, errsz, "%d knob(s) could not be restored; the journal %s keeps their originals",
@@ -426,9 +426,9 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
         if (mode == MTHP_MODE_MANAGE) {
                 /* the knobs may have become writable since (a remount) */
                 char nw[sizeof(d->not_writable)] = "";
-                mthp_actuator_set_dry_run(d->act, false);
+                mthp_actuator_set_observing(d->act, false);
                 r = mthp_actuator_check_writable(d->act, nw, sizeof(nw));
-                mthp_actuator_set_dry_run(d->act, true);
+                mthp_actuator_set_observing(d->act, true);
                 if (strcmp(nw, d->not_writable) != 0) {
                         mthp_strcpy(d->not_writable, sizeof(d->not_writable), nw);
                         bus_emit_property_changed(d->bus, "NotWritable");
@@ -439,14 +439,14 @@ static int switch_mode(struct daemon *d, enum mthp_mode mode, const char *why, c
                         return r;
                 }
         }
-        if (mode == MTHP_MODE_DRY_RUN) {
+        if (mode == MTHP_MODE_OBSERVE) {
                 r = restore_all(d, why, err, errsz);
                 mthp_actuator_forget_simulated(d->act); /* observe from the host as it is */
         }
-        mthp_actuator_set_dry_run(d->act, mode == MTHP_MODE_DRY_RUN);
+        mthp_actuator_set_observing(d->act, mode == MTHP_MODE_OBSERVE);
         d->cfg.mode = mode;
         mthp_log(LOG_NOTICE, "%s: %s", why,
-                 mode == MTHP_MODE_DRY_RUN ? "observing: deciding and logging, writing nothing" : "managing mTHP knobs");
+                 mode == MTHP_MODE_OBSERVE ? "observing: deciding and logging, writing nothing" : "managing mTHP knobs");
         bus_emit_property_changed(d->bus, "Mode");
         notify_status(d);
         return r;
@@ -483,12 +483,12 @@ static enum mthp_mode reload_mode(struct daemon *d, const struct mthp_config *c,
                                            daemon_mode_name(held), daemon_mode_name(c->mode)));
                 return held;
         }
-        if (d->cfg.mode == MTHP_MODE_DRY_RUN && c->mode == MTHP_MODE_MANAGE && !c->mode_set) {
+        if (d->cfg.mode == MTHP_MODE_OBSERVE && c->mode == MTHP_MODE_MANAGE && !c->mode_set) {
                 mthp_log(LOG_NOTICE, "reload: %s",
                          note_line(notes, notesz, line, sizeof(line), "%s does not say Mode=manage: mthpd keeps "
                                    "observing (a reload starts managing only when the file says Mode=manage)",
                                    d->config_from_file ? d->config_file : "the built-in configuration"));
-                return MTHP_MODE_DRY_RUN;
+                return MTHP_MODE_OBSERVE;
         }
         return c->mode;
 }
@@ -591,9 +591,9 @@ int daemon_restore(struct daemon *d, uid_t uid, char *err, size_t errsz) {
                                  d->pin[i].value);
                         memset(&d->pin[i], 0, sizeof(d->pin[i]));
                 }
-        int r = d->cfg.mode == MTHP_MODE_DRY_RUN ? restore_all(d, why, err, errsz)
-                                                 : switch_mode(d, MTHP_MODE_DRY_RUN, why, err, errsz);
-        d->mode_override = MTHP_MODE_DRY_RUN;
+        int r = d->cfg.mode == MTHP_MODE_OBSERVE ? restore_all(d, why, err, errsz)
+                                                 : switch_mode(d, MTHP_MODE_OBSERVE, why, err, errsz);
+        d->mode_override = MTHP_MODE_OBSERVE;
         snprintf(d->mode_override_by, sizeof(d->mode_override_by), "'mthpctl restore' (uid %u)", (unsigned) uid);
         return r;
 }
@@ -623,7 +623,7 @@ static int take_lock(struct daemon *d, int dfd) {
         char why[MTHP_PATH_MAX + 256];
         d->lock_fd = mthp_safe_open_lock(dfd, d->cfg.state_dir, "lock", why, sizeof(why));
         if (d->lock_fd < 0) {
-                mthp_log(d->cfg.mode == MTHP_MODE_DRY_RUN ? LOG_WARNING : LOG_ERR, "%s", why);
+                mthp_log(d->cfg.mode == MTHP_MODE_OBSERVE ? LOG_WARNING : LOG_ERR, "%s", why);
                 return d->lock_fd;
         }
         if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
@@ -672,7 +672,7 @@ static int open_host(struct daemon *d) {
  * them only observing is possible. */
 static int open_state_dir(struct daemon *d) {
         int r;
-        bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
+        bool dry = d->cfg.mode == MTHP_MODE_OBSERVE;
         char why[MTHP_PATH_MAX + 256];
         /* made if missing, and refused when not root's or writable by others */
         int dfd = mthp_safe_open_dir(d->cfg.state_dir, MTHP_SAFE_OWNER, true, why, sizeof(why));
@@ -719,7 +719,7 @@ static int open_state_dir(struct daemon *d) {
 
 /* The actuator, whether it can write, and a leftover journal restored. */
 static int open_actuator(struct daemon *d) {
-        bool dry = d->cfg.mode == MTHP_MODE_DRY_RUN;
+        bool dry = d->cfg.mode == MTHP_MODE_OBSERVE;
         int r = mthp_actuator_new(d->host, &d->caps, d->cfg.state_dir, dry, &d->act);
         if (r < 0) {
                 /* strerror: an error of the state directory, not of /sys */
@@ -823,7 +823,7 @@ int daemon_stop(struct daemon *d, int exit_code) {
                         mthp_log(LOG_ERR, "%d knob(s) could not be restored; the journal %s keeps their originals",
                                  left < 0 ? -1 : left, mthp_actuator_journal_file(d->act));
                         d->exit_code = 1;
-                } else if (mthp_actuator_dry_run(d->act) && mthp_actuator_journal(d->act)->n > 0)
+                } else if (mthp_actuator_observing(d->act) && mthp_actuator_journal(d->act)->n > 0)
                         mthp_log(LOG_INFO, "observing: leaving %u knob(s) to the journal %s ('mthpctl restore' or "
                                  "the next start puts them back); exiting", mthp_actuator_journal(d->act)->n, mthp_actuator_journal_file(d->act));
                 else if (ours == 0)

@@ -209,7 +209,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *verbose) {
                         d->mode_override = (int) mode;
                         break;
                 }
-                case 'n': d->mode_override = MTHP_MODE_DRY_RUN; break;
+                case 'n': d->mode_override = MTHP_MODE_OBSERVE; break;
                 case '1': d->once = true; break;
                 case 'r': d->root = optarg; break;
                 case 's':
@@ -300,7 +300,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         mthp_log(LOG_INFO, "%s every %.1fs (%s; state in %s)",
-                 d->cfg.mode == MTHP_MODE_DRY_RUN ? "observing: deciding and explaining without writing"
+                 d->cfg.mode == MTHP_MODE_OBSERVE ? "observing: deciding and explaining without writing"
                                                   : "managing mTHP knobs",
                  (double) d->cfg.interval_usec / 1e6, d->once ? "once" : "until stopped", d->cfg.state_dir);
 

@@ -109,7 +109,7 @@ int daemon_pin(struct daemon *d, const char *id, const char *value, uint64_t unt
         }
         d->pin[k] = pin;
         mthp_log(LOG_NOTICE, "%s: held at '%s', %s%s", id, value, reason,
-                 mthp_actuator_dry_run(d->act) ? " (observing: applies once mthpd manages)" : "");
+                 mthp_actuator_observing(d->act) ? " (observing: applies once mthpd manages)" : "");
         return 0;
 }
 

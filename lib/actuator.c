@@ -19,7 +19,7 @@ struct mthp_actuator {
         const struct mthp_caps *caps;
         char journal_file[MTHP_PATH_MAX];
         struct mthp_journal journal;
-        bool dry_run;
+        bool observing;
         /* dry run: the value each knob would have now ("" = untouched) */
         char simulated[MTHP_KNOBS_MAX][MTHP_VALUE_MAX];
         mthp_change_cb on_change;
@@ -27,35 +27,35 @@ struct mthp_actuator {
         void *user;
         unsigned n_history, history_head;
         struct mthp_change history[MTHP_HISTORY_MAX];
-        bool history_dry_run[MTHP_HISTORY_MAX];   /* observing: a change it would have made */
+        bool history_observed[MTHP_HISTORY_MAX];   /* observing: a change it would have made */
         /* mthp_actuator_batch(): writes back to the original value leave the
          * journal file to one save at the end */
         bool batch, batch_dirty;
 };
 
 static int actuator_init(struct mthp_actuator *a, const struct mthp_host *h, const struct mthp_caps *caps,
-                         const char *state_dir, bool dry_run) {
+                         const char *state_dir, bool observing) {
         memset(a, 0, sizeof(*a));
         a->host = h;
         a->caps = caps;
-        a->dry_run = dry_run;
+        a->observing = observing;
         /* never a cut path: a cut one saved "restore.jo", which restore never found */
         if (mthp_path_join(a->journal_file, sizeof(a->journal_file), state_dir, MTHP_JOURNAL_FILE) < 0)
                 return -ENAMETOOLONG;
         snprintf(a->journal.root, sizeof(a->journal.root), "%s", h->root);
-        if (dry_run)
+        if (observing)
                 return 0;
         if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
 }
 
-int mthp_actuator_new(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir, bool dry_run,
+int mthp_actuator_new(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir, bool observing,
                       struct mthp_actuator **ret) {
         struct mthp_actuator *a = malloc(sizeof(*a));
         if (!a)
                 return -ENOMEM;
-        int r = actuator_init(a, h, caps, state_dir, dry_run);
+        int r = actuator_init(a, h, caps, state_dir, observing);
         if (r < 0) {
                 free(a);
                 return r;
@@ -75,12 +75,12 @@ void mthp_actuator_set_hooks(struct mthp_actuator *a, mthp_change_cb on_change, 
         a->user = user;
 }
 
-bool mthp_actuator_dry_run(const struct mthp_actuator *a) {
-        return a->dry_run;
+bool mthp_actuator_observing(const struct mthp_actuator *a) {
+        return a->observing;
 }
 
-void mthp_actuator_set_dry_run(struct mthp_actuator *a, bool dry_run) {
-        a->dry_run = dry_run;
+void mthp_actuator_set_observing(struct mthp_actuator *a, bool observing) {
+        a->observing = observing;
 }
 
 void mthp_actuator_forget_simulated(struct mthp_actuator *a) {
@@ -99,10 +99,10 @@ unsigned mthp_actuator_n_history(const struct mthp_actuator *a) {
         return a->n_history;
 }
 
-const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *dry_run) {
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *observing) {
         unsigned oldest = (a->history_head + MTHP_HISTORY_MAX - a->n_history) % MTHP_HISTORY_MAX;
-        if (dry_run)
-                *dry_run = a->history_dry_run[(oldest + i) % MTHP_HISTORY_MAX];
+        if (observing)
+                *observing = a->history_observed[(oldest + i) % MTHP_HISTORY_MAX];
         return &a->history[(oldest + i) % MTHP_HISTORY_MAX];
 }
 
@@ -115,11 +115,11 @@ static void record(struct mthp_actuator *a, const struct mthp_knob *k, const cha
         snprintf(c->old, sizeof(c->old), "%s", old);
         snprintf(c->new, sizeof(c->new), "%s", new);
         snprintf(c->reason, sizeof(c->reason), "%s", reason);
-        a->history_dry_run[a->history_head] = a->dry_run;
+        a->history_observed[a->history_head] = a->observing;
         a->history_head = (a->history_head + 1) % MTHP_HISTORY_MAX;
         if (a->n_history < MTHP_HISTORY_MAX)
                 a->n_history++;
-        mthp_log_change(c, a->dry_run);
+        mthp_log_change(c, a->observing);
         if (a->on_change)
                 a->on_change(a->user, c);
 }
@@ -137,7 +137,7 @@ int mthp_actuator_resume(struct mthp_actuator *a, int knob) {
                 return -ENOENT;
         struct mthp_journal_entry saved = *e;
         mthp_journal_remove(&a->journal, k->path);
-        if (!a->dry_run) {
+        if (!a->observing) {
                 int r = mthp_journal_save(a->journal_file, &a->journal);
                 if (r < 0) {
                         /* keep memory and disk in agreement: still foreign */
@@ -150,7 +150,7 @@ int mthp_actuator_resume(struct mthp_actuator *a, int knob) {
 
 /* Dry run: track what the knob would hold, so each would-be change is
  * logged once, like a real one. */
-static int dry_run_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
+static int observe_write(struct mthp_actuator *a, int knob, const char *value, const char *reason, char *err,
                          size_t errsz) {
         const struct mthp_knob *k = &a->caps->knobs[knob];
         char cur[MTHP_VALUE_MAX];
@@ -273,7 +273,7 @@ static void journal_resync(struct mthp_actuator *a, const struct mthp_knob *k, s
 
 int mthp_actuator_batch(struct mthp_actuator *a, bool on) {
         a->batch = on;
-        if (on || !a->batch_dirty || a->dry_run)
+        if (on || !a->batch_dirty || a->observing)
                 return 0;
         a->batch_dirty = false;
         return mthp_journal_save(a->journal_file, &a->journal);
@@ -288,8 +288,8 @@ int mthp_knob_write(struct mthp_actuator *a, int knob, const char *value, const 
 
         if (err && errsz)
                 err[0] = 0;
-        if (a->dry_run)
-                return dry_run_write(a, knob, value, reason, err, errsz);
+        if (a->observing)
+                return observe_write(a, knob, value, reason, err, errsz);
         if (e && e->state == MTHP_ENTRY_FOREIGN)
                 return 0; /* someone else owns it now */
         if (!value[0]) {
@@ -382,7 +382,7 @@ int mthp_actuator_check_writable(const struct mthp_actuator *a, char *why, size_
         /* Observing opens nothing for writing (the unit's sandbox and
          * sandbox-realhost hold it to that): the mount and the mode bits
          * are what it can tell. */
-        if (r == 0 && !a->dry_run && (r = fd = mthp_host_open_file(a->host, knob->path, O_WRONLY)) >= 0) {
+        if (r == 0 && !a->observing && (r = fd = mthp_host_open_file(a->host, knob->path, O_WRONLY)) >= 0) {
                 close(fd);
                 char cur[MTHP_VALUE_MAX];
                 r = mthp_knob_read(a->host, knob, cur) < 0 ? 0 : mthp_host_write(a->host, knob->path, cur);
@@ -416,7 +416,7 @@ int mthp_actuator_check_foreign(struct mthp_actuator *a, const char current[][MT
         /* durable first, then said: once the log (or D-Bus) reports another
          * writer, a kill -9 must not leave a journal that would restore
          * over it (tests/faults journal-bad caught the order) */
-        if (dirty && !a->dry_run)
+        if (dirty && !a->observing)
                 (void) mthp_journal_save(a->journal_file, &a->journal);
         for (unsigned i = 0; dirty && i < a->caps->n_knobs; i++) {
                 const struct mthp_knob *k = &a->caps->knobs[i];
@@ -590,7 +590,7 @@ int mthp_actuator_restore_file(const struct mthp_host *h, const char *file, unsi
 }
 
 int mthp_actuator_restore(struct mthp_actuator *a) {
-        if (a->dry_run)
+        if (a->observing)
                 return 0;
         unsigned n = 0;
         int r = mthp_actuator_restore_file(a->host, a->journal_file, &n);

@@ -277,7 +277,7 @@ static int key_mode(const struct key *k, struct mthp_config *c, const char *valu
                 c->mode = MTHP_MODE_MANAGE;
         /* dry-run: the mode's old name, still accepted */
         else if (strcmp(value, "observe") == 0 || strcmp(value, "dry-run") == 0)
-                c->mode = MTHP_MODE_DRY_RUN;
+                c->mode = MTHP_MODE_OBSERVE;
         else
                 return -EINVAL;
         c->mode_set = true;

@@ -75,7 +75,7 @@ void mthp_log_at(const char *code_file, const char *code_line, const char *func,
  * journal reads "restored ID: OLD -> NEW (REASON)" (an info line on stderr),
  * the rest "set ..." or "would set ...". */
 static void log_change(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
-                       bool dry_run, bool restored) {
+                       bool observing, bool restored) {
         struct mthp_change clean = *c;
         mthp_escape(clean.id, sizeof(clean.id), c->id);
         mthp_escape(clean.old, sizeof(clean.old), c->old);
@@ -89,7 +89,7 @@ static void log_change(const char *code_file, const char *code_line, const char 
         if (restored)
                 snprintf(msg, sizeof(msg), "restored %s: %s -> %s (%s)", c->id, c->old, c->new, c->reason);
         else
-                snprintf(msg, sizeof(msg), "%s %s: %s -> %s: %s", dry_run ? "would set" : "set", c->id, c->old,
+                snprintf(msg, sizeof(msg), "%s %s: %s -> %s: %s", observing ? "would set" : "set", c->id, c->old,
                          c->new, c->reason);
         if (use_journal) {
                 sd_journal_send_with_location(
@@ -97,15 +97,15 @@ static void log_change(const char *code_file, const char *code_line, const char 
                         "PRIORITY=%d", restored ? LOG_INFO : LOG_NOTICE, "SYSLOG_IDENTIFIER=%s", log_ident,
                         "MTHP_KNOB=%s", c->id, "MTHP_SIZE=%s", size, "MTHP_KIND=%s", slash ? slash + 1 : "",
                         "MTHP_OLD=%s", c->old, "MTHP_NEW=%s", c->new, "MTHP_REASON=%s", c->reason,
-                        "MTHP_DRY_RUN=%d", dry_run, NULL);
+                        "MTHP_DRY_RUN=%d", observing, NULL);
                 return;
         }
         fprintf(stderr, "%s: %s%s\n", log_ident, restored ? "info: " : "", msg);
 }
 
 void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
-                        bool dry_run) {
-        log_change(code_file, code_line, func, c, dry_run, false);
+                        bool observing) {
+        log_change(code_file, code_line, func, c, observing, false);
 }
 
 void mthp_log_restored_at(const char *code_file, const char *code_line, const char *func,

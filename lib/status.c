@@ -17,7 +17,7 @@
 #include "mthp/util.h"
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
-                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec,
+                           unsigned n, bool observing, const char *not_writable, uint64_t tick_usec,
                            const struct mthp_status_rates *rates) {
         char why[MTHP_PATH_MAX + 256];
         int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
@@ -32,7 +32,7 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
         }
         uint64_t now = mthp_now_usec(CLOCK_REALTIME);
         fprintf(f, "[status]\npid=%d\ndry_run=%d\ntick=%llu\nupdated_usec=%llu\nfault_pages_rate=%.0f\ntick_usec=%llu\n",
-                getpid(), dry_run, (unsigned long long) snap->tick,
+                getpid(), observing, (unsigned long long) snap->tick,
                 (unsigned long long) now,
                 snap->fault_pages_rate, (unsigned long long) tick_usec);
         if (rates)
@@ -100,7 +100,7 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 if (strcmp(key, "pid") == 0)
                         st->pid = atoi(value);
                 else if (strcmp(key, "dry_run") == 0)
-                        st->dry_run = atoi(value) != 0;
+                        st->observing = atoi(value) != 0;
                 else if (strcmp(key, "tick") == 0)
                         st->tick = strtoull(value, NULL, 10);
                 else if (strcmp(key, "updated_usec") == 0)

@@ -15,7 +15,7 @@ typedef void (*mthp_foreign_cb)(void *user, const struct mthp_knob *k, const cha
 
 /* h and caps must outlive it. -ENAMETOOLONG when state_dir leaves no room
  * for the journal's name (never a cut path). */
-int mthp_actuator_new(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir, bool dry_run,
+int mthp_actuator_new(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir, bool observing,
                       struct mthp_actuator **ret);
 /* NULL is fine. */
 void mthp_actuator_free(struct mthp_actuator *a);
@@ -23,17 +23,17 @@ void mthp_actuator_free(struct mthp_actuator *a);
 void mthp_actuator_set_hooks(struct mthp_actuator *a, mthp_change_cb on_change, mthp_foreign_cb on_foreign,
                              void *user);
 /* Observing (dry run): writes are logged and simulated, never made. */
-bool mthp_actuator_dry_run(const struct mthp_actuator *a);
-void mthp_actuator_set_dry_run(struct mthp_actuator *a, bool dry_run);
+bool mthp_actuator_observing(const struct mthp_actuator *a);
+void mthp_actuator_set_observing(struct mthp_actuator *a, bool observing);
 /* Forget the simulated values, so observing starts from the host as it is. */
 void mthp_actuator_forget_simulated(struct mthp_actuator *a);
 const char *mthp_actuator_journal_file(const struct mthp_actuator *a);
 const struct mthp_journal *mthp_actuator_journal(const struct mthp_actuator *a);
 /* The history ring: the last changes, at most MTHP_HISTORY_MAX;
  * mthp_actuator_history(a, 0, ...) is the oldest kept, n - 1 the newest.
- * *dry_run (may be NULL): made while observing, so not written. */
+ * *observing (may be NULL): made while observing, so not written. */
 unsigned mthp_actuator_n_history(const struct mthp_actuator *a);
-const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *dry_run);
+const struct mthp_change *mthp_actuator_history(const struct mthp_actuator *a, unsigned i, bool *observing);
 
 /* The one function that writes a knob. value "" means "give it back its
  * original value". Journals the original before the first write, validates

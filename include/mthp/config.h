@@ -8,9 +8,9 @@
 
 struct mthp_policy_set;
 
-/* MTHP_MODE_DRY_RUN is the mode users know as "observe" (Mode=observe,
- * --mode observe; "dry-run" is its old name): decide and explain, write nothing. */
-enum mthp_mode { MTHP_MODE_MANAGE, MTHP_MODE_DRY_RUN };
+/* Observe mode (Mode=observe, --mode observe; --dry-run and Mode=dry-run
+ * are its old names, still accepted): decide and explain, write nothing. */
+enum mthp_mode { MTHP_MODE_MANAGE, MTHP_MODE_OBSERVE };
 
 struct mthp_engine_config {
         unsigned min_kb[_MTHP_KIND_MAX], max_kb[_MTHP_KIND_MAX]; /* sizes the engine may enable */

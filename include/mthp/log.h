@@ -27,10 +27,10 @@ void mthp_log_init(const char *ident, bool verbose);
 #define mthp_log_knob(prio, knob_id, ...) mthp_log_at(MTHP_LOG_WHERE, knob_id, prio, __VA_ARGS__)
 void mthp_log_at(const char *code_file, const char *code_line, const char *func, const char *knob_id, int prio,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-#define mthp_log_change(c, dry_run) mthp_log_change_at(MTHP_LOG_WHERE, c, dry_run)
+#define mthp_log_change(c, observing) mthp_log_change_at(MTHP_LOG_WHERE, c, observing)
 #define mthp_log_foreign(k, ours, theirs) mthp_log_foreign_at(MTHP_LOG_WHERE, k, ours, theirs)
 void mthp_log_change_at(const char *code_file, const char *code_line, const char *func, const struct mthp_change *c,
-                        bool dry_run);
+                        bool observing);
 /* A knob put back from the restore journal: the same fields as a change
  * (MESSAGE_ID=MTHP_MESSAGE_CHANGE, MTHP_KNOB=...), "restored ID: ..." */
 #define mthp_log_restored(c) mthp_log_restored_at(MTHP_LOG_WHERE, c)

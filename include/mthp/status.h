@@ -29,7 +29,7 @@ struct mthp_status_rates {
 
 struct mthp_status {
         int pid;
-        bool dry_run;
+        bool observing;
         unsigned long long tick, updated_realtime_usec;
         double fault_pages_rate;
         unsigned long long tick_usec;   /* what the previous tick cost mthpd (wall) */
@@ -45,7 +45,7 @@ struct mthp_status {
  * back; not_writable: why mthpd cannot write the knobs ("" or NULL: it can);
  * rates: NULL writes none. */
 int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
-                           unsigned n, bool dry_run, const char *not_writable, uint64_t tick_usec,
+                           unsigned n, bool observing, const char *not_writable, uint64_t tick_usec,
                            const struct mthp_status_rates *rates);
 void mthp_status_file_remove(const char *state_dir);
 /* -ENOENT when no daemon wrote one (or it is stale: its pid is gone). */

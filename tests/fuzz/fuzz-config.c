@@ -22,7 +22,7 @@ static void check_config(const struct mthp_config *c) {
         const struct mthp_engine_config *e = &c->engine;
         FUZZ_CHECK(c->interval_usec >= 100000 && c->interval_usec <= 3600000000ULL, "%llu",
                    (unsigned long long) c->interval_usec);
-        FUZZ_CHECK(c->mode == MTHP_MODE_MANAGE || c->mode == MTHP_MODE_DRY_RUN, "%d", (int) c->mode);
+        FUZZ_CHECK(c->mode == MTHP_MODE_MANAGE || c->mode == MTHP_MODE_OBSERVE, "%d", (int) c->mode);
         FUZZ_CHECK(fuzz_terminated(c->state_dir, sizeof(c->state_dir)), "state_dir");
         FUZZ_CHECK(c->state_dir[0] == '/' && strlen(c->state_dir) < sizeof(c->state_dir) - 32, "'%s'", c->state_dir);
         for (int k = 0; k < _MTHP_KIND_MAX; k++) {

@@ -34,7 +34,7 @@ static void on_foreign(void *user, const struct mthp_knob *k, const char *ours, 
         snprintf(x->foreign_theirs, sizeof(x->foreign_theirs), "%s", theirs);
 }
 
-static int afix_setup_mode(void **state, bool dry_run) {
+static int afix_setup_mode(void **state, bool observing) {
         void *fs;
         fixture_setup(&fs);
         struct afix *x = calloc(1, sizeof(*x));
@@ -44,7 +44,7 @@ static int afix_setup_mode(void **state, bool dry_run) {
         if (snprintf(run, sizeof(run), "%s/run", x->f->dir) >= (int) sizeof(run))
                 fail_msg("path too long");
         assert_int_equal(mkdir(run, 0755), 0);
-        assert_ok(mthp_actuator_new(x->f->host, &x->f->caps, x->f->state_dir, dry_run, &x->a));
+        assert_ok(mthp_actuator_new(x->f->host, &x->f->caps, x->f->state_dir, observing, &x->a));
         mthp_actuator_set_hooks(x->a, on_change, on_foreign, x);
         *state = x;
         return 0;
@@ -369,7 +369,7 @@ static void test_unreadable_knob(void **state) {
 static void test_dry_run(void **state) {
         struct afix *x = *state;
         struct stat st;
-        assert_true(mthp_actuator_dry_run(x->a));
+        assert_true(mthp_actuator_observing(x->a));
         assert_int_equal(stat(x->f->state_dir, &st), -1);   /* not even created */
         assert_int_equal(knob_write(x, "64K/anon", "always"), 0);
         assert_int_equal(knob_write(x, "global/defrag", "never"), 0);

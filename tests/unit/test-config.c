@@ -86,7 +86,7 @@ static void test_every_key(void **state) {
                 fail_msg("load failed: %d: %s", r, err);
         assert_string_equal(err, "");
         assert_int_equal(c.interval_usec, 500000);
-        assert_int_equal(c.mode, MTHP_MODE_DRY_RUN);
+        assert_int_equal(c.mode, MTHP_MODE_OBSERVE);
         assert_string_equal(c.state_dir, "/var/lib/mthpd-test");
         assert_string_equal(c.policy_dir, "/etc/mthpd-test/policy.d");
         assert_int_equal(c.engine.default_priority, 30);
@@ -139,12 +139,12 @@ static void test_mode_names(void **state) {
         static const struct {
                 const char *value;
                 enum mthp_mode mode;
-        } names[] = { { "observe", MTHP_MODE_DRY_RUN }, { "dry-run", MTHP_MODE_DRY_RUN }, { "manage", MTHP_MODE_MANAGE } };
+        } names[] = { { "observe", MTHP_MODE_OBSERVE }, { "dry-run", MTHP_MODE_OBSERVE }, { "manage", MTHP_MODE_MANAGE } };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 struct mthp_config c;
                 char text[64], err[512];
                 mthp_config_defaults(&c);
-                c.mode = names[i].mode == MTHP_MODE_MANAGE ? MTHP_MODE_DRY_RUN : MTHP_MODE_MANAGE;
+                c.mode = names[i].mode == MTHP_MODE_MANAGE ? MTHP_MODE_OBSERVE : MTHP_MODE_MANAGE;
                 snprintf(text, sizeof(text), "[Daemon]\nMode=%s\n", names[i].value);
                 if (mthp_config_load_string("mode.conf", text, &c, err, sizeof(err)) != 0)
                         fail_msg("Mode=%s: %s", names[i].value, err);
