@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "mthp/config.h"
 #include "mthp/timespan.h"
+#include "mthp/types.h"
 
 /* "90", "90s", "500ms", "5min", "1h30min", "2d", "1w": systemd's time spans
  * (a bare number is seconds). */

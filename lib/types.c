@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,4 +115,34 @@ int mthp_caps_find_size(const struct mthp_caps *caps, unsigned kb) {
                 if (caps->sizes[i].kb == kb)
                         return (int) i;
         return -ENOENT;
+}
+
+int mthp_parse_decimal(const char *s, double *v, const char **end) {
+        /* digits, an optional '.' and digits: what a person writes. strtod
+         * also takes " +0x10", "0x1p3", "inf", "1e9" and leading spaces;
+         * none of that is a value in these files. */
+        const char *p = s;
+        size_t ip = strspn(p, "0123456789");
+        p += ip;
+        size_t fp = 0;
+        if (*p == '.') {
+                fp = strspn(p + 1, "0123456789");
+                if (fp == 0)
+                        return -EINVAL;
+                p += 1 + fp;
+        }
+        if (ip == 0 && fp == 0)
+                return -EINVAL;
+        char buf[64];
+        if ((size_t) (p - s) >= sizeof(buf))
+                return -ERANGE;
+        memcpy(buf, s, (size_t) (p - s));
+        buf[p - s] = 0;
+        errno = 0;
+        double d = strtod(buf, NULL);
+        if (errno || !isfinite(d))
+                return -ERANGE;
+        *v = d;
+        *end = p;
+        return 0;
 }

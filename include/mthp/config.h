@@ -121,10 +121,6 @@ int mthp_config_load_string(const char *name, const char *text, struct mthp_conf
 int mthp_parse_percent(const char *s, double *pct);       /* "10", "10%" */
 int mthp_parse_size_range(const char *s, unsigned *min_kb, unsigned *max_kb); /* "16K-64K", "64K", "none" */
 int mthp_parse_boolean(const char *s, bool *b);           /* yes/no, true/false, on/off, 1/0 */
-/* Strict numbers, for config and policy alike: decimal digits with an
- * optional fraction; no sign, space, hex ("0x10"), hex float ("0x1p3"),
- * exponent, inf or nan. *end is after the number (units follow). */
-int mthp_parse_decimal(const char *s, double *v, const char **end);
 /* A whole number lo..hi of decimal digits only: -EINVAL or -ERANGE. */
 int mthp_parse_whole(const char *s, unsigned lo, unsigned hi, unsigned *out);
 /* A size an mTHP can have: a power of two, 8K or more ("3K" is not one). */

@@ -131,6 +131,10 @@ bool mthp_stat_is_hot(const char *name);
 void mthp_format_size(unsigned kb, char *buf, size_t size);
 /* Parses "64K", "64k", "64kB", "2M", "2048"(kB); returns 0 or -EINVAL. */
 int mthp_parse_size(const char *s, unsigned *kb);
+/* Strict numbers, for config and policy alike: decimal digits with an
+ * optional fraction; no sign, space, hex ("0x10"), hex float ("0x1p3"),
+ * exponent, inf or nan. *end is after the number (units follow). */
+int mthp_parse_decimal(const char *s, double *v, const char **end);
 /* The size of a per-size sysfs directory name, in the one form the kernel
  * writes ("hugepages-%lukB"): "hugepages-<N>kB", N decimal without sign or
  * leading zero, a power of two from 8 (8kB exists for shmem) that fits an
