@@ -22,14 +22,26 @@ if [ -z "${MTHPD_RELOAD_NS:-}" ]; then
                 { echo "SKIP: unshare --mount failed here: no mount namespaces"; exit 77; }
         MTHPD_RELOAD_NS=1 exec unshare --mount --propagation private "$0" "$@"
 fi
-# the nearest directory that exists on the way to CONFDIR gets the tmpfs
-# (only in this namespace); never one that holds the system's own files
+# the nearest directory that exists on the way to CONFDIR is covered, only
+# in this namespace: by a tmpfs, or, where it holds the system's own files
+# (/etc on a host without /etc/mthpd), by an overlay whose writes go to a
+# directory of this test, so what mthpd and its libraries read stays there
 TOP=$CONFDIR
 while [ ! -d "$TOP" ]; do TOP=$(dirname "$TOP"); done
 case "$TOP" in
-/ | /etc | /usr | /usr/local) echo "SKIP: $CONFDIR does not exist and its parent $TOP is not one to cover"; exit 77 ;;
+/) echo "SKIP: $CONFDIR does not exist and / is not one to cover"; exit 77 ;;
+/etc | /usr | /usr/local)
+        OVL=$(mktemp -d /tmp/mthpd-reload-ovl.XXXXXX)
+        # removed on exit (fakehost_cleanup calls the hook); the
+        # namespace's mounts go with it
+        fakehost_cleanup_hook() { rm -rf "$OVL"; }
+        trap fakehost_cleanup_hook EXIT # until fakehost_setup takes over
+        mkdir "$OVL/upper" "$OVL/work"
+        mount -t overlay overlay -o "lowerdir=$TOP,upperdir=$OVL/upper,workdir=$OVL/work" "$TOP" ||
+                { echo "SKIP: cannot lay an overlay over $TOP here (no overlayfs?)"; exit 77; }
+        ;;
+*) mount -t tmpfs tmpfs "$TOP" || fail "cannot mount a tmpfs on $TOP" ;;
 esac
-mount -t tmpfs tmpfs "$TOP" || fail "cannot mount a tmpfs on $TOP"
 mkdir -p "$CONFDIR"
 CONF=$CONFDIR/mthpd.conf
 
