@@ -473,6 +473,25 @@ static void test_density_small_bytes_no_veto(void **state) {
         assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_SPARSE, "0.50 16K 6 MinBloatBytes 16 MiB 22");
 }
 
+/* The raise's reason quotes the densest use of the most faulting process
+ * at the largest size it has blocks of: one whose mappings have no 2M
+ * block (a compiler beside a program with 2M blocks) printed "nan of each
+ * 2M block". */
+static void test_density_raise_reason_no_nan(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1170, 1, 0);
+        dens_proc(&v.proc[1], 1171, 1, 0);
+        v.proc[0].fault_rate = 100000; /* the most faulting: no block above 64K */
+        for (unsigned i = 4; i < MTHP_SIZES_MAX; i++)
+                v.proc[0].coverage[MTHP_ANON][i] = v.proc[0].zero[MTHP_ANON][i] = NAN;
+        w.dens = &v;
+        sim_climb(s, &w, MTHP_ANON, 8);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_RAISE_DENSE, "1170 1.00 64K");
+}
+
 /* A raise needs the faults of those it gives folios to: one dense
  * process at 15,000 pages/s while 100,000 come from processes no sample
  * judged (a shell loop's children) raises nothing, and the hold says why;
@@ -824,6 +843,7 @@ int main(void) {
                 T(test_density_memory_outweighs_odd_sample),
                 T(test_density_small_share_no_veto),
                 T(test_density_small_bytes_no_veto),
+                T(test_density_raise_reason_no_nan),
                 T(test_density_raise_needs_its_faults),
                 T(test_density_first_sight_waits),
                 T(test_gone_process_bars_no_raise),
