@@ -333,10 +333,11 @@ static double rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engi
  * Its ceilings move up to the first rung where its bloat reaches the
  * floor; what it held back below that is counted into the small ones' sum
  * (v->small_kb, at the rung it objected at first), and when that sum
- * reaches the floor they object together as they would alone. */
+ * reaches the floor they object together as they would alone (*alone:
+ * the party as its density alone made it). */
 static void small_party(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
                         const unsigned *ladder, unsigned cap, unsigned n_ladder, const bool *madvised,
-                        double floor_kb, struct party *pt, struct density_verdict *v) {
+                        double floor_kb, struct party *pt, struct party *alone, struct density_verdict *v) {
         if (pt->raise >= cap || floor_kb <= 0)
                 return; /* no objection of its density, or every process has its say */
         unsigned keep = pt->keep, raise = pt->raise;
@@ -348,14 +349,8 @@ static void small_party(const struct mthp_caps *caps, const struct mthp_engine_p
                 raise = keep;
         if (keep == pt->keep && raise == pt->raise)
                 return;
+        *alone = *pt;
         pt->small = true;
-        pt->small_keep = pt->keep;
-        pt->small_raise = pt->raise;
-        pt->small_fail_size = pt->fail_size;
-        pt->small_fail_usage = pt->fail_usage;
-        pt->small_raise_size = pt->raise_size;
-        pt->small_raise_usage = pt->raise_usage;
-        pt->small_capped = pt->capped;
         pt->bloat_kb = rung_bloat_kb(caps, m, kind, ladder[pt->raise], madvised[pt->raise]);
         v->small_kb += pt->bloat_kb;
         v->n_small++;
@@ -381,6 +376,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                             enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
                             double keep_default, double total, const bool *madvised, struct density_verdict *v) {
         int top = level ? (int) ladder[level - 1] : -1;
+        struct party alone[MAX_PARTIES];
         /* once a judgement, not once a process */
         double quiet = quiet_shmem_alloc(cfg, caps, snap, kind, top);
         /* processes under auto (a policy's or the defaults) speak for themselves */
@@ -422,7 +418,8 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
                 pt->blocks = ahead ? 0 : blocks;
-                small_party(caps, m, kind, ladder, cap, n_ladder, madvised, v->min_bloat_kb, pt, v);
+                small_party(caps, m, kind, ladder, cap, n_ladder, madvised, v->min_bloat_kb, pt,
+                            &alone[v->n_parties - 1], v);
         }
         /* the small ones together: their sum of bloat reaches the floor */
         v->small_say = v->n_small && v->small_kb >= v->min_bloat_kb;
@@ -431,13 +428,10 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 if (pt->proc < 0)
                         continue;
                 if (pt->small && v->small_say) {
-                        pt->keep = pt->small_keep;
-                        pt->raise = pt->small_raise;
-                        pt->fail_size = pt->small_fail_size;
-                        pt->fail_usage = pt->small_fail_usage;
-                        pt->raise_size = pt->small_raise_size;
-                        pt->raise_usage = pt->small_raise_usage;
-                        pt->capped = pt->small_capped;
+                        double bloat_kb = pt->bloat_kb;
+                        *pt = alone[p];
+                        pt->small = true;
+                        pt->bloat_kb = bloat_kb;
                 }
                 /* the sizes it has blocks of, up to its raise ceiling */
                 pt->gain = pt->blocks < pt->raise ? pt->blocks : pt->raise;

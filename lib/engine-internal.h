@@ -146,13 +146,11 @@ struct party {
         unsigned gain;            /* highest level with a block of its (a policy: its ceiling) */
         unsigned blocks;          /* auto: the highest level it has a block of (party_rungs) */
         /* auto: its density objected, but the bloat it predicts there
-         * (bloat_kb) is under MinBloatBytes=: keep and raise wait in
-         * small_keep/small_raise until the small ones' sum reaches it */
+         * (bloat_kb, at the rung it objected at first) is under
+         * MinBloatBytes=: its ceilings moved up until the small ones' sum
+         * reaches it (engine-density.c small_party) */
         bool small;
-        unsigned small_keep, small_raise, small_fail_size, small_raise_size;
-        double small_fail_usage, small_raise_usage;
-        bool small_capped;
-        double bloat_kb;          /* the bloat it predicts at the rung it objected at first */
+        double bloat_kb;
 };
 struct density_verdict {
         bool measured;            /* at least one party with a say */
