@@ -34,6 +34,9 @@ void mthp_config_defaults(struct mthp_config *c) {
                 e->max_kb[k] = 2048;
         }
         e->max_bloat = 20;
+        /* a compiler's few MB at 0.7 of each 16K block cost a few hundred
+         * KB: no say of its own over the host's sizes */
+        e->min_bloat_auto = true;
         e->min_proc_fault_rate = 100;
         /* a shell at 300 faults/s next to a workload at 300k must not veto */
         e->min_proc_share = 10;
@@ -326,6 +329,23 @@ static int key_collapse_budget(const struct key *k, struct mthp_config *c, const
         return 0;
 }
 
+static int key_min_bloat(const struct key *k, struct mthp_config *c, const char *value) {
+        unsigned kb;
+        (void) k;
+        if (strcmp(value, "auto") == 0) {
+                c->engine.min_bloat_auto = true;
+                c->engine.min_bloat_kb = 0;
+                return 0;
+        }
+        if (strcmp(value, "0") == 0)
+                kb = 0;
+        else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
+                return -EINVAL;
+        c->engine.min_bloat_auto = false;
+        c->engine.min_bloat_kb = kb;
+        return 0;
+}
+
 static int key_collapse_cpu(const struct key *k, struct mthp_config *c, const char *value) {
         double v;
         (void) k;
@@ -398,6 +418,7 @@ static const struct key keys[] = {
         { "Engine", "MinAvailable", key_percent, ENGINE(min_available), 0, 0, "a percentage of MemTotal" },
         { "Engine", "MaxBloat", key_max_bloat, ENGINE(max_bloat), 0, 0,
           "a percentage of extra RSS, 0-10000 (e.g. 20%)" },
+        { "Engine", "MinBloatBytes", key_min_bloat, 0, 0, 0, "auto, 0, or a size like 16M" },
         { "Engine", "MinProcessFaultRate", key_rate, ENGINE(min_proc_fault_rate), 0, 0,
           "faults per second (e.g. 100)" },
         { "Engine", "MinProcessShare", key_percent, ENGINE(min_proc_share), 0, 0, "a percentage of the kind's faults" },

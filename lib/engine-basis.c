@@ -105,6 +105,14 @@ double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_
         return pol && !isnan(pol->max_bloat) ? pol->max_bloat : cfg->max_bloat;
 }
 
+double engine_min_bloat_kb(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap) {
+        if (!cfg->min_bloat_auto)
+                return (double) cfg->min_bloat_kb;
+        double floor_kb = 16 * 1024.0;
+        double share = snap ? (double) snap->mem.total_kb / 1000.0 : 0;
+        return share > floor_kb ? share : floor_kb;
+}
+
 double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol) {
         return 1.0 / (1.0 + engine_max_bloat(cfg, pol) / 100.0);
 }

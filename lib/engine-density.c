@@ -301,6 +301,74 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
         return blocks;
 }
 
+/* The memory (kB) a process's density speaks for: what it holds that a
+ * size can reach, or what it faults in of the kind in a second if that is
+ * more. A generator that maps, touches one page of each 64K and unmaps
+ * holds 2-7 MB at any sample but faults 275,000 pages a second: each of
+ * those faults would allocate a whole folio. */
+static double stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind) {
+        double flow = m->fault_rate * engine_fault_share(m, kind, true) * mthp_caps_page_kb(caps);
+        double held = engine_eligible_kb(m, kind);
+        return flow > held ? flow : held;
+}
+
+/* The bloat (kB) a process would hold at rung r: its stake, times
+ * 1/usage - 1 (no block of the size: none; a usage below one page a folio
+ * reads as one page, so a usage of 0 costs a finite amount). */
+static double rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                            unsigned size, bool madvised) {
+        double u = engine_remembered_raise(m, kind, size, madvised);
+        if (isnan(u))
+                return 0;
+        u = fmax(u, (double) mthp_caps_page_kb(caps) / (double) caps->sizes[size].kb);
+        return u >= 1 ? 0 : stake_kb(caps, m, kind) * (1 / u - 1);
+}
+
+/* Bytes at stake, not a ratio, give a process a say: its density's
+ * objection at a rung stands only where the bloat it would hold there
+ * reaches MinBloatBytes=. A compiler of a few MB reading 0.66 of each 16K
+ * block stepped a host from 2M to 4K beside a dense workload (0.20x its
+ * throughput with every size always), and a compile loop alone made the
+ * host flap 66 times in 70 s: each cc1 or bash a few hundred KB at stake.
+ * Its ceilings move up to the first rung where its bloat reaches the
+ * floor; what it held back below that is counted into the small ones' sum
+ * (v->small_kb, at the rung it objected at first), and when that sum
+ * reaches the floor they object together as they would alone (*alone:
+ * the party as its density alone made it). */
+static void small_party(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                        const unsigned *ladder, unsigned cap, unsigned n_ladder, const bool *madvised,
+                        double floor_kb, struct party *pt, struct party *alone, struct density_verdict *v) {
+        if (pt->raise >= cap || floor_kb <= 0)
+                return; /* no objection of its density, or every process has its say */
+        unsigned keep = pt->keep, raise = pt->raise;
+        while (keep < cap && rung_bloat_kb(caps, m, kind, ladder[keep], madvised[keep]) < floor_kb)
+                keep++;
+        while (raise < cap && rung_bloat_kb(caps, m, kind, ladder[raise], madvised[raise]) < floor_kb)
+                raise++;
+        if (raise > keep)
+                raise = keep;
+        if (keep == pt->keep && raise == pt->raise)
+                return;
+        *alone = *pt;
+        pt->small = true;
+        pt->bloat_kb = rung_bloat_kb(caps, m, kind, ladder[pt->raise], madvised[pt->raise]);
+        v->small_kb += pt->bloat_kb;
+        v->n_small++;
+        if (keep != pt->keep && keep < cap) {
+                pt->fail_size = ladder[keep];
+                pt->fail_usage = engine_remembered_raise(m, kind, ladder[keep], madvised[keep]);
+                pt->fail_plain = madvised[keep] && m->hg[kind][ladder[keep]];
+        }
+        if (raise != pt->raise && raise < cap) {
+                pt->raise_size = ladder[raise];
+                pt->raise_usage = engine_remembered_raise(m, kind, ladder[raise], madvised[raise]);
+        }
+        if (keep >= cap)
+                pt->capped = cap < n_ladder;
+        pt->keep = keep;
+        pt->raise = raise;
+}
+
 /* The processes under auto (a policy's or the defaults) that count: each
  * is a party whose ceilings its remembered density sets. */
 static void process_parties(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -308,6 +376,7 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                             enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
                             double keep_default, double total, const bool *madvised, struct density_verdict *v) {
         int top = level ? (int) ladder[level - 1] : -1;
+        struct party alone[MAX_PARTIES];
         /* once a judgement, not once a process */
         double quiet = quiet_shmem_alloc(cfg, caps, snap, kind, top);
         /* processes under auto (a policy's or the defaults) speak for themselves */
@@ -348,9 +417,24 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                                               existing, ahead, pt);
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
+                pt->blocks = ahead ? 0 : blocks;
+                small_party(caps, m, kind, ladder, cap, n_ladder, madvised, v->min_bloat_kb, pt,
+                            &alone[v->n_parties - 1], v);
+        }
+        /* the small ones together: their sum of bloat reaches the floor */
+        v->small_say = v->n_small && v->small_kb >= v->min_bloat_kb;
+        for (unsigned p = 0; p < v->n_parties; p++) {
+                struct party *pt = &v->party[p];
+                if (pt->proc < 0)
+                        continue;
+                if (pt->small && v->small_say) {
+                        double bloat_kb = pt->bloat_kb;
+                        *pt = alone[p];
+                        pt->small = true;
+                        pt->bloat_kb = bloat_kb;
+                }
                 /* the sizes it has blocks of, up to its raise ceiling */
-                if (!ahead)
-                        pt->gain = blocks < pt->raise ? blocks : pt->raise;
+                pt->gain = pt->blocks < pt->raise ? pt->blocks : pt->raise;
         }
 }
 
@@ -485,6 +569,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         memset(v, 0, sizeof(*v));
         v->holder = v->raise_holder = v->best = v->unknown = v->grace = -1;
         v->keep = v->raise = n_ladder;
+        v->min_bloat_kb = engine_min_bloat_kb(cfg, snap);
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
                         total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
@@ -555,9 +640,19 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
         if (p->proc >= 0 && !p->capped) {
                 double bloat = engine_max_bloat(cfg, p->pol);
                 mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
-                snprintf(buf, n, "%s uses %.2f of each %s block%s (predicted RSS x%.1f > MaxBloat %.0f%%)", who,
+                const struct mthp_engine_proc *m = &st->proc[p->proc];
+                double u = fmax(p->fail_usage, (double) mthp_caps_page_kb(caps) / caps->sizes[p->fail_size].kb);
+                double mib = stake_kb(caps, m, kind) * (1 / u - 1) / 1024;
+                char stake[160];
+                if (p->small && v->small_say)
+                        snprintf(stake, sizeof(stake), "; %u processes each under MinBloatBytes %.0f MiB predict "
+                                 "%.0f MiB together", v->n_small, v->min_bloat_kb / 1024, v->small_kb / 1024);
+                else
+                        snprintf(stake, sizeof(stake), ", %.0f MiB >= MinBloatBytes %.0f MiB", mib,
+                                 v->min_bloat_kb / 1024);
+                snprintf(buf, n, "%s uses %.2f of each %s block%s (predicted RSS x%.1f > MaxBloat %.0f%%%s)", who,
                          p->fail_usage, hs, p->fail_plain ? " outside its MADV_HUGEPAGE mappings" : "",
-                         p->fail_usage > 0 ? 1 / p->fail_usage : 99.0, bloat);
+                         1 / u, bloat, stake);
         } else {
                 unsigned r = p->keep < n_ladder ? p->keep : n_ladder - 1;
                 mthp_format_size(caps->sizes[ladder[r]].kb, hs, sizeof(hs));

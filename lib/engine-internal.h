@@ -75,6 +75,9 @@ double engine_max_bloat(const struct mthp_engine_config *cfg, const struct mthp_
  * hysteresis band). */
 double engine_keep_threshold(const struct mthp_engine_config *cfg, const struct mthp_policy *pol);
 double engine_raise_threshold(double keep);
+/* MinBloatBytes= in kB for this snapshot: the value set, or auto's larger
+ * of 16 MiB and 0.1% of MemTotal (16 MiB where MemTotal is unknown). */
+double engine_min_bloat_kb(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap);
 /* Is the managed cgroup in its start grace for kind (mthpd.conf
  * StartGrace=): its policy says always for the kind and it appeared less
  * than start_grace_usec before this snapshot? *age_s: since when. */
@@ -141,6 +144,13 @@ struct party {
         bool capped;              /* keep limited by its Sizes=, not by density */
         bool grace;               /* a cgroup in its start grace (engine_cgroup_grace) */
         unsigned gain;            /* highest level with a block of its (a policy: its ceiling) */
+        unsigned blocks;          /* auto: the highest level it has a block of (party_rungs) */
+        /* auto: its density objected, but the bloat it predicts there
+         * (bloat_kb, at the rung it objected at first) is under
+         * MinBloatBytes=: its ceilings moved up until the small ones' sum
+         * reaches it (engine-density.c small_party) */
+        bool small;
+        double bloat_kb;
 };
 struct density_verdict {
         bool measured;            /* at least one party with a say */
@@ -157,6 +167,10 @@ struct density_verdict {
         /* a raise the fault rates of those it would give folios fell
          * short of (engine_judge_density): their pages/s, the rate a raise
          * needs, the fastest of them */
+        double small_kb;          /* the bloat of the small objectors, added up */
+        unsigned n_small;         /* how many they are */
+        bool small_say;           /* their sum reached MinBloatBytes=: they object together */
+        double min_bloat_kb;      /* MinBloatBytes= for this snapshot */
         bool short_held;
         double short_rate, short_need;
         int short_party;

@@ -396,6 +396,21 @@ void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp
         if (val > subpages - 2)
                 val = subpages - 2;
         bool linger = !held && st->net_until && st->tick < st->net_until;
+        /* Written when 2M is raised, then held: a process's zero subpages
+         * read differently from sample to sample (on a busy host 86, 114,
+         * 107, 101, 113 ... of 512: a write almost every tick). The held
+         * value moves up only when a process's zero subpages, without the
+         * margin, exceed it (its folios would be split), and never down
+         * while the net is up (2M held, or lingering). */
+        bool up = st->net_until && st->tick < st->net_until;
+        unsigned margin = subpages / NET_MARGIN;
+        if (held && up && val < st->net_value + margin) {
+                if (val != st->net_value)
+                        snprintf(why, sizeof(why),
+                                 "held while %s is always: %u now, and no process's zero subpages exceed %u",
+                                 pmd_name, val, st->net_value);
+                val = st->net_value;
+        }
         if (held) {
                 st->net_until = st->tick + NET_LINGER_TICKS;
                 st->net_value = val;

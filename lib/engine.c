@@ -445,14 +445,27 @@ static void explain_raise(const struct mthp_caps *caps, const struct mthp_snapsh
                          "no pressure (MemAvailable %.0f%%): raise to %s (probe)",
                          k->kname, sig->demand, sig->raise_at, sig->rate_why, k->st->raise_streak, k->raiser,
                          sig->avail_pct, to);
-        else if (k->dens.measured)
+        else if (k->dens.measured) {
+                /* its use at the largest size up to the target it has a
+                 * block of: the most faulting process need not have one of
+                 * the target (a compiler beside a program with 2M blocks),
+                 * and no block reads NAN */
+                const struct mthp_engine_proc *m = &next->proc[k->dens.best];
+                unsigned r = k->target;
+                double u = NAN;
+                while (r > 0 && isnan(u = engine_remembered(m, k->kind, k->ladder[r - 1])))
+                        r--;
+                char use[64] = "no block sampled yet", at[16];
+                if (r > 0) {
+                        mthp_format_size(caps->sizes[k->ladder[r - 1]].kb, at, sizeof(at));
+                        snprintf(use, sizeof(use), "%.2f of each %s block", u, at);
+                }
                 snprintf(k->why, sizeof(k->why),
                          "%s fault demand %.0f pages/s >= %.0f%s for %u ticks; densest use by %s: "
-                         "%.2f of each %s block; no pressure (MemAvailable %.0f%%): raise to %s "
-                         "(probe)",
-                         k->kname, sig->demand, sig->raise_at, sig->rate_why, k->st->raise_streak, k->who,
-                         engine_remembered(&next->proc[k->dens.best], k->kind, k->ladder[k->target - 1]), to,
+                         "%s; no pressure (MemAvailable %.0f%%): raise to %s (probe)",
+                         k->kname, sig->demand, sig->raise_at, sig->rate_why, k->st->raise_streak, k->who, use,
                          sig->avail_pct, to);
+        }
         else
                 snprintf(k->why, sizeof(k->why),
                          "%s fault demand %.0f pages/s >= %.0f%s for %u ticks, no pressure (PSI some "

@@ -30,6 +30,14 @@ struct mthp_engine_config {
         double min_available;         /* percent of MemTotal */
         double max_fallback;          /* percent of mTHP faults falling back */
         double max_bloat;             /* percent of extra RSS a size may cost a faulting process */
+        /* The bloat (kB) a process's density must predict at a size, its
+         * memory there x (1/usage - 1), before it alone may hold that size
+         * back or step it down; processes under it are added up and object
+         * together once their sum reaches it. min_bloat_auto: the larger of
+         * 16 MiB and 0.1% of MemTotal (engine_min_bloat_kb). 0: every
+         * process has its say, however small. */
+        uint64_t min_bloat_kb;
+        bool min_bloat_auto;
         double min_proc_fault_rate;   /* faults/s that make a process count for density */
         double min_proc_share;        /* percent of the kind's sampled faults, likewise */
         unsigned unmeasured_max_kb;   /* ceiling when no density sample exists */

@@ -5,11 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <ctype.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mthp/config.h"
 #include "mthp/engine.h"
@@ -260,11 +262,25 @@ static void check_rule(const struct sim *s, const struct mthp_engine_state *next
         }
 }
 
+/* A reason quotes numbers, never a 0/0 or x/0: no "nan" or "inf" word
+ * (any case, a word: "info" or "inherit" are fine). */
+static void assert_finite_text(const char *r) {
+        for (const char *p = r; *p; p++) {
+                if (p > r && isalpha((unsigned char) p[-1]))
+                        continue;
+                if ((strncasecmp(p, "nan", 3) == 0 || strncasecmp(p, "inf", 3) == 0) &&
+                    !isalpha((unsigned char) p[3]))
+                        fail_msg("a reason prints a number that is not one: %s", r);
+        }
+}
+
 /* Invariants of every tick: one decision per ladder knob, in order, "always"
  * below the level and "" (original) above, each with a reason quoting the
  * numbers behind it. */
 static void check_decisions(const struct sim *s, const struct mthp_engine_state *next) {
         int n = 0;
+        for (int i = 0; i < s->n_dec; i++)
+                assert_finite_text(s->dec[i].reason);
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 unsigned ladder[MTHP_SIZES_MAX];
                 unsigned n_ladder = ladder_of(s, kind, ladder);

@@ -436,6 +436,62 @@ static void test_density_small_share_no_veto(void **state) {
         assert_tokens(kind_reason(s, MTHP_ANON), "1101");
 }
 
+/* Bytes at stake, not a ratio, give a process a say: beside a dense
+ * workload that holds its 2M folios and faults little, a compiler (4 MB,
+ * 265 faults/s, 20% of the anon pages, 0.66 of each 16K block) puts 2 MiB
+ * at stake, under MinBloatBytes= (16 MiB here), and steps nothing down;
+ * five such ones at 0.5 of each block put 20 MB at stake together and do. */
+static void test_density_small_bytes_no_veto(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1150, 1, 0);
+        w.dens = &v;
+        sim_climb(s, &w, MTHP_ANON, 8);
+        v.proc[0].fault_rate = 2; /* holds its folios: 1,024 pages/s */
+        dens_proc(&v.proc[1], 1151, 0.66, 0);
+        for (unsigned i = 0; i < MTHP_SIZES_MAX; i++)
+                v.proc[1].coverage[MTHP_ANON][i] = 0.66; /* its few MB in one cluster */
+        snprintf(v.proc[1].comm, sizeof(v.proc[1].comm), "cc1");
+        v.proc[1].fault_rate = 265;
+        v.proc[1].rss_kb[MTHP_ANON] = 4000;
+        v.n_procs = 2;
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(s->downs[MTHP_ANON], 0);
+        for (int i = 1; i <= 5; i++) {
+                dens_proc(&v.proc[i], 1160 + i, 0.5, 0);
+                for (unsigned r = 0; r < MTHP_SIZES_MAX; r++)
+                        v.proc[i].coverage[MTHP_ANON][r] = 0.5;
+                v.proc[i].fault_rate = 265;
+                v.proc[i].rss_kb[MTHP_ANON] = 4000;
+        }
+        v.n_procs = 6;
+        sim_run(s, &w, 3);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_SPARSE, "0.50 16K 6 MinBloatBytes 16 MiB 22");
+}
+
+/* The raise's reason quotes the densest use of the most faulting process
+ * at the largest size it has blocks of: one whose mappings have no 2M
+ * block (a compiler beside a program with 2M blocks) printed "nan of each
+ * 2M block". */
+static void test_density_raise_reason_no_nan(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 2 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1170, 1, 0);
+        dens_proc(&v.proc[1], 1171, 1, 0);
+        v.proc[0].fault_rate = 100000; /* the most faulting: no block above 64K */
+        for (unsigned i = 4; i < MTHP_SIZES_MAX; i++)
+                v.proc[0].coverage[MTHP_ANON][i] = v.proc[0].zero[MTHP_ANON][i] = NAN;
+        w.dens = &v;
+        sim_climb(s, &w, MTHP_ANON, 8);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_RAISE_DENSE, "1170 1.00 64K");
+}
+
 /* A raise needs the faults of those it gives folios to: one dense
  * process at 15,000 pages/s while 100,000 come from processes no sample
  * judged (a shell loop's children) raises nothing, and the hold says why;
@@ -786,6 +842,8 @@ int main(void) {
                 T(test_density_unmeasured_process_waits),
                 T(test_density_memory_outweighs_odd_sample),
                 T(test_density_small_share_no_veto),
+                T(test_density_small_bytes_no_veto),
+                T(test_density_raise_reason_no_nan),
                 T(test_density_raise_needs_its_faults),
                 T(test_density_first_sight_waits),
                 T(test_gone_process_bars_no_raise),

@@ -35,6 +35,7 @@ int free_replay(void **state) {
 }
 
 bool replay_backoff;
+bool replay_every_say;
 
 struct replay *replay_trace_time(const char *name, double raise_fault_time) {
         _cleanup_(mthp_record_close_readp) struct mthp_record_reader *r = NULL;
@@ -52,6 +53,10 @@ struct replay *replay_trace_time(const char *name, double raise_fault_time) {
         current = rp;
         rp->name = name;
         mthp_config_defaults(&rp->cfg);
+        if (replay_every_say) {
+                rp->cfg.engine.min_bloat_auto = false;
+                rp->cfg.engine.min_bloat_kb = 0;
+        }
         if (!isnan(raise_fault_time))
                 rp->cfg.engine.raise_fault_time = raise_fault_time;
         snprintf(path, sizeof(path), "%s/%s.rec", MTHP_TRACE_DIR, name);

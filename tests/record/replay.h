@@ -45,6 +45,9 @@ int free_replay(void **state);
  * engine only where mthp_engine_wants_density asks for it (the density
  * back-off); false: every recorded sample, as recorded. */
 extern bool replay_backoff;
+/* MinBloatBytes=0: every process's density has its say, however few bytes
+ * it puts at stake (tests of a mechanism a small process's objection shows) */
+extern bool replay_every_say;
 
 /* raise_fault_time: RaiseFaultTime= for the replay; NAN: the default */
 struct replay *replay_trace_time(const char *name, double raise_fault_time);

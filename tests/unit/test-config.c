@@ -22,6 +22,8 @@ static void test_defaults(void **state) {
                 assert_int_equal(c.engine.max_kb[k], 2048);
         }
         assert_double_equal(c.engine.max_bloat, 20);
+        assert_true(c.engine.min_bloat_auto);
+        assert_int_equal(c.engine.min_bloat_kb, 0);
         assert_double_equal(c.engine.min_proc_fault_rate, 100);
         assert_int_equal(c.engine.unmeasured_max_kb, 64);
         assert_int_equal(c.engine.verify_ticks, 3);
@@ -68,6 +70,7 @@ static void test_every_key(void **state) {
                                         "MinAvailable=5\n"
                                         "MaxFallback=75.5%\n"
                                         "MaxBloat=100%\n"
+                                        "MinBloatBytes=64M\n"
                                         "MinProcessFaultRate=2k\n"
                                         "UnmeasuredMaxSize=32K\n"
                                         "VerifyTicks=5\n"
@@ -109,6 +112,8 @@ static void test_every_key(void **state) {
         assert_double_equal(c.engine.psi_some_max, 25);
         assert_double_equal(c.engine.min_available, 5);
         assert_double_equal(c.engine.max_bloat, 100);
+        assert_false(c.engine.min_bloat_auto);
+        assert_int_equal(c.engine.min_bloat_kb, 65536);
         assert_double_equal(c.engine.min_proc_fault_rate, 2000);
         assert_int_equal(c.engine.unmeasured_max_kb, 32);
         assert_int_equal(c.engine.verify_ticks, 5);
@@ -234,6 +239,8 @@ static void test_bad_values(void **state) {
                 { "Engine", "DefaultPriority", "101", "a whole number from 0 to 100" },
                 { "Engine", "StartGrace", "2h", "a duration from 0 (off) to 1h" },
                 { "Engine", "CollapseBudget", "lots", "a size per tick like 64M, or none" },
+                { "Engine", "MinBloatBytes", "lots", "auto, 0, or a size like 16M" },
+                { "Engine", "MinBloatBytes", "-16M", "auto, 0, or a size like 16M" },
                 /* a share of one core: 0 would be no time (CollapseBudget=none is off) */
                 { "Engine", "CollapseCPU", "0", "a share of one core above 0% and at most 100% (e.g. 2% or 0.5%)" },
                 { "Engine", "CollapseCPU", "0%", "a share of one core above 0%" },
