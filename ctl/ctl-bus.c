@@ -188,6 +188,11 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                         r = sd_bus_message_read(m, "v", "t", &p->tick);
                 else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_CHANGES) == 0)
                         r = sd_bus_message_read(m, "v", "t", &p->changes);
+                else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_WRITE_ERRORS) == 0) {
+                        if ((r = sd_bus_message_read(m, "v", "t", &p->write_errors)) >= 0)
+                                p->counters_known = true;
+                } else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_GUARD_TRIPS) == 0)
+                        r = sd_bus_message_read(m, "v", "t", &p->guard_trips);
                 else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_RATE) == 0)
                         r = sd_bus_message_read(m, "v", "d", &p->fault_pages_rate);
                 else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_COST) == 0)

@@ -144,6 +144,8 @@ struct daemon_view {
         char version[32];
         unsigned long long tick, changes;
         bool changes_known;
+        bool counters_known;            /* write_errors and guard_trips: from an mthpd that says them */
+        unsigned long long write_errors, guard_trips;
         double fault_pages_rate;
         uint64_t interval_usec;
         bool rates_known;               /* from an mthpd that says them */

@@ -101,6 +101,9 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->tick = p.tick;
                 v->changes = p.changes;
                 v->changes_known = true;
+                v->counters_known = p.counters_known;
+                v->write_errors = p.write_errors;
+                v->guard_trips = p.guard_trips;
                 v->fault_pages_rate = p.fault_pages_rate;
                 v->interval_usec = p.interval_usec;
                 v->rates_known = p.rates_known;

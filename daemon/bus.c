@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "guard.h"
 #include "mthp-config.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
@@ -362,6 +363,20 @@ static int property_get_changes(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "t", d->changes);
 }
 
+static int property_get_write_errors(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "t", d->write_errors);
+}
+
+static int property_get_guard_trips(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        return sd_bus_message_append(reply, "t", guard_trips(d->guard));
+}
+
 /* Every method is marked unprivileged: sd-bus would otherwise check
  * CAP_SYS_ADMIN itself and answer with a message that does not say what
  * was refused. The writes check the caller in check_root(). */
@@ -375,6 +390,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_TICK, "t", property_get_tick, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_RATE, "d", property_get_fault_rate, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_changes, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_WRITE_ERRORS, "t", property_get_write_errors, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_TRIPS, "t", property_get_guard_trips, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_COST, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),
