@@ -356,25 +356,14 @@ static int property_get_fault_cost(sd_bus *bus, const char *path, const char *in
                                                                                                      : d->rates.lower);
 }
 
-static int property_get_changes(sd_bus *bus, const char *path, const char *interface, const char *property,
+/* The counters since start: Changes, WriteErrors, GuardTrips. */
+static int property_get_counter(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const struct daemon *d = userdata;
-        (void) bus, (void) path, (void) interface, (void) property, (void) error;
-        return sd_bus_message_append(reply, "t", d->changes);
-}
-
-static int property_get_write_errors(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        const struct daemon *d = userdata;
-        (void) bus, (void) path, (void) interface, (void) property, (void) error;
-        return sd_bus_message_append(reply, "t", d->write_errors);
-}
-
-static int property_get_guard_trips(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        const struct daemon *d = userdata;
-        (void) bus, (void) path, (void) interface, (void) property, (void) error;
-        return sd_bus_message_append(reply, "t", guard_trips(d->guard));
+        (void) bus, (void) path, (void) interface, (void) error;
+        return sd_bus_message_append(reply, "t", strcmp(property, MTHP_DBUS_PROP_WRITE_ERRORS) == 0 ? d->write_errors
+                                                 : strcmp(property, MTHP_DBUS_PROP_GUARD_TRIPS) == 0 ? guard_trips(d->guard)
+                                                                                                      : d->changes);
 }
 
 /* Every method is marked unprivileged: sd-bus would otherwise check
@@ -389,9 +378,9 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_INTERVAL, "t", property_get_interval, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_TICK, "t", property_get_tick, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_RATE, "d", property_get_fault_rate, 0, 0),
-        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_changes, 0, 0),
-        SD_BUS_PROPERTY(MTHP_DBUS_PROP_WRITE_ERRORS, "t", property_get_write_errors, 0, 0),
-        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_TRIPS, "t", property_get_guard_trips, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_WRITE_ERRORS, "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_TRIPS, "t", property_get_counter, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_COST, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),
