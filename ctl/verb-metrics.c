@@ -15,6 +15,7 @@
 #include "mthpctl.h"
 #include "mthp/deciders.h"
 #include "mthp/safe-io.h"
+#include "mthp/status.h"
 
 /* What the kernel's per-size stats count (Documentation/admin-guide/mm/
  * transhuge.rst); a stat this table lacks gets a generic help line. */
@@ -195,13 +196,24 @@ static void collect_deciders(struct metric_set *set, const struct host_view *hv)
         }
 }
 
-static void collect_daemon(struct metric_set *set, const struct daemon_view *v) {
+/* The wall time of mthpd's last tick, from its status file (rewritten each
+ * tick): a gauge, the status file keeps no sum. */
+static void collect_tick_duration(const struct ctl *c, struct metric_set *set) {
+        struct mthp_status *st = calloc(1, sizeof(*st));
+        if (st && mthp_status_file_read(c->state_dir, st) == 0)
+                one_sample(set, "mthpd_last_tick_duration_seconds", "gauge",
+                           "Wall time mthpd's last tick took (sampling, deciding, writing).", st->tick_usec / 1e6, 6);
+        free(st);
+}
+
+static void collect_daemon(const struct ctl *c, struct metric_set *set, const struct daemon_view *v) {
         one_sample(set, "mthpd_up", "gauge", "1 if mthpd is running.", v->running, -1);
         if (!v->running)
                 return;
         struct metric_sample *s = metric_sample_add(metric_family_add(set, "mthpd_ticks_total", "counter",
                 "Sampling intervals mthpd has run since it started."));
         metric_set_uint(s, v->tick);
+        collect_tick_duration(c, set);
         if (v->changes_known)
                 one_sample(set, "mthpd_knob_writes_total", "counter", "Knob writes by mthpd since it started.",
                       (double) v->changes, -1);
@@ -246,7 +258,7 @@ static int metrics_collect(struct ctl *c, struct metric_set *set) {
         collect_knobs(set, hv, &o);
         collect_sizes(set, &hv->caps, &hv->snap);
         collect_deciders(set, hv);
-        collect_daemon(set, v);
+        collect_daemon(c, set, v);
         free(v);
         host_view_close(hv);
         return EXIT_OK;

@@ -44,9 +44,18 @@ chmod 644 "$P/10-db.policy"
 # a set fault cost: mthpd_fault_cost_seconds (measured only on a real root)
 cp "$FAST" "$T/metrics.conf"
 echo 'FaultCost=2us' >> "$T/metrics.conf" # fast_conf ends in [Engine]
+# a knob whose writes fail: mthpd_knob_write_errors_total counts them
+"$FAKEHOST" fail "$ROOT" 32K/anon EIO || fail "fakehost fail"
 start_mthpd -c "$T/metrics.conf" --policy-dir "$P"
-up() { ctl metrics > "$T/up.prom" && grep -q '^mthpd_cgroup_memory_bytes{' "$T/up.prom"; }
-wait_for 10 up || { cat "$T/up.prom" "$LOG"; fail "no mthpd_cgroup_memory_bytes from a running mthpd"; }
+bump_faults 30 &
+BUMP=$!
+up() {
+        ctl metrics > "$T/up.prom" && grep -q '^mthpd_cgroup_memory_bytes{' "$T/up.prom" &&
+                grep -Eq '^mthpd_knob_write_errors_total [1-9]' "$T/up.prom" &&
+                grep -Eq '^mthpd_knob_writes_total [1-9]' "$T/up.prom"
+}
+wait_for 10 up || { cat "$T/up.prom"; fail "no cgroup memory, knob writes or write errors from a running mthpd"; }
+wait "$BUMP"
 check_metrics < "$T/up.prom" >/dev/null || { cat "$T/up.prom"; fail "metrics format with mthpd up"; }
 for f in mthpd_up mthpd_ticks_total mthpd_knob_writes_total mthpd_knob_write_errors_total mthpd_guard_trips_total \
         mthpd_fault_cost_seconds; do
