@@ -148,6 +148,8 @@ struct daemon_view {
         bool changes_known;
         bool counters_known;            /* write_errors and guard_trips: from an mthpd that says them */
         unsigned long long write_errors, guard_trips;
+        unsigned n_knob_writes;         /* KnobWrites, from an mthpd that says them */
+        struct ctl_bus_knob_writes knob_writes[MTHP_KNOBS_MAX];
         double fault_pages_rate;
         uint64_t interval_usec;
         bool rates_known;               /* from an mthpd that says them */

@@ -196,6 +196,16 @@ static void collect_deciders(struct metric_set *set, const struct host_view *hv)
         }
 }
 
+static void knob_counter(struct metric_set *set, const struct daemon_view *v, const char *name, const char *help,
+                         bool errors) {
+        struct metric_family *f = metric_family_add(set, name, "counter", help);
+        for (unsigned i = 0; i < v->n_knob_writes; i++) {
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "knob", v->knob_writes[i].id);
+                metric_set_uint(s, errors ? v->knob_writes[i].errors : v->knob_writes[i].writes);
+        }
+}
+
 /* The wall time of mthpd's last tick, from its status file (rewritten each
  * tick): a gauge, the status file keeps no sum. */
 static void collect_tick_duration(const struct ctl *c, struct metric_set *set) {
@@ -214,16 +224,22 @@ static void collect_daemon(const struct ctl *c, struct metric_set *set, const st
                 "Sampling intervals mthpd has run since it started."));
         metric_set_uint(s, v->tick);
         collect_tick_duration(c, set);
-        if (v->changes_known)
+        /* per knob from an mthpd that says KnobWrites, else the sums */
+        if (v->n_knob_writes) {
+                knob_counter(set, v, "mthpd_knob_writes_total", "Knob writes by mthpd since it started, per knob.",
+                             false);
+                knob_counter(set, v, "mthpd_knob_write_errors_total",
+                             "Knob writes by mthpd that failed since it started, per knob.", true);
+        } else if (v->changes_known)
                 one_sample(set, "mthpd_knob_writes_total", "counter", "Knob writes by mthpd since it started.",
-                      (double) v->changes, -1);
-        if (v->counters_known) {
+                           (double) v->changes, -1);
+        if (v->counters_known && !v->n_knob_writes)
                 one_sample(set, "mthpd_knob_write_errors_total", "counter",
-                      "Knob writes by mthpd that failed since it started.", (double) v->write_errors, -1);
+                           "Knob writes by mthpd that failed since it started.", (double) v->write_errors, -1);
+        if (v->counters_known)
                 one_sample(set, "mthpd_guard_trips_total", "counter",
-                      "Times mthpd's guard stepped sizes down for a cgroup near its memory limit since it started.",
-                      (double) v->guard_trips, -1);
-        }
+                           "Times mthpd's guard stepped sizes down for a cgroup near its memory limit since it started.",
+                           (double) v->guard_trips, -1);
         if (v->rates_known) {
                 one_sample(set, "mthpd_raise_fault_pages_per_second", "gauge",
                       "Fault demand in 4K pages per second at which mthpd raises a size.", v->raise_rate, 1);

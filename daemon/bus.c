@@ -366,6 +366,18 @@ static int property_get_counter(sd_bus *bus, const char *path, const char *inter
                                                                                                       : d->changes);
 }
 
+/* Per knob mthpd manages: its writes and failed writes since start. */
+static int property_get_knob_writes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) property, (void) error;
+        int r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_KNOB_WRITES_SIG);
+        for (unsigned i = 0; r >= 0 && i < d->caps.n_knobs; i++)
+                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_WRITES_SIG, d->caps.knobs[i].id, d->knob_writes[i],
+                                          d->knob_write_errors[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 /* Every method is marked unprivileged: sd-bus would otherwise check
  * CAP_SYS_ADMIN itself and answer with a message that does not say what
  * was refused. The writes check the caller in check_root(). */
@@ -381,6 +393,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_counter, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_WRITE_ERRORS, "t", property_get_counter, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_TRIPS, "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_KNOB_WRITES, "a" MTHP_DBUS_KNOB_WRITES_SIG, property_get_knob_writes, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_COST, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),

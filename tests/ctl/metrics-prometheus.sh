@@ -51,15 +51,15 @@ bump_faults 30 &
 BUMP=$!
 up() {
         ctl metrics > "$T/up.prom" && grep -q '^mthpd_cgroup_memory_bytes{' "$T/up.prom" &&
-                grep -Eq '^mthpd_knob_write_errors_total [1-9]' "$T/up.prom" &&
-                grep -Eq '^mthpd_knob_writes_total [1-9]' "$T/up.prom"
+                grep -Eq '^mthpd_knob_write_errors_total\{knob="32K/anon"\} [1-9]' "$T/up.prom" &&
+                grep -Eq '^mthpd_knob_writes_total\{knob="16K/anon"\} [1-9]' "$T/up.prom"
 }
 wait_for 10 up || { cat "$T/up.prom"; fail "no cgroup memory, knob writes or write errors from a running mthpd"; }
 wait "$BUMP"
 check_metrics < "$T/up.prom" >/dev/null || { cat "$T/up.prom"; fail "metrics format with mthpd up"; }
 for f in mthpd_up mthpd_ticks_total mthpd_knob_writes_total mthpd_knob_write_errors_total mthpd_guard_trips_total \
         mthpd_fault_cost_seconds; do
-        grep -q "^$f " "$T/up.prom" || fail "$f missing with mthpd up"
+        grep -Eq "^$f[ {]" "$T/up.prom" || fail "$f missing with mthpd up"
 done
 
 SRC=${SRCDIR:-$(dirname "$0")/../..}
