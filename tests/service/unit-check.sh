@@ -104,6 +104,11 @@ for u in mthpd-metrics.service mthpd-metrics.timer; do
         [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; fail "systemd-analyze verify $u is not clean"; }
 done
 ok "mthpd-metrics.service (ExecStart=$MEXEC) and .timer: verify clean; README, mthpctl(8), docs/metrics.md name $PROM_DIR"
+MLEVEL=$(systemd-analyze security --offline=yes "$T/v/mthpd-metrics.service" 2>&1 |
+        sed -n 's/.*Overall exposure level for mthpd-metrics.service: \([0-9.]*\).*/\1/p')
+[ -n "$MLEVEL" ] && awk -v l="$MLEVEL" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(l <= m) }' ||
+        fail "mthpd-metrics.service: exposure '$MLEVEL', limit $MAX_EXPOSURE"
+ok "mthpd-metrics.service: exposure $MLEVEL <= $MAX_EXPOSURE"
 
 systemd-analyze security --offline=yes "$T/v/mthpd.service" >"$T/security.out" 2>&1 ||
         { cat "$T/security.out" >&2; fail "systemd-analyze security failed"; }
