@@ -72,14 +72,15 @@ static void collect_sizes(struct metric_set *set, const struct mthp_caps *caps, 
                         if (seen || !stat_name_ok(stat) || n_names == sizeof(names) / sizeof(names[0]))
                                 continue;
                         bool gauge = strncmp(stat, "nr_", 3) == 0;
-                        char *name = names[n_names], *help = helps[n_names];
+                        char *name = names[n_names], *generic = helps[n_names];
+                        const char *help = generic;
                         n_names++;
                         snprintf(name, sizeof(names[0]), "mthp_size_%s%s", stat, gauge ? "" : "_total");
-                        snprintf(help, sizeof(helps[0]), "hugepages-*kB/stats/%s of this size%s.", stat,
+                        snprintf(generic, sizeof(helps[0]), "hugepages-*kB/stats/%s of this size%s.", stat,
                                  gauge ? "" : " since boot");
                         for (size_t h = 0; h < sizeof(size_stat_help) / sizeof(size_stat_help[0]); h++)
                                 if (strcmp(size_stat_help[h].stat, stat) == 0)
-                                        help = (char *) size_stat_help[h].help;
+                                        help = size_stat_help[h].help;
                         struct metric_family *f = metric_family_add(set, name, gauge ? "gauge" : "counter", help);
                         for (unsigned k = i; k < caps->n_sizes; k++) {
                                 const struct mthp_counter *ct = stat_counter(caps, snap, k, stat);
@@ -96,7 +97,7 @@ static void collect_sizes(struct metric_set *set, const struct mthp_caps *caps, 
 
 /* One sample without labels. */
 static void one_sample(struct metric_set *set, const char *name, const char *type, const char *help, double v,
-                  int decimals) {
+                       int decimals) {
         struct metric_sample *s = metric_sample_add(metric_family_add(set, name, type, help));
         if (decimals < 0)
                 metric_set_uint(s, (unsigned long long) v);
@@ -167,8 +168,8 @@ static void collect_knobs(struct metric_set *set, const struct host_view *hv, co
                 metric_set_uint(s, 1);
         }
         f = metric_family_add(set, "mthpd_knob_decision_info", "gauge",
-                              "mthpd's current decision for a knob it manages (always 1; value \"\": the "
-                              "knob's original setting).");
+                              "mthpd's current decision for a knob it manages (always 1; value original: "
+                              "the setting it found).");
         for (unsigned i = 0; i < hv->caps.n_knobs; i++)
                 if (o->decision[i]) {
                         struct metric_sample *s = metric_sample_add(f);
@@ -242,13 +243,14 @@ static void collect_daemon(const struct ctl *c, struct metric_set *set, const st
                            (double) v->guard_trips, -1);
         if (v->rates_known) {
                 one_sample(set, "mthpd_raise_fault_pages_per_second", "gauge",
-                      "Fault demand in 4K pages per second at which mthpd raises a size.", v->raise_rate, 1);
+                           "Fault demand in 4K pages per second at which mthpd raises a size.", v->raise_rate, 1);
                 one_sample(set, "mthpd_lower_fault_pages_per_second", "gauge",
-                      "Fault demand in 4K pages per second below which mthpd steps a size down.", v->lower_rate, 1);
+                           "Fault demand in 4K pages per second below which mthpd steps a size down.", v->lower_rate,
+                           1);
                 if (v->fault_cost_ns > 0)
                         one_sample(set, "mthpd_fault_cost_seconds", "gauge",
-                              "CPU time of a 4K page fault that mthpd decides with (FaultCost=: measured, or set).",
-                              v->fault_cost_ns / 1e9, 9);
+                                   "CPU time of a 4K page fault that mthpd decides with (FaultCost=: measured, or set).",
+                                   v->fault_cost_ns / 1e9, 9);
         }
         struct metric_family *f = metric_family_add(set, "mthpd_mode", "gauge",
                                                     "mthpd's mode: manage (writes knobs) or observe (1 = current).");
