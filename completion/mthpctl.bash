@@ -68,7 +68,7 @@ _mthpctl() {
                 _mthpctl_files -d
                 return
                 ;;
-        -c | --config)
+        -c | --config | -o | --output)
                 _mthpctl_files
                 return
                 ;;
@@ -142,6 +142,7 @@ _mthpctl() {
         simulate) opts+=" -j --json -c --config -p --policy-dir" ;;
         cgroups) opts+=" -j --json --sample -p --policy-dir" ;;
         check) opts+=" -j --json" ;;
+        metrics) opts+=" -j --json -o --output" ;;
         esac
         if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -144,6 +144,27 @@ static int bad_reply(int r, const char *method, struct ctl_bus_error *e) {
 
 /* A number mthpctl prints (JSON has no NaN): finite and not negative, or
  * left alone. */
+/* KnobWrites (a variant): at most MTHP_KNOBS_MAX knobs, the rest skipped. */
+static int read_knob_writes(sd_bus_message *m, struct ctl_bus_props *p) {
+        const char *id;
+        uint64_t w, e;
+        int r = sd_bus_message_enter_container(m, 'v', "a" MTHP_DBUS_KNOB_WRITES_SIG);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_KNOB_WRITES_SIG);
+        while (r >= 0 && (r = sd_bus_message_read(m, MTHP_DBUS_KNOB_WRITES_SIG, &id, &w, &e)) > 0)
+                if (p->n_knob_writes < MTHP_KNOBS_MAX) {
+                        struct ctl_bus_knob_writes *k = &p->knob_writes[p->n_knob_writes++];
+                        mthp_strcpy(k->id, sizeof(k->id), id);
+                        k->writes = w;
+                        k->errors = e;
+                }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r;
+}
+
 static int read_number(sd_bus_message *m, double *x, bool *ok) {
         double v;
         int r = sd_bus_message_read(m, "v", "d", &v);
@@ -188,6 +209,14 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                         r = sd_bus_message_read(m, "v", "t", &p->tick);
                 else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_CHANGES) == 0)
                         r = sd_bus_message_read(m, "v", "t", &p->changes);
+                else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_WRITE_ERRORS) == 0) {
+                        if ((r = sd_bus_message_read(m, "v", "t", &p->write_errors)) >= 0)
+                                p->counters_known = true;
+                } else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_GUARD_TRIPS) == 0)
+                        r = sd_bus_message_read(m, "v", "t", &p->guard_trips);
+                else if (strcmp(contents, "a" MTHP_DBUS_KNOB_WRITES_SIG) == 0 &&
+                         strcmp(name, MTHP_DBUS_PROP_KNOB_WRITES) == 0)
+                        r = read_knob_writes(m, p);
                 else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_RATE) == 0)
                         r = sd_bus_message_read(m, "v", "d", &p->fault_pages_rate);
                 else if (strcmp(contents, "d") == 0 && strcmp(name, MTHP_DBUS_PROP_FAULT_COST) == 0)

@@ -46,6 +46,13 @@ struct ctl_bus_props {
         uint64_t tick;
         double fault_pages_rate;
         uint64_t changes;
+        bool counters_known;           /* an mthpd that says WriteErrors and GuardTrips */
+        uint64_t write_errors, guard_trips;
+        unsigned n_knob_writes;        /* KnobWrites: per knob id */
+        struct ctl_bus_knob_writes {
+                char id[32];
+                uint64_t writes, errors;
+        } knob_writes[MTHP_KNOBS_MAX];
         bool rates_known;              /* an mthpd that says RaiseFaultRate and LowerFaultRate */
         double fault_cost_ns, raise_rate, lower_rate;
         bool rates_by_time;            /* FaultRatesBy: RaiseFaultTime set them */

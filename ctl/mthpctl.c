@@ -59,16 +59,18 @@ static const struct command commands[] = {
           "                  '2025-11-30 10:00', 10:00, @EPOCH\n"
           "  -j, --json      machine-readable output\n",
           O_JSON | O_LINES | O_SINCE, NULL, 0, 0, cmd_history },
-        { "metrics", "[--json]",
+        { "metrics", "[--output FILE] [--json]",
           "Prometheus text exposition of knobs, counters, cgroups and mthpd's state",
-          "Print the knobs, the per-size allocation and fallback counters, page faults,\n"
-          "PSI, mthpd's state and its managed cgroups in the Prometheus text exposition\n"
-          "format (0.0.4), e.g. for node_exporter's textfile collector:\n\n"
-          "  mthpctl metrics > /var/lib/node_exporter/mthp.prom.$$ &&\n"
-          "    mv /var/lib/node_exporter/mthp.prom.$$ /var/lib/node_exporter/mthp.prom\n\n"
-          "  -j, --json      the same samples as JSON: families with name, type, help\n"
-          "                  and samples (labels, value)\n",
-          O_JSON, NULL, 0, 0, cmd_metrics },
+          "Print the knobs, every per-size counter of the kernel, mthpd's state, counters\n"
+          "and decisions and its managed cgroups in the Prometheus text exposition format\n"
+          "(0.0.4): counters since boot or start in base units, no rates. For\n"
+          "node_exporter's textfile collector (mthpd-metrics.timer does this):\n\n"
+          "  mthpctl metrics --output /var/lib/prometheus/node-exporter/mthpd.prom\n\n"
+          "  -o, --output FILE   replace FILE atomically (a temporary file in its\n"
+          "                      directory, renamed) instead of printing\n"
+          "  -j, --json          the same samples as JSON: families with name, type,\n"
+          "                      help and samples (labels, value)\n",
+          O_JSON | O_OUTPUT, NULL, 0, 0, cmd_metrics },
         { "top", "[--interval TIME] [--iterations N] [--json]",
           "live view: demand, PSI, sizes' settings and rates, top cgroups, reasons",
           "A full-screen view refreshed every interval: mthpd's mode and tick, fault\n"
@@ -170,6 +172,7 @@ static const struct {
         { { "config", required_argument, NULL, 'c' }, O_CONFIG, "c:" },
         { { "thp", required_argument, NULL, OPT_THP }, O_THP, NULL },
         { { "policy-dir", required_argument, NULL, 'p' }, O_POLICY_DIR, "p:" },
+        { { "output", required_argument, NULL, 'o' }, O_OUTPUT, "o:" },
 };
 #define N_COMMAND_OPTIONS (sizeof(command_options) / sizeof(command_options[0]))
 
@@ -275,6 +278,7 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                         break;
                 case 'c': c->config = optarg; break;
                 case 'p': c->policy_dir = optarg; break;
+                case 'o': c->output = optarg; break;
                 case OPT_THP:
                         if (strcmp(optarg, "disable") != 0 && strcmp(optarg, "except-advised") != 0 &&
                             strcmp(optarg, "madvise") != 0 && strcmp(optarg, "inherit") != 0)

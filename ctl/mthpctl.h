@@ -68,6 +68,7 @@ enum {
         O_CONFIG = 1 << 8,
         O_THP = 1 << 9,
         O_POLICY_DIR = 1 << 10,
+        O_OUTPUT = 1 << 11,
 };
 
 struct command;
@@ -89,6 +90,7 @@ struct ctl {
         const char *config;          /* simulate */
         const char *thp;             /* exec */
         const char *policy_dir;      /* cgroups (without mthpd), simulate */
+        const char *output;          /* metrics --output: the file to replace atomically */
 };
 
 struct command {
@@ -144,6 +146,10 @@ struct daemon_view {
         char version[32];
         unsigned long long tick, changes;
         bool changes_known;
+        bool counters_known;            /* write_errors and guard_trips: from an mthpd that says them */
+        unsigned long long write_errors, guard_trips;
+        unsigned n_knob_writes;         /* KnobWrites, from an mthpd that says them */
+        struct ctl_bus_knob_writes knob_writes[MTHP_KNOBS_MAX];
         double fault_pages_rate;
         uint64_t interval_usec;
         bool rates_known;               /* from an mthpd that says them */

@@ -1,31 +1,103 @@
 /* SPDX-License-Identifier: MIT */
-/* mthpctl metrics: the knobs, the per-size counters, page faults, PSI,
- * mthpd's state and its managed cgroups, collected once into the metric
- * model (metrics.h) and printed as the Prometheus text exposition format
- * 0.0.4 (for node_exporter's textfile collector: counters are the kernel's
- * own since boot, no rates) or as JSON. */
+/* mthpctl metrics: the knobs, every per-size counter of the kernel, mthpd's
+ * state, counters and decisions and its managed cgroups, collected once into
+ * the metric model (metrics.h) and printed as the Prometheus text exposition
+ * format 0.0.4 (for node_exporter's textfile collector) or as JSON.
+ * Prometheus naming: counters end in _total and are the kernel's or mthpd's
+ * own since boot or start (rate() makes rates), values are in base units
+ * (bytes, seconds), and nothing node_exporter already exports (page faults
+ * from /proc/vmstat, PSI) is repeated. */
+#include <ctype.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "metrics.h"
 #include "mthpctl.h"
 #include "mthp/deciders.h"
+#include "mthp/safe-io.h"
+#include "mthp/status.h"
 
-static void size_counter(struct metric_set *set, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                         const char *name, const char *stat, const char *help) {
-        struct metric_family *f = metric_family_add(set, name, "counter", help);
-        for (unsigned i = 0; i < caps->n_sizes; i++) {
-                const struct mthp_counter *ct = stat_counter(caps, snap, i, stat);
-                char size[16];
-                if (!ct)
-                        continue;
-                mthp_format_size(caps->sizes[i].kb, size, sizeof(size));
-                struct metric_sample *s = metric_sample_add(f);
-                metric_label(s, "size", size);
-                metric_set_uint(s, ct->value);
-        }
+/* What the kernel's per-size stats count (Documentation/admin-guide/mm/
+ * transhuge.rst); a stat this table lacks gets a generic help line. */
+static const struct {
+        const char *stat, *help;
+} size_stat_help[] = {
+        { "anon_fault_alloc", "Anonymous page faults that allocated a folio of this size." },
+        { "anon_fault_fallback", "Anonymous page faults that wanted this size and fell back to a smaller one." },
+        { "anon_fault_fallback_charge",
+          "Anonymous page faults that fell back from this size because the memory cgroup charge failed." },
+        { "anon_fault_declined", "Anonymous page faults that declined this size (kernel stat anon_fault_declined)." },
+        { "zswpout", "Folios of this size swapped out to zswap without being split." },
+        { "swpin", "Folios of this size swapped in in one piece." },
+        { "swpin_fallback", "Swap-ins that wanted this size and fell back to a smaller one." },
+        { "swpin_fallback_charge",
+          "Swap-ins that fell back from this size because the memory cgroup charge failed." },
+        { "swpout", "Folios of this size swapped out without being split." },
+        { "swpout_fallback", "Folios of this size split before being swapped out." },
+        { "shmem_alloc", "Shmem and tmpfs folios of this size allocated." },
+        { "shmem_fallback", "Shmem and tmpfs allocations that wanted this size and fell back to a smaller one." },
+        { "shmem_fallback_charge",
+          "Shmem and tmpfs allocations that fell back from this size because the memory cgroup charge failed." },
+        { "split", "Folios of this size split into smaller ones." },
+        { "split_failed", "Attempts to split a folio of this size that failed." },
+        { "split_deferred", "Folios of this size queued for a deferred split (partially unmapped)." },
+        { "nr_anon", "Anonymous folios of this size in the system now." },
+        { "nr_anon_partially_mapped", "Anonymous folios of this size that are partially mapped now." },
+};
+
+/* A stat name as part of a metric name: [a-z0-9_] only, else refused. */
+static bool stat_name_ok(const char *stat) {
+        if (!stat[0])
+                return false;
+        for (const char *p = stat; *p; p++)
+                if (!islower((unsigned char) *p) && !isdigit((unsigned char) *p) && *p != '_')
+                        return false;
+        return true;
 }
 
-/* One gauge without labels. */
-static void gauge(struct metric_set *set, const char *name, const char *type, const char *help, double v,
-                  int decimals) {
+/* One family per stat in any hugepages-*kB/stats/ directory of the running
+ * kernel (the probe lists what it finds, nothing is hard-coded): the kernel's
+ * nr_* stats are folio counts now (gauges mthp_size_<stat>), every other
+ * one a counter since boot (mthp_size_<stat>_total). */
+static void collect_sizes(struct metric_set *set, const struct mthp_caps *caps, const struct mthp_snapshot *snap) {
+        static char names[MTHP_SIZES_MAX * MTHP_STATS_MAX][MTHP_STAT_NAME_MAX + 32];
+        static char helps[MTHP_SIZES_MAX * MTHP_STATS_MAX][MTHP_STAT_NAME_MAX + 64];
+        unsigned n_names = 0;
+        for (unsigned i = 0; i < caps->n_sizes; i++)
+                for (unsigned j = 0; j < caps->sizes[i].n_stats; j++) {
+                        const char *stat = caps->sizes[i].stats[j];
+                        bool seen = false;
+                        for (unsigned a = 0; a < i && !seen; a++)
+                                seen = mthp_stat_index(&caps->sizes[a], stat) >= 0;
+                        if (seen || !stat_name_ok(stat) || n_names == sizeof(names) / sizeof(names[0]))
+                                continue;
+                        bool gauge = strncmp(stat, "nr_", 3) == 0;
+                        char *name = names[n_names], *generic = helps[n_names];
+                        const char *help = generic;
+                        n_names++;
+                        snprintf(name, sizeof(names[0]), "mthp_size_%s%s", stat, gauge ? "" : "_total");
+                        snprintf(generic, sizeof(helps[0]), "hugepages-*kB/stats/%s of this size%s.", stat,
+                                 gauge ? "" : " since boot");
+                        for (size_t h = 0; h < sizeof(size_stat_help) / sizeof(size_stat_help[0]); h++)
+                                if (strcmp(size_stat_help[h].stat, stat) == 0)
+                                        help = size_stat_help[h].help;
+                        struct metric_family *f = metric_family_add(set, name, gauge ? "gauge" : "counter", help);
+                        for (unsigned k = i; k < caps->n_sizes; k++) {
+                                const struct mthp_counter *ct = stat_counter(caps, snap, k, stat);
+                                char size[16];
+                                if (!ct)
+                                        continue;
+                                mthp_format_size(caps->sizes[k].kb, size, sizeof(size));
+                                struct metric_sample *s = metric_sample_add(f);
+                                metric_label(s, "size", size);
+                                metric_set_uint(s, ct->value);
+                        }
+                }
+}
+
+/* One sample without labels. */
+static void one_sample(struct metric_set *set, const char *name, const char *type, const char *help, double v,
+                       int decimals) {
         struct metric_sample *s = metric_sample_add(metric_family_add(set, name, type, help));
         if (decimals < 0)
                 metric_set_uint(s, (unsigned long long) v);
@@ -53,12 +125,7 @@ static void collect_cgroups(struct metric_set *set) {
                 return;
         }
         ctl_bus_free(bus);
-        struct metric_family *f = metric_family_add(set, "mthpd_cgroup_faults_per_second", "gauge",
-                "Page faults per second of a cgroup a policy file manages (memory.stat pgfault).");
-        for (unsigned i = 0; i < n; i++) {
-                cgroup_sample(f, &cg[i], NULL);
-                metric_set_double(&f->s[f->n - 1], cg[i].fault_rate, 1);
-        }
+        struct metric_family *f;
         f = metric_family_add(set, "mthpd_cgroup_memory_bytes", "gauge", "Memory in use by a managed cgroup.");
         for (unsigned i = 0; i < n; i++) {
                 cgroup_sample(f, &cg[i], NULL);
@@ -70,13 +137,6 @@ static void collect_cgroups(struct metric_set *set) {
                 if (cg[i].limit_kb) {
                         cgroup_sample(f, &cg[i], NULL);
                         metric_set_uint(&f->s[f->n - 1], (unsigned long long) cg[i].limit_kb * 1024);
-                }
-        f = metric_family_add(set, "mthpd_cgroup_psi_memory_some_avg10", "gauge",
-                              "Memory pressure of a managed cgroup, percent.");
-        for (unsigned i = 0; i < n; i++)
-                if (cg[i].psi_some >= 0) {
-                        cgroup_sample(f, &cg[i], NULL);
-                        metric_set_double(&f->s[f->n - 1], cg[i].psi_some, 2);
                 }
         f = metric_family_add(set, "mthpd_cgroup_dense_bytes", "gauge",
                               "Largest folio size every sampled process of a managed cgroup uses densely enough.");
@@ -107,13 +167,23 @@ static void collect_knobs(struct metric_set *set, const struct host_view *hv, co
                 metric_label(s, "set_by", o->set_by[i]);
                 metric_set_uint(s, 1);
         }
+        f = metric_family_add(set, "mthpd_knob_decision_info", "gauge",
+                              "mthpd's current decision for a knob it manages (always 1; value original: "
+                              "the setting it found).");
+        for (unsigned i = 0; i < hv->caps.n_knobs; i++)
+                if (o->decision[i]) {
+                        struct metric_sample *s = metric_sample_add(f);
+                        metric_label(s, "knob", hv->caps.knobs[i].id);
+                        metric_label(s, "value", o->decision[i]);
+                        metric_set_uint(s, 1);
+                }
 }
 
 /* The other deciders (mthp/deciders.h): one info sample per setting. */
 static void collect_deciders(struct metric_set *set, const struct host_view *hv) {
         static struct mthp_deciders d;
         (void) mthp_deciders_read(hv->h, &hv->caps, &d);
-        gauge(set, "mthp_tuned_running", "gauge", "1 if a tuned process is running.", d.tuned_pid != 0, -1);
+        one_sample(set, "mthp_tuned_running", "gauge", "1 if a tuned process is running.", d.tuned_pid != 0, -1);
         struct metric_family *f = metric_family_add(set, "mthp_decider_setting_info", "gauge",
                 "A THP setting of another decider: the kernel command line, tuned's active profile, a unit "
                 "(always 1).");
@@ -127,47 +197,60 @@ static void collect_deciders(struct metric_set *set, const struct host_view *hv)
         }
 }
 
-static void collect_host(struct metric_set *set, const struct host_view *hv) {
-        size_counter(set, &hv->caps, &hv->snap, "mthp_size_anon_fault_alloc_total", "anon_fault_alloc",
-                     "Anonymous page faults that allocated a folio of this size.");
-        size_counter(set, &hv->caps, &hv->snap, "mthp_size_anon_fault_fallback_total", "anon_fault_fallback",
-                     "Anonymous page faults that wanted this size and fell back to a smaller one.");
-        size_counter(set, &hv->caps, &hv->snap, "mthp_size_shmem_alloc_total", "shmem_alloc",
-                     "Shmem and tmpfs folios of this size allocated.");
-        size_counter(set, &hv->caps, &hv->snap, "mthp_size_shmem_fallback_total", "shmem_fallback",
-                     "Shmem and tmpfs allocations that wanted this size and fell back to a smaller one.");
-        struct metric_sample *s = metric_sample_add(metric_family_add(set, "mthp_vmstat_pgfault_total", "counter",
-                "Page faults on the host (/proc/vmstat pgfault)."));
-        metric_set_uint(s, hv->snap.vm[MTHP_VM_PGFAULT].value);
-        if (hv->snap.psi.present)
-                gauge(set, "mthp_psi_memory_some_avg10", "gauge",
-                      "Percent of the last 10s some task stalled on memory (/proc/pressure/memory).",
-                      hv->snap.psi.some_avg10, 2);
+static void knob_counter(struct metric_set *set, const struct daemon_view *v, const char *name, const char *help,
+                         bool errors) {
+        struct metric_family *f = metric_family_add(set, name, "counter", help);
+        for (unsigned i = 0; i < v->n_knob_writes; i++) {
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "knob", v->knob_writes[i].id);
+                metric_set_uint(s, errors ? v->knob_writes[i].errors : v->knob_writes[i].writes);
+        }
 }
 
-static void collect_daemon(struct metric_set *set, const struct daemon_view *v) {
-        gauge(set, "mthpd_up", "gauge", "1 if mthpd is running.", v->running, -1);
+/* The wall time of mthpd's last tick, from its status file (rewritten each
+ * tick): a gauge, the status file keeps no sum. */
+static void collect_tick_duration(const struct ctl *c, struct metric_set *set) {
+        struct mthp_status *st = calloc(1, sizeof(*st));
+        if (st && mthp_status_file_read(c->state_dir, st) == 0)
+                one_sample(set, "mthpd_last_tick_duration_seconds", "gauge",
+                           "Wall time mthpd's last tick took (sampling, deciding, writing).", st->tick_usec / 1e6, 6);
+        free(st);
+}
+
+static void collect_daemon(const struct ctl *c, struct metric_set *set, const struct daemon_view *v) {
+        one_sample(set, "mthpd_up", "gauge", "1 if mthpd is running.", v->running, -1);
         if (!v->running)
                 return;
         struct metric_sample *s = metric_sample_add(metric_family_add(set, "mthpd_ticks_total", "counter",
                 "Sampling intervals mthpd has run since it started."));
         metric_set_uint(s, v->tick);
-        if (v->changes_known) {
-                s = metric_sample_add(metric_family_add(set, "mthpd_changes_total", "counter",
-                                                        "Knob writes by mthpd since it started."));
-                metric_set_uint(s, v->changes);
-        }
-        gauge(set, "mthpd_fault_pages_per_second", "gauge", "Fault demand in 4K pages per second at mthpd's last tick.",
-              v->fault_pages_rate, 1);
+        collect_tick_duration(c, set);
+        /* per knob from an mthpd that says KnobWrites, else the sums */
+        if (v->n_knob_writes) {
+                knob_counter(set, v, "mthpd_knob_writes_total", "Knob writes by mthpd since it started, per knob.",
+                             false);
+                knob_counter(set, v, "mthpd_knob_write_errors_total",
+                             "Knob writes by mthpd that failed since it started, per knob.", true);
+        } else if (v->changes_known)
+                one_sample(set, "mthpd_knob_writes_total", "counter", "Knob writes by mthpd since it started.",
+                           (double) v->changes, -1);
+        if (v->counters_known && !v->n_knob_writes)
+                one_sample(set, "mthpd_knob_write_errors_total", "counter",
+                           "Knob writes by mthpd that failed since it started.", (double) v->write_errors, -1);
+        if (v->counters_known)
+                one_sample(set, "mthpd_guard_trips_total", "counter",
+                           "Times mthpd's guard stepped sizes down for a cgroup near its memory limit since it started.",
+                           (double) v->guard_trips, -1);
         if (v->rates_known) {
-                gauge(set, "mthpd_raise_fault_pages_per_second", "gauge",
-                      "Fault demand in 4K pages per second at which mthpd raises a size.", v->raise_rate, 1);
-                gauge(set, "mthpd_lower_fault_pages_per_second", "gauge",
-                      "Fault demand in 4K pages per second below which mthpd steps a size down.", v->lower_rate, 1);
+                one_sample(set, "mthpd_raise_fault_pages_per_second", "gauge",
+                           "Fault demand in 4K pages per second at which mthpd raises a size.", v->raise_rate, 1);
+                one_sample(set, "mthpd_lower_fault_pages_per_second", "gauge",
+                           "Fault demand in 4K pages per second below which mthpd steps a size down.", v->lower_rate,
+                           1);
                 if (v->fault_cost_ns > 0)
-                        gauge(set, "mthpd_fault_cost_seconds", "gauge",
-                              "CPU time of a 4K page fault that mthpd decides with (FaultCost=: measured, or set).",
-                              v->fault_cost_ns / 1e9, 9);
+                        one_sample(set, "mthpd_fault_cost_seconds", "gauge",
+                                   "CPU time of a 4K page fault that mthpd decides with (FaultCost=: measured, or set).",
+                                   v->fault_cost_ns / 1e9, 9);
         }
         struct metric_family *f = metric_family_add(set, "mthpd_mode", "gauge",
                                                     "mthpd's mode: manage (writes knobs) or observe (1 = current).");
@@ -191,11 +274,45 @@ static int metrics_collect(struct ctl *c, struct metric_set *set) {
                 return EXIT_FAIL;
         knob_owners_fill(&o, &hv->caps, &hv->snap, &j, v);
         collect_knobs(set, hv, &o);
-        collect_host(set, hv);
+        collect_sizes(set, &hv->caps, &hv->snap);
         collect_deciders(set, hv);
-        collect_daemon(set, v);
+        collect_daemon(c, set, v);
         free(v);
         host_view_close(hv);
+        return EXIT_OK;
+}
+
+/* The exposition into path, atomically: a temporary file in the same
+ * directory renamed over it, so node_exporter's textfile collector never
+ * reads half a file (it reads *.prom only: the temporary name is not one). */
+static int write_output(const char *path, const struct metric_set *set, bool json) {
+        char *buf = NULL, why[512];
+        size_t len = 0;
+        const char *base;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f) {
+                fprintf(stderr, "mthpctl: %s: %s\n", path, strerror(errno));
+                return EXIT_FAIL;
+        }
+        int r = json ? metrics_print_json(f, set) : metrics_print_text(f, set);
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r < 0) {
+                free(buf);
+                fprintf(stderr, "mthpctl: %s: %s\n", path, strerror(-r));
+                return EXIT_FAIL;
+        }
+        int dfd = mthp_safe_open_parent(path, 0, &base, why, sizeof(why));
+        if (dfd >= 0) {
+                r = mthp_safe_write_atomic(dfd, NULL, base, 0644, buf, len, true, why, sizeof(why));
+                close(dfd);
+        } else
+                r = dfd;
+        free(buf);
+        if (r < 0) {
+                fprintf(stderr, "mthpctl: %s\n", why);
+                return EXIT_FAIL;
+        }
         return EXIT_OK;
 }
 
@@ -204,7 +321,9 @@ int cmd_metrics(struct ctl *c, int argc, char **argv) {
         (void) argc;
         (void) argv;
         int r = metrics_collect(c, &set);
-        if (r == EXIT_OK)
+        if (r == EXIT_OK && c->output)
+                r = write_output(c->output, &set, c->json);
+        else if (r == EXIT_OK)
                 r = (c->json ? metrics_print_json(stdout, &set) : metrics_print_text(stdout, &set)) < 0 ? EXIT_FAIL
                                                                                                          : EXIT_OK;
         metric_set_free(&set);

@@ -101,6 +101,11 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->tick = p.tick;
                 v->changes = p.changes;
                 v->changes_known = true;
+                v->counters_known = p.counters_known;
+                v->write_errors = p.write_errors;
+                v->guard_trips = p.guard_trips;
+                v->n_knob_writes = p.n_knob_writes;
+                memcpy(v->knob_writes, p.knob_writes, sizeof(v->knob_writes));
                 v->fault_pages_rate = p.fault_pages_rate;
                 v->interval_usec = p.interval_usec;
                 v->rates_known = p.rates_known;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "guard.h"
 #include "mthp-config.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
@@ -355,11 +356,26 @@ static int property_get_fault_cost(sd_bus *bus, const char *path, const char *in
                                                                                                      : d->rates.lower);
 }
 
-static int property_get_changes(sd_bus *bus, const char *path, const char *interface, const char *property,
+/* The counters since start: Changes, WriteErrors, GuardTrips. */
+static int property_get_counter(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) error;
+        return sd_bus_message_append(reply, "t", strcmp(property, MTHP_DBUS_PROP_WRITE_ERRORS) == 0 ? d->write_errors
+                                                 : strcmp(property, MTHP_DBUS_PROP_GUARD_TRIPS) == 0 ? guard_trips(d->guard)
+                                                                                                      : d->changes);
+}
+
+/* Per knob mthpd manages: its writes and failed writes since start. */
+static int property_get_knob_writes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
         (void) bus, (void) path, (void) interface, (void) property, (void) error;
-        return sd_bus_message_append(reply, "t", d->changes);
+        int r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_KNOB_WRITES_SIG);
+        for (unsigned i = 0; r >= 0 && i < d->caps.n_knobs; i++)
+                r = sd_bus_message_append(reply, MTHP_DBUS_KNOB_WRITES_SIG, d->caps.knobs[i].id, d->knob_writes[i],
+                                          d->knob_write_errors[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
 /* Every method is marked unprivileged: sd-bus would otherwise check
@@ -374,7 +390,10 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_INTERVAL, "t", property_get_interval, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_TICK, "t", property_get_tick, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_RATE, "d", property_get_fault_rate, 0, 0),
-        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_changes, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CHANGES, "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_WRITE_ERRORS, "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_TRIPS, "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_KNOB_WRITES, "a" MTHP_DBUS_KNOB_WRITES_SIG, property_get_knob_writes, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_FAULT_COST, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),

@@ -125,6 +125,8 @@ struct daemon {
         bool tick_early;                    /* the tick running now is an early one */
         uint64_t last_tick_usec;            /* what the last tick cost (wall), for the status file */
         uint64_t changes;                   /* knob writes since start */
+        uint64_t write_errors;              /* knob writes that failed since start */
+        uint64_t knob_writes[MTHP_KNOBS_MAX], knob_write_errors[MTHP_KNOBS_MAX]; /* the same per knob */
         uint64_t sample_failures;           /* ticks in a row whose sampling failed (logged once) */
         const char *record_file;            /* --record */
         struct mthp_record_writer *recorder; /* NULL: not recording (or it failed) */

@@ -470,6 +470,10 @@ static int cmp_double(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+uint64_t guard_trips(const struct guard *g) {
+        return g ? g->trips : 0;
+}
+
 void guard_describe(const struct guard *g, char *buf, size_t size) {
         if (!g || !g->n_lat) {
                 snprintf(buf, size, "%llu trips", g ? (unsigned long long) g->trips : 0ULL);

@@ -30,4 +30,6 @@ void guard_free(struct guard *g);
 void guard_scan(struct guard *g);
 void guard_arm(struct guard *g);
 /* "N trips, latency median X us, max Y us" for the log at exit */
+/* Times the guard stepped sizes down since start (0 for NULL). */
+uint64_t guard_trips(const struct guard *g);
 void guard_describe(const struct guard *g, char *buf, size_t size);

@@ -149,11 +149,16 @@ void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup
 }
 
 /* Every knob write mthpd makes, whoever asked for it, goes through here:
- * the Changes property counts them. */
+ * the Changes, WriteErrors and KnobWrites properties count them. */
 static int knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
         int r = mthp_knob_write(d->act, knob, value, reason, err, errsz);
-        if (r > 0)
+        if (r > 0) {
                 d->changes++;
+                d->knob_writes[knob]++;
+        } else if (r < 0) {
+                d->write_errors++;
+                d->knob_write_errors[knob]++;
+        }
         return r;
 }
 

@@ -24,6 +24,10 @@
 #define MTHP_DBUS_PROP_TICK "Tick"                    /* t */
 #define MTHP_DBUS_PROP_FAULT_RATE "FaultPagesPerSecond" /* d */
 #define MTHP_DBUS_PROP_CHANGES "Changes"              /* t */
+#define MTHP_DBUS_PROP_WRITE_ERRORS "WriteErrors"     /* t: knob writes that failed since start */
+#define MTHP_DBUS_PROP_GUARD_TRIPS "GuardTrips"       /* t: times the guard stepped sizes down */
+#define MTHP_DBUS_PROP_KNOB_WRITES "KnobWrites"       /* a(stt): per knob id, writes and failed writes since start */
+#define MTHP_DBUS_KNOB_WRITES_SIG "(stt)"
 #define MTHP_DBUS_PROP_FAULT_COST "FaultCostNSec"     /* d: a 4K fault's cost the engine uses; 0: unknown */
 #define MTHP_DBUS_PROP_RAISE_RATE "RaiseFaultRate"    /* d: the fault rate a raise needs, 4K pages/s */
 #define MTHP_DBUS_PROP_LOWER_RATE "LowerFaultRate"    /* d: the rate a step-down falls below */

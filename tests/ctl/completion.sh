@@ -29,6 +29,7 @@ expect "mthpctl --" --json --root --state-dir --sample --help --version
 expect "mthpctl history --" --since --lines --json
 expect "mthpctl top --" --interval --iterations
 expect "mthpctl cgroups --" --json --sample --policy-dir
+expect "mthpctl metrics --" --json --output
 expect "mthpctl simulate x --" --config --policy-dir
 expect "mthpctl pin 64K/anon always --" --for --until
 expect "mthpctl exec --thp" --thp=disable --thp=except-advised --thp=madvise --thp=inherit

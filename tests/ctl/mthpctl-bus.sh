@@ -91,7 +91,8 @@ expect_rc 0 ctl mode
 ctl mode --json | json_check 'assert d == {"mode": "manage", "source": "bus"}, d' || fail "mode --json"
 ctl metrics > "$T/metrics" || fail "metrics exit $?"
 FAMILIES=$(check_metrics < "$T/metrics") || { cat "$T/metrics"; fail "metrics format"; }
-for f in mthpd_up mthpd_ticks_total mthpd_changes_total mthpd_fault_pages_per_second mthpd_mode mthp_knob_info \
+for f in mthpd_up mthpd_ticks_total mthpd_knob_writes_total mthpd_knob_write_errors_total mthpd_guard_trips_total \
+        mthpd_mode mthp_knob_info mthpd_knob_decision_info \
         mthpd_raise_fault_pages_per_second mthpd_lower_fault_pages_per_second; do
         grep -qw "$f" <<<"$FAMILIES" || fail "metrics lack $f"
 done

@@ -101,8 +101,8 @@ assert c["/db.service"]["psi_some_avg10"] is not None and c["/db.service"]["limi
 wait_for 5 cgroups_json || { cgroups_json || true; fail "cgroups --json"; }
 ctl metrics > "$T/metrics"
 check_metrics < "$T/metrics" >/dev/null || fail "metrics format with cgroups"
-grep -Eq '^mthpd_cgroup_faults_per_second\{cgroup="/db.service",policy="10-db"\} [0-9.]+$' "$T/metrics" ||
-        fail "metrics lack the cgroup fault rate: $(grep cgroup "$T/metrics")"
+grep -Eq '^mthpd_cgroup_memory_bytes\{cgroup="/db.service",policy="10-db"\} [0-9]+$' "$T/metrics" ||
+        fail "metrics lack the cgroup's memory: $(grep cgroup "$T/metrics")"
 ok "always/80 outranks never/20: 16K-64K always; explain, cgroups (--json) and metrics name both"
 
 # --- 2. a bad policy file on reload: the running policy stays, FILE:LINE logged

@@ -68,6 +68,9 @@ sort > "$T/expected" <<'EOF'
 .Tick property t 
 .FaultPagesPerSecond property d 
 .Changes property t 
+.WriteErrors property t 
+.GuardTrips property t 
+.KnobWrites property a(stt) 
 .FaultCostNSec property d 
 .RaiseFaultRate property d 
 .LowerFaultRate property d 
@@ -78,7 +81,9 @@ diff -u "$T/expected" "$T/members" || fail "org.mthpd.Manager1 members differ fr
 for p in Mode IntervalUSec; do
         grep -Eq "^\.$p +property .* emits-change" "$T/introspect" || fail "$p does not say it emits changes"
 done
-busctl introspect --no-legend org.mthpd.mthpd1 /org/mthpd/mthpd1 | grep -q '^org.mthpd.Manager1 *interface' ||
+# into a file: grep -q ending the pipe early would fail busctl (SIGPIPE, pipefail)
+busctl introspect --no-legend org.mthpd.mthpd1 /org/mthpd/mthpd1 > "$T/objects"
+grep -q '^org.mthpd.Manager1 *interface' "$T/objects" ||
         fail "the object does not list org.mthpd.Manager1"
 ok "introspection lists org.mthpd.Manager1 with every method, property and signal of the spec"
 
@@ -90,6 +95,13 @@ ok "introspection lists org.mthpd.Manager1 with every method, property and signa
 ticks_pass 2 || fail "Tick does not advance"
 prop FaultPagesPerSecond | grep -Eq '^[0-9.e+-]+$' || fail "FaultPagesPerSecond $(prop FaultPagesPerSecond)"
 prop Changes | grep -Eq '^[0-9]+$' || fail "Changes $(prop Changes)"
+[ "$(prop WriteErrors)" = 0 ] || fail "WriteErrors $(prop WriteErrors) on writable knobs"
+[ "$(prop GuardTrips)" = 0 ] || fail "GuardTrips $(prop GuardTrips) without a limited cgroup"
+busctl --json=short get-property "${OBJ[@]:0:2}" org.mthpd.Manager1 KnobWrites | python3 -c '
+import json, sys
+d = {k: (w, e) for k, w, e in json.load(sys.stdin)["data"]}
+assert "64K/anon" in d and "global/enabled" in d and all(e == 0 for w, e in d.values()), d' ||
+        fail "KnobWrites $(busctl get-property "${OBJ[@]:0:2}" org.mthpd.Manager1 KnobWrites)"
 # a fake host tree is not this machine: no fault cost, the configured rates
 [ "$(prop FaultCostNSec)" = 0 ] || fail "FaultCostNSec $(prop FaultCostNSec) on a fake host"
 [ "$(prop RaiseFaultRate)" = 1000 ] || fail "RaiseFaultRate $(prop RaiseFaultRate), configured 1000"
@@ -98,9 +110,9 @@ prop Changes | grep -Eq '^[0-9]+$' || fail "Changes $(prop Changes)"
 busctl --json=short call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 |
         python3 -c 'import json, sys; d = json.load(sys.stdin)["data"][0]
 assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes",
-                  "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy"}, d' ||
+                  "WriteErrors", "GuardTrips", "KnobWrites", "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy"}, d' ||
         fail "GetAll"
-ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, the fault cost and rates"
+ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, WriteErrors, GuardTrips, the fault cost and rates"
 
 # 3. the engine raises the anon ladder: KnobChanged, History, Explain, ListKnobs say so
 bump_faults 30 &

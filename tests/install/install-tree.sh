@@ -2,6 +2,7 @@
 # `meson install --destdir` lays out exactly this tree (paths from meson's
 # options, so it holds for any prefix), file by file, and nothing else:
 #   SBINDIR/mthpd  BINDIR/mthpctl  UNITDIR/mthpd.service
+#   UNITDIR/mthpd-metrics.{service,timer}
 #   DATADIR/dbus-1/system.d/org.mthpd.mthpd1.conf
 #   MANDIR/man8/{mthpd,mthpctl}.8  MANDIR/man5/mthpd.{conf,dbus[,policy]}.5
 #   CONFDIR/mthpd.conf  CONFDIR/policy.d/ (empty)
@@ -49,6 +50,8 @@ ok "mthpd in $SBINDIR, mthpctl in $BINDIR; both run; mthpd reads $CONFDIR/mthpd.
 
 # the unit starts the installed daemon
 want "$UNITDIR/mthpd.service"
+want "$UNITDIR/mthpd-metrics.service"
+want "$UNITDIR/mthpd-metrics.timer"
 EXEC=$(sed -n 's/^ExecStart=//p' "$D$UNITDIR/mthpd.service")
 [ "$EXEC" = "$SBINDIR/mthpd" ] || fail "the unit's ExecStart=$EXEC is not the installed $SBINDIR/mthpd"
 ok "$UNITDIR/mthpd.service, ExecStart=$EXEC"

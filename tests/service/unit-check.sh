@@ -82,6 +82,34 @@ grep -q "ProtectHomes" "$T/verify.out" || { cat "$T/verify.out" >&2; fail "verif
 grep -q "mthpd-missing" "$T/verify.out" || { cat "$T/verify.out" >&2; fail "verify missed a missing man page"; }
 ok "systemd-analyze verify reports a misspelt directive and a missing man page"
 
+# mthpd-metrics.service and .timer: the installed mthpctl writes Debian's
+# node_exporter textfile directory, the one path README, mthpctl(8) and
+# docs/metrics.md give; both units verify clean
+PROM_DIR=/var/lib/prometheus/node-exporter
+MUNIT=$D$UNITDIR/mthpd-metrics.service
+[ -f "$MUNIT" ] && [ -f "$D$UNITDIR/mthpd-metrics.timer" ] || fail "mthpd-metrics.service or .timer not installed in $UNITDIR"
+MEXEC=$(sed -n 's/^ExecStart=//p' "$MUNIT")
+[ "$MEXEC" = "$BINDIR/mthpctl metrics --output $PROM_DIR/mthpd.prom" ] ||
+        fail "mthpd-metrics.service: ExecStart=$MEXEC, not '$BINDIR/mthpctl metrics --output $PROM_DIR/mthpd.prom'"
+grep -qx "ReadWritePaths=$PROM_DIR" "$MUNIT" || fail "mthpd-metrics.service cannot write $PROM_DIR"
+for doc in README.md man/mthpctl.8.scd docs/metrics.md; do
+        grep -q "$PROM_DIR" "$MESON_SOURCE_ROOT/$doc" || fail "$doc does not name $PROM_DIR"
+        ! grep -n 'node_exporter/\|textfile_collector\|/var/lib/node' "$MESON_SOURCE_ROOT/$doc" ||
+                fail "$doc names another textfile directory than $PROM_DIR"
+done
+sed "s|^ExecStart=/|ExecStart=$D/|" "$MUNIT" > "$T/v/mthpd-metrics.service"
+cp "$D$UNITDIR/mthpd-metrics.timer" "$T/v/"
+for u in mthpd-metrics.service mthpd-metrics.timer; do
+        verify "$T/v/$u" || { cat "$T/verify.out" >&2; fail "systemd-analyze verify $u failed"; }
+        [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; fail "systemd-analyze verify $u is not clean"; }
+done
+ok "mthpd-metrics.service (ExecStart=$MEXEC) and .timer: verify clean; README, mthpctl(8), docs/metrics.md name $PROM_DIR"
+MLEVEL=$(systemd-analyze security --offline=yes "$T/v/mthpd-metrics.service" 2>&1 |
+        sed -n 's/.*Overall exposure level for mthpd-metrics.service: \([0-9.]*\).*/\1/p')
+[ -n "$MLEVEL" ] && awk -v l="$MLEVEL" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(l <= m) }' ||
+        fail "mthpd-metrics.service: exposure '$MLEVEL', limit $MAX_EXPOSURE"
+ok "mthpd-metrics.service: exposure $MLEVEL <= $MAX_EXPOSURE"
+
 systemd-analyze security --offline=yes "$T/v/mthpd.service" >"$T/security.out" 2>&1 ||
         { cat "$T/security.out" >&2; fail "systemd-analyze security failed"; }
 grep '^✗' "$T/security.out" | sed 's/^/  /'
