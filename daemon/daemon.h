@@ -192,6 +192,9 @@ int daemon_find_knob(const struct daemon *d, const char *id, char *err, size_t e
  * tick run at once after a step-down. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz);
 void daemon_run_tick(struct daemon *d);
+/* A check between ticks (a new cgroup's start grace): a tick that does not
+ * count towards the engine's streaks unless it changed something. */
+void daemon_run_check(struct daemon *d);
 /* The timer's tick, scheduled for usec: runs it and returns when the next
  * one is due (an Interval later, or sooner: mthp_tick_next). */
 uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec);

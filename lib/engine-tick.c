@@ -72,6 +72,28 @@ static bool kind_has_room(const struct mthp_engine_config *cfg, const struct mth
         return k->level < engine_limited_afford(cfg, caps, st, kind, ladder, n_ladder, &blocker, NULL, 0);
 }
 
+/* Could a start grace under pol raise anything now? Only a kind its
+ * policy says always for, below the largest size its Sizes= allow (the
+ * party's ceiling in the density verdict) and with room to rise at all.
+ * Where every such kind is there already, a new cgroup of the policy
+ * needs no check before the next tick: the sizes it wants are on. */
+bool mthp_engine_grace_room(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_policy *pol) {
+        if (!pol)
+                return false;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                if (pol->mode[k] != MTHP_POLICY_ALWAYS)
+                        continue;
+                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, (enum mthp_kind) k, ladder);
+                unsigned cap = 0;
+                while (cap < n_ladder && (!pol->max_kb || caps->sizes[ladder[cap]].kb <= pol->max_kb))
+                        cap++;
+                if (st->kind[k].level < cap && kind_has_room(cfg, caps, st, (enum mthp_kind) k))
+                        return true;
+        }
+        return false;
+}
+
 bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                 const struct mthp_snapshot *snap, const struct mthp_engine_state *st, double *rate) {
         double raise, lower, pending = 0;

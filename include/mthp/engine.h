@@ -389,6 +389,12 @@ bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const s
 bool mthp_engine_climbing(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, const struct mthp_engine_state *st);
 
+/* Could a cgroup under pol raise a size by its start grace now (a kind
+ * pol says always for is below the largest size Sizes= allows and has
+ * room)? The daemon's check for a new cgroup runs only then. */
+bool mthp_engine_grace_room(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_policy *pol);
+
 /* The processes whose faults wait for their address samples, fault-heavy
  * enough to speak, seen in the last few ticks (a superset of those
  * mthp_engine_awaits_samples counts: it takes this tick's only), the most
