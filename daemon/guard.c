@@ -416,8 +416,8 @@ void guard_free(struct guard *g) {
  * Not needed while nothing is raised (no threshold to arm, no level a
  * limit could force down), no policy file is loaded (a policy raises its
  * sizes when its cgroup appears, with no demand), and no kind's demand
- * reaches the raise rate (the engine raises on nothing less:
- * mthp_engine_wants_density). Every GUARD_IDLE_SCAN_TICKS-th tick walks
+ * reaches the raise rate (the engine raises on nothing less; the host's
+ * rate bounds every kind's demand). Every GUARD_IDLE_SCAN_TICKS-th tick walks
  * anyway: the engine forgets a cgroup not seen for PROC_FORGET_TICKS (5)
  * ticks, and one it forgot would come back on the raise tick with no
  * growth (R its floor); and the inotify watches need new directories. A
@@ -431,7 +431,11 @@ void guard_free(struct guard *g) {
 static bool scan_wanted(const struct daemon *d) {
         if (raised(d) || (d->policies && d->policies->n) || d->snap.tick % GUARD_IDLE_SCAN_TICKS == 0)
                 return true;
-        return mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine);
+        /* not the density back-off: a tick that skips density may still
+         * raise on the processes the last sample saw */
+        double raise, lower;
+        (void) mthp_engine_fault_rates(&d->cfg.engine, d->snap.fault_cost_ns, &raise, &lower);
+        return d->snap.dt > 0 && d->snap.fault_pages_rate >= raise;
 }
 
 /* A scan that sees every cgroup costs in proportion to them (~14 us of CPU
