@@ -144,8 +144,9 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
         } else
                 mthp_log(LOG_INFO, "guard: cgroup %s crossed its %s (%.0f of %.0f MiB); the sizes in use fit it",
                          a->path, what, (double) usage_kb / 1024, (double) limit_kb / 1024);
-        /* a normal tick at once: fresh figures, new thresholds */
-        daemon_run_tick(d);
+        /* a check at once: fresh figures, new thresholds; the step-down
+         * is the guard's, and the check counts towards no streak */
+        daemon_run_check(d);
 }
 
 /* Check one armed cgroup; returns true if it tripped (the tick re-armed everything). */

@@ -350,36 +350,29 @@ static int tick(struct daemon *d) {
         return 0;
 }
 
-/* For the guard (guard.c): the one knob writer, and a tick between ticks. */
+/* For the guard (guard.c): the one knob writer, and a check between ticks. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
         return knob_write(d, knob, value, reason, err, errsz);
 }
 
-void daemon_run_tick(struct daemon *d) {
-        (void) tick(d);
-}
-
-/* A check between ticks for a new cgroup's start grace. It samples and
- * decides as a tick does, but only an interval tick counts towards
- * ConfirmTicks, LowerTicks, DwellTicks and the other streaks: a check that
- * changed no level and wrote no knob leaves the engine as the last tick
- * left it (else a user who makes a cgroup every few ms would shrink each
- * streak to milliseconds: 2,668-3,598 ticks in 12 s instead of 12, and
- * hundreds of knob writes instead of 4). One that raised keeps its state:
- * a change starts every streak and the dwell afresh anyway. */
+/* A check between ticks: a new cgroup's start grace, the guard's
+ * thresholds after a step-down. It samples and decides as a tick does,
+ * but only the ticks of Interval= count towards ConfirmTicks, LowerTicks,
+ * DwellTicks and the other streaks: a check that changed no level and
+ * wrote no knob leaves the engine as the last tick left it (a user who
+ * makes a cgroup every few ms would otherwise shrink each streak to
+ * milliseconds and flap the sizes). One that changed a level keeps its
+ * state: a change starts every streak and the dwell afresh anyway. */
 void daemon_run_check(struct daemon *d) {
-        struct mthp_engine_state *was = malloc(sizeof(*was));
-        if (!was)
-                return; /* the next interval tick sees the cgroup */
-        *was = d->engine;
+        static struct mthp_engine_state was;   /* one daemon, one thread: no copy on the stack */
+        was = d->engine;
         uint64_t changes = d->changes;
         (void) tick(d);
         bool acted = d->changes != changes;
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                acted = acted || d->engine.kind[k].level != was->kind[k].level;
+                acted = acted || d->engine.kind[k].level != was.kind[k].level;
         if (!acted)
-                d->engine = *was;
-        free(was);
+                d->engine = was;
 }
 
 uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {
