@@ -190,10 +190,12 @@ void daemon_apply_pins(struct daemon *d);
 /* The knob with this id, or -EINVAL with a sentence in err. */
 int daemon_find_knob(const struct daemon *d, const char *id, char *err, size_t errsz);
 
-/* guard.c's way in: the one knob writer (counts Changes), and a normal
- * tick run at once after a step-down. */
+/* guard.c's way in: the one knob writer (counts Changes), and a check
+ * between ticks (a new cgroup's start grace; fresh thresholds after a
+ * step-down): a tick that counts towards none of the engine's streaks
+ * unless it changed something. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz);
-void daemon_run_tick(struct daemon *d);
+void daemon_run_check(struct daemon *d);
 /* The timer's tick, scheduled for usec: runs it and returns when the next
  * one is due (an Interval later, or sooner: mthp_tick_next). */
 uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec);

@@ -45,6 +45,10 @@ struct guard {
         const char *base;
         int ino_fd;
         sd_event_source *ino_src, *poll_src;
+        /* the start grace's check for new cgroups: one at once, then at
+         * most one per GUARD_CHECK_GAP_USEC however many cgroups come */
+        sd_event_source *check_src;
+        uint64_t last_check_usec;
         unsigned n_watches;
         struct watch watches[GUARD_WATCHES];
         struct armed armed[GUARD_ARMED];
@@ -140,8 +144,9 @@ static void trip(struct guard *g, struct armed *a, uint64_t t_wake, uint64_t usa
         } else
                 mthp_log(LOG_INFO, "guard: cgroup %s crossed its %s (%.0f of %.0f MiB); the sizes in use fit it",
                          a->path, what, (double) usage_kb / 1024, (double) limit_kb / 1024);
-        /* a normal tick at once: fresh figures, new thresholds */
-        daemon_run_tick(d);
+        /* a check at once: fresh figures, new thresholds; the step-down
+         * is the guard's, and the check counts towards no streak */
+        daemon_run_check(d);
 }
 
 /* Check one armed cgroup; returns true if it tripped (the tick re-armed everything). */
@@ -302,6 +307,37 @@ static bool created_cgroup(const struct guard *g, const struct inotify_event *ev
         return false;
 }
 
+/* New cgroups are checked in bursts, as SIGHUPs are reloaded
+ * (daemon/mthpd.c): the first at once, and while one is due every later
+ * one waits for it; a check runs at least GUARD_CHECK_GAP_USEC after the
+ * last. A user who makes and removes a cgroup every 2 ms gets 4 checks a
+ * second, not 500 ticks, and a check is no tick to the engine's streaks
+ * (daemon_run_check). */
+#define GUARD_CHECK_GAP_USEC 250000ULL
+
+static int on_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct guard *g = userdata;
+        (void) s;
+        (void) usec;
+        daemon_run_check(g->d);
+        g->last_check_usec = mthp_now_usec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+static void check_soon(struct guard *g) {
+        int on = SD_EVENT_OFF;
+        uint64_t now = mthp_now_usec(CLOCK_MONOTONIC), at = g->last_check_usec + GUARD_CHECK_GAP_USEC;
+        if (g->check_src && sd_event_source_get_enabled(g->check_src, &on) >= 0 && on != SD_EVENT_OFF)
+                return; /* one is due: it covers this cgroup too */
+        if (!g->check_src || !g->last_check_usec || at <= now) {
+                daemon_run_check(g->d);
+                g->last_check_usec = mthp_now_usec(CLOCK_MONOTONIC);
+                return;
+        }
+        (void) sd_event_source_set_time(g->check_src, at);
+        (void) sd_event_source_set_enabled(g->check_src, SD_EVENT_ONESHOT);
+}
+
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct guard *g = userdata;
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -309,17 +345,17 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
         (void) s;
         (void) revents;
         ssize_t len = read(fd, buf, sizeof(buf));
-        /* a service a policy wants always for: a tick now sets its sizes
+        /* a service a policy wants always for: a check now sets its sizes
          * (its start grace) before it maps memory, not up to an interval
          * later; and the probes below then see the levels it left */
-        bool tick_now = false;
-        for (char *p = buf; len > 0 && p < buf + len && !tick_now;) {
+        bool check_now = false;
+        for (char *p = buf; len > 0 && p < buf + len && !check_now;) {
                 const struct inotify_event *ev = (const struct inotify_event *) p;
                 p += sizeof(*ev) + ev->len;
-                tick_now = created_cgroup(g, ev, rel, sizeof(rel)) && daemon_cgroup_created(g->d, rel);
+                check_now = created_cgroup(g, ev, rel, sizeof(rel)) && daemon_cgroup_created(g->d, rel);
         }
-        if (tick_now)
-                daemon_run_tick(g->d);
+        if (check_now)
+                check_soon(g);
         for (char *p = buf; len > 0 && p < buf + len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) p;
                 p += sizeof(*ev) + ev->len;
@@ -355,6 +391,8 @@ int guard_new(struct daemon *d, struct guard **ret) {
         }
         if (sd_event_add_time(d->event, &g->poll_src, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_poll, g) >= 0)
                 (void) sd_event_source_set_enabled(g->poll_src, SD_EVENT_OFF);
+        if (sd_event_add_time(d->event, &g->check_src, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_check, g) >= 0)
+                (void) sd_event_source_set_enabled(g->check_src, SD_EVENT_OFF);
         *ret = g;
         return 0;
 }
@@ -364,6 +402,7 @@ void guard_free(struct guard *g) {
                 return;
         disarm_all(g);
         sd_event_source_disable_unref(g->poll_src);
+        sd_event_source_disable_unref(g->check_src);
         sd_event_source_disable_unref(g->ino_src);
         if (g->ino_fd >= 0)
                 close(g->ino_fd);
@@ -378,8 +417,8 @@ void guard_free(struct guard *g) {
  * Not needed while nothing is raised (no threshold to arm, no level a
  * limit could force down), no policy file is loaded (a policy raises its
  * sizes when its cgroup appears, with no demand), and no kind's demand
- * reaches the raise rate (the engine raises on nothing less:
- * mthp_engine_wants_density). Every GUARD_IDLE_SCAN_TICKS-th tick walks
+ * reaches the raise rate (the engine raises on nothing less; the host's
+ * rate bounds every kind's demand). Every GUARD_IDLE_SCAN_TICKS-th tick walks
  * anyway: the engine forgets a cgroup not seen for PROC_FORGET_TICKS (5)
  * ticks, and one it forgot would come back on the raise tick with no
  * growth (R its floor); and the inotify watches need new directories. A
@@ -393,7 +432,11 @@ void guard_free(struct guard *g) {
 static bool scan_wanted(const struct daemon *d) {
         if (raised(d) || (d->policies && d->policies->n) || d->snap.tick % GUARD_IDLE_SCAN_TICKS == 0)
                 return true;
-        return mthp_engine_wants_density(&d->cfg.engine, &d->snap, &d->engine);
+        /* not the density back-off: a tick that skips density may still
+         * raise on the processes the last sample saw */
+        double raise, lower;
+        (void) mthp_engine_fault_rates(&d->cfg.engine, d->snap.fault_cost_ns, &raise, &lower);
+        return d->snap.dt > 0 && d->snap.fault_pages_rate >= raise;
 }
 
 /* A scan that sees every cgroup costs in proportion to them (~14 us of CPU

@@ -273,7 +273,12 @@ static bool grace_cgroup(const struct daemon *d, const char *path) {
 }
 
 bool daemon_cgroup_created(struct daemon *d, const char *path) {
-        return mthp_observer_has_cgroups(d->observer) && d->policies && d->policies->n && grace_cgroup(d, path);
+        if (!mthp_observer_has_cgroups(d->observer) || !d->policies || !d->policies->n || !grace_cgroup(d, path))
+                return false;
+        /* none where the sizes its policy allows are on already: the next
+         * tick sees it in its grace, which then holds them */
+        return mthp_engine_grace_room(&d->cfg.engine, &d->caps, &d->engine,
+                                      mthp_engine_policy(&d->cfg.engine, path, NULL, 0));
 }
 
 /* The fault cost the engine decides with and the rates it gives
@@ -350,13 +355,29 @@ static int tick(struct daemon *d) {
         return 0;
 }
 
-/* For the guard (guard.c): the one knob writer, and a tick between ticks. */
+/* For the guard (guard.c): the one knob writer, and a check between ticks. */
 int daemon_knob_write(struct daemon *d, int knob, const char *value, const char *reason, char *err, size_t errsz) {
         return knob_write(d, knob, value, reason, err, errsz);
 }
 
-void daemon_run_tick(struct daemon *d) {
+/* A check between ticks: a new cgroup's start grace, the guard's
+ * thresholds after a step-down. It samples and decides as a tick does,
+ * but only the ticks of Interval= count towards ConfirmTicks, LowerTicks,
+ * DwellTicks and the other streaks: a check that changed no level and
+ * wrote no knob leaves the engine as the last tick left it (a user who
+ * makes a cgroup every few ms would otherwise shrink each streak to
+ * milliseconds and flap the sizes). One that changed a level keeps its
+ * state: a change starts every streak and the dwell afresh anyway. */
+void daemon_run_check(struct daemon *d) {
+        static struct mthp_engine_state was;   /* one daemon, one thread: no copy on the stack */
+        was = d->engine;
+        uint64_t changes = d->changes;
         (void) tick(d);
+        bool acted = d->changes != changes;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                acted = acted || d->engine.kind[k].level != was.kind[k].level;
+        if (!acted)
+                d->engine = was;
 }
 
 uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec) {

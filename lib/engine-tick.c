@@ -42,15 +42,54 @@ bool mthp_engine_density_steady(const struct mthp_engine_config *cfg, const stru
         return true;
 }
 
+/* The back-off holds for a host that faults at the raise rate with
+ * nothing raised too: a busy server's background (a compile loop, short
+ * scripts: ~7,000 faults/s here, where FaultCost=auto puts the raise rate
+ * near 1,900) crosses it with no process that could gain, and a sample
+ * every tick for a raise the last ones found no reason for cost 0.53-0.62%
+ * of a core against <= 0.1% quiet. A steady decision (no raise the sample
+ * allowed waiting, mthp_engine_density_steady) with no process that could
+ * gain (density_saw_gain) is what those samples found; a jump of the host's rate, pressure or a start grace samples at
+ * once. Every MTHP_ENGINE_DENSITY_EVERY ticks, not more seldom: the engine
+ * remembers a sample PROC_RECENT_TICKS ticks, after which a kind whose
+ * demand stands at the raise rate would climb blind (UnmeasuredMaxSize=). */
+/* A process the engine decides on (sampled lately) that a raise could
+ * give something: it faults at the hot rate (MinProcessFaultRate=) and its
+ * memory read dense enough at some size for a raise to it under its
+ * policy's MaxBloat=. While one does, nothing raised samples every tick:
+ * its rate may be a first sight's lifetime average (a workload starting
+ * up) that the next sample finds at the raise rate. */
+static bool density_saw_gain(const struct mthp_engine_config *cfg, const struct mthp_engine_state *st) {
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || m->fault_rate < cfg->min_proc_fault_rate)
+                        continue;
+                const struct mthp_policy *pol = mthp_engine_policy(cfg, m->cgroup, NULL, 0);
+                double thr = engine_raise_threshold(engine_keep_threshold(cfg, pol));
+                for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                        for (unsigned z = 0; z < MTHP_SIZES_MAX; z++) {
+                                double u = engine_remembered(m, (enum mthp_kind) k, z);
+                                if (!isnan(u) && u >= thr)
+                                        return true;
+                        }
+        }
+        return false;
+}
+
 bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
                                const struct mthp_engine_state *st) {
+        bool raised = false;
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
-                if (st->kind[k].level > 0)
-                        return !mthp_engine_density_steady(cfg, snap, st) ||
-                               snap->tick >= st->density_tick + MTHP_ENGINE_DENSITY_EVERY;
-        double raise, lower;
-        engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
-        return snap->dt > 0 && snap->fault_pages_rate >= raise;
+                raised = raised || st->kind[k].level > 0;
+        if (!raised) {
+                double raise, lower;
+                engine_fault_rates(cfg, snap, &raise, &lower, NULL, 0);
+                if (!(snap->dt > 0 && snap->fault_pages_rate >= raise))
+                        return false;
+                if (density_saw_gain(cfg, st))
+                        return true;
+        }
+        return !mthp_engine_density_steady(cfg, snap, st) || snap->tick >= st->density_tick + MTHP_ENGINE_DENSITY_EVERY;
 }
 
 /* Could the tick after st's raise the kind at all? Not at the top of its
@@ -70,6 +109,28 @@ static bool kind_has_room(const struct mthp_engine_config *cfg, const struct mth
                 return false;
         int blocker;
         return k->level < engine_limited_afford(cfg, caps, st, kind, ladder, n_ladder, &blocker, NULL, 0);
+}
+
+/* Could a start grace under pol raise anything now? Only a kind its
+ * policy says always for, below the largest size its Sizes= allow (the
+ * party's ceiling in the density verdict) and with room to rise at all.
+ * Where every such kind is there already, a new cgroup of the policy
+ * needs no check before the next tick: the sizes it wants are on. */
+bool mthp_engine_grace_room(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_policy *pol) {
+        if (!pol)
+                return false;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                if (pol->mode[k] != MTHP_POLICY_ALWAYS)
+                        continue;
+                unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, (enum mthp_kind) k, ladder);
+                unsigned cap = 0;
+                while (cap < n_ladder && (!pol->max_kb || caps->sizes[ladder[cap]].kb <= pol->max_kb))
+                        cap++;
+                if (st->kind[k].level < cap && kind_has_room(cfg, caps, st, (enum mthp_kind) k))
+                        return true;
+        }
+        return false;
 }
 
 bool mthp_engine_awaits_samples(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,

@@ -330,7 +330,9 @@ int mthp_engine_largest_always(const struct mthp_caps *caps, const struct mthp_s
  * enough that some kind could be raised (the per-kind demand never exceeds
  * the host's fault volume) or while a size is raised (the bloat guard
  * watches the processes that use it), then every tick until the decision
- * has been steady, every MTHP_ENGINE_DENSITY_EVERY ticks after (below). An idle host then costs the same
+ * has been steady, every MTHP_ENGINE_DENSITY_EVERY ticks after (below),
+ * raised or not: a busy host whose samples found nothing to raise backs
+ * off as a raised level does. An idle host then costs the same
  * whatever its number of processes, and a workload that starts faulting is
  * sampled in the very tick its faults first show. */
 bool mthp_engine_wants_density(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap,
@@ -388,6 +390,12 @@ bool mthp_engine_burst_unexplained(const struct mthp_engine_config *cfg, const s
  * repair to collapse later, and the run's first seconds slower. */
 bool mthp_engine_climbing(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, const struct mthp_engine_state *st);
+
+/* Could a cgroup under pol raise a size by its start grace now (a kind
+ * pol says always for is below the largest size Sizes= allows and has
+ * room)? The daemon's check for a new cgroup runs only then. */
+bool mthp_engine_grace_room(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                            const struct mthp_engine_state *st, const struct mthp_policy *pol);
 
 /* The processes whose faults wait for their address samples, fault-heavy
  * enough to speak, seen in the last few ticks (a superset of those

@@ -195,6 +195,34 @@ static void test_density_backoff_steady(void **state) {
         assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_SIZE_IN_USE, NULL);
 }
 
+/* A busy host where nothing could gain: the host faults at the raise rate
+ * (a compile loop's and short scripts' background) but the only faulting
+ * process reads sparse, so nothing is raised. The samples that found no
+ * gain back off as a raised level's do: every MTHP_ENGINE_DENSITY_EVERY
+ * ticks once the decision is steady, never a raise in between, and every
+ * tick again when the host's rate jumps. */
+static void test_density_backoff_busy_unraised(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 430, 0.25, 0);   /* a quarter of each 16K block touched: sparse at every size */
+        w.dens = &v;
+        unsigned sampled = 0;
+        for (unsigned i = 0; i < 60; i++)
+                sampled += sim_step_sampled(s, &w);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        if (sampled > MTHP_ENGINE_STEADY_TICKS + 60 / MTHP_ENGINE_DENSITY_EVERY + 2)
+                fail_msg("density sampled on %u of 60 ticks of a busy host where nothing could gain", sampled);
+        assert_true(s->snap.tick < s->st.density_tick + MTHP_ENGINE_DENSITY_EVERY);
+        struct mthp_snapshot x = s->snap;
+        x.tick = s->st.density_tick + 1;
+        assert_false(mthp_engine_wants_density(&s->cfg, &x, &s->st));
+        x.fault_pages_rate = 3 * s->st.density_rate + 100000;   /* a new process faults */
+        assert_true(mthp_engine_wants_density(&s->cfg, &x, &s->st));
+}
+
 /* Back to every tick on a change: the host's faults jump, pressure. */
 static void test_density_backoff_wakes(void **state) {
         struct sim *s = *state;
@@ -833,6 +861,7 @@ int main(void) {
                 T(test_density_bloat_steps_down_fast),
                 T(test_density_backoff_steady),
                 T(test_density_backoff_wakes),
+                T(test_density_backoff_busy_unraised),
                 T(test_density_backoff_sparse_arrives),
                 T(test_density_probe_fails_reverts),
                 T(test_density_unmeasured_capped),
