@@ -160,6 +160,23 @@ static void test_no_stray_match(void **state) {
                P_BURSTABLE, NULL);
 }
 
+/* A container of mthpd's own, in a private cgroup namespace (an
+ * unprivileged pod on cgroup v2), reads other pods' cgroups relative to its
+ * own, as /../../NAME. Such a path names no cgroup mthpd can read, and its
+ * last component must not pass for a unit of the host's: no policy matches
+ * it (the DaemonSet runs privileged, so the runtime keeps the host's cgroup
+ * namespace). */
+static void test_private_cgroupns_does_not_match(void **state) {
+        const struct k8s *k = *state;
+        expect(k, "0::/../../kubepods-burstable-pod" UID_X_ ".slice/cri-containerd-" CID ".scope\n", MTHP_CG_V2, -1,
+               NULL);
+        expect(k, "0::/../../pod" UID_DB "/" CID "\n", MTHP_CG_V2, -1, NULL);
+        expect(k, "0::/..\n", MTHP_CG_V2, -1, NULL);
+        expect(k, "0::/kubepods/../kubepods/pod" UID_X "\n", MTHP_CG_V2, -1, NULL);
+        /* a name that merely starts with dots is a name */
+        expect(k, "0::/kubepods/..pod" UID_DB "\n", MTHP_CG_V2, P_UID, NULL);
+}
+
 /* A recipe is an ordinary policy file: the patterns of both drivers sit in
  * one file, and two classes' files do not overlap. */
 static void test_recipes_load_as_a_set(void **state) {
@@ -197,6 +214,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cgroupfs_driver_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_hierarchy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_stray_match, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_private_cgroupns_does_not_match, setup, teardown),
         cmocka_unit_test(test_recipes_load_as_a_set),
 };
 /* no known bugs: a test name given on the command line picks from the main group */
