@@ -5,7 +5,8 @@ it does: every document parses, the pod has the host PID namespace, the
 privileges and capabilities of the unit, the mounts (knobs read-write,
 cgroups read-only, the restore journal on the host, the configuration),
 --no-bus, the liveness probe, the grace period, tolerations and priority;
-and every file of its ConfigMap passes 'mthpctl check'.
+and every file of its ConfigMap and every policy example of
+docs/kubernetes.md passes 'mthpctl check'.
 
 Usage: kubernetes-manifest.py SOURCE_ROOT MTHPCTL
 Exit 77 (skip) without python3-yaml; kubectl --dry-run=client is no help
@@ -116,6 +117,20 @@ with tempfile.TemporaryDirectory(prefix="mthpd-test-k8s-") as tmp:
         files.append(p)
     r = subprocess.run([mthpctl, "check"] + sorted(files), capture_output=True, text=True)
     check(r.returncode == 0, f"mthpctl check: {r.stdout}{r.stderr}")
+
+    # the guide's policy examples: indented blocks starting "# NAME.policy"
+    guide = open(os.path.join(src, "docs", "kubernetes.md")).read()
+    examples = re.findall(r"^    # (\S+\.policy)[^\n]*\n((?:    \S[^\n]*\n)+)", guide, re.M)
+    check(len(examples) >= 3, f"docs/kubernetes.md: {len(examples)} policy examples found, expected 3")
+    os.mkdir(os.path.join(tmp, "guide"))
+    files = []
+    for name, block in examples:
+        p = os.path.join(tmp, "guide", name)
+        with open(p, "w") as f:
+            f.write("".join(line[4:] + "\n" for line in block.splitlines()))
+        files.append(p)
+    r = subprocess.run([mthpctl, "check"] + files, capture_output=True, text=True)
+    check(r.returncode == 0, f"docs/kubernetes.md examples: mthpctl check: {r.stdout}{r.stderr}")
 
 for f in failures:
     print(f"{manifest}: {f}")
