@@ -177,6 +177,12 @@ static void test_private_cgroupns_does_not_match(void **state) {
         expect(k, "0::/kubepods/..pod" UID_DB "\n", MTHP_CG_V2, P_UID, NULL);
 }
 
+/* Recipe i as a file of dir, named so that file-name order is recipe order. */
+static const char *recipe_file(char *buf, size_t size, const char *dir, unsigned i) {
+        snprintf(buf, size, "%s/%u-k8s.policy", dir, 10 * (i + 1));
+        return buf;
+}
+
 /* A recipe is an ordinary policy file: the patterns of both drivers sit in
  * one file, and two classes' files do not overlap. */
 static void test_recipes_load_as_a_set(void **state) {
@@ -185,7 +191,7 @@ static void test_recipes_load_as_a_set(void **state) {
         assert_non_null(mkdtemp(dir));
         for (unsigned i = 0; i < P_N; i++) {
                 char path[128];
-                snprintf(path, sizeof(path), "%s/%u-k8s.policy", dir, 10 * (i + 1));
+                recipe_file(path, sizeof(path), dir, i);
                 FILE *f = fopen(path, "w");
                 assert_non_null(f);
                 fputs(recipes[i], f);
@@ -203,8 +209,7 @@ static void test_recipes_load_as_a_set(void **state) {
         mthp_policy_set_free(s);
         for (unsigned i = 0; i < P_N; i++) {
                 char path[128];
-                snprintf(path, sizeof(path), "%s/%u-k8s.policy", dir, 10 * (i + 1));
-                unlink(path);
+                unlink(recipe_file(path, sizeof(path), dir, i));
         }
         rmdir(dir);
 }
