@@ -59,6 +59,7 @@ check("--no-bus" in cmd, "--no-bus: there is no system bus in the pod")
 check("--root" not in cmd and "-r" not in cmd, "no --root: it would turn off what needs the real host")
 sc = c["securityContext"]
 check(sc.get("privileged") is True, "privileged: the host cgroup namespace on cgroup v2")
+check(sc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem: mthpd writes the knobs and /run/mthpd only")
 
 # the six capabilities of the unit, no more
 unit = open(os.path.join(src, "systemd", "mthpd.service.in")).read()
