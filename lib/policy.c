@@ -612,8 +612,19 @@ bool mthp_cgroup_owned_by_user(const struct mthp_host *h, const struct mthp_caps
         return r == 0 && st.st_uid != top.st_uid && st.st_uid != 0;
 }
 
+/* Has path a ".." component? /proc/PID/cgroup shows a cgroup outside the
+ * reader's cgroup namespace (mthpd in an unprivileged container on cgroup
+ * v2) as /../../NAME: that names no cgroup mthpd can read, and its last
+ * component must not pass for a host unit of that name. */
+static bool outside_namespace(const char *path) {
+        for (const char *c = path; (c = strstr(c, "/..")); c += 3)
+                if (c[3] == '/' || c[3] == 0)
+                        return true;
+        return false;
+}
+
 int mthp_policy_match(const struct mthp_policy_set *s, const char *path, char *managed, size_t size) {
-        if (!s || !s->n || !path || path[0] != '/')
+        if (!s || !s->n || !path || path[0] != '/' || outside_namespace(path))
                 return -1;
         char buf[MTHP_PATH_MAX];
         if (mthp_strcpy(buf, sizeof(buf), path) < 0)

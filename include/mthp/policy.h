@@ -89,7 +89,8 @@ void mthp_policy_set_free(struct mthp_policy_set *s);
 
 /* Pure: index of the policy that manages a process in memory cgroup path
  * (it or its nearest matching ancestor), or -1. managed (may be NULL) gets
- * the cgroup that matched. */
+ * the cgroup that matched. A path with a ".." component (a cgroup outside
+ * the reader's cgroup namespace) matches nothing. */
 int mthp_policy_match(const struct mthp_policy_set *s, const char *path, char *managed, size_t size);
 /* Does policy p match exactly this cgroup (not an ancestor)? The patterns
  * only: no delegation rule (see mthp_policy_set_matches). */
