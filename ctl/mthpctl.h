@@ -68,6 +68,7 @@ enum {
         O_CONFIG = 1 << 8,
         O_THP = 1 << 9,
         O_POLICY_DIR = 1 << 10,
+        O_TYPE = 1 << 11,
 };
 
 struct command;
@@ -89,6 +90,7 @@ struct ctl {
         const char *config;          /* simulate */
         const char *thp;             /* exec */
         const char *policy_dir;      /* cgroups (without mthpd), simulate */
+        const char *type;            /* check --type: "config", "policy" or NULL (by the name) */
 };
 
 struct command {
