@@ -19,6 +19,7 @@
 #include "mthp/policy.h"
 #include "mthp/safe-io.h"
 #include "mthp/util.h"
+#include "mthp-config.h"
 
 static const char *const mode_names[] = {
         [MTHP_POLICY_AUTO] = "auto",
@@ -416,12 +417,14 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool check_owner,
-                      struct mthp_policy_set **ret, char *err, size_t errsz) {
+/* paths[i] is in directory dirs[layer[i]] (opened as fds[layer[i]]; layer
+ * NULL: all in dirs[0]); fds NULL: paths are opened as they are. */
+static int load_paths(const int *fds, const char *const *dirs, const unsigned *layer, char **paths, size_t n,
+                      bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz) {
         if (err && errsz)
                 err[0] = 0;
         if (n > MTHP_POLICIES_MAX) {
-                add_error(err, errsz, "%s: %zu policy files, expected at most %d", dir ? dir : "policy", n,
+                add_error(err, errsz, "%s: %zu policy files, expected at most %d", dirs ? dirs[0] : "policy", n,
                           MTHP_POLICIES_MAX);
                 return -E2BIG;
         }
@@ -436,8 +439,9 @@ static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool c
         int r = 0;
         for (size_t i = 0; i < n; i++) {
                 const char *base = strrchr(paths[i], '/');
-                int q = load_one(dirfd, dir, paths[i], base ? base + 1 : paths[i], check_owner, &s->p[s->n], err,
-                                 errsz);
+                unsigned l = layer ? layer[i] : 0;
+                int q = load_one(fds ? fds[l] : -1, fds ? dirs[l] : NULL, paths[i], base ? base + 1 : paths[i],
+                                 check_owner, &s->p[s->n], err, errsz);
                 if (q == -ENOMEM) {
                         r = q;
                         break;
@@ -458,15 +462,21 @@ static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool c
         return 0;
 }
 
+/* the default PolicyDirectory= and the two it overrides */
+static const char *const default_dirs[] = { MTHP_SYSCONFDIR "/policy.d", MTHP_RUNDIR "/policy.d",
+                                            MTHP_VENDORDIR "/policy.d", NULL };
+
 int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz) {
         char why[PATH_MAX + 256];
+        if (strcmp(dir, default_dirs[0]) == 0)
+                return mthp_policy_load_dirs(default_dirs, check_owner, ret, err, errsz);
         if (err && errsz)
                 err[0] = 0;
         /* the directory itself: whoever can write it can add files or block
          * every reload (a 0777 policy.d) */
         int dirfd = mthp_safe_open_dir(dir, check_owner ? MTHP_SAFE_OWNER : 0, false, why, sizeof(why));
         if (dirfd == -ENOENT)
-                return load_paths(-1, dir, NULL, 0, check_owner, ret, err, errsz);
+                return load_paths(NULL, &dir, NULL, NULL, 0, check_owner, ret, err, errsz);
         if (dirfd < 0) {
                 if (err && errsz)
                         snprintf(err, errsz, "%s\n", why);
@@ -510,7 +520,7 @@ int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_s
         if (r == 0) {
                 if (n > 1) /* qsort(NULL, 0, ...) is undefined */
                         qsort(paths, n, sizeof(*paths), cmp_str);
-                r = load_paths(dirfd, dir, paths, n, check_owner, ret, err, errsz);
+                r = load_paths(&dirfd, &dir, NULL, paths, n, check_owner, ret, err, errsz);
         }
         close(dirfd);
         for (size_t i = 0; i < n; i++)
@@ -521,7 +531,45 @@ int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_s
 
 int mthp_policy_load_files(const char *const *files, size_t n, bool check_owner, struct mthp_policy_set **ret,
                            char *err, size_t errsz) {
-        return load_paths(-1, NULL, (char **) files, n, check_owner, ret, err, errsz);
+        return load_paths(NULL, NULL, NULL, (char **) files, n, check_owner, ret, err, errsz);
+}
+
+int mthp_policy_load_dirs(const char *const *dirs, bool check_owner, struct mthp_policy_set **ret, char *err,
+                          size_t errsz) {
+        char why[PATH_MAX + 256];
+        int fds[MTHP_POLICY_DIRS_MAX];
+        size_t nd = 0, n = 0;
+        char **paths = NULL;
+        int r = 0;
+        if (err && errsz)
+                err[0] = 0;
+        /* each directory as load_dir checks it; a missing one has no files */
+        for (; dirs[nd] && nd < MTHP_POLICY_DIRS_MAX; nd++) {
+                fds[nd] = mthp_safe_open_dir(dirs[nd], check_owner ? MTHP_SAFE_OWNER : 0, false, why, sizeof(why));
+                if (fds[nd] < 0 && fds[nd] != -ENOENT && r == 0) {
+                        r = fds[nd];
+                        if (err && errsz)
+                                snprintf(err, errsz, "%s\n", why);
+                }
+        }
+        if (r == 0)
+                r = mthp_conf_files_list(dirs, ".policy", &paths, &n, err, errsz);
+        unsigned *layer = r == 0 ? calloc(n ? n : 1, sizeof(*layer)) : NULL;
+        if (r == 0 && !layer)
+                r = -ENOMEM;
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                size_t len = (size_t) (strrchr(paths[i], '/') - paths[i]);
+                while (layer[i] < nd && (strlen(dirs[layer[i]]) != len || strncmp(dirs[layer[i]], paths[i], len)))
+                        layer[i]++;
+        }
+        if (r == 0)
+                r = load_paths(fds, dirs, layer, paths, n, check_owner, ret, err, errsz);
+        free(layer);
+        mthp_conf_files_free(paths, n);
+        for (size_t i = 0; i < nd; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return r;
 }
 
 void mthp_policy_set_free(struct mthp_policy_set *s) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "mthp/config.h"
+#include "mthp/policy.h"
 #include "mthp/timespan.h"
 #include "unit.h"
 
@@ -756,6 +757,52 @@ static void test_dropin_explicit(void **state) {
         tree_free(&t);
 }
 
+/* Policy files over the three directories, as the default policy.d is read */
+static void test_policy_dirs_masking(void **state) {
+        (void) state;
+        struct tree t;
+        struct mthp_policy_set *set = NULL;
+        char err[2048], etc[96], run[96], lib[96], p[160];
+        tree_make(&t);
+        snprintf(etc, sizeof(etc), "%s/policy.d", t.etc);
+        snprintf(run, sizeof(run), "%s/policy.d", t.run);
+        snprintf(lib, sizeof(lib), "%s/policy.d", t.lib);
+        assert_int_equal(mkdir(etc, 0755), 0);
+        assert_int_equal(mkdir(lib, 0755), 0); /* run has none: no files */
+        tree_put(lib, "10-db.policy", "[Match]\nCgroup=/db\n[Policy]\nAnon=always\n");
+        tree_put(lib, "20-web.policy", "[Match]\nCgroup=/web\n[Policy]\nAnon=always\n");
+        tree_put(lib, "30-batch.policy", "[Match]\nCgroup=/batch\n[Policy]\nAnon=always\n");
+        tree_put(etc, "10-db.policy", "[Match]\nCgroup=/db\n[Policy]\nAnon=never\n");
+        tree_put(etc, "15-cache.policy", "[Match]\nCgroup=/cache\n[Policy]\nAnon=always\n");
+        snprintf(p, sizeof(p), "%s/30-batch.policy", etc);
+        assert_int_equal(symlink("/dev/null", p), 0);
+        const char *dirs[] = { etc, run, lib, NULL };
+        assert_int_equal(mthp_policy_load_dirs(dirs, true, &set, err, sizeof(err)), 0);
+        assert_int_equal(set->n, 3);
+        assert_string_equal(set->p[0].name, "10-db");
+        assert_int_equal(set->p[0].mode[MTHP_ANON], MTHP_POLICY_NEVER); /* /etc's */
+        assert_string_equal(set->p[1].name, "15-cache");
+        assert_string_equal(set->p[2].name, "20-web");
+        snprintf(p, sizeof(p), "%s/20-web.policy", lib);
+        assert_string_equal(set->p[2].file, p);
+        mthp_policy_set_free(set);
+
+        /* an error in a vendor file names it; none of the set is loaded */
+        tree_put(lib, "20-web.policy", "[Match]\nCgroup=/web\n[Policy]\nAnon=sometimes\n");
+        set = (struct mthp_policy_set *) 0x1;
+        assert_int_equal(mthp_policy_load_dirs(dirs, true, &set, err, sizeof(err)), -EINVAL);
+        assert_ptr_equal(set, (struct mthp_policy_set *) 0x1);
+        snprintf(p, sizeof(p), "%s/20-web.policy:4:", lib);
+        assert_contains(err, p);
+        /* a directory others can write is refused, as policy.d alone is */
+        assert_int_equal(chmod(run, 0), -1);
+        assert_int_equal(mkdir(run, 0777), 0);
+        assert_int_equal(chmod(run, 0777), 0);
+        assert_true(mthp_policy_load_dirs(dirs, true, &set, err, sizeof(err)) < 0);
+        assert_contains(err, run);
+        tree_free(&t);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_key),
@@ -775,6 +822,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dropin_masking),
         cmocka_unit_test(test_dropin_errors),
         cmocka_unit_test(test_dropin_explicit),
+        cmocka_unit_test(test_policy_dirs_masking),
 };
 
 static const struct CMUnitTest known_bugs[] = {
