@@ -413,10 +413,6 @@ static int check_overlaps(const struct mthp_policy_set *s, char *err, size_t err
         return r;
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* paths[i] is in directory dirs[layer[i]] (opened as fds[layer[i]]; layer
  * NULL: all in dirs[0]); fds NULL: paths are opened as they are. */
 static int load_paths(const int *fds, const char *const *dirs, const unsigned *layer, char **paths, size_t n,
@@ -467,66 +463,9 @@ static const char *const default_dirs[] = { MTHP_SYSCONFDIR "/policy.d", MTHP_RU
                                             MTHP_VENDORDIR "/policy.d", NULL };
 
 int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz) {
-        char why[PATH_MAX + 256];
-        if (strcmp(dir, default_dirs[0]) == 0)
-                return mthp_policy_load_dirs(default_dirs, check_owner, ret, err, errsz);
-        if (err && errsz)
-                err[0] = 0;
-        /* the directory itself: whoever can write it can add files or block
-         * every reload (a 0777 policy.d) */
-        int dirfd = mthp_safe_open_dir(dir, check_owner ? MTHP_SAFE_OWNER : 0, false, why, sizeof(why));
-        if (dirfd == -ENOENT)
-                return load_paths(NULL, &dir, NULL, NULL, 0, check_owner, ret, err, errsz);
-        if (dirfd < 0) {
-                if (err && errsz)
-                        snprintf(err, errsz, "%s\n", why);
-                return dirfd;
-        }
-        int dfd = dup(dirfd);
-        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-        if (!d) {
-                int e = errno;
-                if (dfd >= 0)
-                        close(dfd);
-                close(dirfd);
-                if (err && errsz)
-                        snprintf(err, errsz, "%s: %s\n", dir, strerror(e));
-                return -e;
-        }
-        char **paths = NULL;
-        size_t n = 0, cap = 0;
-        int r = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                if (len <= 7 || strcmp(de->d_name + len - 7, ".policy") != 0 || de->d_name[0] == '.')
-                        continue;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        char **np = realloc(paths, cap * sizeof(*paths));
-                        if (!np) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        paths = np;
-                }
-                if (asprintf(&paths[n], "%s/%s", dir, de->d_name) < 0) {
-                        r = -ENOMEM;
-                        break;
-                }
-                n++;
-        }
-        closedir(d);
-        if (r == 0) {
-                if (n > 1) /* qsort(NULL, 0, ...) is undefined */
-                        qsort(paths, n, sizeof(*paths), cmp_str);
-                r = load_paths(&dirfd, &dir, NULL, paths, n, check_owner, ret, err, errsz);
-        }
-        close(dirfd);
-        for (size_t i = 0; i < n; i++)
-                free(paths[i]);
-        free(paths);
-        return r;
+        const char *one[] = { dir, NULL };
+        return mthp_policy_load_dirs(strcmp(dir, default_dirs[0]) == 0 ? default_dirs : one, check_owner, ret, err,
+                                     errsz);
 }
 
 int mthp_policy_load_files(const char *const *files, size_t n, bool check_owner, struct mthp_policy_set **ret,

@@ -78,7 +78,8 @@ bool mthp_policy_cgroup_delegated(const struct mthp_policy_set *s, const char *c
  * any error *ret is untouched and every "FILE:LINE: ..." error is in err, one
  * per line. check_owner: refuse files not owned by root, group/world
  * writable, or symlinks that resolve outside dir. A missing dir is an empty
- * set. The default directory (MTHP_SYSCONFDIR/policy.d, /etc/mthpd/policy.d)
+ * set, and so is a name masked as in mthp_policy_load_dirs (an empty file, a
+ * symlink to /dev/null). The default directory (MTHP_SYSCONFDIR/policy.d, /etc/mthpd/policy.d)
  * is read with /run/mthpd/policy.d and the vendor's PREFIX/lib/mthpd/policy.d
  * (mthp_policy_load_dirs). */
 int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz);
