@@ -91,6 +91,10 @@ _mthpctl() {
         -n | --lines | --iterations)
                 return
                 ;;
+        -t | --type)
+                COMPREPLY=($(compgen -W "config policy" -- "$cur"))
+                return
+                ;;
         esac
 
         # the command: the first word that is not an option or an option's value
@@ -141,7 +145,7 @@ _mthpctl() {
         exec) opts+=" --thp=disable --thp=except-advised --thp=madvise --thp=inherit --" ;;
         simulate) opts+=" -j --json -c --config -p --policy-dir" ;;
         cgroups) opts+=" -j --json --sample -p --policy-dir" ;;
-        check) opts+=" -j --json" ;;
+        check) opts+=" -j --json -t --type" ;;
         metrics) opts+=" -j --json -o --output" ;;
         esac
         if [[ $cur == -* ]]; then
@@ -155,7 +159,7 @@ _mthpctl() {
         for ((i = cmd_at + 1; i < cword; i++)); do
                 case ${words[i]} in
                 -r | --root | -s | --state-dir | --sample | -n | --lines | --since | --for | --until | \
-                        -i | --interval | --iterations | -c | --config | -p | --policy-dir) ((i++)) ;;
+                        -i | --interval | --iterations | -c | --config | -p | --policy-dir | -t | --type) ((i++)) ;;
                 -*) ;;
                 *) args+=("${words[i]}") ;;
                 esac

@@ -129,14 +129,22 @@ static const struct command commands[] = {
           "nothing (exit status 1).\n"
           "Exit status: CMD's; 127 if CMD is not found, 126 if it cannot be run.\n",
           O_THP, NULL, 1, -1, cmd_exec },
-        { "check", "FILE|DIR... [--json]", "validate mthpd.conf and policy files",
-          "Validate configuration files without the daemon: mthpd.conf files, policy\n"
-          "files (*.policy, checked together so that a cgroup matched in two files is\n"
-          "caught) and policy directories (every *.policy in it, as mthpd loads them).\n"
+        { "check", "[--type config|policy] [FILE|DIR...] [--json]", "validate mthpd.conf and policy files",
+          "Validate configuration files without the daemon: mthpd.conf files and their\n"
+          "drop-ins, policy files (*.policy, checked together so that a cgroup matched in\n"
+          "two files is caught) and policy directories (every *.policy in it, as mthpd\n"
+          "loads them). A file's type is told by its name (*.policy: a policy file, any\n"
+          "other: an mthpd.conf) unless --type says it, as for a temporary file of a\n"
+          "configuration management tool. A FILE is checked alone, without FILE.d/.\n"
+          "Without FILE: the configuration mthpd reads by default, each file in the order\n"
+          "read (mthpd.conf of " MTHP_SYSCONFDIR ", " MTHP_RUNDIR " or " MTHP_VENDORDIR ",\n"
+          "then mthpd.conf.d/*.conf of all three), checked together, then its\n"
+          "PolicyDirectory=.\n"
           "Policy files must be owned by root and not writable by group or others.\n"
           "Errors are printed as FILE:LINE: ...; exit status 1 if any file is invalid.\n\n"
-          "  -j, --json      machine-readable output: each file, valid, its errors\n",
-          O_JSON, NULL, 1, -1, cmd_check },
+          "  -t, --type TYPE  config or policy: every FILE is of that type\n"
+          "  -j, --json       machine-readable output: each file, valid, its errors\n",
+          O_JSON | O_TYPE, NULL, 0, -1, cmd_check },
         { "simulate", "FILE [--config CONF] [--policy-dir DIR] [--json]",
           "replay a recording (mthpd --record) through the engine",
           "Replay a recording made with 'mthpd --record FILE' through the engine, with\n"
@@ -173,6 +181,7 @@ static const struct {
         { { "thp", required_argument, NULL, OPT_THP }, O_THP, NULL },
         { { "policy-dir", required_argument, NULL, 'p' }, O_POLICY_DIR, "p:" },
         { { "output", required_argument, NULL, 'o' }, O_OUTPUT, "o:" },
+        { { "type", required_argument, NULL, 't' }, O_TYPE, "t:" },
 };
 #define N_COMMAND_OPTIONS (sizeof(command_options) / sizeof(command_options[0]))
 
@@ -279,6 +288,12 @@ static int parse_command(struct ctl *c, const struct command *cmd, int argc, cha
                 case 'c': c->config = optarg; break;
                 case 'p': c->policy_dir = optarg; break;
                 case 'o': c->output = optarg; break;
+                case 't':
+                        if (strcmp(optarg, "config") != 0 && strcmp(optarg, "policy") != 0)
+                                return bad_value(cmd, "--type", "config (an mthpd.conf) or policy (a policy file)",
+                                                 optarg);
+                        c->type = optarg;
+                        break;
                 case OPT_THP:
                         if (strcmp(optarg, "disable") != 0 && strcmp(optarg, "except-advised") != 0 &&
                             strcmp(optarg, "madvise") != 0 && strcmp(optarg, "inherit") != 0)

@@ -69,6 +69,7 @@ enum {
         O_THP = 1 << 9,
         O_POLICY_DIR = 1 << 10,
         O_OUTPUT = 1 << 11,
+        O_TYPE = 1 << 12,
 };
 
 struct command;
@@ -91,6 +92,7 @@ struct ctl {
         const char *thp;             /* exec */
         const char *policy_dir;      /* cgroups (without mthpd), simulate */
         const char *output;          /* metrics --output: the file to replace atomically */
+        const char *type;            /* check --type: "config", "policy" or NULL (by the name) */
 };
 
 struct command {

@@ -122,6 +122,67 @@ static int check_policy_files(struct ctl *c, const char *const *files, size_t n,
         return bad;
 }
 
+/* A configuration of several files, checked together as mthpd reads it:
+ * each file ok or its errors; the values of all of them in cfg. */
+static int check_config_files(struct ctl *c, const struct mthp_config_files *f, struct mthp_config *cfg,
+                              bool *first_file) {
+        static char err[65536];
+        err[0] = 0;
+        bool valid = mthp_config_load_files(f, cfg, err, sizeof(err)) == 0;
+        if (!valid && !c->json)
+                print_errors(err);
+        int bad = 0;
+        for (size_t i = 0; i < f->n; i++) {
+                bool ok = valid || !errors_about(err, f->path[i]);
+                bad += !ok;
+                print_check(c, f->path[i], false, ok, err, first_file);
+        }
+        /* what is about no one file (LowerFaultRate= of the merged files) */
+        if (!valid && !bad) {
+                if (c->json)
+                        print_check(c, f->n ? f->path[0] : "mthpd.conf", false, false, err, first_file);
+                bad = 1;
+        }
+        if (!f->n && !c->json)
+                printf("no mthpd.conf or drop-in: built-in defaults\n");
+        return bad;
+}
+
+/* No FILE: the files mthpd reads by default and the policy directory they
+ * name, each listed in the order read. */
+static int check_default(struct ctl *c, bool *first_file) {
+        struct mthp_config_files f;
+        struct mthp_config cfg;
+        static char err[65536];
+        mthp_config_defaults(&cfg);
+        int r = mthp_config_files_find(mthp_config_default_dirs, &f, err, sizeof(err));
+        if (r < 0) {
+                if (c->json)
+                        print_check(c, "mthpd.conf.d", true, false, err, first_file);
+                else
+                        print_errors(err);
+                return 1;
+        }
+        int bad = check_config_files(c, &f, &cfg, first_file);
+        mthp_config_files_free(&f);
+        if (bad)
+                return bad; /* the policy directory the files name is not known */
+        struct mthp_policy_set *set = NULL;
+        err[0] = 0;
+        r = mthp_policy_load_dir(cfg.policy_dir, true, &set, err, sizeof(err));
+        if (r == 0) {
+                for (unsigned j = 0; j < set->n; j++)
+                        print_check(c, set->p[j].file, false, true, "", first_file);
+                mthp_policy_set_free(set);
+                return 0;
+        }
+        if (c->json)
+                print_check(c, cfg.policy_dir, true, false, err, first_file);
+        else
+                print_errors(err);
+        return 1;
+}
+
 int cmd_check(struct ctl *c, int argc, char **argv) {
         int bad = 0;
         bool first_file = true;
@@ -129,8 +190,11 @@ int cmd_check(struct ctl *c, int argc, char **argv) {
         size_t n_policies = 0;
         if (c->json)
                 printf("{\"files\":[");
+        if (argc == 0)
+                bad += check_default(c, &first_file);
         for (int i = 0; i < argc; i++) {
-                if (is_dir(argv[i])) {
+                bool policy = c->type ? strcmp(c->type, "policy") == 0 : is_policy_file(argv[i]);
+                if (is_dir(argv[i]) && (!c->type || policy)) {
                         /* a policy directory: every *.policy in it, as mthpd loads them */
                         struct mthp_policy_set *set = NULL;
                         static char err[65536];
@@ -149,19 +213,17 @@ int cmd_check(struct ctl *c, int argc, char **argv) {
                                 print_errors(err);
                         continue;
                 }
-                if (is_policy_file(argv[i])) {
+                if (policy) {
                         policies = xrealloc(policies, (n_policies + 1) * sizeof(*policies));
                         policies[n_policies++] = argv[i];
                         continue;
                 }
+                /* one file alone, FILE.d/ or not: what config management validates */
                 struct mthp_config cfg;
-                char err[8192] = "";
+                char *one[] = { argv[i] };
+                struct mthp_config_files f = { .path = one, .n = 1, .main = true };
                 mthp_config_defaults(&cfg);
-                bool valid = mthp_config_load(argv[i], &cfg, err, sizeof(err)) == 0;
-                bad += !valid;
-                if (!valid && !c->json)
-                        print_errors(err);
-                print_check(c, argv[i], false, valid, err, &first_file);
+                bad += check_config_files(c, &f, &cfg, &first_file);
         }
         bool set_error = false;
         size_t set_errsz = 1 << 20;

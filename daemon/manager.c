@@ -61,8 +61,22 @@ static bool cgroup_user_owned(void *user, const char *cgroup) {
         return d->host && mthp_cgroup_owned_by_user(d->host, &d->caps, cgroup);
 }
 
-/* The configuration file with the command line's overrides (not the mode's:
- * the callers decide it). err gets every "FILE:LINE: ..." error, one per
+/* The files read, in order, for the log: "FILE, ..." (a configuration
+ * without a main file starts from the built-in defaults). */
+static void config_files_text(const struct mthp_config_files *f, char *buf, size_t size) {
+        size_t len = 0;
+        buf[0] = 0;
+        if (!f->main)
+                len = (size_t) snprintf(buf, size, "built-in defaults%s", f->n ? ", " : "");
+        for (size_t i = 0; i < f->n && len + 1 < size; i++) {
+                int n = snprintf(buf + len, size - len, "%s%s", i ? ", " : "", f->path[i]);
+                len = n < 0 ? len : len + (size_t) n;
+        }
+}
+
+/* The configuration files with the command line's overrides (not the mode's:
+ * the callers decide it); the files in effect are logged once all of
+ * them and the policy files loaded. err gets every "FILE:LINE: ..." error, one per
  * line. *from_file: read from the file, not the built-in defaults (which a
  * missing default file gives at start). On reload a file that is gone is an
  * error when the running configuration came from it: the defaults are not
@@ -71,21 +85,28 @@ static int load_config(struct daemon *d, bool reload, struct mthp_config *out, s
                        bool *from_file, char *err, size_t errsz) {
         struct mthp_config c;
         mthp_config_defaults(&c);
-        /* only a file that is not there gives the defaults: one that cannot
-         * be reached (EACCES) is read, and its error said */
-        int missing = !d->config_explicit && access(d->config_file, F_OK) < 0 && errno == ENOENT;
-        *from_file = !missing;
-        if (missing && reload && d->config_from_file) {
+        /* the main file and the drop-ins (mthpd.conf(5), FILES); only a main
+         * file that is not there gives the defaults under the drop-ins: one
+         * that cannot be reached (EACCES) is read, and its error said */
+        struct mthp_config_files files;
+        int r = d->config_explicit ? mthp_config_files_explicit(d->config_file, &files, err, errsz)
+                                   : mthp_config_files_find(mthp_config_default_dirs, &files, err, errsz);
+        if (r < 0)
+                return r;
+        *from_file = files.main;
+        if (!files.main && reload && d->config_from_file) {
                 snprintf(err, errsz, "%s: the file is gone (no such file); keeping the running configuration, read "
                          "from it at the last start or reload (put it back, or restart mthpd to run on the "
                          "built-in defaults)\n", d->config_file);
+                mthp_config_files_free(&files);
                 return -ENOENT;
         }
-        if (!missing) {
-                int r = mthp_config_load(d->config_file, &c, err, errsz);
-                if (r < 0)
-                        return r;
-        }
+        char list[4096];
+        config_files_text(&files, list, sizeof(list));
+        r = mthp_config_load_files(&files, &c, err, errsz);
+        mthp_config_files_free(&files);
+        if (r < 0)
+                return r;
         if (d->interval_cli)
                 c.interval_usec = d->interval_cli;
         if (d->state_dir_cli && mthp_config_set_state_dir(&c, d->state_dir_cli) < 0) {
@@ -102,9 +123,10 @@ static int load_config(struct daemon *d, bool reload, struct mthp_config *out, s
                 c.bus = false;
         /* the policy files with it: all of them or, on any error, none */
         struct mthp_policy_set *set = NULL;
-        int r = mthp_policy_load_dir(c.policy_dir, true, &set, err, errsz);
+        r = mthp_policy_load_dir(c.policy_dir, true, &set, err, errsz);
         if (r < 0)
                 return r;
+        mthp_log(LOG_INFO, "configuration: %s", list);
         /* Unit= stays out of cgroups owned by users unless Delegated=yes */
         set->user_owned = cgroup_user_owned;
         set->user_owned_data = d;

@@ -505,3 +505,109 @@ int mthp_config_load_string(const char *name, const char *text, struct mthp_conf
         int r = mthp_ini_parse_string(name, text, handler_once, &ps, err, errsz);
         return finish(&tmp, c, name, r, err, errsz);
 }
+
+const char *const mthp_config_default_dirs[] = { MTHP_SYSCONFDIR, MTHP_RUNDIR, MTHP_VENDORDIR, NULL };
+
+void mthp_config_files_free(struct mthp_config_files *f) {
+        mthp_conf_files_free(f->path, f->n);
+        f->path = NULL;
+        f->n = 0;
+        f->main = false;
+}
+
+/* main (may be NULL: none) first, then the drop-ins */
+static int files_make(const char *main, const char *const *dropin_dirs, struct mthp_config_files *f, char *err,
+                      size_t errsz) {
+        char **p = NULL;
+        size_t n = 0;
+        memset(f, 0, sizeof(*f));
+        int r = mthp_conf_files_list(dropin_dirs, ".conf", &p, &n, err, errsz);
+        if (r < 0)
+                return r;
+        if (main) {
+                char **q = realloc(p, (n + 1) * sizeof(*p));
+                char *m = strdup(main);
+                if (!q || !m) {
+                        free(m);
+                        mthp_conf_files_free(q ? q : p, n);
+                        return -ENOMEM;
+                }
+                memmove(q + 1, q, n * sizeof(*q));
+                q[0] = m;
+                p = q;
+                n++;
+        }
+        f->path = p;
+        f->n = n;
+        f->main = main != NULL;
+        return 0;
+}
+
+int mthp_config_files_find(const char *const *dirs, struct mthp_config_files *f, char *err, size_t errsz) {
+        char main[MTHP_PATH_MAX], *dropin[MTHP_CONFIG_DIRS_MAX + 1] = { NULL };
+        const char *found = NULL;
+        int r = 0;
+        size_t i;
+        for (i = 0; dirs[i] && i < MTHP_CONFIG_DIRS_MAX; i++) {
+                if (asprintf(&dropin[i], "%s/" MTHP_CONFIG_NAME ".d", dirs[i]) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (found || !dirs[i][0])
+                        continue;
+                /* the first that exists; a /dev/null one masks those after it */
+                if (mthp_path_join(main, sizeof(main), dirs[i], MTHP_CONFIG_NAME) < 0) {
+                        r = -ENAMETOOLONG;
+                        break;
+                }
+                int m = mthp_conf_file_masked(main, false);
+                if (m == -ENOENT)
+                        continue;
+                found = m == 1 ? "" : main;
+        }
+        if (r == 0)
+                r = files_make(found && *found ? found : NULL, (const char *const *) dropin, f, err, errsz);
+        else if (err && errsz)
+                snprintf(err, errsz, "%s: %s\n", dirs[i], strerror(-r));
+        for (i = 0; i < MTHP_CONFIG_DIRS_MAX; i++)
+                free(dropin[i]);
+        return r;
+}
+
+int mthp_config_files_explicit(const char *file, struct mthp_config_files *f, char *err, size_t errsz) {
+        char *dir = NULL;
+        if (asprintf(&dir, "%s.d", file) < 0)
+                return -ENOMEM;
+        const char *dirs[] = { dir, NULL };
+        int r = files_make(file, dirs, f, err, errsz);
+        free(dir);
+        return r;
+}
+
+int mthp_config_load_files(const struct mthp_config_files *f, struct mthp_config *c, char *err, size_t errsz) {
+        struct mthp_config tmp = *c;
+        int r = 0;
+        size_t len = 0;
+        bool e = err && errsz;
+        if (e)
+                err[0] = 0;
+        /* every file, each error of each: a later file's key overrides an
+         * earlier one's, twice in one file is still an error */
+        for (size_t i = 0; i < f->n; i++) {
+                struct parse ps = { .c = &tmp };
+                int q = mthp_ini_parse_file(f->path[i], MTHP_SAFE_OWNER, handler_once, &ps, e ? err + len : NULL,
+                                            e ? errsz - len : 0);
+                if (e)
+                        len += strlen(err + len);
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        if (r < 0)
+                return r;
+        char name[MTHP_PATH_MAX + 32];
+        if (f->n == 0)
+                snprintf(name, sizeof(name), "the built-in configuration");
+        else
+                snprintf(name, sizeof(name), "%s%s", f->path[0], f->n > 1 ? " and its drop-ins" : "");
+        return finish(&tmp, c, name, r, err, errsz);
+}

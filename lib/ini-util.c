@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "ini-util.h"
 #include "mthp/probe.h"
@@ -135,4 +138,89 @@ int mthp_ini_parse_string(const char *name, const char *text, mthp_ini_handler h
 int mthp_ini_bad(struct mthp_ini *ini, const char *section, const char *key, const char *value, const char *what) {
         mthp_ini_error(ini, "key '%s' in [%s]: expected %s, got '%s'", key, section, what, value);
         return -EINVAL;
+}
+
+int mthp_conf_file_masked(const char *path, bool empty) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return -errno;
+        if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+                return 1;
+        return empty && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+void mthp_conf_files_free(char **paths, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(paths[i]);
+        free(paths);
+}
+
+static int cmp_base(const void *a, const void *b) {
+        const char *x = *(char *const *) a, *y = *(char *const *) b;
+        return strcmp(strrchr(x, '/') + 1, strrchr(y, '/') + 1);
+}
+
+int mthp_conf_files_list(const char *const *dirs, const char *suffix, char ***paths, size_t *n, char *err,
+                         size_t errsz) {
+        char **p = NULL;
+        size_t np = 0, cap = 0, slen = strlen(suffix);
+        int r = 0;
+        if (err && errsz)
+                err[0] = 0;
+        for (size_t i = 0; dirs[i] && r == 0; i++) {
+                DIR *d = opendir(dirs[i]);
+                if (!d) {
+                        if (errno == ENOENT)
+                                continue;
+                        r = -errno;
+                        if (err && errsz)
+                                snprintf(err, errsz, "%s: %s, expected a directory of *%s files\n", dirs[i],
+                                         strerror(errno), suffix);
+                        break;
+                }
+                struct dirent *de;
+                while ((de = readdir(d))) {
+                        size_t len = strlen(de->d_name);
+                        if (de->d_name[0] == '.' || len <= slen || strcmp(de->d_name + len - slen, suffix) != 0)
+                                continue;
+                        bool seen = false; /* an earlier directory has the name: it masks this one */
+                        for (size_t j = 0; j < np && !seen; j++)
+                                seen = strcmp(strrchr(p[j], '/') + 1, de->d_name) == 0;
+                        if (seen)
+                                continue;
+                        if (np == cap) {
+                                cap = cap ? cap * 2 : 16;
+                                char **q = realloc(p, cap * sizeof(*p));
+                                if (!q) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                p = q;
+                        }
+                        if (asprintf(&p[np], "%s/%s", dirs[i], de->d_name) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        np++;
+                }
+                closedir(d);
+        }
+        /* masked names held their place above; drop them now */
+        size_t k = 0;
+        for (size_t i = 0; i < np; i++) {
+                if (r == 0 && mthp_conf_file_masked(p[i], true) == 1)
+                        free(p[i]);
+                else
+                        p[k++] = p[i];
+        }
+        np = k;
+        if (r < 0) {
+                mthp_conf_files_free(p, np);
+                return r;
+        }
+        if (np > 1)
+                qsort(p, np, sizeof(*p), cmp_base);
+        *paths = p;
+        *n = np;
+        return 0;
 }

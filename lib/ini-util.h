@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* inih with line numbers: Debian's libinih is built without
@@ -30,3 +31,20 @@ void mthp_ini_error(struct mthp_ini *ini, const char *fmt, ...) __attribute__((f
 /* A bad value, said the one way: "key 'K' in [S]: expected WHAT, got 'V'".
  * Returns -EINVAL. */
 int mthp_ini_bad(struct mthp_ini *ini, const char *section, const char *key, const char *value, const char *what);
+
+/* Drop-in files as systemd lists them (systemd.unit(5), "drop-in"): every
+ * FILE ending in suffix (not starting with '.') of the directories dirs[]
+ * (NULL-terminated, the first one wins: /etc before /run before /usr/lib),
+ * sorted by file name whatever directory holds it. A name in an earlier
+ * directory masks the same name in every later one; a masking file that is
+ * a symlink to /dev/null or empty drops the name altogether. A directory
+ * that does not exist has no files; one that cannot be read is an error
+ * ("DIR: why", in err). *paths (malloc'd, *n of them; free with
+ * mthp_conf_files_free) are "DIR/FILE". */
+int mthp_conf_files_list(const char *const *dirs, const char *suffix, char ***paths, size_t *n, char *err,
+                         size_t errsz);
+void mthp_conf_files_free(char **paths, size_t n);
+/* path is a symlink to /dev/null (or /dev/null itself), or with empty an
+ * empty file: a masked name (1), else 0; -errno when it cannot be looked
+ * at (ENOENT included). */
+int mthp_conf_file_masked(const char *path, bool empty);

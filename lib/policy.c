@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -19,6 +18,7 @@
 #include "mthp/policy.h"
 #include "mthp/safe-io.h"
 #include "mthp/util.h"
+#include "mthp-config.h"
 
 static const char *const mode_names[] = {
         [MTHP_POLICY_AUTO] = "auto",
@@ -412,16 +412,14 @@ static int check_overlaps(const struct mthp_policy_set *s, char *err, size_t err
         return r;
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool check_owner,
-                      struct mthp_policy_set **ret, char *err, size_t errsz) {
+/* paths[i] is in directory dirs[layer[i]] (opened as fds[layer[i]]; layer
+ * NULL: all in dirs[0]); fds NULL: paths are opened as they are. */
+static int load_paths(const int *fds, const char *const *dirs, const unsigned *layer, char **paths, size_t n,
+                      bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz) {
         if (err && errsz)
                 err[0] = 0;
         if (n > MTHP_POLICIES_MAX) {
-                add_error(err, errsz, "%s: %zu policy files, expected at most %d", dir ? dir : "policy", n,
+                add_error(err, errsz, "%s: %zu policy files, expected at most %d", dirs ? dirs[0] : "policy", n,
                           MTHP_POLICIES_MAX);
                 return -E2BIG;
         }
@@ -436,8 +434,9 @@ static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool c
         int r = 0;
         for (size_t i = 0; i < n; i++) {
                 const char *base = strrchr(paths[i], '/');
-                int q = load_one(dirfd, dir, paths[i], base ? base + 1 : paths[i], check_owner, &s->p[s->n], err,
-                                 errsz);
+                unsigned l = layer ? layer[i] : 0;
+                int q = load_one(fds ? fds[l] : -1, fds ? dirs[l] : NULL, paths[i], base ? base + 1 : paths[i],
+                                 check_owner, &s->p[s->n], err, errsz);
                 if (q == -ENOMEM) {
                         r = q;
                         break;
@@ -458,70 +457,57 @@ static int load_paths(int dirfd, const char *dir, char **paths, size_t n, bool c
         return 0;
 }
 
+/* the default PolicyDirectory= and the two it overrides */
+static const char *const default_dirs[] = { MTHP_SYSCONFDIR "/policy.d", MTHP_RUNDIR "/policy.d",
+                                            MTHP_VENDORDIR "/policy.d", NULL };
+
 int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz) {
-        char why[PATH_MAX + 256];
-        if (err && errsz)
-                err[0] = 0;
-        /* the directory itself: whoever can write it can add files or block
-         * every reload (a 0777 policy.d) */
-        int dirfd = mthp_safe_open_dir(dir, check_owner ? MTHP_SAFE_OWNER : 0, false, why, sizeof(why));
-        if (dirfd == -ENOENT)
-                return load_paths(-1, dir, NULL, 0, check_owner, ret, err, errsz);
-        if (dirfd < 0) {
-                if (err && errsz)
-                        snprintf(err, errsz, "%s\n", why);
-                return dirfd;
-        }
-        int dfd = dup(dirfd);
-        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-        if (!d) {
-                int e = errno;
-                if (dfd >= 0)
-                        close(dfd);
-                close(dirfd);
-                if (err && errsz)
-                        snprintf(err, errsz, "%s: %s\n", dir, strerror(e));
-                return -e;
-        }
-        char **paths = NULL;
-        size_t n = 0, cap = 0;
-        int r = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                if (len <= 7 || strcmp(de->d_name + len - 7, ".policy") != 0 || de->d_name[0] == '.')
-                        continue;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        char **np = realloc(paths, cap * sizeof(*paths));
-                        if (!np) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        paths = np;
-                }
-                if (asprintf(&paths[n], "%s/%s", dir, de->d_name) < 0) {
-                        r = -ENOMEM;
-                        break;
-                }
-                n++;
-        }
-        closedir(d);
-        if (r == 0) {
-                if (n > 1) /* qsort(NULL, 0, ...) is undefined */
-                        qsort(paths, n, sizeof(*paths), cmp_str);
-                r = load_paths(dirfd, dir, paths, n, check_owner, ret, err, errsz);
-        }
-        close(dirfd);
-        for (size_t i = 0; i < n; i++)
-                free(paths[i]);
-        free(paths);
-        return r;
+        const char *one[] = { dir, NULL };
+        return mthp_policy_load_dirs(strcmp(dir, default_dirs[0]) == 0 ? default_dirs : one, check_owner, ret, err,
+                                     errsz);
 }
 
 int mthp_policy_load_files(const char *const *files, size_t n, bool check_owner, struct mthp_policy_set **ret,
                            char *err, size_t errsz) {
-        return load_paths(-1, NULL, (char **) files, n, check_owner, ret, err, errsz);
+        return load_paths(NULL, NULL, NULL, (char **) files, n, check_owner, ret, err, errsz);
+}
+
+int mthp_policy_load_dirs(const char *const *dirs, bool check_owner, struct mthp_policy_set **ret, char *err,
+                          size_t errsz) {
+        char why[PATH_MAX + 256];
+        int fds[MTHP_POLICY_DIRS_MAX];
+        size_t nd = 0, n = 0;
+        char **paths = NULL;
+        int r = 0;
+        if (err && errsz)
+                err[0] = 0;
+        /* each directory as load_dir checks it; a missing one has no files */
+        for (; dirs[nd] && nd < MTHP_POLICY_DIRS_MAX; nd++) {
+                fds[nd] = mthp_safe_open_dir(dirs[nd], check_owner ? MTHP_SAFE_OWNER : 0, false, why, sizeof(why));
+                if (fds[nd] < 0 && fds[nd] != -ENOENT && r == 0) {
+                        r = fds[nd];
+                        if (err && errsz)
+                                snprintf(err, errsz, "%s\n", why);
+                }
+        }
+        if (r == 0)
+                r = mthp_conf_files_list(dirs, ".policy", &paths, &n, err, errsz);
+        unsigned *layer = r == 0 ? calloc(n ? n : 1, sizeof(*layer)) : NULL;
+        if (r == 0 && !layer)
+                r = -ENOMEM;
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                size_t len = (size_t) (strrchr(paths[i], '/') - paths[i]);
+                while (layer[i] < nd && (strlen(dirs[layer[i]]) != len || strncmp(dirs[layer[i]], paths[i], len)))
+                        layer[i]++;
+        }
+        if (r == 0)
+                r = load_paths(fds, dirs, layer, paths, n, check_owner, ret, err, errsz);
+        free(layer);
+        mthp_conf_files_free(paths, n);
+        for (size_t i = 0; i < nd; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return r;
 }
 
 void mthp_policy_set_free(struct mthp_policy_set *s) {

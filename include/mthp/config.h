@@ -118,6 +118,32 @@ int mthp_config_set_policy_dir(struct mthp_config *c, const char *path);
 int mthp_config_load(const char *file, struct mthp_config *c, char *err, size_t errsz);
 int mthp_config_load_string(const char *name, const char *text, struct mthp_config *c, char *err, size_t errsz);
 
+/* The files of a configuration, in the order they are read (mthpd.conf(5),
+ * FILES): the main file, if any (main), then the drop-ins NAME.d/ *.conf
+ * (mthp_conf_files_list: sorted by file name, an earlier directory's name
+ * masks a later one's, a /dev/null symlink or empty file masks it). */
+#define MTHP_CONFIG_NAME "mthpd.conf"
+#define MTHP_CONFIG_DIRS_MAX 8
+struct mthp_config_files {
+        char **path;
+        size_t n;
+        bool main;
+};
+/* The directories of the default configuration, the one that wins first:
+ * the administrator's (MTHP_SYSCONFDIR, /etc/mthpd), the runtime one
+ * (/run/mthpd) and the vendor's (/usr/lib/mthpd). NULL-terminated. */
+extern const char *const mthp_config_default_dirs[];
+/* The main file is the first DIR/mthpd.conf of dirs that exists (none if
+ * that one is a symlink to /dev/null); drop-ins from every DIR/mthpd.conf.d. */
+int mthp_config_files_find(const char *const *dirs, struct mthp_config_files *f, char *err, size_t errsz);
+/* An explicit file (mthpd --config FILE): FILE, then FILE.d/ *.conf. */
+int mthp_config_files_explicit(const char *file, struct mthp_config_files *f, char *err, size_t errsz);
+void mthp_config_files_free(struct mthp_config_files *f);
+/* Parse the files in order over c: a later file's key overrides an earlier
+ * one's. Every error of every file as "FILE:LINE: ..."; on any error c is
+ * left untouched (all files or none) and -EINVAL returned. */
+int mthp_config_load_files(const struct mthp_config_files *f, struct mthp_config *c, char *err, size_t errsz);
+
 /* Bounds of the durations, both ends allowed (mthpd.conf(5)): Interval=
  * and --interval from 100ms to 1h, StartGrace= up to 1h. Durations are
  * parsed by mthp_timespan_parse (mthp/timespan.h). */

@@ -78,8 +78,20 @@ bool mthp_policy_cgroup_delegated(const struct mthp_policy_set *s, const char *c
  * any error *ret is untouched and every "FILE:LINE: ..." error is in err, one
  * per line. check_owner: refuse files not owned by root, group/world
  * writable, or symlinks that resolve outside dir. A missing dir is an empty
- * set. */
+ * set, and so is a name masked as in mthp_policy_load_dirs (an empty file, a
+ * symlink to /dev/null). The default directory (MTHP_SYSCONFDIR/policy.d, /etc/mthpd/policy.d)
+ * is read with /run/mthpd/policy.d and the vendor's PREFIX/lib/mthpd/policy.d
+ * (mthp_policy_load_dirs). */
 int mthp_policy_load_dir(const char *dir, bool check_owner, struct mthp_policy_set **ret, char *err, size_t errsz);
+/* The same over several directories, the first one winning (the default
+ * policy directory: /etc/mthpd/policy.d, /run/mthpd/policy.d,
+ * /usr/lib/mthpd/policy.d): every *.policy of them by file name, one in an
+ * earlier directory masking the same name in a later one, a symlink to
+ * /dev/null or an empty file masking it altogether (mthp_conf_files_list).
+ * dirs is NULL-terminated, at most MTHP_POLICY_DIRS_MAX. */
+#define MTHP_POLICY_DIRS_MAX 4
+int mthp_policy_load_dirs(const char *const *dirs, bool check_owner, struct mthp_policy_set **ret, char *err,
+                          size_t errsz);
 /* The same for an explicit list of files (mthpctl check). */
 int mthp_policy_load_files(const char *const *files, size_t n, bool check_owner, struct mthp_policy_set **ret,
                            char *err, size_t errsz);

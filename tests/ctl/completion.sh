@@ -34,6 +34,8 @@ expect "mthpctl simulate x --" --config --policy-dir
 expect "mthpctl pin 64K/anon always --" --for --until
 expect "mthpctl exec --thp" --thp=disable --thp=except-advised --thp=madvise --thp=inherit
 expect "mthpctl mode ''" manage observe
+expect "mthpctl check --" --type --json
+expect "mthpctl check --type ''" config policy
 expect "mthpctl -s /tmp explain ''" 16K 64K 2M
 expect "mthpctl pin ''" 16K/anon 64K/shmem 8K/shmem global/defrag
 [[ " $(comp mthpctl pin '') " != *" 8K/anon "* ]] || fail "8K has no anon knob"

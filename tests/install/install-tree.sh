@@ -5,7 +5,7 @@
 #   UNITDIR/mthpd-metrics.{service,timer}
 #   DATADIR/dbus-1/system.d/org.mthpd.mthpd1.conf
 #   MANDIR/man8/{mthpd,mthpctl}.8  MANDIR/man5/mthpd.{conf,dbus[,policy]}.5
-#   CONFDIR/mthpd.conf  CONFDIR/policy.d/ (empty)
+#   CONFDIR/mthpd.conf  CONFDIR/mthpd.conf.d/ (empty)  CONFDIR/policy.d/ (empty)
 #   DATADIR/doc/mthpd/examples/policy.d/*.policy (when conf/policy.d exists)
 #   DATADIR/bash-completion/completions/mthpctl
 # No tmpfiles.d entry: the unit's RuntimeDirectory= makes /run/mthpd.
@@ -44,7 +44,7 @@ for b in "$SBINDIR/mthpd" "$BINDIR/mthpctl"; do
         [ -x "$D$b" ] || fail "$b is not executable"
         "$D$b" --version >/dev/null 2>&1 || "$D$b" --help >/dev/null 2>&1 || fail "installed $b does not run"
 done
-"$D$SBINDIR/mthpd" --help | grep -q "default $CONFDIR/mthpd.conf" ||
+"$D$SBINDIR/mthpd" --help | grep -q "first mthpd.conf of $CONFDIR," ||
         fail "mthpd does not look for its configuration where it is installed ($CONFDIR/mthpd.conf)"
 ok "mthpd in $SBINDIR, mthpctl in $BINDIR; both run; mthpd reads $CONFDIR/mthpd.conf"
 
@@ -78,6 +78,8 @@ ok "$(ls "$SRC"/man/*.scd | wc -l) man pages in $MANDIR"
 want "$CONFDIR/mthpd.conf"
 cmp -s "$SRC/conf/mthpd.conf" "$D$CONFDIR/mthpd.conf" || fail "installed mthpd.conf differs from conf/mthpd.conf"
 [ -d "$D$CONFDIR/policy.d" ] || fail "no $CONFDIR/policy.d directory"
+[ -d "$D$CONFDIR/mthpd.conf.d" ] || fail "no $CONFDIR/mthpd.conf.d directory for drop-ins"
+[ -z "$(ls -A "$D$CONFDIR/mthpd.conf.d")" ] || fail "$CONFDIR/mthpd.conf.d is not empty"
 [ -z "$(ls -A "$D$CONFDIR/policy.d")" ] || fail "$CONFDIR/policy.d is not empty: examples would be live"
 n=0
 if [ -d "$SRC/conf/policy.d" ]; then
@@ -87,7 +89,7 @@ if [ -d "$SRC/conf/policy.d" ]; then
                 n=$((n + 1))
         done
 fi
-ok "$CONFDIR: mthpd.conf and an empty policy.d; $n example policies in $DATADIR/doc/mthpd/examples"
+ok "$CONFDIR: mthpd.conf, an empty mthpd.conf.d and policy.d; $n example policies in $DATADIR/doc/mthpd/examples"
 
 want "$DATADIR/bash-completion/completions/mthpctl"
 bash -n "$D$DATADIR/bash-completion/completions/mthpctl" || fail "the bash completion does not parse"

@@ -2,9 +2,11 @@
 /* mthpd.conf: defaults, every key, and errors that point at the line. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mthp/config.h"
+#include "mthp/policy.h"
 #include "mthp/timespan.h"
 #include "unit.h"
 
@@ -555,6 +557,259 @@ static void known_bug_duration_out_of_range(void **state) {
         assert_true(u > 999999999998000000ULL && u < 1000000000000000000ULL);
 }
 
+/* A fake tree of the three configuration directories: etc (the
+ * administrator's), run and lib (the vendor's), in that precedence. */
+struct tree {
+        char root[32], etc[64], run[64], lib[64];
+        const char *dirs[4];
+};
+
+static void tree_make(struct tree *t) {
+        char p[128];
+        snprintf(t->root, sizeof(t->root), "/tmp/mthp-dropin-XXXXXX");
+        assert_non_null(mkdtemp(t->root));
+        snprintf(t->etc, sizeof(t->etc), "%s/etc", t->root);
+        snprintf(t->run, sizeof(t->run), "%s/run", t->root);
+        snprintf(t->lib, sizeof(t->lib), "%s/lib", t->root);
+        const char *d[] = { t->etc, t->run, t->lib };
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(mkdir(d[i], 0755), 0);
+                snprintf(p, sizeof(p), "%s/mthpd.conf.d", d[i]);
+                assert_int_equal(mkdir(p, 0755), 0);
+                t->dirs[i] = d[i];
+        }
+        t->dirs[3] = NULL;
+}
+
+static void tree_put(const char *dir, const char *name, const char *text) {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        FILE *f = fopen(p, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void tree_free(struct tree *t) {
+        char cmd[64];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", t->root);
+        assert_int_equal(system(cmd), 0);
+}
+
+/* the files in effect, as "etc/mthpd.conf lib/mthpd.conf.d/a.conf ..." */
+static void files_string(const struct tree *t, const struct mthp_config_files *f, char *buf, size_t size) {
+        size_t len = 0, root = strlen(t->root) + 1;
+        buf[0] = 0;
+        for (size_t i = 0; i < f->n; i++)
+                len += (size_t) snprintf(buf + len, size - len, "%s%s", i ? " " : "", f->path[i] + root);
+}
+
+static void test_dropin_order_override(void **state) {
+        (void) state;
+        struct tree t;
+        struct mthp_config_files f;
+        struct mthp_config c;
+        char err[1024], list[512];
+        tree_make(&t);
+        tree_put(t.lib, "mthpd.conf", "[Daemon]\nInterval=2s\n[Engine]\nDwellTicks=9\nLowerTicks=8\n");
+        tree_put(t.lib, "mthpd.conf.d/10-a.conf", "[Daemon]\nInterval=3s\n");
+        tree_put(t.etc, "mthpd.conf.d/20-b.conf", "[Daemon]\nInterval=4s\n");
+        tree_put(t.run, "mthpd.conf.d/05-c.conf", "[Daemon]\nInterval=5s\n[Engine]\nDwellTicks=7\n");
+        tree_put(t.lib, "mthpd.conf.d/30-ignored.txt", "[Bogus]\n");
+        tree_put(t.lib, "mthpd.conf.d/.40-hidden.conf", "[Bogus]\n");
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), 0);
+        files_string(&t, &f, list, sizeof(list));
+        /* the main file, then the drop-ins by file name whatever their directory */
+        assert_string_equal(list, "lib/mthpd.conf run/mthpd.conf.d/05-c.conf lib/mthpd.conf.d/10-a.conf "
+                                  "etc/mthpd.conf.d/20-b.conf");
+        assert_true(f.main);
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_files(&f, &c, err, sizeof(err)), 0);
+        assert_int_equal(c.interval_usec, 4000000);   /* the last file's */
+        assert_int_equal(c.engine.dwell_ticks, 7);
+        assert_int_equal(c.engine.lower_ticks, 8);
+        assert_false(c.mode_set);
+        mthp_config_files_free(&f);
+
+        /* an administrator's main file replaces the vendor's whole */
+        tree_put(t.etc, "mthpd.conf", "[Daemon]\nMode=observe\n");
+        tree_put(t.run, "mthpd.conf.d/05-c.conf", "[Daemon]\nMode=manage\n");
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), 0);
+        files_string(&t, &f, list, sizeof(list));
+        assert_string_equal(list, "etc/mthpd.conf run/mthpd.conf.d/05-c.conf lib/mthpd.conf.d/10-a.conf "
+                                  "etc/mthpd.conf.d/20-b.conf");
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_files(&f, &c, err, sizeof(err)), 0);
+        assert_int_equal(c.engine.lower_ticks, 10);   /* not read: the default */
+        /* Mode= of a drop-in counts as the file saying it */
+        assert_int_equal(c.mode, MTHP_MODE_MANAGE);
+        assert_true(c.mode_set);
+        mthp_config_files_free(&f);
+        tree_free(&t);
+}
+
+static void test_dropin_masking(void **state) {
+        (void) state;
+        struct tree t;
+        struct mthp_config_files f;
+        char err[1024], list[512], p[128];
+        tree_make(&t);
+        tree_put(t.lib, "mthpd.conf", "[Daemon]\nInterval=2s\n");
+        tree_put(t.run, "mthpd.conf", "[Daemon]\nInterval=3s\n");
+        tree_put(t.lib, "mthpd.conf.d/10-a.conf", "[Daemon]\nInterval=3s\n");
+        tree_put(t.run, "mthpd.conf.d/10-a.conf", "[Daemon]\nInterval=4s\n");
+        tree_put(t.etc, "mthpd.conf.d/10-a.conf", "[Daemon]\nInterval=5s\n");
+        tree_put(t.lib, "mthpd.conf.d/20-b.conf", "[Daemon]\nInterval=6s\n");
+        tree_put(t.lib, "mthpd.conf.d/30-c.conf", "[Daemon]\nInterval=7s\n");
+        tree_put(t.run, "mthpd.conf.d/30-c.conf", ""); /* empty: masks too */
+        tree_put(t.lib, "mthpd.conf.d/40-d.conf", "[Daemon]\nInterval=8s\n");
+        snprintf(p, sizeof(p), "%s/mthpd.conf.d/20-b.conf", t.etc);
+        assert_int_equal(symlink("/dev/null", p), 0);
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), 0);
+        files_string(&t, &f, list, sizeof(list));
+        assert_string_equal(list, "run/mthpd.conf etc/mthpd.conf.d/10-a.conf lib/mthpd.conf.d/40-d.conf");
+        mthp_config_files_free(&f);
+
+        /* a main file that is a symlink to /dev/null masks those after it */
+        snprintf(p, sizeof(p), "%s/mthpd.conf", t.etc);
+        assert_int_equal(symlink("/dev/null", p), 0);
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), 0);
+        files_string(&t, &f, list, sizeof(list));
+        assert_string_equal(list, "etc/mthpd.conf.d/10-a.conf lib/mthpd.conf.d/40-d.conf");
+        assert_false(f.main);
+        mthp_config_files_free(&f);
+
+        /* none at all: the built-in defaults */
+        const char *none[] = { "/nonexistent/mthpd-a", "/nonexistent/mthpd-b", NULL };
+        assert_int_equal(mthp_config_files_find(none, &f, err, sizeof(err)), 0);
+        assert_int_equal(f.n, 0);
+        assert_false(f.main);
+        mthp_config_files_free(&f);
+        tree_free(&t);
+}
+
+static void test_dropin_errors(void **state) {
+        (void) state;
+        struct tree t;
+        struct mthp_config_files f;
+        struct mthp_config c;
+        char err[1024], want[512];
+        tree_make(&t);
+        tree_put(t.lib, "mthpd.conf", "[Daemon]\nInterval=2s\n");
+        tree_put(t.etc, "mthpd.conf.d/10-a.conf", "[Engine]\nDwellTicks=3\n\nMaxBloat=lots\n");
+        tree_put(t.run, "mthpd.conf.d/20-b.conf", "[Daemon]\nInterval=4s\nInterval=5s\n");
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), 0);
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_files(&f, &c, err, sizeof(err)), -EINVAL);
+        /* each drop-in's errors name it and the line; twice in one file is
+         * an error, once in two files an override */
+        snprintf(want, sizeof(want), "%s/mthpd.conf.d/10-a.conf:4: key 'MaxBloat' in [Engine]: expected a "
+                 "percentage of extra RSS, 0-10000 (e.g. 20%%), got 'lots'\n%s/mthpd.conf.d/20-b.conf:3: key 'Interval' in "
+                 "[Daemon]: already set at line 2\n", t.etc, t.run);
+        assert_string_equal(err, want);
+        /* all files or none */
+        assert_int_equal(c.interval_usec, 1000000);
+        assert_int_equal(c.engine.dwell_ticks, 5);
+        mthp_config_files_free(&f);
+
+        /* the LowerFaultRate check is over the merged files */
+        tree_put(t.etc, "mthpd.conf.d/10-a.conf", "[Engine]\nLowerFaultRate=30000\n");
+        tree_put(t.run, "mthpd.conf.d/20-b.conf", "[Engine]\nRaiseFaultRate=40000\n");
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), 0);
+        assert_int_equal(mthp_config_load_files(&f, &c, err, sizeof(err)), 0);
+        assert_double_equal(c.engine.lower_fault_rate, 30000);
+        mthp_config_files_free(&f);
+
+        /* a drop-in directory that is not one */
+        char p[128];
+        snprintf(p, sizeof(p), "rm -r %s/mthpd.conf.d", t.run);
+        assert_int_equal(system(p), 0);
+        tree_put(t.run, "mthpd.conf.d", "x");
+        assert_int_equal(mthp_config_files_find(t.dirs, &f, err, sizeof(err)), -ENOTDIR);
+        snprintf(want, sizeof(want), "%s/mthpd.conf.d: Not a directory, expected a directory of *.conf files\n",
+                 t.run);
+        assert_string_equal(err, want);
+        tree_free(&t);
+}
+
+static void test_dropin_explicit(void **state) {
+        (void) state;
+        struct tree t;
+        struct mthp_config_files f;
+        struct mthp_config c;
+        char err[1024], list[512], file[128], dir[128];
+        tree_make(&t);
+        tree_put(t.etc, "mthpd.conf", "[Daemon]\nInterval=2s\n");
+        /* --config FILE: FILE and FILE.d, never the directories of the default */
+        snprintf(file, sizeof(file), "%s/my.conf", t.root);
+        snprintf(dir, sizeof(dir), "%s/my.conf.d", t.root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        tree_put(t.root, "my.conf", "[Daemon]\nInterval=3s\n");
+        tree_put(dir, "b.conf", "[Daemon]\nInterval=5s\n");
+        tree_put(dir, "a.conf", "[Daemon]\nInterval=4s\n");
+        assert_int_equal(mthp_config_files_explicit(file, &f, err, sizeof(err)), 0);
+        files_string(&t, &f, list, sizeof(list));
+        assert_string_equal(list, "my.conf my.conf.d/a.conf my.conf.d/b.conf");
+        mthp_config_defaults(&c);
+        assert_int_equal(mthp_config_load_files(&f, &c, err, sizeof(err)), 0);
+        assert_int_equal(c.interval_usec, 5000000);
+        mthp_config_files_free(&f);
+        /* an explicit file that is missing is an error, drop-ins or not */
+        snprintf(file, sizeof(file), "%s/gone.conf", t.root);
+        assert_int_equal(mthp_config_files_explicit(file, &f, err, sizeof(err)), 0);
+        assert_int_equal(f.n, 1);
+        assert_int_equal(mthp_config_load_files(&f, &c, err, sizeof(err)), -ENOENT);
+        assert_contains(err, "gone.conf: cannot open: No such file or directory");
+        mthp_config_files_free(&f);
+        tree_free(&t);
+}
+
+/* Policy files over the three directories, as the default policy.d is read */
+static void test_policy_dirs_masking(void **state) {
+        (void) state;
+        struct tree t;
+        struct mthp_policy_set *set = NULL;
+        char err[2048], etc[96], run[96], lib[96], p[160];
+        tree_make(&t);
+        snprintf(etc, sizeof(etc), "%s/policy.d", t.etc);
+        snprintf(run, sizeof(run), "%s/policy.d", t.run);
+        snprintf(lib, sizeof(lib), "%s/policy.d", t.lib);
+        assert_int_equal(mkdir(etc, 0755), 0);
+        assert_int_equal(mkdir(lib, 0755), 0); /* run has none: no files */
+        tree_put(lib, "10-db.policy", "[Match]\nCgroup=/db\n[Policy]\nAnon=always\n");
+        tree_put(lib, "20-web.policy", "[Match]\nCgroup=/web\n[Policy]\nAnon=always\n");
+        tree_put(lib, "30-batch.policy", "[Match]\nCgroup=/batch\n[Policy]\nAnon=always\n");
+        tree_put(etc, "10-db.policy", "[Match]\nCgroup=/db\n[Policy]\nAnon=never\n");
+        tree_put(etc, "15-cache.policy", "[Match]\nCgroup=/cache\n[Policy]\nAnon=always\n");
+        snprintf(p, sizeof(p), "%s/30-batch.policy", etc);
+        assert_int_equal(symlink("/dev/null", p), 0);
+        const char *dirs[] = { etc, run, lib, NULL };
+        assert_int_equal(mthp_policy_load_dirs(dirs, true, &set, err, sizeof(err)), 0);
+        assert_int_equal(set->n, 3);
+        assert_string_equal(set->p[0].name, "10-db");
+        assert_int_equal(set->p[0].mode[MTHP_ANON], MTHP_POLICY_NEVER); /* /etc's */
+        assert_string_equal(set->p[1].name, "15-cache");
+        assert_string_equal(set->p[2].name, "20-web");
+        snprintf(p, sizeof(p), "%s/20-web.policy", lib);
+        assert_string_equal(set->p[2].file, p);
+        mthp_policy_set_free(set);
+
+        /* an error in a vendor file names it; none of the set is loaded */
+        tree_put(lib, "20-web.policy", "[Match]\nCgroup=/web\n[Policy]\nAnon=sometimes\n");
+        set = (struct mthp_policy_set *) 0x1;
+        assert_int_equal(mthp_policy_load_dirs(dirs, true, &set, err, sizeof(err)), -EINVAL);
+        assert_ptr_equal(set, (struct mthp_policy_set *) 0x1);
+        snprintf(p, sizeof(p), "%s/20-web.policy:4:", lib);
+        assert_contains(err, p);
+        /* a directory others can write is refused, as policy.d alone is */
+        assert_int_equal(chmod(run, 0), -1);
+        assert_int_equal(mkdir(run, 0777), 0);
+        assert_int_equal(chmod(run, 0777), 0);
+        assert_true(mthp_policy_load_dirs(dirs, true, &set, err, sizeof(err)) < 0);
+        assert_contains(err, run);
+        tree_free(&t);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_key),
@@ -570,6 +825,11 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration_keys),
         cmocka_unit_test(test_parse_percent),
         cmocka_unit_test(test_parse_size_range),
+        cmocka_unit_test(test_dropin_order_override),
+        cmocka_unit_test(test_dropin_masking),
+        cmocka_unit_test(test_dropin_errors),
+        cmocka_unit_test(test_dropin_explicit),
+        cmocka_unit_test(test_policy_dirs_masking),
 };
 
 static const struct CMUnitTest known_bugs[] = {
