@@ -27,7 +27,7 @@ static void print_source(FILE *f, const struct mthp_caps *caps, const struct mth
                 if (s->source != src)
                         continue;
                 fprintf(f, "    %s", s->text);
-                if (src == MTHP_DECIDER_UNIT)
+                if (src != MTHP_DECIDER_CMDLINE && src != MTHP_DECIDER_TUNED)
                         fprintf(f, "  [%s]", s->origin);
                 if (s->knobs) {
                         fprintf(f, " -> ");
@@ -39,7 +39,7 @@ static void print_source(FILE *f, const struct mthp_caps *caps, const struct mth
                 fputc('\n', f);
                 any = true;
         }
-        if (!any)
+        if (!any && none)
                 fprintf(f, "    %s\n", none);
 }
 
@@ -62,6 +62,15 @@ void print_deciders(FILE *f, const struct mthp_caps *caps, const struct mthp_dec
         }
         fprintf(f, "  systemd units (%u unit files read):\n", d->n_units_scanned);
         print_source(f, caps, d, MTHP_DECIDER_UNIT, "none with MemoryTHP= or an Exec line writing a THP knob");
+        fprintf(f, "  boot-time writers (%u tmpfiles.d, sysfs.conf, udev rule and rc.local files read):\n",
+                d->n_boot_scanned);
+        bool any = false;
+        for (unsigned i = 0; i < d->n; i++)
+                any = any || d->s[i].source >= MTHP_DECIDER_TMPFILES;
+        if (!any)
+                fprintf(f, "    none writing a THP knob\n");
+        for (int src = MTHP_DECIDER_TMPFILES; any && src <= MTHP_DECIDER_RCLOCAL; src++)
+                print_source(f, caps, d, (enum mthp_decider_source) src, NULL);
 }
 
 void json_deciders(const struct mthp_caps *caps, const struct mthp_deciders *d) {

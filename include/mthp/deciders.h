@@ -17,6 +17,11 @@
  *    opt-out: no knob) or an Exec*= line writing a THP sysfs file (MongoDB
  *    8's unit writes enabled, defrag and khugepaged/max_ptes_none).
  * PID 1 need not be systemd (this VM): unit files are read, not asked.
+ *  - boot-time writers: "w" lines of tmpfiles.d(5) (/etc, /run, /usr/lib:
+ *    the first directory's file of a name wins), sysfsutils'
+ *    /etc/sysfs.conf and the .conf files of /etc/sysfs.d, udev rules (/etc, /run,
+ *    /usr/lib udev/rules.d) with ATTR{THP path}= or a RUN writing one, and
+ *    /etc/rc.local; only lines naming transparent_hugepage are looked at.
  *
  * Every setting knows the knobs it writes (a mask over caps->knobs), so a
  * knob another writer took can be given its most likely writer: a running
@@ -32,8 +37,17 @@
 #define MTHP_DECIDER_TEXT_MAX 192
 #define MTHP_DECIDERS_FOREIGN_FILE "foreign"
 
-enum mthp_decider_source { MTHP_DECIDER_CMDLINE, MTHP_DECIDER_TUNED, MTHP_DECIDER_UNIT };
-const char *mthp_decider_source_name(enum mthp_decider_source s);  /* "cmdline", "tuned", "unit" */
+enum mthp_decider_source {
+        MTHP_DECIDER_CMDLINE,
+        MTHP_DECIDER_TUNED,
+        MTHP_DECIDER_UNIT,
+        MTHP_DECIDER_TMPFILES,          /* a "w" line of tmpfiles.d */
+        MTHP_DECIDER_SYSFSUTILS,        /* /etc/sysfs.conf, /etc/sysfs.d */
+        MTHP_DECIDER_UDEV,              /* a udev rule's ATTR{} or RUN */
+        MTHP_DECIDER_RCLOCAL,           /* /etc/rc.local */
+};
+/* "cmdline", "tuned", "unit", "tmpfiles", "sysfsutils", "udev", "rc.local" */
+const char *mthp_decider_source_name(enum mthp_decider_source s);
 
 struct mthp_decider_setting {
         enum mthp_decider_source source;
@@ -48,6 +62,7 @@ struct mthp_deciders {
         int tuned_pid;                          /* 0: not running */
         char tuned_profile[128];                /* active_profile ("" if none) */
         unsigned n_units_scanned;
+        unsigned n_boot_scanned;                /* tmpfiles.d, sysfs, udev and rc.local files read */
         unsigned n;
         struct mthp_decider_setting s[MTHP_DECIDERS_MAX];
 };
