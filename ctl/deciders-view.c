@@ -73,6 +73,36 @@ void print_deciders(FILE *f, const struct mthp_caps *caps, const struct mthp_dec
                 print_source(f, caps, d, (enum mthp_decider_source) src, NULL);
 }
 
+/* The administrator's THP off as mthpd finds it at its start
+ * (mthp_deciders_thp_off), from the command line and global/enabled now. */
+static void thp_off_of(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const struct mthp_deciders *d,
+                       struct mthp_engine_config *e) {
+        int g = mthp_caps_find_knob(caps, "global/enabled");
+        mthp_deciders_thp_off(d, caps, g >= 0 ? snap->knob[g] : NULL, e);
+}
+
+void print_thp_off(FILE *f, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                   const struct mthp_deciders *d) {
+        static struct mthp_engine_config e;
+        thp_off_of(caps, snap, d, &e);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (e.thp_off[k][0])
+                        fprintf(f, "note: THP off by the administrator (%s): mthpd holds %s at 4K and raises no %s "
+                                "size, unless its configuration says OverrideThpOff=yes\n",
+                                e.thp_off[k], mthp_kind_name(k), mthp_kind_name(k));
+}
+
+void json_thp_off(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const struct mthp_deciders *d) {
+        static struct mthp_engine_config e;
+        thp_off_of(caps, snap, d, &e);
+        printf("\"thp_off\":{");
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                printf("%s\"%s\":", k ? "," : "", mthp_kind_name(k));
+                json_str_or_null(e.thp_off[k][0] ? e.thp_off[k] : NULL);
+        }
+        printf("}");
+}
+
 void json_deciders(const struct mthp_caps *caps, const struct mthp_deciders *d) {
         printf("\"deciders\":{\"tuned\":{\"installed\":%s,\"running\":%s,\"pid\":", d->tuned_installed ? "true" : "false",
                d->tuned_pid ? "true" : "false");

@@ -504,6 +504,45 @@ int mthp_deciders_read(const struct mthp_host *h, const struct mthp_caps *caps, 
         return 0;
 }
 
+void mthp_deciders_thp_off(const struct mthp_deciders *d, const struct mthp_caps *caps, const char *enabled_now,
+                           struct mthp_engine_config *e) {
+        const struct mthp_decider_setting *thp = NULL, *shmem = NULL;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                e->thp_off[k][0] = 0;
+                e->thp_off_kb[k] = 0;
+        }
+        for (unsigned i = 0; i < d->n; i++) {
+                const struct mthp_decider_setting *s = &d->s[i];
+                if (s->source != MTHP_DECIDER_CMDLINE)
+                        continue;
+                if (strncmp(s->text, "transparent_hugepage=", 21) == 0)
+                        thp = s;        /* the kernel takes the last one */
+                else if (strncmp(s->text, "transparent_hugepage_shmem=", 27) == 0)
+                        shmem = s;
+                else if (strncmp(s->text, "thp_anon=", 9) == 0 || strncmp(s->text, "thp_shmem=", 10) == 0) {
+                        enum mthp_kind kind = s->text[4] == 'a' ? MTHP_ANON : MTHP_SHMEM;
+                        for (unsigned j = 0; j < caps->n_knobs && j < 64; j++) {
+                                unsigned kb = caps->knobs[j].size_kb;
+                                if (!(s->knobs & (1ULL << j)) || !kb)
+                                        continue;
+                                if (strcmp(s->value, "never") == 0)
+                                        e->thp_off_kb[kind] |= 1ULL << __builtin_ctz(kb);
+                                else
+                                        e->thp_off_kb[kind] &= ~(1ULL << __builtin_ctz(kb));
+                        }
+                }
+        }
+        if (thp && strcmp(thp->value, "never") == 0)
+                snprintf(e->thp_off[MTHP_ANON], sizeof(e->thp_off[MTHP_ANON]), "the kernel command line: %.120s",
+                         thp->text);
+        else if (!thp && enabled_now && strcmp(enabled_now, "never") == 0)
+                snprintf(e->thp_off[MTHP_ANON], sizeof(e->thp_off[MTHP_ANON]),
+                         "global/enabled was never when mthpd started");
+        if (shmem && (strcmp(shmem->value, "never") == 0 || strcmp(shmem->value, "deny") == 0))
+                snprintf(e->thp_off[MTHP_SHMEM], sizeof(e->thp_off[MTHP_SHMEM]), "the kernel command line: %.120s",
+                         shmem->text);
+}
+
 const struct mthp_decider_setting *mthp_deciders_likely_writer(const struct mthp_deciders *d, int knob,
                                                                 const char *value) {
         const struct mthp_decider_setting *best = NULL;

@@ -31,6 +31,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "mthp/config.h"
 #include "mthp/probe.h"
 
 #define MTHP_DECIDERS_MAX 48
@@ -73,6 +74,17 @@ int mthp_deciders_read(const struct mthp_host *h, const struct mthp_caps *caps, 
 
 /* Parse one command line (exposed for tests); appends to d. */
 void mthp_deciders_parse_cmdline(const char *cmdline, const struct mthp_caps *caps, struct mthp_deciders *d);
+
+/* The administrator's THP off, into e->thp_off and e->thp_off_kb
+ * (mthp/config.h): anon is off when the command line's last
+ * transparent_hugepage= is never, or (no such parameter) when global
+ * enabled reads never now (enabled_now: at mthpd's start; NULL: not
+ * known); shmem only when transparent_hugepage_shmem= is never or deny
+ * (shmem_enabled never is the kernel's default, no one's choice).
+ * thp_anon=/thp_shmem= groups with never put their sizes in thp_off_kb
+ * (a later group of the same size takes it out again). */
+void mthp_deciders_thp_off(const struct mthp_deciders *d, const struct mthp_caps *caps, const char *enabled_now,
+                           struct mthp_engine_config *e);
 
 /* The setting that most likely wrote value to caps->knobs[knob], or NULL. */
 const struct mthp_decider_setting *mthp_deciders_likely_writer(const struct mthp_deciders *d, int knob,
