@@ -695,6 +695,13 @@ static int open_host(struct daemon *d) {
         for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
                 mthp_log(LOG_INFO, "probe: %s", line);
         mthp_deciders_log(d->host, &d->caps);
+        /* nothing to manage: said once, and no state directory, journal
+         * or write (mthpd.c then exits 0: a unit on such a kernel is not
+         * a failed one, nor restarted) */
+        if (mthp_probe_no_mthp(d->host, &d->caps, d->start_failure, sizeof(d->start_failure))) {
+                mthp_log(LOG_WARNING, "%s; exiting", d->start_failure);
+                return -EOPNOTSUPP;
+        }
         admin_thp_off(d);
         return 0;
 }

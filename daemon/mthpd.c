@@ -286,6 +286,12 @@ int main(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
         r = daemon_startup(d);
+        if (r == -EOPNOTSUPP && d->host && !d->caps.n_sizes) {
+                /* a kernel without mTHP (open_host said it): exit 0, so that
+                 * a unit started at install is neither failed nor restarted */
+                sd_notifyf(0, "READY=1\nSTATUS=not running: %s", d->start_failure);
+                return 0;
+        }
         if (r < 0) {
                 if (d->exit_code == MTHPD_EXIT_NOT_WRITABLE)
                         sd_notifyf(0, "STATUS=not started: cannot write the mTHP knobs (%s); --mode observe only "
