@@ -138,15 +138,21 @@ static bool is_tuned_process(const struct mthp_host *h, const char *pid) {
         return false;
 }
 
-static int find_tuned(const struct mthp_host *h) {
-        int fd = mthp_host_open_file(h, "/proc", O_RDONLY | O_DIRECTORY);
+/* A directory of the host (through its root) to read, or NULL. */
+static DIR *host_opendir(const struct mthp_host *h, const char *path) {
+        int fd = mthp_host_open_file(h, path, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
-                return 0;
+                return NULL;
         DIR *dir = fdopendir(fd);
-        if (!dir) {
+        if (!dir)
                 close(fd);
+        return dir;
+}
+
+static int find_tuned(const struct mthp_host *h) {
+        DIR *dir = host_opendir(h, "/proc");
+        if (!dir)
                 return 0;
-        }
         int found = 0;
         struct dirent *de;
         for (unsigned n = 0; !found && n < 1u << 20 && (de = readdir(dir)); n++)
@@ -307,14 +313,9 @@ static void read_unit_file(const struct mthp_host *h, const struct mthp_caps *ca
 
 static void read_unit_dir(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d,
                           const char *dir, const char *unit) {
-        int fd = mthp_host_open_file(h, dir, O_RDONLY | O_DIRECTORY);
-        if (fd < 0)
+        DIR *dp = host_opendir(h, dir);
+        if (!dp)
                 return;
-        DIR *dp = fdopendir(fd);
-        if (!dp) {
-                close(fd);
-                return;
-        }
         struct dirent *de;
         for (unsigned n = 0; n < DIR_ENTRIES_MAX && (de = readdir(dp)); n++) {
                 const char *name = de->d_name;
@@ -390,14 +391,9 @@ static void read_conf_dirs(const struct mthp_host *h, const struct mthp_caps *ca
                            const char *const *dirs, size_t n_dirs, const char *suffix, line_fn fn) {
         size_t sl = strlen(suffix);
         for (size_t i = 0; i < n_dirs; i++) {
-                int fd = mthp_host_open_file(h, dirs[i], O_RDONLY | O_DIRECTORY);
-                if (fd < 0)
+                DIR *dp = host_opendir(h, dirs[i]);
+                if (!dp)
                         continue;
-                DIR *dp = fdopendir(fd);
-                if (!dp) {
-                        close(fd);
-                        continue;
-                }
                 struct dirent *de;
                 for (unsigned n = 0; n < DIR_ENTRIES_MAX && (de = readdir(dp)); n++) {
                         size_t len = strlen(de->d_name);
