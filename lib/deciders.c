@@ -647,7 +647,9 @@ void mthp_deciders_log(const struct mthp_host *h, const struct mthp_caps *caps) 
                 mthp_log(LOG_INFO, "neighbours: %s: %s", d.s[i].origin, d.s[i].text);
         if (!d.n && !d.tuned_pid)
                 mthp_log(LOG_INFO, "neighbours: no THP setting on the kernel command line, no tuned, no unit "
-                                   "with MemoryTHP= or writing THP knobs (%u unit files read)", d.n_units_scanned);
+                                   "with MemoryTHP= or writing THP knobs, no boot-time writer (%u unit files, %u "
+                                   "tmpfiles.d, sysfs.conf, udev rule and rc.local files read)", d.n_units_scanned,
+                         d.n_boot_scanned);
 }
 
 int mthp_deciders_foreign_noticed(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir,
