@@ -27,7 +27,7 @@ static void print_source(FILE *f, const struct mthp_caps *caps, const struct mth
                 if (s->source != src)
                         continue;
                 fprintf(f, "    %s", s->text);
-                if (src == MTHP_DECIDER_UNIT)
+                if (src != MTHP_DECIDER_CMDLINE && src != MTHP_DECIDER_TUNED)
                         fprintf(f, "  [%s]", s->origin);
                 if (s->knobs) {
                         fprintf(f, " -> ");
@@ -39,7 +39,7 @@ static void print_source(FILE *f, const struct mthp_caps *caps, const struct mth
                 fputc('\n', f);
                 any = true;
         }
-        if (!any)
+        if (!any && none)
                 fprintf(f, "    %s\n", none);
 }
 
@@ -62,6 +62,45 @@ void print_deciders(FILE *f, const struct mthp_caps *caps, const struct mthp_dec
         }
         fprintf(f, "  systemd units (%u unit files read):\n", d->n_units_scanned);
         print_source(f, caps, d, MTHP_DECIDER_UNIT, "none with MemoryTHP= or an Exec line writing a THP knob");
+        fprintf(f, "  boot-time writers (%u tmpfiles.d, sysfs.conf, udev rule and rc.local files read):\n",
+                d->n_boot_scanned);
+        bool any = false;
+        for (unsigned i = 0; i < d->n; i++)
+                any = any || d->s[i].source >= MTHP_DECIDER_TMPFILES;
+        if (!any)
+                fprintf(f, "    none writing a THP knob\n");
+        for (int src = MTHP_DECIDER_TMPFILES; any && src <= MTHP_DECIDER_RCLOCAL; src++)
+                print_source(f, caps, d, (enum mthp_decider_source) src, NULL);
+}
+
+/* The administrator's THP off as mthpd finds it at its start
+ * (mthp_deciders_thp_off), from the command line and global/enabled now. */
+static void thp_off_of(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const struct mthp_deciders *d,
+                       struct mthp_engine_config *e) {
+        int g = mthp_caps_find_knob(caps, "global/enabled");
+        mthp_deciders_thp_off(d, caps, g >= 0 ? snap->knob[g] : NULL, e);
+}
+
+void print_thp_off(FILE *f, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                   const struct mthp_deciders *d) {
+        static struct mthp_engine_config e;
+        thp_off_of(caps, snap, d, &e);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (e.thp_off[k][0])
+                        fprintf(f, "note: THP off by the administrator (%s): mthpd holds %s at 4K and raises no %s "
+                                "size, unless its configuration says OverrideThpOff=yes\n",
+                                e.thp_off[k], mthp_kind_name(k), mthp_kind_name(k));
+}
+
+void json_thp_off(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const struct mthp_deciders *d) {
+        static struct mthp_engine_config e;
+        thp_off_of(caps, snap, d, &e);
+        printf("\"thp_off\":{");
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                printf("%s\"%s\":", k ? "," : "", mthp_kind_name(k));
+                json_str_or_null(e.thp_off[k][0] ? e.thp_off[k] : NULL);
+        }
+        printf("}");
 }
 
 void json_deciders(const struct mthp_caps *caps, const struct mthp_deciders *d) {

@@ -206,6 +206,11 @@ struct mthp_deciders;
 struct mthp_foreign_note;
 void print_deciders(FILE *f, const struct mthp_caps *caps, const struct mthp_deciders *d);
 void json_deciders(const struct mthp_caps *caps, const struct mthp_deciders *d);
+/* The administrator's THP off (mthp_deciders_thp_off): a note per kind;
+ * JSON "thp_off":{"anon":WHY|null,"shmem":WHY|null}. */
+void print_thp_off(FILE *f, const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                   const struct mthp_deciders *d);
+void json_thp_off(const struct mthp_caps *caps, const struct mthp_snapshot *snap, const struct mthp_deciders *d);
 const struct mthp_foreign_note *foreign_note_find(const struct mthp_foreign_note *n, int nn, const char *id);
 /* Into buf: who most likely wrote value to knob ("" if nobody is known). */
 void likely_writer(const struct mthp_deciders *d, const struct mthp_foreign_note *note, int knob, const char *value,

@@ -293,6 +293,8 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                 json_status_fields(c, hv, v, &o, &j, journal_ok);
                 printf(",");
                 json_deciders(&hv->caps, &dec);
+                printf(",");
+                json_thp_off(&hv->caps, &hv->snap, &dec);
                 json_other_writers(hv, &o, &dec, notes, n_notes);
                 if (observe)
                         json_observe(hv, &o);
@@ -311,6 +313,7 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("absent");
                 printf("; MemAvailable %llu MiB\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
                 print_rates(stdout, v);
+                print_thp_off(stdout, &hv->caps, &hv->snap, &dec);
                 printf("\n");
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
                 char clean[4 * sizeof(v->not_writable)];

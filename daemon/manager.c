@@ -131,6 +131,9 @@ static int load_config(struct daemon *d, bool reload, struct mthp_config *out, s
         set->user_owned = cgroup_user_owned;
         set->user_owned_data = d;
         c.engine.policies = set;
+        /* the administrator's THP off is what mthpd found at its start */
+        memcpy(c.engine.thp_off, d->cfg.engine.thp_off, sizeof(c.engine.thp_off));
+        memcpy(c.engine.thp_off_kb, d->cfg.engine.thp_off_kb, sizeof(c.engine.thp_off_kb));
         *out = c;
         *policies = set;
         return 0;
@@ -679,6 +682,33 @@ static int take_lock(struct daemon *d, int dfd) {
         return 0;
 }
 
+/* The administrator's THP off at start (mthp_deciders_thp_off): the
+ * engine holds such a kind at 4K unless OverrideThpOff=yes. */
+static void admin_thp_off(struct daemon *d) {
+        static struct mthp_deciders dec;
+        char enabled[MTHP_VALUE_MAX];
+        int g = mthp_caps_find_knob(&d->caps, "global/enabled");
+        bool known = g >= 0 && mthp_knob_read(d->host, &d->caps.knobs[g], enabled) >= 0;
+        (void) mthp_deciders_read(d->host, &d->caps, &dec);
+        mthp_deciders_thp_off(&dec, &d->caps, known ? enabled : NULL, &d->cfg.engine);
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                const char *why = d->cfg.engine.thp_off[k];
+                if (!why[0])
+                        continue;
+                if (d->cfg.engine.override_thp_off)
+                        mthp_log(LOG_NOTICE, "THP off by the administrator (%s), but OverrideThpOff=yes: mthpd "
+                                 "raises %s sizes all the same", why, mthp_kind_name(k));
+                else
+                        mthp_log(LOG_NOTICE, "THP off by the administrator (%s): mthpd holds %s at 4K and writes "
+                                 "only a policy's madvise (OverrideThpOff=yes in [Daemon] lets it raise sizes)", why,
+                                 mthp_kind_name(k));
+        }
+        for (int k = 0; k < _MTHP_KIND_MAX; k++)
+                if (d->cfg.engine.thp_off_kb[k] && !d->cfg.engine.override_thp_off)
+                        mthp_log(LOG_NOTICE, "the kernel command line sets some %s sizes to never: mthpd leaves "
+                                 "them as they are", mthp_kind_name(k));
+}
+
 /* The configuration, then the host root and what it offers. */
 static int open_host(struct daemon *d) {
         int r;
@@ -713,6 +743,14 @@ static int open_host(struct daemon *d) {
         for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
                 mthp_log(LOG_INFO, "probe: %s", line);
         mthp_deciders_log(d->host, &d->caps);
+        /* nothing to manage: said once, and no state directory, journal
+         * or write (mthpd.c then exits 0: a unit on such a kernel is not
+         * a failed one, nor restarted) */
+        if (mthp_probe_no_mthp(d->host, &d->caps, d->start_failure, sizeof(d->start_failure))) {
+                mthp_log(LOG_WARNING, "%s; exiting", d->start_failure);
+                return -EOPNOTSUPP;
+        }
+        admin_thp_off(d);
         return 0;
 }
 

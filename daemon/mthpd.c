@@ -52,7 +52,8 @@ static void usage(FILE *f) {
                 "Signals: SIGTERM/SIGINT restore every knob and exit 0; SIGHUP reloads the\n"
                 "configuration (all of it or none of it; a burst of SIGHUPs reloads at most\n"
                 "every 250 ms and never delays a tick).\n"
-                "Exit status: 0 stopped cleanly, 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
+                "Exit status: 0 stopped cleanly, or a kernel without per-size mTHP knobs (before\n"
+                "Linux 6.8: nothing to manage), 1 failure, 2 wrong usage, 4 the knobs cannot be\n"
                 "written (read-only /sys, EACCES) and observe mode was not asked for, 6 the\n"
                 "restore journal of an earlier run cannot be restored (needs the administrator),\n"
                 "78 the configuration or a policy file is invalid.\n"
@@ -290,6 +291,12 @@ int main(int argc, char **argv) {
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
         r = daemon_startup(d);
+        if (r == -EOPNOTSUPP && d->host && !d->caps.n_sizes) {
+                /* a kernel without mTHP (open_host said it): exit 0, so that
+                 * a unit started at install is neither failed nor restarted */
+                sd_notifyf(0, "READY=1\nSTATUS=not running: %s", d->start_failure);
+                return 0;
+        }
         if (r < 0) {
                 if (d->exit_code == MTHPD_EXIT_NOT_WRITABLE)
                         sd_notifyf(0, "STATUS=not started: cannot write the mTHP knobs (%s); --mode observe only "

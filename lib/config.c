@@ -397,6 +397,8 @@ static const struct key keys[] = {
         { "Daemon", "Bus", key_boolean, offsetof(struct mthp_config, bus), 0, 0, "yes or no" },
         { "Daemon", "PolicyDirectory", key_policy_dir, 0, 0, 0, "an absolute directory path of less than 256 bytes" },
         { "Daemon", "StateDirectory", key_state_dir, 0, 0, 0, "an absolute directory path of at most 223 bytes" },
+        { "Daemon", "OverrideThpOff", key_boolean, offsetof(struct mthp_config, engine.override_thp_off), 0, 0,
+          "yes or no" },
         { "Engine", "AnonSizes", key_sizes, 0, MTHP_ANON, 0,
           "a size range like 16K-64K, one size like 64K (mTHP sizes: powers of two, 8K or more), or none" },
         { "Engine", "ShmemSizes", key_sizes, 0, MTHP_SHMEM, 0,

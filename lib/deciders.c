@@ -21,7 +21,7 @@
 #define INCLUDE_DEPTH_MAX 5
 
 const char *mthp_decider_source_name(enum mthp_decider_source s) {
-        static const char *const n[] = { "cmdline", "tuned", "unit" };
+        static const char *const n[] = { "cmdline", "tuned", "unit", "tmpfiles", "sysfsutils", "udev", "rc.local" };
         return n[s];
 }
 
@@ -138,15 +138,21 @@ static bool is_tuned_process(const struct mthp_host *h, const char *pid) {
         return false;
 }
 
-static int find_tuned(const struct mthp_host *h) {
-        int fd = mthp_host_open_file(h, "/proc", O_RDONLY | O_DIRECTORY);
+/* A directory of the host (through its root) to read, or NULL. */
+static DIR *host_opendir(const struct mthp_host *h, const char *path) {
+        int fd = mthp_host_open_file(h, path, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
-                return 0;
+                return NULL;
         DIR *dir = fdopendir(fd);
-        if (!dir) {
+        if (!dir)
                 close(fd);
+        return dir;
+}
+
+static int find_tuned(const struct mthp_host *h) {
+        DIR *dir = host_opendir(h, "/proc");
+        if (!dir)
                 return 0;
-        }
         int found = 0;
         struct dirent *de;
         for (unsigned n = 0; !found && n < 1u << 20 && (de = readdir(dir)); n++)
@@ -254,19 +260,16 @@ static void read_tuned(const struct mthp_host *h, const struct mthp_caps *caps, 
 
 /* ---- systemd units ---- */
 
-static void unit_line(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, const char *line) {
-        if (strncmp(line, "MemoryTHP=", 10) == 0) {
-                add(d, MTHP_DECIDER_UNIT, origin, line, strlen(line), line + 10, 0);
-                return;
-        }
-        if (strncmp(line, "Exec", 4) != 0)
-                return;
+/* Each THP sysfs path a shell line writes ("echo VALUE > PATH", "echo
+ * VALUE | tee PATH": the echo before the path gives the value), as one
+ * setting "LABEL writes PATH". */
+static void shell_writes(const struct mthp_caps *caps, struct mthp_deciders *d, enum mthp_decider_source src,
+                         const char *origin, const char *label, const char *line) {
         const char *p = line;
         while ((p = strstr(p, MTHP_THP_DIR "/"))) {
                 size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-*");
                 char path[MTHP_PATH_MAX], value[MTHP_VALUE_MAX] = "";
                 snprintf(path, sizeof(path), "%.*s", (int) len, p);
-                /* "echo VALUE > PATH" or "echo VALUE | tee PATH": the echo before the path */
                 const char *e = NULL;
                 for (const char *q = line; (q = strstr(q, "echo ")) && q < p; q++)
                         e = q;
@@ -277,11 +280,23 @@ static void unit_line(const struct mthp_caps *caps, struct mthp_deciders *d, con
                         snprintf(value, sizeof(value), "%.*s", (int) strcspn(e, " '\";|>"), e);
                 }
                 char text[MTHP_DECIDER_TEXT_MAX];
-                int kl = (int) strcspn(line, "=");
-                snprintf(text, sizeof(text), "%.*s= writes %.*s", kl > 24 ? 24 : kl, line, 150, path);
-                add(d, MTHP_DECIDER_UNIT, origin, text, strlen(text), value, knobs_at_path(caps, path));
+                snprintf(text, sizeof(text), "%.40s writes %.*s", label, 140, path);
+                add(d, src, origin, text, strlen(text), value, knobs_at_path(caps, path));
                 p += len;
         }
+}
+
+static void unit_line(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, const char *line) {
+        if (strncmp(line, "MemoryTHP=", 10) == 0) {
+                add(d, MTHP_DECIDER_UNIT, origin, line, strlen(line), line + 10, 0);
+                return;
+        }
+        if (strncmp(line, "Exec", 4) != 0)
+                return;
+        char label[32];
+        int kl = (int) strcspn(line, "=");
+        snprintf(label, sizeof(label), "%.*s=", kl > 24 ? 24 : kl, line);
+        shell_writes(caps, d, MTHP_DECIDER_UNIT, origin, label, line);
 }
 
 static void read_unit_file(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d,
@@ -298,14 +313,9 @@ static void read_unit_file(const struct mthp_host *h, const struct mthp_caps *ca
 
 static void read_unit_dir(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d,
                           const char *dir, const char *unit) {
-        int fd = mthp_host_open_file(h, dir, O_RDONLY | O_DIRECTORY);
-        if (fd < 0)
+        DIR *dp = host_opendir(h, dir);
+        if (!dp)
                 return;
-        DIR *dp = fdopendir(fd);
-        if (!dp) {
-                close(fd);
-                return;
-        }
         struct dirent *de;
         for (unsigned n = 0; n < DIR_ENTRIES_MAX && (de = readdir(dp)); n++) {
                 const char *name = de->d_name;
@@ -347,6 +357,138 @@ static void read_units(const struct mthp_host *h, const struct mthp_caps *caps, 
         }
 }
 
+/* ---- boot-time writers: tmpfiles.d, sysfsutils, udev rules, rc.local ---- */
+
+typedef void (*line_fn)(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, char *line);
+
+/* Each line of path (through the host root) to fn, origin "PATH:LINE". */
+static void read_lines(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d,
+                       const char *path, line_fn fn) {
+        char *text = NULL, origin[MTHP_DECIDER_TEXT_MAX];
+        if (read_alloc(h, path, &text) < 0)
+                return;
+        d->n_boot_scanned++;
+        unsigned no = 1;
+        for (char *p = text, *nl; *p; p = nl ? nl + 1 : p + strlen(p), no++) {
+                nl = strchr(p, '\n');
+                if (nl)
+                        *nl = 0;
+                char *l = trim(p);
+                if (!*l || *l == '#' || !strstr(l, "transparent_hugepage"))
+                        continue;
+                snprintf(origin, sizeof(origin), "%.150s:%u", path, no);
+                fn(caps, d, origin, l);
+                if (!nl)
+                        break;
+        }
+        free(text);
+}
+
+/* Every file ending in suffix in each of dirs, in the order given, a
+ * name read once (the first directory's file overrides the same name in
+ * the later ones, as systemd-tmpfiles and udev take them). */
+static void read_conf_dirs(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d,
+                           const char *const *dirs, size_t n_dirs, const char *suffix, line_fn fn) {
+        size_t sl = strlen(suffix);
+        for (size_t i = 0; i < n_dirs; i++) {
+                DIR *dp = host_opendir(h, dirs[i]);
+                if (!dp)
+                        continue;
+                struct dirent *de;
+                for (unsigned n = 0; n < DIR_ENTRIES_MAX && (de = readdir(dp)); n++) {
+                        size_t len = strlen(de->d_name);
+                        char path[MTHP_PATH_MAX];
+                        if (de->d_name[0] == '.' || len <= sl || strcmp(de->d_name + len - sl, suffix) != 0)
+                                continue;
+                        bool shadowed = false;
+                        for (size_t j = 0; j < i && !shadowed; j++) {
+                                snprintf(path, sizeof(path), "%s/%s", dirs[j], de->d_name);
+                                shadowed = mthp_host_exists(h, path);
+                        }
+                        if (shadowed || snprintf(path, sizeof(path), "%s/%s", dirs[i], de->d_name) >= (int) sizeof(path))
+                                continue;
+                        read_lines(h, caps, d, path, fn);
+                }
+                closedir(dp);
+        }
+}
+
+/* tmpfiles.d(5): "w PATH MODE USER GROUP AGE ARGUMENT" (w+, w! and w-
+ * too): ARGUMENT is written to PATH at boot. */
+static void tmpfiles_line(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, char *line) {
+        char *f[6], *save = NULL;
+        if (line[0] != 'w')
+                return;
+        for (int i = 0; i < 6; i++) {
+                f[i] = strtok_r(i ? NULL : line, " \t", &save);
+                if (!f[i])
+                        return;
+        }
+        char *rest = save ? save : f[5] + strlen(f[5]);   /* the argument: the rest of the line */
+        if (strncmp(f[1], MTHP_THP_DIR "/", strlen(MTHP_THP_DIR) + 1) != 0)
+                return;
+        char text[MTHP_DECIDER_TEXT_MAX];
+        const char *value = trim(rest);
+        snprintf(text, sizeof(text), "%.4s %.120s %.40s", f[0], f[1], value);
+        add(d, MTHP_DECIDER_TMPFILES, origin, text, strlen(text), value, knobs_at_path(caps, f[1]));
+}
+
+/* sysfs.conf(5) of sysfsutils: "kernel/mm/transparent_hugepage/enabled =
+ * never", the path under /sys ("mode ..." and "owner ..." lines set
+ * permissions, not values). */
+static void sysfsutils_line(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, char *line) {
+        char *eq = strchr(line, '=');
+        if (!eq || strncmp(line, "mode ", 5) == 0 || strncmp(line, "owner ", 6) == 0)
+                return;
+        *eq = 0;
+        char *attr = trim(line), *value = trim(eq + 1), path[MTHP_PATH_MAX], text[MTHP_DECIDER_TEXT_MAX];
+        snprintf(path, sizeof(path), "%s%s", attr[0] == '/' ? "" : "/sys/", attr);
+        if (strncmp(path, MTHP_THP_DIR "/", strlen(MTHP_THP_DIR) + 1) != 0)
+                return;
+        snprintf(text, sizeof(text), "%.120s = %.40s", attr, value);
+        add(d, MTHP_DECIDER_SYSFSUTILS, origin, text, strlen(text), value, knobs_at_path(caps, path));
+}
+
+/* udev rules: ATTR{/sys/kernel/mm/transparent_hugepage/...}="VALUE" (an
+ * absolute path), or a RUN+= whose command writes a THP knob. */
+static void udev_line(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, char *line) {
+        const char *p = line;
+        bool attr = false;
+        while ((p = strstr(p, "ATTR{" MTHP_THP_DIR "/"))) {
+                const char *path = p + 5, *end = strchr(path, '}');
+                if (!end)
+                        break;
+                char pth[MTHP_PATH_MAX], value[MTHP_VALUE_MAX] = "", text[MTHP_DECIDER_TEXT_MAX];
+                snprintf(pth, sizeof(pth), "%.*s", (int) (end - path), path);
+                /* an assignment ("=", not the match "==") */
+                if (end[1] == '=' && end[2] != '=') {
+                        const char *v = end + 2 + (end[2] == '"');
+                        snprintf(value, sizeof(value), "%.*s", (int) strcspn(v, "\","), v);
+                        snprintf(text, sizeof(text), "ATTR{%.120s}=%.40s", pth, value);
+                        add(d, MTHP_DECIDER_UDEV, origin, text, strlen(text), value, knobs_at_path(caps, pth));
+                        attr = true;
+                }
+                p = end;
+        }
+        if (!attr && strstr(line, "RUN"))
+                shell_writes(caps, d, MTHP_DECIDER_UDEV, origin, "RUN", line);
+}
+
+static void rclocal_line(const struct mthp_caps *caps, struct mthp_deciders *d, const char *origin, char *line) {
+        shell_writes(caps, d, MTHP_DECIDER_RCLOCAL, origin, "rc.local", line);
+}
+
+static void read_boot_writers(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d) {
+        static const char *const tmpfiles[] = { "/etc/tmpfiles.d", "/run/tmpfiles.d", "/usr/lib/tmpfiles.d" };
+        static const char *const sysfs[] = { "/etc/sysfs.d" };
+        static const char *const udev[] = { "/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d" };
+        read_conf_dirs(h, caps, d, tmpfiles, sizeof(tmpfiles) / sizeof(tmpfiles[0]), ".conf", tmpfiles_line);
+        read_lines(h, caps, d, "/etc/sysfs.conf", sysfsutils_line);
+        read_conf_dirs(h, caps, d, sysfs, 1, ".conf", sysfsutils_line);
+        read_conf_dirs(h, caps, d, udev, sizeof(udev) / sizeof(udev[0]), ".rules", udev_line);
+        read_lines(h, caps, d, "/etc/rc.local", rclocal_line);
+}
+
 int mthp_deciders_read(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_deciders *d) {
         char buf[4096];
         memset(d, 0, sizeof(*d));
@@ -354,7 +496,47 @@ int mthp_deciders_read(const struct mthp_host *h, const struct mthp_caps *caps, 
                 mthp_deciders_parse_cmdline(buf, caps, d);
         read_tuned(h, caps, d);
         read_units(h, caps, d);
+        read_boot_writers(h, caps, d);
         return 0;
+}
+
+void mthp_deciders_thp_off(const struct mthp_deciders *d, const struct mthp_caps *caps, const char *enabled_now,
+                           struct mthp_engine_config *e) {
+        const struct mthp_decider_setting *thp = NULL, *shmem = NULL;
+        for (int k = 0; k < _MTHP_KIND_MAX; k++) {
+                e->thp_off[k][0] = 0;
+                e->thp_off_kb[k] = 0;
+        }
+        for (unsigned i = 0; i < d->n; i++) {
+                const struct mthp_decider_setting *s = &d->s[i];
+                if (s->source != MTHP_DECIDER_CMDLINE)
+                        continue;
+                if (strncmp(s->text, "transparent_hugepage=", 21) == 0)
+                        thp = s;        /* the kernel takes the last one */
+                else if (strncmp(s->text, "transparent_hugepage_shmem=", 27) == 0)
+                        shmem = s;
+                else if (strncmp(s->text, "thp_anon=", 9) == 0 || strncmp(s->text, "thp_shmem=", 10) == 0) {
+                        enum mthp_kind kind = s->text[4] == 'a' ? MTHP_ANON : MTHP_SHMEM;
+                        for (unsigned j = 0; j < caps->n_knobs && j < 64; j++) {
+                                unsigned kb = caps->knobs[j].size_kb;
+                                if (!(s->knobs & (1ULL << j)) || !kb)
+                                        continue;
+                                if (strcmp(s->value, "never") == 0)
+                                        e->thp_off_kb[kind] |= 1ULL << __builtin_ctz(kb);
+                                else
+                                        e->thp_off_kb[kind] &= ~(1ULL << __builtin_ctz(kb));
+                        }
+                }
+        }
+        if (thp && strcmp(thp->value, "never") == 0)
+                snprintf(e->thp_off[MTHP_ANON], sizeof(e->thp_off[MTHP_ANON]), "the kernel command line: %.120s",
+                         thp->text);
+        else if (!thp && enabled_now && strcmp(enabled_now, "never") == 0)
+                snprintf(e->thp_off[MTHP_ANON], sizeof(e->thp_off[MTHP_ANON]),
+                         "global/enabled was never when mthpd started");
+        if (shmem && (strcmp(shmem->value, "never") == 0 || strcmp(shmem->value, "deny") == 0))
+                snprintf(e->thp_off[MTHP_SHMEM], sizeof(e->thp_off[MTHP_SHMEM]), "the kernel command line: %.120s",
+                         shmem->text);
 }
 
 const struct mthp_decider_setting *mthp_deciders_likely_writer(const struct mthp_deciders *d, int knob,
@@ -465,7 +647,9 @@ void mthp_deciders_log(const struct mthp_host *h, const struct mthp_caps *caps) 
                 mthp_log(LOG_INFO, "neighbours: %s: %s", d.s[i].origin, d.s[i].text);
         if (!d.n && !d.tuned_pid)
                 mthp_log(LOG_INFO, "neighbours: no THP setting on the kernel command line, no tuned, no unit "
-                                   "with MemoryTHP= or writing THP knobs (%u unit files read)", d.n_units_scanned);
+                                   "with MemoryTHP= or writing THP knobs, no boot-time writer (%u unit files, %u "
+                                   "tmpfiles.d, sysfs.conf, udev rule and rc.local files read)", d.n_units_scanned,
+                         d.n_boot_scanned);
 }
 
 int mthp_deciders_foreign_noticed(const struct mthp_host *h, const struct mthp_caps *caps, const char *state_dir,

@@ -23,6 +23,9 @@ unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct m
                         continue;
                 if (!mthp_knob_allows(&caps->knobs[sz->knob[kind]], "always"))
                         continue;
+                /* a size the kernel command line set to never (thp_anon=) */
+                if (!cfg->override_thp_off && sz->kb && (cfg->thp_off_kb[kind] >> __builtin_ctz(sz->kb) & 1))
+                        continue;
                 ladder[n++] = i;
         }
         return n;
@@ -211,6 +214,7 @@ static const char *const rule_names[_MTHP_RULE_MAX] = {
         [MTHP_RULE_HOLD_WANTED] = "hold-wanted",
         [MTHP_RULE_HOLD_BARRED] = "hold-barred",
         [MTHP_RULE_HOLD_DWELL] = "hold-dwell",
+        [MTHP_RULE_HOLD_ADMIN] = "hold-admin",
         [MTHP_RULE_GUARD_LIMIT] = "guard-limit",
         [MTHP_RULE_DEFRAG_DEFER] = "defrag-defer",
         [MTHP_RULE_DEFRAG_ADMIN] = "defrag-admin",
@@ -230,6 +234,10 @@ static const char *const rule_names[_MTHP_RULE_MAX] = {
         [MTHP_RULE_SIZE_OFF] = "size-off",
         [MTHP_RULE_SIZE_OUTSIDE] = "size-outside",
 };
+
+bool mthp_engine_thp_off(const struct mthp_engine_config *cfg, enum mthp_kind kind) {
+        return !cfg->override_thp_off && cfg->thp_off[kind][0];
+}
 
 const char *mthp_rule_name(enum mthp_rule rule) {
         return (unsigned) rule < _MTHP_RULE_MAX && rule_names[rule] ? rule_names[rule] : "?";

@@ -103,7 +103,7 @@ static bool kind_has_room(const struct mthp_engine_config *cfg, const struct mth
                           const struct mthp_engine_state *st, enum mthp_kind kind) {
         const struct mthp_engine_kind *k = &st->kind[kind];
         unsigned ladder[MTHP_SIZES_MAX], n_ladder = mthp_engine_ladder(cfg, caps, kind, ladder);
-        if (k->level >= n_ladder)
+        if (k->level >= n_ladder || mthp_engine_thp_off(cfg, kind))
                 return false;
         if (k->ceiling && st->tick + 1 < k->ceiling_until && k->level + 1 >= k->ceiling)
                 return false;

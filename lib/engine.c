@@ -734,6 +734,23 @@ static void step_down_demand(struct kind_step *k) {
                  k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
 }
 
+/* The administrator turned THP of the kind off (mthp_engine_thp_off): the
+ * kind stays at 4K whatever the demand; a level raised before (a reload
+ * that took OverrideThpOff=yes away) steps down a size a tick, as every
+ * step down goes. */
+static void hold_admin(const struct mthp_engine_config *cfg, const struct mthp_caps *caps, struct kind_step *k) {
+        struct mthp_engine_kind *st = k->st;
+        if (st->level)
+                st->level--;
+        st->verify_left = 0;
+        engine_level_name(caps, k->ladder, st->level, k->top, sizeof(k->top));
+        k->rule = MTHP_RULE_HOLD_ADMIN;
+        snprintf(k->why, sizeof(k->why),
+                 "THP off by the administrator (%s): %s %s at %s whatever the demand (%.0f pages/s); only "
+                 "a policy's madvise is written ([Daemon] OverrideThpOff=yes lets mthpd raise sizes)",
+                 cfg->thp_off[k->kind], st->level ? "stepping" : "holding", k->kname, k->top, k->sig.demand);
+}
+
 /* The transition: the first condition that holds, in order of urgency,
  * moves the level (or holds it), and k->why says why. */
 static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -741,12 +758,14 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                         struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
-        if (st->level > k->afford)
+        if (st->level > k->afford && !mthp_engine_thp_off(cfg, k->kind))
                 step_down_limited(caps, k);
         else if (!sig->measured) {
                 k->rule = MTHP_RULE_FIRST_SAMPLE;
                 snprintf(k->why, sizeof(k->why), "first sample: no rates yet, holding %s at %s", k->kname, k->top);
-        } else if (st->level > 0 && st->pressure_streak >= 2)
+        } else if (mthp_engine_thp_off(cfg, k->kind))
+                hold_admin(cfg, caps, k);
+        else if (st->level > 0 && st->pressure_streak >= 2)
                 step_down_pressure(cfg, snap, k);
         else if (k->probe_failed)
                 step_back_probe(cfg, caps, snap, next, k);
@@ -807,7 +826,8 @@ static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_c
         struct mthp_engine_kind *st = k->st;
         int knob = k->n_ladder ? caps->sizes[k->ladder[k->n_ladder - 1]].knob[k->kind] : -1;
         k->align = k->align_capped = false;
-        if (k->kind == MTHP_SHMEM && cfg->shmem_align && knob >= 0 && st->level < k->n_ladder) {
+        if (k->kind == MTHP_SHMEM && cfg->shmem_align && !mthp_engine_thp_off(cfg, k->kind) && knob >= 0 &&
+            st->level < k->n_ladder) {
                 const char *v = snap->knob[knob], *eff = engine_effective_value(caps, snap, MTHP_SHMEM, knob);
                 /* ours: advise we set, or always from a level that held
                  * the top size (a step down goes straight to advise) */

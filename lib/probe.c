@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/escape.h"
 #include "mthp/log.h"
 #include "mthp/probe.h"
 #include "mthp/util.h"
@@ -413,6 +414,21 @@ int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps) {
                                buf[0] == '1';
         probe_cgroups(h, caps);
         return 0;
+}
+
+bool mthp_probe_no_mthp(const struct mthp_host *h, const struct mthp_caps *caps, char *why, size_t size) {
+        char rel[128] = "", esc[4 * sizeof(rel)];
+        if (caps->n_sizes)
+                return false;
+        if (mthp_host_read(h, "/proc/sys/kernel/osrelease", rel, sizeof(rel)) > 0)
+                rel[strcspn(rel, "\n")] = 0;
+        /* per-size anon knobs came in 6.8, per-size shmem_enabled in 6.11
+         * (Documentation/admin-guide/mm/transhuge.rst of each) */
+        snprintf(why, size, "kernel %s has no per-size mTHP knobs (" MTHP_THP_DIR "/hugepages-<N>kB/enabled: "
+                 "Linux 6.8 or later; per-size shmem_enabled from 6.11), so mthpd has nothing to manage; kernels "
+                 "that have them: Debian 13 (6.12), Debian 12 with the bookworm-backports kernel, Ubuntu 24.04 "
+                 "(6.8)", rel[0] ? mthp_escape(esc, sizeof(esc), rel) : "(release unknown)");
+        return true;
 }
 
 int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size) {

@@ -69,6 +69,18 @@ struct mthp_engine_config {
          * advise gives large folios only to memory a program madvises.
          * Not while a memory-limited cgroup caps the kind's sizes. */
         bool shmem_align;
+        /* The administrator's "THP off" found at start (mthpd(8), "The
+         * administrator's THP off"): thp_off[kind] non-empty names what
+         * said it ("the kernel command line: transparent_hugepage=never",
+         * "global/enabled was never when mthpd started"); the kind then stays at
+         * 4K (rule hold-admin): no size of it goes to always, ShmemAlign=
+         * sets no advise, and only a policy's madvise is written.
+         * thp_off_kb[kind]: bit log2(kB) for each size the command line
+         * set to never (thp_anon=, thp_shmem=): off the ladder. Neither
+         * applies with override_thp_off ([Daemon] OverrideThpOff=yes). */
+        char thp_off[_MTHP_KIND_MAX][160];
+        uint64_t thp_off_kb[_MTHP_KIND_MAX];
+        bool override_thp_off;
         /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
          * Owned by whoever loaded them; the engine only reads. */
         const struct mthp_policy_set *policies;

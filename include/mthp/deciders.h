@@ -17,6 +17,11 @@
  *    opt-out: no knob) or an Exec*= line writing a THP sysfs file (MongoDB
  *    8's unit writes enabled, defrag and khugepaged/max_ptes_none).
  * PID 1 need not be systemd (this VM): unit files are read, not asked.
+ *  - boot-time writers: "w" lines of tmpfiles.d(5) (/etc, /run, /usr/lib:
+ *    the first directory's file of a name wins), sysfsutils'
+ *    /etc/sysfs.conf and the .conf files of /etc/sysfs.d, udev rules (/etc, /run,
+ *    /usr/lib udev/rules.d) with ATTR{THP path}= or a RUN writing one, and
+ *    /etc/rc.local; only lines naming transparent_hugepage are looked at.
  *
  * Every setting knows the knobs it writes (a mask over caps->knobs), so a
  * knob another writer took can be given its most likely writer: a running
@@ -26,14 +31,24 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "mthp/config.h"
 #include "mthp/probe.h"
 
 #define MTHP_DECIDERS_MAX 48
 #define MTHP_DECIDER_TEXT_MAX 192
 #define MTHP_DECIDERS_FOREIGN_FILE "foreign"
 
-enum mthp_decider_source { MTHP_DECIDER_CMDLINE, MTHP_DECIDER_TUNED, MTHP_DECIDER_UNIT };
-const char *mthp_decider_source_name(enum mthp_decider_source s);  /* "cmdline", "tuned", "unit" */
+enum mthp_decider_source {
+        MTHP_DECIDER_CMDLINE,
+        MTHP_DECIDER_TUNED,
+        MTHP_DECIDER_UNIT,
+        MTHP_DECIDER_TMPFILES,          /* a "w" line of tmpfiles.d */
+        MTHP_DECIDER_SYSFSUTILS,        /* /etc/sysfs.conf, /etc/sysfs.d */
+        MTHP_DECIDER_UDEV,              /* a udev rule's ATTR{} or RUN */
+        MTHP_DECIDER_RCLOCAL,           /* /etc/rc.local */
+};
+/* "cmdline", "tuned", "unit", "tmpfiles", "sysfsutils", "udev", "rc.local" */
+const char *mthp_decider_source_name(enum mthp_decider_source s);
 
 struct mthp_decider_setting {
         enum mthp_decider_source source;
@@ -48,6 +63,7 @@ struct mthp_deciders {
         int tuned_pid;                          /* 0: not running */
         char tuned_profile[128];                /* active_profile ("" if none) */
         unsigned n_units_scanned;
+        unsigned n_boot_scanned;                /* tmpfiles.d, sysfs, udev and rc.local files read */
         unsigned n;
         struct mthp_decider_setting s[MTHP_DECIDERS_MAX];
 };
@@ -58,6 +74,17 @@ int mthp_deciders_read(const struct mthp_host *h, const struct mthp_caps *caps, 
 
 /* Parse one command line (exposed for tests); appends to d. */
 void mthp_deciders_parse_cmdline(const char *cmdline, const struct mthp_caps *caps, struct mthp_deciders *d);
+
+/* The administrator's THP off, into e->thp_off and e->thp_off_kb
+ * (mthp/config.h): anon is off when the command line's last
+ * transparent_hugepage= is never, or (no such parameter) when global
+ * enabled reads never now (enabled_now: at mthpd's start; NULL: not
+ * known); shmem only when transparent_hugepage_shmem= is never or deny
+ * (shmem_enabled never is the kernel's default, no one's choice).
+ * thp_anon=/thp_shmem= groups with never put their sizes in thp_off_kb
+ * (a later group of the same size takes it out again). */
+void mthp_deciders_thp_off(const struct mthp_deciders *d, const struct mthp_caps *caps, const char *enabled_now,
+                           struct mthp_engine_config *e);
 
 /* The setting that most likely wrote value to caps->knobs[knob], or NULL. */
 const struct mthp_decider_setting *mthp_deciders_likely_writer(const struct mthp_deciders *d, int knob,

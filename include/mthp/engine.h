@@ -249,6 +249,7 @@ enum mthp_rule {
         MTHP_RULE_HOLD_WANTED,          /* ... a party wants it kept */
         MTHP_RULE_HOLD_BARRED,          /* ... the level above failed before */
         MTHP_RULE_HOLD_DWELL,           /* ... dwelling after the last change */
+        MTHP_RULE_HOLD_ADMIN,           /* the administrator turned THP off: the kind stays at 4K */
         MTHP_RULE_GUARD_LIMIT,          /* the guard: a limited cgroup crossed its threshold */
         MTHP_RULE_DEFRAG_DEFER,         /* large sizes fall back: defrag=defer */
         MTHP_RULE_DEFRAG_ADMIN,         /* the administrator's defrag */
@@ -286,6 +287,11 @@ struct mthp_decision {
 /* The ladder of sizes a kind may use under cfg, ascending; returns count. */
 unsigned mthp_engine_ladder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                             enum mthp_kind kind, unsigned ladder[MTHP_SIZES_MAX]);
+
+/* Pure: did the administrator turn THP of this kind off (cfg->thp_off),
+ * and does the configuration respect it (not OverrideThpOff=yes)? Then no
+ * size of the kind goes to always (rule hold-admin). */
+bool mthp_engine_thp_off(const struct mthp_engine_config *cfg, enum mthp_kind kind);
 
 /* The policy that manages a memory cgroup path under cfg (NULL: none, the
  * defaults apply); managed gets the matched cgroup if not NULL. */

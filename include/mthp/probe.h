@@ -7,6 +7,11 @@
 
 /* Probe what this host offers. Fails (-ENOENT) only if there is no THP sysfs. */
 int mthp_probe(const struct mthp_host *h, struct mthp_caps *caps);
+/* A kernel without per-size mTHP knobs (no hugepages-<N>kB/enabled: before
+ * Linux 6.8, Debian 12's 6.1): fills why with a warning naming this
+ * kernel's release (/proc/sys/kernel/osrelease) and the kernels that have
+ * them, and returns true; false when caps has an mTHP size. */
+bool mthp_probe_no_mthp(const struct mthp_host *h, const struct mthp_caps *caps, char *why, size_t size);
 /* One human line per fact, for the startup log. */
 int mthp_caps_describe(const struct mthp_caps *caps, char *buf, size_t size);
 

@@ -94,6 +94,34 @@ static void test_policy_high_never_forces_madvise(void **state) {
         assert_string_equal(knob_of(s, 64, MTHP_SHMEM), "never");
 }
 
+/* The administrator's THP off (cfg.thp_off): a policy's always raises
+ * nothing (a size is one knob for the whole host); a policy's madvise
+ * stands (its programs' own MADV_HUGEPAGE). */
+static void test_policy_admin_thp_off(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v;
+        struct mthp_cgroup_view cg[2];
+        struct workload w;
+        two_cgroups(s, &v, cg, &w);
+        snprintf(s->cfg.thp_off[MTHP_ANON], sizeof(s->cfg.thp_off[MTHP_ANON]), "%s",
+                 "the kernel command line: transparent_hugepage=never");
+        policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nAnon=always\nPriority=80\n");
+        sim_run(s, &w, 10);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(changes(s, MTHP_ANON), 0);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_ADMIN, "transparent_hugepage=never 4K");
+        assert_string_equal(knob_of(s, 16, MTHP_ANON), "never");
+
+        /* a cgroup whose policy says madvise, on a faulting host */
+        test_policy_set.n = 0;
+        policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nAnon=madvise\nSizes=64K\n");
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_ADMIN, "4K");
+        assert_string_equal(knob_of(s, 64, MTHP_ANON), "madvise");
+        assert_string_equal(knob_of(s, 32, MTHP_ANON), "never");
+}
+
 static void test_policy_tie_goes_to_smaller(void **state) {
         struct sim *s = *state;
         struct mthp_density_view v;
@@ -557,6 +585,7 @@ int main(void) {
                 T(test_guard_unaffected_sizes),
                 T(test_policy_high_always_outranks_never),
                 T(test_policy_high_never_forces_madvise),
+                T(test_policy_admin_thp_off),
                 T(test_policy_tie_goes_to_smaller),
                 T(test_policy_idle_never_has_no_say),
                 T(test_policy_auto_own_maxbloat_and_sizes),

@@ -166,6 +166,48 @@ static void test_raise_after_confirm(void **state) {
         assert_int_equal(s->last_change[MTHP_ANON], 4);
 }
 
+/* The administrator's THP off (cfg.thp_off, found by mthpd at start): the
+ * kind stays at 4K whatever its demand, the reason names who said off, and
+ * only OverrideThpOff=yes lets it climb. A size the command line set to
+ * never (thp_off_kb) is off the ladder. */
+static void test_admin_thp_off(void **state) {
+        struct sim *s = *state;
+        static const struct workload hot = { .pages = { [MTHP_ANON] = 30000, [MTHP_SHMEM] = 30000 } };
+        snprintf(s->cfg.thp_off[MTHP_ANON], sizeof(s->cfg.thp_off[MTHP_ANON]), "%s",
+                 "the kernel command line: transparent_hugepage=never");
+        s->cfg.shmem_align = true;
+        snprintf(s->cfg.thp_off[MTHP_SHMEM], sizeof(s->cfg.thp_off[MTHP_SHMEM]), "%s",
+                 "the kernel command line: transparent_hugepage_shmem=never");
+        sim_run(s, &hot, 20);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_ADMIN, "transparent_hugepage=never 4K OverrideThpOff=yes");
+        assert_rule(kind_decisions(s, MTHP_SHMEM), MTHP_RULE_HOLD_ADMIN, "transparent_hugepage_shmem=never");
+        for (int i = 0; i < s->n_dec; i++)
+                if (s->dec[i].size_rule != MTHP_RULE_NONE)
+                        assert_string_equal(s->dec[i].value, ""); /* no always, and no advise for alignment */
+        assert_false(mthp_engine_awaits_samples(&s->cfg, &s->caps, &s->snap, &s->st, NULL));
+
+        /* OverrideThpOff=yes: the configuration says raise anyway */
+        s->cfg.override_thp_off = true;
+        sim_run(s, &hot, 20);
+        assert_true(level(s, MTHP_ANON) > 0);
+        /* and taken away again (a reload): back to 4K, a size a tick */
+        s->cfg.override_thp_off = false;
+        sim_run(s, &hot, 4);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_ADMIN, "4K");
+
+        /* thp_anon=16K-32K:never: those sizes are the administrator's */
+        static const unsigned rest[] = { 64 };
+        sim_init(s);
+        s->cfg.thp_off_kb[MTHP_ANON] = 1u << 4 | 1u << 5;
+        assert_ladder(s, MTHP_ANON, rest, 1);
+        s->cfg.override_thp_off = true;
+        static const unsigned all[] = { 16, 32, 64 };
+        assert_ladder(s, MTHP_ANON, all, 3);
+}
+
 /* The /proc scan runs only while a raise is possible or a size is raised:
  * an idle host's tick costs the same whatever its number of processes. */
 static void test_wants_density(void **state) {
@@ -745,6 +787,7 @@ int main(void) {
                 T(test_no_flap_folio_pages),
                 T(test_purity),
                 T(test_rule_names),
+                T(test_admin_thp_off),
                 T(known_fragmentation_flap),
                 T(known_pressure_flap),
                 T(known_fallback_ratio_diluted),

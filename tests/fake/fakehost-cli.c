@@ -11,7 +11,7 @@
 static void usage(FILE *f) {
         fputs("usage:\n"
               "  fakehost create DIR [--layout v2|hybrid|v1|none] [--no-psi] [--task-delayacct]\n"
-              "                      [--kernel 6.18|6.8|6.11|7.2|arm64-16k|arm64-64k]\n"
+              "                      [--kernel 6.18|6.1|6.8|6.11|7.2|arm64-16k|arm64-64k]\n"
               "  fakehost bump DIR [TARGET (--add N | --set N)]... [--pgfault N] [--psi-some PCT]\n"
               "                    [--psi-total USEC] [--mem-available-kb N]\n"
               "      TARGET: --vmstat KEY | --meminfo KEY | --size KB --stat NAME | --file PATH --key KEY\n"

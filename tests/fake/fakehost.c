@@ -298,6 +298,7 @@ struct kernel_profile {
         bool shmem_sizes;       /* per-size shmem_enabled (6.11+) */
         bool shrink_underused;  /* 6.12+ */
         const char *const *stats;
+        bool no_sizes;          /* no hugepages-<N>kB directory (before 6.8) */
 };
 
 /* hugepages-<N>kB/stats of 6.18: order 1 has no anon folios, so no anon_*
@@ -331,6 +332,7 @@ static const struct kernel_profile profiles[_FAKEHOST_K_MAX] = {
         [FAKEHOST_K_7_2] = { "7.2", "7.2.0", 4, 2048, true, true, true, stats_7_2 },
         [FAKEHOST_K_ARM64_16K] = { "arm64-16k", "6.18.0", 16, 32768, true, true, true, stats_6_18 },
         [FAKEHOST_K_ARM64_64K] = { "arm64-64k", "6.18.0", 64, 524288, true, true, true, stats_6_18 },
+        [FAKEHOST_K_6_1] = { "6.1", "6.1.0-28-amd64", 4, 2048, false, false, false, stats_6_8, true },
 };
 
 const char *fakehost_kernel_name(enum fakehost_kernel k) {
@@ -382,7 +384,7 @@ static int create_thp(const char *dir, const struct kernel_profile *kp) {
                 snprintf(p, sizeof(p), FAKEHOST_THP "/khugepaged/%s", khugepaged[i][0]);
                 PUT(p, khugepaged[i][1], 0644);
         }
-        for (unsigned kb = 2 * kp->page_kb; kb <= kp->pmd_kb; kb *= 2) {
+        for (unsigned kb = 2 * kp->page_kb; !kp->no_sizes && kb <= kp->pmd_kb; kb *= 2) {
                 bool pmd = kb == kp->pmd_kb, order1 = kb == 2 * kp->page_kb;
                 if (order1 && !kp->order1)
                         continue;

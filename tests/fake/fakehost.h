@@ -49,6 +49,8 @@ enum fakehost_cg_layout {
  * per-size knobs and stats exist, base page and PMD size). Modelled on the
  * kernels' Documentation/admin-guide/mm/transhuge.rst and the commits that
  * added each file; mthpd must probe all of it, never infer it from a version.
+ *   6.1        no per-size knobs at all (Debian 12's stock kernel): the
+ *              global knobs and khugepaged only
  *   6.8        per-size anon knobs only (orders 2..PMD), stats anon_fault_*,
  *              anon_swpout*; no shrink_underused
  *   6.11       per-size shmem_enabled too; stats without shmem_* counters
@@ -63,6 +65,7 @@ enum fakehost_kernel {
         FAKEHOST_K_7_2,
         FAKEHOST_K_ARM64_16K,
         FAKEHOST_K_ARM64_64K,
+        FAKEHOST_K_6_1,
         _FAKEHOST_K_MAX,
 };
 const char *fakehost_kernel_name(enum fakehost_kernel k);

@@ -48,7 +48,8 @@ ok "faults raise the anon ladder; status, --json and explain show it"
 # 3. another writer takes 32K: mthpd backs off that knob
 "$FAKEHOST" write "$ROOT" /sys/kernel/mm/transparent_hugepage/hugepages-32kB/enabled madvise
 wait_for 3 grep -q "32K/anon was changed by someone else" "$LOG" || fail "foreign write not noticed"
-"$MTHPCTL" --root "$ROOT" --state-dir "$STATE" --sample 0 status | grep -Eq "^32K +madvise +other" ||
+"$MTHPCTL" --root "$ROOT" --state-dir "$STATE" --sample 0 status > "$T/status32" || fail "status failed"
+grep -Eq "^32K +madvise +other" "$T/status32" ||
         fail "status does not show 32K set by other"
 ok "a foreign write makes mthpd stop managing that knob"
 

@@ -126,7 +126,10 @@ BUMP=$!
 wait_for 6 sh -c "'$MTHPCTL' --root '$ROOT' --state-dir '$STATE' --sample 0 status | grep -Eq '^16K/anon +never +always'" ||
         { ctl status; fail "observe: no 'would set' table"; }
 wait "$BUMP"
-ctl status | grep -q "observe mode: mthpd writes nothing; what it would set:" || fail "observe: header"
+# to a file: grep -q quits at the header, and a status longer than a pipe's
+# first write would die of SIGPIPE under pipefail
+ctl status > "$T/obs" || fail "observe: status"
+grep -q "observe mode: mthpd writes nothing; what it would set:" "$T/obs" || fail "observe: header"
 ctl --json status | python3 -c '
 import json, sys
 o = {x["id"]: x for x in json.load(sys.stdin)["observe"]}
@@ -135,4 +138,43 @@ assert o["16K/anon"] == {"id": "16K/anon", "value": "never", "would_set": "alway
 [ "$(knob hugepages-16kB/enabled)" = never ] || fail "observe wrote a knob"
 stop_mthpd TERM
 ok "observe mode: status shows what mthpd would set next to what is set"
+
+# 6. boot-time writers: tmpfiles.d (an /etc file overrides /usr/lib's of
+# the same name), sysfsutils, udev rules, rc.local
+mkdir -p "$ROOT/etc/tmpfiles.d" "$ROOT/usr/lib/tmpfiles.d" "$ROOT/etc/sysfs.d" "$ROOT/etc/udev/rules.d" \
+        "$ROOT/usr/lib/udev/rules.d"
+printf '# THP off for redis\nw /sys/kernel/mm/transparent_hugepage/enabled - - - - never\nw /proc/sys/vm/overcommit_memory - - - - 1\n' \
+        > "$ROOT/etc/tmpfiles.d/thp.conf"
+printf 'w /sys/kernel/mm/transparent_hugepage/defrag - - - - always\n' > "$ROOT/usr/lib/tmpfiles.d/thp.conf"
+printf 'w! /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled - - - - always\n' \
+        > "$ROOT/usr/lib/tmpfiles.d/vendor.conf"
+printf 'mode kernel/mm/transparent_hugepage/enabled = 0644\nkernel/mm/transparent_hugepage/defrag = defer\n' \
+        > "$ROOT/etc/sysfs.conf"
+printf 'kernel/mm/transparent_hugepage/hugepages-32kB/enabled = madvise\n' > "$ROOT/etc/sysfs.d/thp.conf"
+printf 'ACTION=="add", SUBSYSTEM=="module", KERNEL=="zram", ATTR{/sys/kernel/mm/transparent_hugepage/shmem_enabled}="advise"\n' \
+        > "$ROOT/etc/udev/rules.d/60-thp.rules"
+printf 'ACTION=="add", RUN+="/bin/sh -c '"'"'echo never > /sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled'"'"'"\n' \
+        > "$ROOT/usr/lib/udev/rules.d/70-thp.rules"
+printf '#!/bin/sh\necho madvise > /sys/kernel/mm/transparent_hugepage/enabled\nexit 0\n' > "$ROOT/etc/rc.local"
+ctl status > "$T/st" || fail "status"
+for want in "w /sys/kernel/mm/transparent_hugepage/enabled never  \[/etc/tmpfiles.d/thp.conf:2\] -> global/enabled" \
+            "w! /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled always  \[/usr/lib/tmpfiles.d/vendor.conf:1\] -> 64K/anon" \
+            "kernel/mm/transparent_hugepage/defrag = defer  \[/etc/sysfs.conf:2\] -> global/defrag" \
+            "kernel/mm/transparent_hugepage/hugepages-32kB/enabled = madvise  \[/etc/sysfs.d/thp.conf:1\] -> 32K/anon" \
+            "ATTR{/sys/kernel/mm/transparent_hugepage/shmem_enabled}=advise  \[/etc/udev/rules.d/60-thp.rules:1\] -> global/shmem_enabled" \
+            "RUN writes /sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled  \[/usr/lib/udev/rules.d/70-thp.rules:1\] -> 2M/anon" \
+            "rc.local writes /sys/kernel/mm/transparent_hugepage/enabled  \[/etc/rc.local:2\] -> global/enabled"; do
+        grep -q -- "$want" "$T/st" || { cat "$T/st"; fail "status lacks: $want"; }
+done
+grep -q "defrag always" "$T/st" && fail "status read /usr/lib/tmpfiles.d/thp.conf, which /etc/tmpfiles.d/thp.conf overrides"
+grep -q "overcommit\|= 0644" "$T/st" && fail "status shows a line that writes no THP knob"
+ctl --json status | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["deciders"]["settings"]
+src = {x["source"] for x in s}
+assert {"tmpfiles", "sysfsutils", "udev", "rc.local"} <= src, src
+r = [x for x in s if x["source"] == "rc.local"][0]
+assert r["value"] == "madvise" and r["knobs"] == ["global/enabled"], r
+' || fail "status --json: boot-time writers"
+ok "status names the boot-time writers: tmpfiles.d, sysfs.conf and sysfs.d, udev rules, rc.local"
 echo "all deciders checks passed"
