@@ -336,8 +336,10 @@ static int tick(struct daemon *d) {
         /* CollapseCPU= and CollapseBudget= are a tick's: the early tick
          * (a quarter Interval after the last) leaves them to the next one,
          * due when it would have been without it */
-        if (!d->tick_early)
+        if (!d->tick_early) {
                 daemon_collapse(d, t);
+                daemon_give_back(d);
+        }
         write_status(d);
         mthp_observer_set_idle(d->observer, mthp_observe_sizes_idle(&d->cfg.engine, &d->caps, &d->snap, &d->engine));
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;

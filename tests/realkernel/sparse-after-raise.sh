@@ -75,7 +75,7 @@ rk_log "sparse program RSS (MB) after its start: $series(4K: $BOOT, peak $peak)"
 [[ -n $ok_at ]] && rk_log "back to <= 2x its 4K RSS ${ok_at} s after its start"
 ta=$(awk '/^t=/ { split($1, t, "="); x = t[2] } END { print x + 0 }' "$RK_TMP/dense.out")
 before=$(dense_rate $((tb - 4)) "$tb") after=$(dense_rate $((ta - 4)) "$ta")
-ratio=$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+ratio=$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 rk_log "dense program: ${before} pages/s before the sparse one, ${after} after (ratio $ratio)"
 awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }' || rk_fail "the dense program lost its gain: ratio $ratio"
 grep -h 'give back\|gave back' "$LOG" | sed 's/^/  /' | head -5
