@@ -367,7 +367,7 @@ static int advise(int pidfd, struct iovec *iov, unsigned n) {
 }
 
 int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_candidate *c, double min_zero,
-                         uint64_t budget_kb, struct mthp_bloat_result *res) {
+                         uint64_t budget_kb, uint64_t max_usec, struct mthp_bloat_result *res) {
         memset(res, 0, sizeof(*res));
         if (!h->real)
                 return -EOPNOTSUPP;   /* another host's processes are not ours to read or advise */
@@ -405,6 +405,7 @@ int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_cand
         struct page_region vec[SCAN_VEC];
         int scan = 0;
         unsigned n_iov = 0;
+        uint64_t batch_kb = 0;
         if (!buf || !pm)
                 r = -ENOMEM;
         for (char *line = text; r == 0 && line && *line;) {
@@ -420,7 +421,8 @@ int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_cand
                 for (uint64_t w = m.start & ~(uint64_t) (WINDOW - 1); w < m.end && r == 0; w += WINDOW) {
                         uint64_t a = w < m.start ? m.start : w, e = w + WINDOW > m.end ? m.end : w + WINDOW;
                         unsigned np = (unsigned) ((e - a) / PAGE);
-                        if (res->advised_kb + (e - a) / 1024 > budget_kb) {
+                        if (res->advised_kb + (e - a) / 1024 > budget_kb ||
+                            mthp_now_usec(CLOCK_MONOTONIC) - t0 >= max_usec) {
                                 res->budget_hit = true;
                                 break;
                         }
@@ -433,13 +435,15 @@ int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_cand
                                 continue;
                         res->sparse++;
                         res->advised_kb += (e - a) / 1024;
+                        batch_kb += (e - a) / 1024;
                         if (n_iov && (uint64_t) (uintptr_t) iov[n_iov - 1].iov_base + iov[n_iov - 1].iov_len == a)
                                 iov[n_iov - 1].iov_len += e - a;
                         else
                                 iov[n_iov++] = (struct iovec) { (void *) (uintptr_t) a, e - a };
-                        if (n_iov == IOV_BATCH) {
+                        if (n_iov == IOV_BATCH || batch_kb >= MTHP_BLOAT_ADVISE_KB) {
                                 r = advise(pidfd, iov, n_iov);
                                 n_iov = 0;
+                                batch_kb = 0;
                         }
                 }
                 if (res->budget_hit)

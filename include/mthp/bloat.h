@@ -38,6 +38,7 @@
 #define MTHP_BLOAT_RECHECK_USEC (10 * 1000000ULL)  /* a candidate offered again after this */
 #define MTHP_BLOAT_CANDIDATES 8                    /* offered per tick, largest growth first */
 #define MTHP_BLOAT_READS 16                        /* subpages read per 2M window */
+#define MTHP_BLOAT_ADVISE_KB (32u * 1024)          /* one process_madvise call at most */
 #define MTHP_BLOAT_MIN_PRESENT 64                  /* a window with fewer present pages is not read */
 
 struct mthp_bloat_candidate {
@@ -81,9 +82,11 @@ struct mthp_bloat_result {
         bool budget_hit;              /* windows were left for the next tick */
 };
 /* Give back c's sparse windows (zero share of their present pages at least
- * min_zero), at most budget_kb of them: see above. The process must still
+ * min_zero), at most budget_kb of them, advised MTHP_BLOAT_ADVISE_KB at a
+ * time and no more once max_usec of wall time is spent (a tick may overrun
+ * by one such call, ~0.3-2.5 ms a MB): see above. The process must still
  * be c (its start time). 0, -ESRCH (gone), -EPERM/-EACCES (no ptrace read
  * access, no CAP_SYS_NICE), -ENOSYS, or another negative errno; res holds
  * what was done. */
 int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_candidate *c, double min_zero,
-                         uint64_t budget_kb, struct mthp_bloat_result *res);
+                         uint64_t budget_kb, uint64_t max_usec, struct mthp_bloat_result *res);

@@ -7,10 +7,13 @@
 # quiet, the fault-driven sampler never sees it: mthpd must find it by its
 # growth and give its zero subpages back (process_madvise MADV_PAGEOUT on a
 # swapless host). Passes when the sparse program's RSS is at most 2x its 4K
-# RSS within 15 s of its start, and the dense program's rate stays (its
-# pages/s after against before, reported, at least 0.5). SKIP on a host with
+# RSS within 15 s of its start, and the dense program keeps its gain: an
+# anon size above 4K is still raised at the end and no give-back touched
+# it. Its pages/s after against before is reported, not judged: on a
+# shared 2-core host it moves 0.1-1x with the neighbours' load. SKIP on a host with
 # swap: there the give-back would swap touched data out, mthpd does not do
-# it. Prints the sparse program's RSS each second.
+# it. Prints the sparse program's RSS each second. GIVEBACK=no runs mthpd
+# with GiveBack=no (the figures without the give-back, for comparison).
 #
 # Usage: sparse-after-raise.sh MTHPD MTHPCTL WORKLOAD
 set -uo pipefail
@@ -35,7 +38,7 @@ rk_stop $BPID TERM 5
 rk_log "sparse program at 4K: ${BOOT} MB"
 
 CONF=$RK_TMP/empty.conf POL=$RK_TMP/policy.d
-: >"$CONF"
+if [[ -n ${GIVEBACK:-} ]]; then printf '[Engine]\nGiveBack=%s\n' "$GIVEBACK" >"$CONF"; else : >"$CONF"; fi
 mkdir "$POL"
 STATE=$(rk_state_dir)
 LOG=$RK_TMP/mthpd.log
@@ -77,8 +80,12 @@ ta=$(awk '/^t=/ { split($1, t, "="); x = t[2] } END { print x + 0 }' "$RK_TMP/de
 before=$(dense_rate $((tb - 4)) "$tb") after=$(dense_rate $((ta - 4)) "$ta")
 ratio=$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 rk_log "dense program: ${before} pages/s before the sparse one, ${after} after (ratio $ratio)"
-awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }' || rk_fail "the dense program lost its gain: ratio $ratio"
-grep -h 'give back\|gave back' "$LOG" | sed 's/^/  /' | head -5
+raised_end=$(for s in 16kB 32kB 64kB 128kB 256kB 512kB 1024kB 2048kB; do
+        [[ $(rk_get "$THP/hugepages-$s/enabled") == always ]] && printf '%s ' $s; done)
+rk_log "anon sizes always at the end: ${raised_end:-none}"
+[[ -n $raised_end ]] || rk_fail "no anon size is raised at the end: the dense program lost its gain"
+grep -q "give-back: pid $DPID " "$LOG" && rk_fail "the dense program's memory was paged out"
+grep -h "give-back: pid $SPID " "$LOG" | sed 's/^/  /' | head -5
 rk_stop $SPID TERM 5
 rk_stop $DPID TERM 10
 rk_stop $MPID TERM 10
