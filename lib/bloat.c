@@ -38,6 +38,7 @@ struct entry {
         pid_t pid;
         uint64_t starttime;
         uint64_t base_rss_pages, base_minflt;
+        uint64_t base_anon_pages;     /* statm's resident - shared at the baseline */
         uint64_t minflt, t_usec;      /* at the last read */
         uint64_t offered_usec;        /* 0: never offered */
         uint64_t offered_rss_pages;
@@ -131,6 +132,26 @@ static int list_pids(struct mthp_bloat *b, int dfd, size_t *n) {
         return 0;
 }
 
+/* A process's anonymous resident pages: /proc/PID/statm's resident less
+ * its shared (file and shmem) pages, RssAnon without status's cost. */
+static int statm_anon(int dfd, pid_t pid, uint64_t *pages) {
+        char path[32], buf[256];
+        snprintf(path, sizeof(path), "%d/statm", (int) pid);
+        int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return n < 0 ? -errno : -EBADMSG;
+        buf[n] = 0;
+        unsigned long long size, res, shared;
+        if (sscanf(buf, "%llu %llu %llu", &size, &res, &shared) != 3)
+                return -EBADMSG;
+        *pages = res > shared ? res - shared : 0;
+        return 0;
+}
+
 static int cmp_cand(const void *a, const void *c) {
         const struct mthp_bloat_candidate *x = a, *y = c;
         return x->grown_kb < y->grown_kb ? 1 : x->grown_kb > y->grown_kb ? -1 : 0;
@@ -188,8 +209,11 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
                 else {
                         /* first sight: started after the raise, it grew from nothing */
                         bool after = st.starttime >= b->raise_ticks;
+                        uint64_t anon = 0;
+                        if (!after && statm_anon(dfd, pid, &anon) < 0)
+                                anon = st.rss_pages;
                         *e = (struct entry) { .pid = pid, .starttime = st.starttime,
-                                              .base_rss_pages = after ? 0 : st.rss_pages,
+                                              .base_rss_pages = after ? 0 : st.rss_pages, .base_anon_pages = anon,
                                               .base_minflt = after ? 0 : st.minflt, .minflt = st.minflt,
                                               .t_usec = t_usec };
                 }
@@ -209,6 +233,14 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
                 /* offered once, again after the recheck time or a further floor's growth */
                 if (e->offered_usec && t_usec < e->offered_usec + MTHP_BLOAT_RECHECK_USEC &&
                     st.rss_pages * (PAGE / 1024) < e->offered_rss_pages * (PAGE / 1024) + MTHP_BLOAT_FLOOR_KB)
+                        continue;
+                /* RSS counts file pages too (a mapped file's fault-around
+                 * maps 16 pages a fault): the anon share must have grown */
+                uint64_t anon;
+                if (statm_anon(dfd, pid, &anon) < 0)
+                        continue;
+                grown = anon > e->base_anon_pages ? anon - e->base_anon_pages : 0;
+                if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults)
                         continue;
                 struct mthp_bloat_candidate c = { .pid = pid, .starttime = st.starttime,
                                                   .rss_kb = st.rss_pages * (PAGE / 1024),

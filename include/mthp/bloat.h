@@ -8,7 +8,10 @@
  * on each tick while an anon size is raised, and nothing otherwise. A
  * process's growth since the raise (since its start when it started after
  * it) is its RSS now against its RSS then; its faults since are the pages
- * a 4K kernel would have given it. A process is a candidate when it grew
+ * a 4K kernel would have given it. Its anonymous share (statm's resident
+ * less shared, read at the baseline and for a candidate) must have grown
+ * as much: file pages mapped by fault-around are no bloat of ours. A
+ * process is a candidate when it grew
  * by more than MTHP_BLOAT_FLOOR_KB and by more than MTHP_BLOAT_RATIO times
  * what its faults since would have mapped at 4K (large folios filled it),
  * and is quiet now (fewer faults a second than the quiet rate given): the
@@ -46,7 +49,7 @@ struct mthp_bloat_candidate {
         uint64_t starttime;           /* tells it from a later process at its PID */
         char comm[MTHP_PROC_COMM_MAX];
         uint64_t rss_kb;              /* now */
-        uint64_t grown_kb;            /* RSS grown since the raise (or its start) */
+        uint64_t grown_kb;            /* anon RSS grown since the raise (or its start) */
         uint64_t faults_kb;           /* what its faults since would have mapped at 4K */
         double fault_rate;            /* faults a second since the last tick */
 };

@@ -12,9 +12,10 @@
 #define PAGES_MB 256ULL   /* 4K pages a MiB */
 
 /* /proc/PID/stat with the fields the tracker reads: 9 flags, 10 minflt,
- * 22 starttime, 24 rss (pages); 52 fields in all, as the kernel writes. */
-static void put_stat(const struct fixture *f, int pid, const char *comm, unsigned long long minflt,
-                     unsigned long long starttime, unsigned long long rss_pages) {
+ * 22 starttime, 24 rss (pages); 52 fields in all, as the kernel writes;
+ * and statm, file_pages of the rss shared (file-backed). */
+static void put_stat_file(const struct fixture *f, int pid, const char *comm, unsigned long long minflt,
+                          unsigned long long starttime, unsigned long long rss_pages, unsigned long long file_pages) {
         char dir[PATH_MAX + 32], path[PATH_MAX + 64];
         snprintf(dir, sizeof(dir), "%s/proc/%d", f->dir, pid);
         mkdir(dir, 0755);
@@ -25,6 +26,16 @@ static void put_stat(const struct fixture *f, int pid, const char *comm, unsigne
                     "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
                 pid, comm, pid, pid, minflt, starttime, rss_pages);
         fclose(fp);
+        snprintf(path, sizeof(path), "%s/statm", dir);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "%llu %llu %llu 100 0 %llu 0\n", rss_pages * 2, rss_pages, file_pages, rss_pages);
+        fclose(fp);
+}
+
+static void put_stat(const struct fixture *f, int pid, const char *comm, unsigned long long minflt,
+                     unsigned long long starttime, unsigned long long rss_pages) {
+        put_stat_file(f, pid, comm, minflt, starttime, rss_pages, 0);
 }
 
 static unsigned tick(struct mthp_bloat *b, bool raised, uint64_t t, struct mthp_bloat_candidate *c) {
@@ -44,6 +55,7 @@ static void test_grown_quiet_offered(void **state) {
         put_stat(f, 100, "sparse", 1000, 1, 10 * PAGES_MB);
         put_stat(f, 200, "dense4k", 1000, 1, 10 * PAGES_MB);
         put_stat(f, 300, "busy", 1000, 1, 10 * PAGES_MB);
+        put_stat(f, 600, "filemap", 1000, 1, 10 * PAGES_MB);
         assert_int_equal(tick(b, false, 1000000, c), 0);
         assert_int_equal(tick(b, true, 2000000, c), 0);       /* first sight: the baseline */
         /* sparse grows 500 MB on 1,000 faults (4 MB at 4K) and goes quiet;
@@ -52,6 +64,8 @@ static void test_grown_quiet_offered(void **state) {
         put_stat(f, 100, "sparse", 2000, 1, 510 * PAGES_MB);
         put_stat(f, 200, "dense4k", 1000 + 500 * PAGES_MB, 1, 510 * PAGES_MB);
         put_stat(f, 300, "busy", 11000, 1, 510 * PAGES_MB);
+        /* filemap grows 500 MB of a mapped file (fault-around: 16 pages a fault) */
+        put_stat_file(f, 600, "filemap", 1000 + 500 * PAGES_MB / 16, 1, 510 * PAGES_MB, 500 * PAGES_MB);
         assert_int_equal(tick(b, true, 2500000, c), 0);       /* faulting while it grew */
         put_stat(f, 300, "busy", 21000, 1, 510 * PAGES_MB);
         assert_int_equal(tick(b, true, 3000000, c), 1);
@@ -62,6 +76,8 @@ static void test_grown_quiet_offered(void **state) {
         /* busy exits (quiet now, it would be offered in turn) */
         char path[PATH_MAX + 32];
         snprintf(path, sizeof(path), "%s/proc/300/stat", f->dir);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/proc/300/statm", f->dir);
         assert_int_equal(unlink(path), 0);
         snprintf(path, sizeof(path), "%s/proc/300", f->dir);
         assert_int_equal(rmdir(path), 0);
