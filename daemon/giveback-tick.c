@@ -80,8 +80,13 @@ void daemon_give_back(struct daemon *d) {
                         continue;
                 }
                 d->give_back_error = 0;
-                if (!res.sparse)
+                if (!res.sparse) {
+                        mthp_log(LOG_INFO, "give-back: pid %d (%s) grew %llu MiB under the raise with faults for "
+                                 "%llu MiB at 4K, quiet: none of its %u 2M windows read is sparse (under %.0f%% "
+                                 "zeros): left as is", c[i].pid, c[i].comm, (unsigned long long) c[i].grown_kb >> 10,
+                                 (unsigned long long) c[i].faults_kb >> 10, res.windows, GIVE_BACK_MIN_ZERO * 100);
                         continue;
+                }
                 d->give_back_total.processes++;
                 d->give_back_total.advised_kb += res.advised_kb;
                 d->give_back_total.freed_kb += freed;

@@ -48,6 +48,8 @@ struct mthp_bloat {
         const struct mthp_host *host;
         long clk_tck;
         bool raised;
+        bool episode;                 /* a raise was seen: the table holds its baselines */
+        uint64_t lowered_usec;        /* when the last raise ended */
         uint64_t raise_ticks;         /* clock ticks since boot at the raise */
         struct entry *tab, *spare;
         size_t n_tab, cap_tab, cap_spare;
@@ -162,16 +164,20 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
         *n = 0;
         memset(stats, 0, sizeof(*stats));
         if (!raised) {
+                if (b->raised)
+                        b->lowered_usec = t_usec;
                 b->raised = false;
-                b->n_tab = 0;
                 return 0;
         }
         uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
-        if (!b->raised) {
-                b->raised = true;
+        /* a raise that comes back soon after a step-down keeps the
+         * baselines: a process grown under the first is still grown */
+        if (!b->raised && (!b->episode || t_usec >= b->lowered_usec + MTHP_BLOAT_FORGET_USEC)) {
                 b->n_tab = 0;
+                b->episode = true;
                 b->raise_ticks = mthp_now_usec(CLOCK_BOOTTIME) * (uint64_t) b->clk_tck / 1000000;
         }
+        b->raised = true;
         _cleanup_close_ int dfd = mthp_host_open_file(b->host, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return dfd;

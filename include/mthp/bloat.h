@@ -39,6 +39,7 @@
 #define MTHP_BLOAT_FLOOR_KB (8u * 1024)            /* growth below this is no bloat worth a look */
 #define MTHP_BLOAT_RATIO 4                         /* RSS grown over 4x what its faults map at 4K */
 #define MTHP_BLOAT_RECHECK_USEC (10 * 1000000ULL)  /* a candidate offered again after this */
+#define MTHP_BLOAT_FORGET_USEC (60 * 1000000ULL)   /* baselines outlive a step-down this long */
 #define MTHP_BLOAT_CANDIDATES 8                    /* offered per tick, largest growth first */
 #define MTHP_BLOAT_READS 16                        /* subpages read per 2M window */
 #define MTHP_BLOAT_ADVISE_KB (32u * 1024)          /* one process_madvise call at most */
@@ -64,7 +65,9 @@ int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret);
 void mthp_bloat_free(struct mthp_bloat *b);
 
 /* One tick at t_usec (CLOCK_MONOTONIC). raised: an anon size is raised now
- * (false: the table is dropped, nothing read). quiet_rate: a candidate
+ * (false: nothing read; the baselines are kept for a raise that comes back
+ * within MTHP_BLOAT_FORGET_USEC, as the engine's step-down and raise again
+ * under a changing load, and dropped after). quiet_rate: a candidate
  * faults less than this a second. Up to max candidates in out[], largest
  * growth first, *n their number. 0 or a negative errno (/proc unreadable). */
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,

@@ -87,10 +87,18 @@ static void test_grown_quiet_offered(void **state) {
         /* a give-back cut short asks for the next tick */
         mthp_bloat_again(b, 100);
         assert_int_equal(tick(b, true, 5000000 + MTHP_BLOAT_RECHECK_USEC, c), 1);
-        /* the raise ends: forgotten; a new one takes a new baseline */
-        assert_int_equal(tick(b, false, 6000000 + MTHP_BLOAT_RECHECK_USEC, c), 0);
-        assert_int_equal(tick(b, true, 7000000 + MTHP_BLOAT_RECHECK_USEC, c), 0);
-        assert_int_equal(tick(b, true, 8000000 + MTHP_BLOAT_RECHECK_USEC, c), 0);
+        /* the raise ends and comes back soon: still grown */
+        uint64_t t = 6000000 + MTHP_BLOAT_RECHECK_USEC;
+        assert_int_equal(tick(b, false, t, c), 0);
+        mthp_bloat_again(b, 100);
+        assert_int_equal(tick(b, true, t + 1000000, c), 1);
+        /* it ends for longer: forgotten; a new one takes a new baseline */
+        assert_int_equal(tick(b, false, t + 2000000, c), 0);
+        t += 2000000 + MTHP_BLOAT_FORGET_USEC;
+        assert_int_equal(tick(b, true, t, c), 0);
+        assert_int_equal(tick(b, true, t + 1000000, c), 0);
+        mthp_bloat_again(b, 100);
+        assert_int_equal(tick(b, true, t + 2000000, c), 0);
         mthp_bloat_free(b);
 }
 
