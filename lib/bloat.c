@@ -134,11 +134,10 @@ static int list_pids(struct mthp_bloat *b, int dfd, size_t *n) {
         return 0;
 }
 
-/* A process's anonymous resident pages: /proc/PID/statm's resident less
- * its shared (file and shmem) pages, RssAnon without status's cost. */
-static int statm_anon(int dfd, pid_t pid, uint64_t *pages) {
-        char path[32], buf[256];
-        snprintf(path, sizeof(path), "%d/statm", (int) pid);
+/* /proc/PID/statm at path under dfd: resident and shared (file and
+ * shmem) pages. */
+static int read_statm(int dfd, const char *path, uint64_t *resident, uint64_t *shared) {
+        char buf[256];
         int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -147,9 +146,23 @@ static int statm_anon(int dfd, pid_t pid, uint64_t *pages) {
         if (n <= 0)
                 return n < 0 ? -errno : -EBADMSG;
         buf[n] = 0;
-        unsigned long long size, res, shared;
-        if (sscanf(buf, "%llu %llu %llu", &size, &res, &shared) != 3)
+        unsigned long long size, res, sh;
+        if (sscanf(buf, "%llu %llu %llu", &size, &res, &sh) != 3)
                 return -EBADMSG;
+        *resident = res;
+        *shared = sh;
+        return 0;
+}
+
+/* A process's anonymous resident pages: statm's resident less shared,
+ * RssAnon without status's cost. */
+static int statm_anon(int dfd, pid_t pid, uint64_t *pages) {
+        char path[32];
+        uint64_t res, shared;
+        snprintf(path, sizeof(path), "%d/statm", (int) pid);
+        int r = read_statm(dfd, path, &res, &shared);
+        if (r < 0)
+                return r;
         *pages = res > shared ? res - shared : 0;
         return 0;
 }
@@ -305,20 +318,11 @@ int mthp_bloat_swap_kb(const struct mthp_host *h, uint64_t *kb) {
 }
 
 static int rss_kb(int dfd, uint64_t *kb) {
-        char buf[256];
-        int fd = openat(dfd, "statm", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return n < 0 ? -errno : -EBADMSG;
-        buf[n] = 0;
-        unsigned long long size, res;
-        if (sscanf(buf, "%llu %llu", &size, &res) != 2)
-                return -EBADMSG;
-        *kb = res * (PAGE / 1024);
-        return 0;
+        uint64_t res, shared;
+        int r = read_statm(dfd, "statm", &res, &shared);
+        if (r == 0)
+                *kb = res * (PAGE / 1024);
+        return r;
 }
 
 /* The zero share of up to MTHP_BLOAT_READS of the present pages of the
