@@ -351,15 +351,20 @@ static int key_start_grace(const struct key *k, struct mthp_config *c, const cha
         return 0;
 }
 
-static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
+/* A size a tick like 64M, or none (0). */
+static int parse_budget(const char *value, uint64_t *ret) {
         unsigned kb;
-        (void) k;
         if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
                 kb = 0;
         else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
                 return -EINVAL;
-        c->collapse_budget_kb = kb;
+        *ret = kb;
         return 0;
+}
+
+static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        return parse_budget(value, &c->collapse_budget_kb);
 }
 
 static int key_give_back(const struct key *k, struct mthp_config *c, const char *value) {
@@ -374,14 +379,8 @@ static int key_give_back(const struct key *k, struct mthp_config *c, const char 
 }
 
 static int key_give_back_budget(const struct key *k, struct mthp_config *c, const char *value) {
-        unsigned kb;
         (void) k;
-        if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
-                kb = 0;
-        else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
-                return -EINVAL;
-        c->give_back_budget_kb = kb;
-        return 0;
+        return parse_budget(value, &c->give_back_budget_kb);
 }
 
 static int key_collapse_cpu(const struct key *k, struct mthp_config *c, const char *value) {
