@@ -71,6 +71,18 @@ struct daemon {
         struct mthp_collapse_result collapse_last; /* the last tick's collapse work */
         struct mthp_collapse_result collapse_total;
         int collapse_error;                 /* the last distinct error logged, for rate-limiting */
+        /* the give-back (giveback-tick.c): the last tick's work, and all
+         * that was given since the start */
+        struct daemon_give_back {
+                unsigned scanned;           /* stat files read for growth */
+                uint64_t scan_usec;
+                unsigned candidates;        /* grown, quiet processes */
+                unsigned windows;           /* 2M windows read */
+                unsigned processes;         /* total: processes given back */
+                uint64_t advised_kb, freed_kb, usec;
+        } give_back_last, give_back_total;
+        int give_back_error;                /* the last distinct error logged */
+        bool give_back_swap_logged;         /* "swap: not paging out", once */
         /* the shmem repair's bookkeeping (collapse-tick.c): kB collapsed
          * per process and mapping, and the passes in a row that found
          * nothing left; the snapshot carries kb to the engine */
@@ -203,6 +215,10 @@ uint64_t daemon_timer_tick(struct daemon *d, uint64_t usec);
  * says always manages it, so a tick now can set its sizes (its start
  * grace, mthpd.conf StartGrace=) before its process maps memory. */
 bool daemon_cgroup_created(struct daemon *d, const char *path);
+/* giveback-tick.c: the tick's give-back (GiveBack=, GiveBackBudget=) to
+ * the grown, quiet processes the observer found; nothing while observing
+ * or where the host has swap */
+void daemon_give_back(struct daemon *d);
 /* collapse-tick.c: one tick's MADV_COLLAPSE work (Collapse=yes, shmem repair),
  * within the tick's budget; nothing while observing */
 void daemon_collapse(struct daemon *d, uint64_t t);

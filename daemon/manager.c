@@ -269,8 +269,14 @@ static void notify_status(struct daemon *d) {
                         snprintf(failing, sizeof(failing), "; not applied: %.500s", d->last_error[i]);
         if (n_failing > 1)
                 snprintf(failing + strlen(failing), sizeof(failing) - strlen(failing), " (and %u more)", n_failing - 1);
-        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes%s", mode,
-                 top[MTHP_ANON], top[MTHP_SHMEM], d->snap.fault_pages_rate, (unsigned long long) d->changes, failing);
+        /* bloat given back since the start (giveback-tick.c), once there is some */
+        char given[96] = "";
+        if (d->give_back_total.processes)
+                snprintf(given, sizeof(given), "; bloat given back: %llu MiB of %u process(es)",
+                         (unsigned long long) d->give_back_total.freed_kb >> 10, d->give_back_total.processes);
+        snprintf(s, sizeof(s), "STATUS=%s: anon up to %s, shmem up to %s; %.0f fault pages/s; %llu changes%s%s", mode,
+                 top[MTHP_ANON], top[MTHP_SHMEM], d->snap.fault_pages_rate, (unsigned long long) d->changes, given,
+                 failing);
         sd_notify(0, s);
 }
 
@@ -371,8 +377,10 @@ static int tick(struct daemon *d) {
         /* CollapseCPU= and CollapseBudget= are a tick's: the early tick
          * (a quarter Interval after the last) leaves them to the next one,
          * due when it would have been without it */
-        if (!d->tick_early)
+        if (!d->tick_early) {
                 daemon_collapse(d, t);
+                daemon_give_back(d);
+        }
         write_status(d);
         mthp_observer_set_idle(d->observer, mthp_observe_sizes_idle(&d->cfg.engine, &d->caps, &d->snap, &d->engine));
         d->last_tick_usec = mthp_now_usec(CLOCK_MONOTONIC) - t;

@@ -23,6 +23,12 @@ void mthp_config_defaults(struct mthp_config *c) {
         snprintf(c->policy_dir, sizeof(c->policy_dir), "%s/policy.d", MTHP_SYSCONFDIR);
         c->collapse_budget_kb = 64 * 1024;
         c->shmem_collapse = true;
+        /* 256 MB of windows a tick: ~80 ms of one core at the ~0.3 ms a MB
+         * MADV_PAGEOUT costs (docs/kernel-bloat.md), spent only while a
+         * grown, quiet process holds bloat; a 1 GiB sparse program is
+         * given back in 4 ticks */
+        c->give_back = true;
+        c->give_back_budget_kb = 256 * 1024;
         c->collapse_cpu = 10;
         c->fault_sampling = true;
         c->fault_cost_auto = true;
@@ -318,14 +324,14 @@ static int key_start_grace(const struct key *k, struct mthp_config *c, const cha
         return 0;
 }
 
-static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
+/* A size a tick like 64M, or none (0). */
+static int parse_budget(const char *value, uint64_t *ret) {
         unsigned kb;
-        (void) k;
         if (strcasecmp(value, "none") == 0 || strcmp(value, "0") == 0)
                 kb = 0;
         else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
                 return -EINVAL;
-        c->collapse_budget_kb = kb;
+        *ret = kb;
         return 0;
 }
 
@@ -344,6 +350,27 @@ static int key_min_bloat(const struct key *k, struct mthp_config *c, const char 
         c->engine.min_bloat_auto = false;
         c->engine.min_bloat_kb = kb;
         return 0;
+}
+
+static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        return parse_budget(value, &c->collapse_budget_kb);
+}
+
+static int key_give_back(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        if (strcmp(value, "auto") == 0)
+                c->give_back = true;
+        else if (strcmp(value, "no") == 0)
+                c->give_back = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int key_give_back_budget(const struct key *k, struct mthp_config *c, const char *value) {
+        (void) k;
+        return parse_budget(value, &c->give_back_budget_kb);
 }
 
 static int key_collapse_cpu(const struct key *k, struct mthp_config *c, const char *value) {
@@ -437,6 +464,8 @@ static const struct key keys[] = {
         { "Engine", "CollapseBudget", key_collapse_budget, 0, 0, 0, "a size per tick like 64M, or none" },
         { "Engine", "CollapseCPU", key_collapse_cpu, 0, 0, 0,
           "a share of one core above 0% and at most 100% (e.g. 2% or 0.5%)" },
+        { "Engine", "GiveBack", key_give_back, 0, 0, 0, "auto or no" },
+        { "Engine", "GiveBackBudget", key_give_back_budget, 0, 0, 0, "a size per tick like 256M, or none" },
         { "Engine", "ShmemCollapse", key_boolean, offsetof(struct mthp_config, shmem_collapse), 0, 0, "yes or no" },
         { "Engine", "ShmemAlign", key_boolean, ENGINE(shmem_align), 0, 0, "yes or no" },
         { "Engine", "FaultSampling", key_boolean, offsetof(struct mthp_config, fault_sampling), 0, 0, "yes or no" },

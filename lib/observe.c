@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mthp/bloat.h"
 #include "mthp/cgmon.h"
 #include "mthp/faultcost.h"
 #include "mthp/faults.h"
@@ -42,6 +43,12 @@ struct mthp_observer {
         bool fault_cost_tried;
         bool density_error_logged;
         bool cgmon_error_logged;
+        /* processes grown and quiet under a raise (bloat.h), this tick's */
+        struct mthp_bloat *bloat;           /* NULL: unavailable */
+        struct mthp_bloat_candidate grown[MTHP_BLOAT_CANDIDATES];
+        unsigned n_grown;
+        struct mthp_bloat_stats bloat_stats;
+        bool bloat_error_logged;
 };
 
 /* FaultSampling=: page-fault addresses (lib/faults.c, perf) for the density
@@ -259,6 +266,9 @@ int mthp_observer_new(const struct mthp_host *h, const struct mthp_caps *caps, c
                 o->density = NULL;
         }
         faults_open(o);
+        r = mthp_bloat_new(h, &o->bloat);
+        if (r < 0)
+                return r;
         r = mthp_cgmon_new(h, caps, &o->cgmon);
         if (r < 0) {
                 mthp_log(LOG_WARNING, "cgroup monitor unavailable: %s; policy files match processes only",
@@ -277,6 +287,7 @@ void mthp_observer_free(struct mthp_observer *o) {
         mthp_sampler_free(o->sampler);
         faults_free(o);
         mthp_density_free(o->density);
+        mthp_bloat_free(o->bloat);
         mthp_procinfo_free(o->procinfo);
         mthp_cgmon_free(o->cgmon);
         free(o);
@@ -399,6 +410,35 @@ static void take_density(struct mthp_observer *o, uint64_t t, const struct mthp_
                 mthp_log(LOG_WARNING, "density sampling failed: %s; deciding without it", mthp_errno_words(r));
 }
 
+/* The processes grown and quiet under a raise: read only while an anon
+ * size is raised (a stat file each), nothing otherwise; not on an early
+ * tick (a quarter Interval after the last: the give-back is a regular
+ * tick's, and a candidate is offered once). */
+static void take_grown(struct mthp_observer *o, uint64_t t, const struct mthp_engine_state *st, unsigned flags) {
+        bool raised = st && st->kind[MTHP_ANON].level > 0;
+        o->n_grown = 0;
+        if (flags & MTHP_OBSERVE_EARLY)
+                return;
+        int r = mthp_bloat_tick(o->bloat, raised, t, o->cfg->engine.min_proc_fault_rate, o->grown,
+                                MTHP_BLOAT_CANDIDATES, &o->n_grown, &o->bloat_stats);
+        if (r < 0 && mthp_once_set(&o->bloat_error_logged))
+                mthp_log(LOG_WARNING, "scanning processes for growth under the raise failed: %s", mthp_errno_words(r));
+        else if (r >= 0 && mthp_once_clear(&o->bloat_error_logged))
+                mthp_log(LOG_INFO, "scanning processes for growth under the raise works again");
+}
+
+unsigned mthp_observer_grown(const struct mthp_observer *o, const struct mthp_bloat_candidate **c,
+                             struct mthp_bloat_stats *stats) {
+        *c = o->grown;
+        if (stats)
+                *stats = o->bloat_stats;
+        return o->n_grown;
+}
+
+void mthp_observer_grown_again(struct mthp_observer *o, int pid) {
+        mthp_bloat_again(o->bloat, pid);
+}
+
 int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mthp_engine_state *st, unsigned flags,
                        struct mthp_snapshot *snap) {
         o->ticks++;
@@ -410,6 +450,7 @@ int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mt
         take_cgroups(o, t_usec, snap);
         take_density(o, t_usec, st, flags, snap);
         faults_steer(o, snap);
+        take_grown(o, t_usec, st, flags);
         return 0;
 }
 

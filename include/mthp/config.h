@@ -101,6 +101,12 @@ struct mthp_config {
         char policy_dir[MTHP_PATH_MAX];
         uint64_t collapse_budget_kb;  /* MADV_COLLAPSE per tick for Collapse=yes cgroups */
         bool shmem_collapse;          /* repair shmem held at 4K after mthpd's 2M raise (in that budget) */
+        /* GiveBack=auto: page out the zero subpages of large folios that a
+         * quiet process grew under a raise (process_madvise MADV_PAGEOUT on
+         * its sparse 2M windows), only where the host has no swap; no: never.
+         * GiveBackBudget=: bytes of such windows a tick, 0 none. */
+        bool give_back;
+        uint64_t give_back_budget_kb;
         /* CollapseCPU=: percent of one core MADV_COLLAPSE work (Collapse=yes
          * and the shmem repair) may take; a tick's time budget is
          * interval_usec x collapse_cpu / 100 (mthp_collapse_usec_per_tick).

@@ -7,7 +7,9 @@
  * cost (faultcost.h, FaultCost=auto, measured once), the managed cgroups
  * (cgmon.h), the faulting processes' density (density.h) with their
  * cgroups and stalls (procinfo.h), and their faults' addresses (faults.h,
- * FaultSampling=, real host only). What a tick samples beyond the
+ * FaultSampling=, real host only), and, while an anon size is raised,
+ * every process's growth since the raise (bloat.h: the grown, quiet ones
+ * the fault-driven sampler does not see). What a tick samples beyond the
  * counters and cgroups is planned from the engine's configuration and
  * state (mthp_observe_plan, pure). It reads through the host root and
  * writes nothing; a sampler that fails is logged once, until it works
@@ -16,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "mthp/bloat.h"
 #include "mthp/config.h"
 #include "mthp/density.h"
 #include "mthp/engine.h"
@@ -97,3 +100,11 @@ void mthp_observer_set_idle(struct mthp_observer *o, bool idle);
  * about the samples a whole Interval would bring. */
 void mthp_observer_expect_faults(struct mthp_observer *o, const struct mthp_snapshot *snap, double awaited_rate,
                                  double share);
+
+/* The last take's processes that grew under the raise and are quiet now
+ * (bloat.h), largest growth first, in *c (valid until the next take); the
+ * scan's cost in stats (may be NULL). Their number. */
+unsigned mthp_observer_grown(const struct mthp_observer *o, const struct mthp_bloat_candidate **c,
+                             struct mthp_bloat_stats *stats);
+/* Offer pid again on the next take (its give-back stopped at the budget). */
+void mthp_observer_grown_again(struct mthp_observer *o, int pid);

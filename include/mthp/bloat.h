@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Bloat after the fact: processes whose memory grew under a raise, found
+ * whether or not they fault now, and the give-back of their zero subpages.
+ *
+ * The tracker (the observer owns it) reads /proc/PID/stat of every process
+ * on each tick while an anon size is raised, and nothing otherwise. A
+ * process's growth since the raise (since its start when it started after
+ * it) is its RSS now against its RSS then; its faults since are the pages
+ * a 4K kernel would have given it. Its anonymous share (statm's resident
+ * less shared, read at the baseline and for a candidate) must have grown
+ * as much: file pages mapped by fault-around are no bloat of ours. A
+ * process is a candidate when it grew
+ * by more than MTHP_BLOAT_FLOOR_KB and by more than MTHP_BLOAT_RATIO times
+ * what its faults since would have mapped at 4K (large folios filled it),
+ * and is quiet now (fewer faults a second than the quiet rate given): the
+ * fault-driven density sampler does not see such a process. A candidate is
+ * offered once, then again after MTHP_BLOAT_RECHECK_USEC (or at once after
+ * mthp_bloat_again: a give-back cut short by its budget).
+ *
+ * The give-back (mthp_bloat_give_back) reads the candidate's private
+ * anonymous mappings in aligned 2M windows: pagemap for the present pages,
+ * then up to MTHP_BLOAT_READS of them (process_vm_readv, real host only);
+ * a window whose present pages are many and mostly zeros is sparse, and
+ * only sparse windows are handed to process_madvise(MADV_PAGEOUT). Without
+ * swap the kernel splits their large folios and frees the zero subpages,
+ * keeping the touched ones (docs/kernel-bloat.md); with swap it would swap
+ * touched data out, so the caller must check that first
+ * (mthp_bloat_swap_kb). Dense windows are never advised: PAGEOUT there
+ * only splits their folios. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "mthp/host.h"
+#include "mthp/procfs.h"
+
+#define MTHP_BLOAT_FLOOR_KB (8u * 1024)            /* growth below this is no bloat worth a look */
+#define MTHP_BLOAT_RATIO 4                         /* RSS grown over 4x what its faults map at 4K */
+#define MTHP_BLOAT_RECHECK_USEC (10 * 1000000ULL)  /* a candidate offered again after this */
+#define MTHP_BLOAT_FORGET_USEC (60 * 1000000ULL)   /* baselines outlive a step-down this long */
+#define MTHP_BLOAT_CANDIDATES 8                    /* offered per tick, largest growth first */
+#define MTHP_BLOAT_READS 16                        /* subpages read per 2M window */
+#define MTHP_BLOAT_ADVISE_KB (32u * 1024)          /* one process_madvise call at most */
+#define MTHP_BLOAT_MIN_PRESENT 64                  /* a window with fewer present pages is not read */
+
+struct mthp_bloat_candidate {
+        pid_t pid;
+        uint64_t starttime;           /* tells it from a later process at its PID */
+        char comm[MTHP_PROC_COMM_MAX];
+        uint64_t rss_kb;              /* now */
+        uint64_t grown_kb;            /* anon RSS grown since the raise (or its start) */
+        uint64_t faults_kb;           /* what its faults since would have mapped at 4K */
+        double fault_rate;            /* faults a second since the last tick */
+};
+
+struct mthp_bloat_stats {
+        unsigned scanned;             /* stat files read this tick */
+        uint64_t usec;                /* the tick's scan, wall time */
+};
+
+struct mthp_bloat;
+int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret);
+void mthp_bloat_free(struct mthp_bloat *b);
+
+/* One tick at t_usec (CLOCK_MONOTONIC). raised: an anon size is raised now
+ * (false: nothing read; the baselines are kept for a raise that comes back
+ * within MTHP_BLOAT_FORGET_USEC, as the engine's step-down and raise again
+ * under a changing load, and dropped after). quiet_rate: a candidate
+ * faults less than this a second. Up to max candidates in out[], largest
+ * growth first, *n their number. 0 or a negative errno (/proc unreadable). */
+int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
+                    struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats);
+/* Offer pid again on the next tick (its give-back stopped at the budget). */
+void mthp_bloat_again(struct mthp_bloat *b, pid_t pid);
+
+/* The swap the host offers anon memory, from /proc/meminfo's SwapTotal
+ * through the host root: 0 none. Negative errno when unreadable. */
+int mthp_bloat_swap_kb(const struct mthp_host *h, uint64_t *kb);
+
+struct mthp_bloat_result {
+        unsigned windows;             /* 2M windows read */
+        unsigned sparse;              /* of those, advised */
+        uint64_t advised_kb;          /* their span */
+        uint64_t rss_before_kb, rss_after_kb;
+        uint64_t usec;                /* the whole give-back, wall time */
+        bool budget_hit;              /* windows were left for the next tick */
+};
+/* Give back c's sparse windows (zero share of their present pages at least
+ * min_zero), at most budget_kb of them, advised MTHP_BLOAT_ADVISE_KB at a
+ * time and no more once max_usec of wall time is spent (a tick may overrun
+ * by one such call, ~0.3-2.5 ms a MB): see above. The process must still
+ * be c (its start time). 0, -ESRCH (gone), -EPERM/-EACCES (no ptrace read
+ * access, no CAP_SYS_NICE), -ENOSYS, or another negative errno; res holds
+ * what was done. */
+int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_candidate *c, double min_zero,
+                         uint64_t budget_kb, uint64_t max_usec, struct mthp_bloat_result *res);

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/* Bloat after the fact (mthp/bloat.h): the grown-and-quiet tracker and the
+ * give-back of sparse 2M windows with MADV_PAGEOUT. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mthp/bloat.h"
+#include "mthp/density.h"
+#include "mthp/util.h"
+#include "pagemap-scan.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+#define PAGE 4096u
+#define WINDOW (2u << 20)
+#define WINDOW_PAGES (WINDOW / PAGE)
+#define PF_KTHREAD 0x00200000u
+#define IOV_BATCH 512
+
+struct entry {
+        pid_t pid;
+        uint64_t starttime;
+        uint64_t base_rss_pages, base_minflt;
+        uint64_t base_anon_pages;     /* statm's resident - shared at the baseline */
+        uint64_t minflt, t_usec;      /* at the last read */
+        uint64_t offered_usec;        /* 0: never offered */
+        uint64_t offered_rss_pages;
+};
+
+struct mthp_bloat {
+        const struct mthp_host *host;
+        long clk_tck;
+        bool raised;
+        bool episode;                 /* a raise was seen: the table holds its baselines */
+        uint64_t lowered_usec;        /* when the last raise ended */
+        uint64_t raise_ticks;         /* clock ticks since boot at the raise */
+        struct entry *tab, *spare;
+        size_t n_tab, cap_tab, cap_spare;
+        pid_t *pids;
+        size_t cap_pids;
+        char buf[1024];
+};
+
+int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret) {
+        struct mthp_bloat *b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->host = h;
+        b->clk_tck = sysconf(_SC_CLK_TCK);
+        if (b->clk_tck <= 0)
+                b->clk_tck = 100;
+        *ret = b;
+        return 0;
+}
+
+void mthp_bloat_free(struct mthp_bloat *b) {
+        if (!b)
+                return;
+        free(b->tab);
+        free(b->spare);
+        free(b->pids);
+        free(b);
+}
+
+static int cmp_pid(const void *a, const void *c) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) c;
+        return x < y ? -1 : x > y;
+}
+
+static const struct entry *find(const struct mthp_bloat *b, pid_t pid) {
+        size_t lo = 0, hi = b->n_tab;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (b->tab[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < b->n_tab && b->tab[lo].pid == pid ? &b->tab[lo] : NULL;
+}
+
+void mthp_bloat_again(struct mthp_bloat *b, pid_t pid) {
+        struct entry *e = (struct entry *) find(b, pid);
+        if (e)
+                e->offered_usec = 0;
+}
+
+static int list_pids(struct mthp_bloat *b, int dfd, size_t *n) {
+        int fd = dup(dfd);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        rewinddir(d);
+        struct dirent *de;
+        size_t k = 0;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                int r = mthp_grow((void **) &b->pids, &b->cap_pids, k + 1, sizeof(pid_t));
+                if (r < 0) {
+                        closedir(d);
+                        return r;
+                }
+                b->pids[k++] = (pid_t) pid;
+        }
+        closedir(d);
+        if (k > 1)
+                qsort(b->pids, k, sizeof(pid_t), cmp_pid);
+        *n = k;
+        return 0;
+}
+
+/* /proc/PID/statm at path under dfd: resident and shared (file and
+ * shmem) pages. */
+static int read_statm(int dfd, const char *path, uint64_t *resident, uint64_t *shared) {
+        char buf[256];
+        int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return n < 0 ? -errno : -EBADMSG;
+        buf[n] = 0;
+        unsigned long long size, res, sh;
+        if (sscanf(buf, "%llu %llu %llu", &size, &res, &sh) != 3)
+                return -EBADMSG;
+        *resident = res;
+        *shared = sh;
+        return 0;
+}
+
+/* A process's anonymous resident pages: statm's resident less shared,
+ * RssAnon without status's cost. */
+static int statm_anon(int dfd, pid_t pid, uint64_t *pages) {
+        char path[32];
+        uint64_t res, shared;
+        snprintf(path, sizeof(path), "%d/statm", (int) pid);
+        int r = read_statm(dfd, path, &res, &shared);
+        if (r < 0)
+                return r;
+        *pages = res > shared ? res - shared : 0;
+        return 0;
+}
+
+static int cmp_cand(const void *a, const void *c) {
+        const struct mthp_bloat_candidate *x = a, *y = c;
+        return x->grown_kb < y->grown_kb ? 1 : x->grown_kb > y->grown_kb ? -1 : 0;
+}
+
+int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
+                    struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats) {
+        *n = 0;
+        memset(stats, 0, sizeof(*stats));
+        if (!raised) {
+                if (b->raised)
+                        b->lowered_usec = t_usec;
+                b->raised = false;
+                return 0;
+        }
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
+        /* a raise that comes back soon after a step-down keeps the
+         * baselines: a process grown under the first is still grown */
+        if (!b->raised && (!b->episode || t_usec >= b->lowered_usec + MTHP_BLOAT_FORGET_USEC)) {
+                b->n_tab = 0;
+                b->episode = true;
+                b->raise_ticks = mthp_now_usec(CLOCK_BOOTTIME) * (uint64_t) b->clk_tck / 1000000;
+        }
+        b->raised = true;
+        _cleanup_close_ int dfd = mthp_host_open_file(b->host, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return dfd;
+        size_t np = 0;
+        int r = list_pids(b, dfd, &np);
+        if (r < 0)
+                return r;
+        r = mthp_grow((void **) &b->spare, &b->cap_spare, np ? np : 1, sizeof(struct entry));
+        if (r < 0)
+                return r;
+        pid_t self = getpid();
+        size_t u = 0;
+        for (size_t i = 0; i < np; i++) {
+                char path[32];
+                pid_t pid = b->pids[i];
+                if (b->host->real && pid == self)
+                        continue;
+                snprintf(path, sizeof(path), "%d/stat", (int) pid);
+                int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t len = read(fd, b->buf, sizeof(b->buf) - 1);
+                close(fd);
+                stats->scanned++;
+                if (len <= 0)
+                        continue;
+                b->buf[len] = 0;
+                struct mthp_proc_stat st;
+                if (mthp_proc_parse_stat(b->buf, &st) < 0 || (st.flags & PF_KTHREAD) || st.state == 'Z')
+                        continue;
+                const struct entry *old = find(b, pid);
+                struct entry *e = &b->spare[u++];
+                if (old && old->starttime == st.starttime)
+                        *e = *old;
+                else {
+                        /* first sight: started after the raise, it grew from nothing */
+                        bool after = st.starttime >= b->raise_ticks;
+                        uint64_t anon = 0;
+                        if (!after && statm_anon(dfd, pid, &anon) < 0)
+                                anon = st.rss_pages;
+                        *e = (struct entry) { .pid = pid, .starttime = st.starttime,
+                                              .base_rss_pages = after ? 0 : st.rss_pages, .base_anon_pages = anon,
+                                              .base_minflt = after ? 0 : st.minflt, .minflt = st.minflt,
+                                              .t_usec = t_usec };
+                }
+                double rate = t_usec > e->t_usec && st.minflt >= e->minflt
+                                      ? (double) (st.minflt - e->minflt) * 1e6 / (double) (t_usec - e->t_usec)
+                                      : 0;
+                bool fresh = !old || old->starttime != st.starttime;
+                e->minflt = st.minflt;
+                e->t_usec = t_usec;
+                uint64_t grown = st.rss_pages > e->base_rss_pages ? st.rss_pages - e->base_rss_pages : 0;
+                uint64_t faults = st.minflt > e->base_minflt ? st.minflt - e->base_minflt : 0;
+                if (fresh)
+                        continue;   /* its rate is unknown until the next read */
+                if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults ||
+                    !(rate < quiet_rate))
+                        continue;
+                /* offered once, again after the recheck time or a further floor's growth */
+                if (e->offered_usec && t_usec < e->offered_usec + MTHP_BLOAT_RECHECK_USEC &&
+                    st.rss_pages * (PAGE / 1024) < e->offered_rss_pages * (PAGE / 1024) + MTHP_BLOAT_FLOOR_KB)
+                        continue;
+                /* RSS counts file pages too (a mapped file's fault-around
+                 * maps 16 pages a fault): the anon share must have grown */
+                uint64_t anon;
+                if (statm_anon(dfd, pid, &anon) < 0)
+                        continue;
+                grown = anon > e->base_anon_pages ? anon - e->base_anon_pages : 0;
+                if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults)
+                        continue;
+                struct mthp_bloat_candidate c = { .pid = pid, .starttime = st.starttime,
+                                                  .rss_kb = st.rss_pages * (PAGE / 1024),
+                                                  .grown_kb = grown * (PAGE / 1024),
+                                                  .faults_kb = faults * (PAGE / 1024), .fault_rate = rate };
+                mthp_strcpy(c.comm, sizeof(c.comm), st.comm);
+                if (*n < max)
+                        out[(*n)++] = c;
+                else if (max && c.grown_kb > out[max - 1].grown_kb)
+                        out[max - 1] = c;
+                if (max)
+                        qsort(out, *n, sizeof(*out), cmp_cand);
+        }
+        /* the offered ones remember it */
+        for (unsigned j = 0; j < *n; j++)
+                for (size_t i = 0; i < u; i++)
+                        if (b->spare[i].pid == out[j].pid) {
+                                b->spare[i].offered_usec = t_usec ? t_usec : 1;
+                                b->spare[i].offered_rss_pages = out[j].rss_kb / (PAGE / 1024);
+                        }
+        struct entry *tmp = b->tab;
+        size_t cap = b->cap_tab;
+        b->tab = b->spare;
+        b->cap_tab = b->cap_spare;
+        b->n_tab = u;
+        b->spare = tmp;
+        b->cap_spare = cap;
+        stats->usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
+        return 0;
+}
+
+struct swap_ctx {
+        uint64_t kb;
+        bool found;
+};
+
+static void swap_cb(void *user, const char *key, unsigned long long value) {
+        struct swap_ctx *c = user;
+        if (strcmp(key, "SwapTotal") == 0) {
+                c->kb = value;
+                c->found = true;
+        }
+}
+
+int mthp_bloat_swap_kb(const struct mthp_host *h, uint64_t *kb) {
+        char buf[8192];
+        int r = mthp_host_read(h, "/proc/meminfo", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        struct swap_ctx c = { 0 };
+        mthp_parse_kv(buf, swap_cb, &c);
+        if (!c.found)
+                return -EBADMSG;
+        *kb = c.kb;
+        return 0;
+}
+
+static int rss_kb(int dfd, uint64_t *kb) {
+        uint64_t res, shared;
+        int r = read_statm(dfd, "statm", &res, &shared);
+        if (r == 0)
+                *kb = res * (PAGE / 1024);
+        return r;
+}
+
+/* The zero share of up to MTHP_BLOAT_READS of the present pages of the
+ * window at addr (pm its pagemap entries); -1 when too few are present. */
+static double window_zero(pid_t pid, uint64_t addr, const uint64_t *pm, unsigned n, void *buf) {
+        unsigned present = 0;
+        for (unsigned i = 0; i < n; i++)
+                present += (pm[i] >> 63) & 1;
+        if (present < MTHP_BLOAT_MIN_PRESENT)
+                return -1;
+        struct iovec local[MTHP_BLOAT_READS], remote[MTHP_BLOAT_READS];
+        unsigned want = present < MTHP_BLOAT_READS ? present : MTHP_BLOAT_READS, k = 0, seen = 0;
+        unsigned step = present / want;
+        /* one present page at a varying place in each step: at a fixed
+         * stride the reads would fall in step with a program's own
+         * (1 byte every 64K read every 128K reads data only) */
+        uint64_t x = addr | 1;
+        unsigned pick = 0;
+        for (unsigned i = 0; i < n && k < want; i++) {
+                if (!((pm[i] >> 63) & 1))
+                        continue;
+                if (seen % step == 0) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        pick = seen + (unsigned) (x % step);
+                }
+                if (seen++ == pick) {
+                        local[k] = (struct iovec) { (char *) buf + (size_t) k * PAGE, PAGE };
+                        remote[k] = (struct iovec) { (void *) (uintptr_t) (addr + (uint64_t) i * PAGE), PAGE };
+                        k++;
+                }
+        }
+        ssize_t got = process_vm_readv(pid, local, k, remote, k, 0);
+        if (got < (ssize_t) PAGE)
+                return -1;
+        unsigned read = (unsigned) (got / PAGE);
+        return (double) mthp_density_count_zero_pages(buf, read) / read;
+}
+
+#define SCAN_VEC 128
+
+/* pm[] for the window [a, e): bit 63 set for its present pages that are
+ * not the shared zero page (a zero subpage that a give-back or the
+ * shrinker already split off is mapped to it, and is no bloat).
+ * PAGEMAP_SCAN tells the zero page apart; without it (*scan -1, before
+ * Linux 6.7), pagemap entries, where a zero-page PTE reads as present. */
+static int window_present(int pfd, uint64_t a, uint64_t e, uint64_t *pm, struct page_region *vec, int *scan) {
+        unsigned np = (unsigned) ((e - a) / PAGE);
+        if (*scan >= 0) {
+                memset(pm, 0, np * sizeof(*pm));
+                for (uint64_t at = a; at < e;) {
+                        uint64_t walk_end = e;
+                        int n = mthp_pagemap_scan(pfd, at, e, vec, SCAN_VEC, 0, PAGE_IS_PRESENT, PAGE_IS_PRESENT,
+                                                  &walk_end);
+                        if (n == -ENOTTY || n == -EINVAL) {
+                                *scan = -1;
+                                break;
+                        }
+                        if (n < 0)
+                                return n;
+                        *scan = 1;
+                        for (int j = 0; j < n; j++)
+                                for (uint64_t p = vec[j].start; p < vec[j].end && p < e; p += PAGE)
+                                        pm[(p - a) / PAGE] = 1ULL << 63;
+                        if (n < SCAN_VEC || walk_end <= at)
+                                break;
+                        at = walk_end;
+                }
+                if (*scan > 0)
+                        return 0;
+        }
+        ssize_t got = pread(pfd, pm, np * sizeof(uint64_t), (off_t) (a / PAGE * sizeof(uint64_t)));
+        if (got < 0)
+                return -errno;
+        if (got < (ssize_t) (np * sizeof(uint64_t)))
+                return -ESRCH;
+        return 0;
+}
+
+static int advise(int pidfd, struct iovec *iov, unsigned n) {
+        if (!n)
+                return 0;
+        long r = syscall(SYS_process_madvise, pidfd, iov, n, MADV_PAGEOUT, 0u);
+        return r < 0 ? -errno : 0;
+}
+
+int mthp_bloat_give_back(const struct mthp_host *h, const struct mthp_bloat_candidate *c, double min_zero,
+                         uint64_t budget_kb, uint64_t max_usec, struct mthp_bloat_result *res) {
+        memset(res, 0, sizeof(*res));
+        if (!h->real)
+                return -EOPNOTSUPP;   /* another host's processes are not ours to read or advise */
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d", (int) c->pid);
+        _cleanup_close_ int dfd = mthp_host_open_file(h, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return dfd == -ENOENT ? -ESRCH : dfd;
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, c->pid, 0u);
+        if (pidfd < 0)
+                return -errno;
+        uint64_t start = 0;
+        /* after pidfd_open: the pidfd and the directory name the process we chose */
+        int r = mthp_proc_read_starttime(h, c->pid, &start);
+        if (r < 0)
+                return r;
+        if (start != c->starttime)
+                return -ESRCH;
+        _cleanup_close_ int mfd = openat(dfd, "maps", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int pfd = openat(dfd, "pagemap", O_RDONLY | O_CLOEXEC);
+        if (mfd < 0 || pfd < 0)
+                return -errno;
+        char *text = NULL;
+        size_t cap = 0, len = 0;
+        r = mthp_proc_read_fd(mfd, &text, &cap, &len);
+        if (r < 0) {
+                free(text);
+                return r;
+        }
+        (void) rss_kb(dfd, &res->rss_before_kb);
+        void *buf = malloc((size_t) MTHP_BLOAT_READS * PAGE);
+        uint64_t *pm = malloc(WINDOW_PAGES * sizeof(uint64_t));
+        struct iovec iov[IOV_BATCH];
+        struct page_region vec[SCAN_VEC];
+        int scan = 0;
+        unsigned n_iov = 0;
+        uint64_t batch_kb = 0;
+        if (!buf || !pm)
+                r = -ENOMEM;
+        for (char *line = text; r == 0 && line && *line;) {
+                char *nl = strchr(line, '\n');
+                size_t ll = nl ? (size_t) (nl - line) : strlen(line);
+                struct mthp_mapping m;
+                char *next = nl ? nl + 1 : NULL;
+                if (mthp_proc_parse_maps_line(line, ll, &m) < 0 || mthp_proc_mapping_kind(&m) != MTHP_ANON ||
+                    m.perms[1] != 'w') {
+                        line = next;
+                        continue;
+                }
+                for (uint64_t w = m.start & ~(uint64_t) (WINDOW - 1); w < m.end && r == 0; w += WINDOW) {
+                        uint64_t a = w < m.start ? m.start : w, e = w + WINDOW > m.end ? m.end : w + WINDOW;
+                        unsigned np = (unsigned) ((e - a) / PAGE);
+                        if (res->advised_kb + (e - a) / 1024 > budget_kb ||
+                            mthp_now_usec(CLOCK_MONOTONIC) - t0 >= max_usec) {
+                                res->budget_hit = true;
+                                break;
+                        }
+                        r = window_present(pfd, a, e, pm, vec, &scan);
+                        if (r < 0)
+                                break;
+                        res->windows++;
+                        double z = window_zero(c->pid, a, pm, np, buf);
+                        if (!(z >= min_zero))
+                                continue;
+                        res->sparse++;
+                        res->advised_kb += (e - a) / 1024;
+                        batch_kb += (e - a) / 1024;
+                        if (n_iov && (uint64_t) (uintptr_t) iov[n_iov - 1].iov_base + iov[n_iov - 1].iov_len == a)
+                                iov[n_iov - 1].iov_len += e - a;
+                        else
+                                iov[n_iov++] = (struct iovec) { (void *) (uintptr_t) a, e - a };
+                        if (n_iov == IOV_BATCH || batch_kb >= MTHP_BLOAT_ADVISE_KB) {
+                                r = advise(pidfd, iov, n_iov);
+                                n_iov = 0;
+                                batch_kb = 0;
+                        }
+                }
+                if (res->budget_hit)
+                        break;
+                line = next;
+        }
+        if (r == 0)
+                r = advise(pidfd, iov, n_iov);
+        free(text);
+        free(buf);
+        free(pm);
+        (void) rss_kb(dfd, &res->rss_after_kb);
+        res->usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
+        return r;
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* The grown-and-quiet tracker (lib/bloat.c) on a fake /proc: who is
+ * offered for a give-back, and when again. */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mthp/bloat.h"
+#include "unit.h"
+
+#define PAGES_MB 256ULL   /* 4K pages a MiB */
+
+/* /proc/PID/stat with the fields the tracker reads: 9 flags, 10 minflt,
+ * 22 starttime, 24 rss (pages); 52 fields in all, as the kernel writes;
+ * and statm, file_pages of the rss shared (file-backed). */
+static void put_stat_file(const struct fixture *f, int pid, const char *comm, unsigned long long minflt,
+                          unsigned long long starttime, unsigned long long rss_pages, unsigned long long file_pages) {
+        char dir[PATH_MAX + 32], path[PATH_MAX + 64];
+        snprintf(dir, sizeof(dir), "%s/proc/%d", f->dir, pid);
+        mkdir(dir, 0755);
+        snprintf(path, sizeof(path), "%s/stat", dir);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "%d (%s) S 1 %d %d 0 -1 4194304 %llu 0 0 0 10 5 0 0 20 0 1 0 %llu 104857600 %llu "
+                    "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                pid, comm, pid, pid, minflt, starttime, rss_pages);
+        fclose(fp);
+        snprintf(path, sizeof(path), "%s/statm", dir);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "%llu %llu %llu 100 0 %llu 0\n", rss_pages * 2, rss_pages, file_pages, rss_pages);
+        fclose(fp);
+}
+
+static void put_stat(const struct fixture *f, int pid, const char *comm, unsigned long long minflt,
+                     unsigned long long starttime, unsigned long long rss_pages) {
+        put_stat_file(f, pid, comm, minflt, starttime, rss_pages, 0);
+}
+
+static unsigned tick(struct mthp_bloat *b, bool raised, uint64_t t, struct mthp_bloat_candidate *c) {
+        unsigned n = 99;
+        struct mthp_bloat_stats st;
+        assert_int_equal(mthp_bloat_tick(b, raised, t, 100, c, MTHP_BLOAT_CANDIDATES, &n, &st), 0);
+        return n;
+}
+
+/* started before the raise: its growth counts from the tick that first
+ * saw it under the raise, its rate from the tick after */
+static void test_grown_quiet_offered(void **state) {
+        struct fixture *f = *state;
+        struct mthp_bloat *b;
+        struct mthp_bloat_candidate c[MTHP_BLOAT_CANDIDATES];
+        assert_int_equal(mthp_bloat_new(f->host, &b), 0);
+        put_stat(f, 100, "sparse", 1000, 1, 10 * PAGES_MB);
+        put_stat(f, 200, "dense4k", 1000, 1, 10 * PAGES_MB);
+        put_stat(f, 300, "busy", 1000, 1, 10 * PAGES_MB);
+        put_stat(f, 600, "filemap", 1000, 1, 10 * PAGES_MB);
+        assert_int_equal(tick(b, false, 1000000, c), 0);
+        assert_int_equal(tick(b, true, 2000000, c), 0);       /* first sight: the baseline */
+        /* sparse grows 500 MB on 1,000 faults (4 MB at 4K) and goes quiet;
+         * dense4k grows 500 MB on a fault a page; busy like sparse but
+         * faulting 10,000 a second now */
+        put_stat(f, 100, "sparse", 2000, 1, 510 * PAGES_MB);
+        put_stat(f, 200, "dense4k", 1000 + 500 * PAGES_MB, 1, 510 * PAGES_MB);
+        put_stat(f, 300, "busy", 11000, 1, 510 * PAGES_MB);
+        /* filemap grows 500 MB of a mapped file (fault-around: 16 pages a fault) */
+        put_stat_file(f, 600, "filemap", 1000 + 500 * PAGES_MB / 16, 1, 510 * PAGES_MB, 500 * PAGES_MB);
+        assert_int_equal(tick(b, true, 2500000, c), 0);       /* faulting while it grew */
+        put_stat(f, 300, "busy", 21000, 1, 510 * PAGES_MB);
+        assert_int_equal(tick(b, true, 3000000, c), 1);
+        assert_int_equal(c[0].pid, 100);
+        assert_string_equal(c[0].comm, "sparse");
+        assert_int_equal(c[0].grown_kb, 500 * 1024);
+        assert_int_equal(c[0].faults_kb, 4000);
+        /* busy exits (quiet now, it would be offered in turn) */
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/proc/300/stat", f->dir);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/proc/300/statm", f->dir);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/proc/300", f->dir);
+        assert_int_equal(rmdir(path), 0);
+        /* quiet since: offered once, not again within the recheck time */
+        assert_int_equal(tick(b, true, 4000000, c), 0);
+        assert_int_equal(tick(b, true, 4000000 + MTHP_BLOAT_RECHECK_USEC, c), 1);
+        /* a give-back cut short asks for the next tick */
+        mthp_bloat_again(b, 100);
+        assert_int_equal(tick(b, true, 5000000 + MTHP_BLOAT_RECHECK_USEC, c), 1);
+        /* the raise ends and comes back soon: still grown */
+        uint64_t t = 6000000 + MTHP_BLOAT_RECHECK_USEC;
+        assert_int_equal(tick(b, false, t, c), 0);
+        mthp_bloat_again(b, 100);
+        assert_int_equal(tick(b, true, t + 1000000, c), 1);
+        /* it ends for longer: forgotten; a new one takes a new baseline */
+        assert_int_equal(tick(b, false, t + 2000000, c), 0);
+        t += 2000000 + MTHP_BLOAT_FORGET_USEC;
+        assert_int_equal(tick(b, true, t, c), 0);
+        assert_int_equal(tick(b, true, t + 1000000, c), 0);
+        mthp_bloat_again(b, 100);
+        assert_int_equal(tick(b, true, t + 2000000, c), 0);
+        mthp_bloat_free(b);
+}
+
+/* started after the raise: grown from nothing, offered from its second
+ * sight (its rate known); under the floor: never */
+static void test_started_after(void **state) {
+        struct fixture *f = *state;
+        struct mthp_bloat *b;
+        struct mthp_bloat_candidate c[MTHP_BLOAT_CANDIDATES];
+        assert_int_equal(mthp_bloat_new(f->host, &b), 0);
+        assert_int_equal(tick(b, true, 1000000, c), 0);
+        put_stat(f, 400, "late", 300, ~0ULL >> 8, 200 * PAGES_MB);
+        put_stat(f, 500, "small", 10, ~0ULL >> 8, 4 * PAGES_MB);
+        assert_int_equal(tick(b, true, 2000000, c), 0);       /* first sight: its rate unknown */
+        assert_int_equal(tick(b, true, 3000000, c), 1);
+        assert_int_equal(c[0].pid, 400);
+        assert_int_equal(c[0].grown_kb, 200 * 1024);
+        /* another process at its PID is a first sight again */
+        put_stat(f, 400, "late", 300, (~0ULL >> 8) + 1, 200 * PAGES_MB);
+        assert_int_equal(tick(b, true, 4000000 + MTHP_BLOAT_RECHECK_USEC, c), 0);
+        mthp_bloat_free(b);
+}
+
+static void test_swap(void **state) {
+        struct fixture *f = *state;
+        char path[PATH_MAX + 32];
+        uint64_t kb = 1;
+        snprintf(path, sizeof(path), "%s/proc/meminfo", f->dir);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs("MemTotal:       24000000 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n", fp);
+        fclose(fp);
+        assert_int_equal(mthp_bloat_swap_kb(f->host, &kb), 0);
+        assert_int_equal(kb, 0);
+        fp = fopen(path, "w");
+        fputs("MemTotal:       24000000 kB\nSwapTotal:       2097148 kB\n", fp);
+        fclose(fp);
+        assert_int_equal(mthp_bloat_swap_kb(f->host, &kb), 0);
+        assert_int_equal(kb, 2097148);
+        /* a fake host's processes are not this machine's to advise */
+        struct mthp_bloat_candidate cand = { .pid = 1 };
+        struct mthp_bloat_result res;
+        assert_int_equal(mthp_bloat_give_back(f->host, &cand, 0.5, 1024, 100000, &res), -EOPNOTSUPP);
+}
+
+static const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_grown_quiet_offered, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_started_after, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_swap, fixture_setup, fixture_teardown),
+};
+UNIT_MAIN(tests, tests)
