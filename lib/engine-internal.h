@@ -215,3 +215,61 @@ enum mthp_rule engine_shm_unreachable(const struct mthp_engine_state *st, uint64
 /* A recently sampled process's shmem mapping the daemon repaired with
  * MADV_COLLAPSE (shm_repaired_kb): the one repaired most, said in buf. */
 bool engine_shm_repaired(const struct mthp_engine_state *st, uint64_t tick, char *buf, size_t n);
+
+/* ---- engine-emit.c: one kind's level as knob decisions, and defrag (uses the basis, density and
+ * remember); engine.c's steps hand a kind on to it as a struct kind_step ---- */
+#define DEFRAG_FALLBACK_PCT 20.0
+
+struct signals {
+        double opted_out;              /* pages/s of processes that opted out, not in demand */
+        double madvised;               /* pages/s in folios of sizes at madvise, not in demand */
+        double demand, fallback_pct, avail_pct, share, top_alloc, stall_ms;
+        int stall_pid;                 /* a process stalling in compaction, or 0 */
+        bool pressure, fragmented, measured;
+        char pressure_why[256];
+        /* this tick's rates (engine_fault_rates) and, when RaiseFaultTime
+         * set them, what they stand for */
+        double raise_at, lower_at;
+        char rate_why[96];
+};
+
+/* One kind's decision this tick, as the steps of mthp_engine_decide pass it
+ * on: its inputs (signals, density), the level it may go to, the level it
+ * goes to and why. */
+struct kind_step {
+        enum mthp_kind kind;
+        const char *kname;
+        struct mthp_engine_kind *st;
+        unsigned ladder[MTHP_SIZES_MAX];
+        unsigned n_ladder;
+        struct signals sig;
+        struct density_verdict dens;
+        bool dwell_ok;
+        unsigned target, afford, old_level;
+        bool lim_capped, barred, probe_failed;
+        bool align;                     /* the top size goes to advise (ShmemAlign=) */
+        bool align_capped;              /* it would, but a limited cgroup caps the sizes */
+        int lim_blocker;
+        char lim_why[400];
+        char top[16], who[96], raiser[200], keeper[200];
+        char left_out[240];             /* processes that opted out, for the reasons */
+        /* a raise back after a step-down blamed on a churner that reads
+         * dense now (struct mthp_engine_kind churn_pid): no dwell, and why */
+        bool churn_back, churn_armed;
+        unsigned churn_to;              /* where it may go: no higher than it came down from */
+        char churn_note[200];
+        char why[MTHP_REASON_MAX - 96];
+        enum mthp_rule rule;            /* the rule why says */
+};
+
+/* Whether the kind's top size goes to advise for alignment (ShmemAlign=). */
+void engine_kind_align(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                       const struct mthp_snapshot *snap, struct kind_step *k);
+/* One decision for every per-size knob of the kind. */
+void engine_emit_size_decisions(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                                const struct mthp_engine_state *st_all, const struct kind_step *k,
+                                struct mthp_decision *out, size_t *n, size_t n_out);
+/* The defrag decision, with the sizes' confirm/lower hysteresis. */
+void engine_decide_defrag(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, struct mthp_engine_state *next, bool want_defer,
+                          const char *defer_why, struct mthp_decision *out, size_t *n, size_t n_out);

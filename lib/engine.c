@@ -11,20 +11,6 @@
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
 #define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
-#define DEFRAG_FALLBACK_PCT 20.0
-
-struct signals {
-        double opted_out;              /* pages/s of processes that opted out, not in demand */
-        double madvised;               /* pages/s in folios of sizes at madvise, not in demand */
-        double demand, fallback_pct, avail_pct, share, top_alloc, stall_ms;
-        int stall_pid;                 /* a process stalling in compaction, or 0 */
-        bool pressure, fragmented, measured;
-        char pressure_why[256];
-        /* this tick's rates (engine_fault_rates) and, when RaiseFaultTime
-         * set them, what they stand for */
-        double raise_at, lower_at;
-        char rate_why[96];
-};
 
 /* The kind's fault demand in 4K pages per second, and its share of the
  * faults no mTHP allocation explains. */
@@ -210,35 +196,6 @@ static void describe_proc(const struct mthp_engine_proc *p, enum mthp_kind kind,
         snprintf(buf, n, "pid %d (%s, %.0f faults/s%s)", p->pid, engine_quote_name(p->comm, comm, sizeof(comm)),
                  p->fault_rate, split);
 }
-
-/* One kind's decision this tick, as the steps of mthp_engine_decide pass it
- * on: its inputs (signals, density), the level it may go to, the level it
- * goes to and why. */
-struct kind_step {
-        enum mthp_kind kind;
-        const char *kname;
-        struct mthp_engine_kind *st;
-        unsigned ladder[MTHP_SIZES_MAX];
-        unsigned n_ladder;
-        struct signals sig;
-        struct density_verdict dens;
-        bool dwell_ok;
-        unsigned target, afford, old_level;
-        bool lim_capped, barred, probe_failed;
-        bool align;                     /* the top size goes to advise (ShmemAlign=) */
-        bool align_capped;              /* it would, but a limited cgroup caps the sizes */
-        int lim_blocker;
-        char lim_why[400];
-        char top[16], who[96], raiser[200], keeper[200];
-        char left_out[240];             /* processes that opted out, for the reasons */
-        /* a raise back after a step-down blamed on a churner that reads
-         * dense now (struct mthp_engine_kind churn_pid): no dwell, and why */
-        bool churn_back, churn_armed;
-        unsigned churn_to;              /* where it may go: no higher than it came down from */
-        char churn_note[200];
-        char why[MTHP_REASON_MAX - 96];
-        enum mthp_rule rule;            /* the rule why says */
-};
 
 /* The remembered process of a pid, or NULL. */
 static const struct mthp_engine_proc *churn_proc(const struct mthp_engine_state *st, int pid) {
@@ -814,134 +771,6 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
         }
 }
 
-/* ShmemAlign=: the largest shmem size on the ladder, while not raised and
- * off, goes to advise, so shared anonymous memory mapped now is aligned
- * for a later raise (the kernel aligns such a mapping for the largest size
- * enabled when it is mapped; advise gives large folios only where a
- * program madvises). Kept while it is ours (the knob then reads advise);
- * never over a value someone chose, nor while a memory-limited cgroup
- * caps the kind's sizes. */
-static void kind_align(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                       const struct mthp_snapshot *snap, struct kind_step *k) {
-        struct mthp_engine_kind *st = k->st;
-        int knob = k->n_ladder ? caps->sizes[k->ladder[k->n_ladder - 1]].knob[k->kind] : -1;
-        k->align = k->align_capped = false;
-        if (k->kind == MTHP_SHMEM && cfg->shmem_align && !mthp_engine_thp_off(cfg, k->kind) && knob >= 0 &&
-            st->level < k->n_ladder) {
-                const char *v = snap->knob[knob], *eff = engine_effective_value(caps, snap, MTHP_SHMEM, knob);
-                /* ours: advise we set, or always from a level that held
-                 * the top size (a step down goes straight to advise) */
-                bool ours = (st->align_advised && strcmp(v, "advise") == 0) ||
-                            (k->old_level >= k->n_ladder && strcmp(v, "always") == 0);
-                bool off = strcmp(eff, "never") == 0 || strcmp(eff, "deny") == 0;
-                k->align_capped = k->afford < k->n_ladder;
-                k->align = !k->align_capped && (off || ours) && mthp_knob_allows(&caps->knobs[knob], "advise");
-        }
-        st->align_advised = k->align;
-}
-
-/* One decision for every per-size knob of this kind: sizes off the ladder
- * (e.g. after a reload narrowed it) go back to their original value
- * instead of staying as we left them. */
-static void emit_size_decisions(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                                const struct mthp_engine_state *st_all, const struct kind_step *k,
-                                struct mthp_decision *out, size_t *n, size_t n_out) {
-        const struct mthp_engine_kind *st = k->st;
-        for (unsigned i = 0; i < caps->n_sizes && *n < n_out; i++) {
-                int knob = caps->sizes[i].knob[k->kind];
-                if (knob < 0)
-                        continue;
-                int rung = -1;
-                for (unsigned r = 0; r < k->n_ladder; r++)
-                        if (k->ladder[r] == i)
-                                rung = (int) r;
-                struct mthp_decision *d = &out[(*n)++];
-                char sname[16], status[400];
-                mthp_format_size(caps->sizes[i].kb, sname, sizeof(sname));
-                d->knob = knob;
-                bool on = rung >= 0 && (unsigned) rung < st->level;
-                const char *adv = k->kind == MTHP_ANON ? "madvise" : "advise";
-                bool madv = !on && rung >= 0 && k->dens.madvise[rung] && mthp_knob_allows(&caps->knobs[knob], adv);
-                bool align = !on && !madv && k->align && rung == (int) k->n_ladder - 1;
-                snprintf(d->value, sizeof(d->value), "%s", on ? "always" : madv || align ? adv : "");
-                d->rule = k->rule;
-                /* "in use" only where the kernel can use it: a shmem size
-                 * does not reach mappings made or filled before it */
-                char unreach[360];
-                enum mthp_rule shm = on && k->kind == MTHP_SHMEM ? engine_shm_unreachable(st_all, snap->tick,
-                                                                                          caps->sizes[i].kb, unreach,
-                                                                                          sizeof(unreach))
-                                                                 : MTHP_RULE_NONE;
-                if (shm != MTHP_RULE_NONE) {
-                        d->size_rule = shm;
-                        snprintf(status, sizeof(status), "always, but %s", unreach);
-                } else if (on && k->kind == MTHP_SHMEM && caps->sizes[i].kb == caps->pmd_kb &&
-                           engine_shm_repaired(st_all, snap->tick, unreach, sizeof(unreach))) {
-                        d->size_rule = MTHP_RULE_SIZE_REPAIRED;
-                        snprintf(status, sizeof(status), "in use; %s", unreach);
-                } else if (!on && !madv && k->align_capped && rung == (int) k->n_ladder - 1) {
-                        d->size_rule = MTHP_RULE_SIZE_ALIGN_CAPPED;
-                        snprintf(status, sizeof(status), "not needed: original value (no advise for alignment: %.300s)",
-                                 k->lim_why);
-                } else if (align) {
-                        d->size_rule = MTHP_RULE_SIZE_ALIGN;
-                        snprintf(status, sizeof(status),
-                                 "advise: shared anonymous memory mapped now is %s-aligned, so a raise reaches it "
-                                 "(only memory a program madvises gets %s folios)",
-                                 sname, sname);
-                } else {
-                        d->size_rule = on ? MTHP_RULE_SIZE_IN_USE : madv ? MTHP_RULE_SIZE_MADVISE : MTHP_RULE_SIZE_OFF;
-                        snprintf(status, sizeof(status), "%s",
-                                 on     ? "in use"
-                                 : madv ? "madvise: a policy wants it where programs ask"
-                                        : "not needed: original value");
-                }
-                if (rung < 0) {
-                        d->rule = d->size_rule = MTHP_RULE_SIZE_OUTSIDE;
-                        snprintf(d->reason, sizeof(d->reason),
-                                 "%s is outside the %s sizes mthpd may use: original value", sname, k->kname);
-                } else if (snprintf(d->reason, sizeof(d->reason), "%s (level %u/%u; %s %s)%s%s%s%s", k->why, st->level,
-                                  k->n_ladder, sname, status,
-                                  k->dens.outranked[0] ? "; outranked: " : "", k->dens.outranked,
-                                  k->left_out[0] ? "; " : "", k->left_out) >=
-                         (int) sizeof(d->reason))
-                        d->reason[sizeof(d->reason) - 2] = '~'; /* cut, never lost */
-        }
-}
-
-/* defrag, with the same confirm/lower hysteresis as the sizes */
-static void decide_defrag(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
-                          const struct mthp_snapshot *snap, struct mthp_engine_state *next, bool want_defer,
-                          const char *defer_why, struct mthp_decision *out, size_t *n, size_t n_out) {
-        int dk = mthp_caps_find_knob(caps, "global/defrag");
-        if (dk < 0 || *n >= n_out)
-                return;
-        if (snap->dt > 0) {
-                if (want_defer != next->defrag_defer)
-                        next->defrag_streak++;
-                else
-                        next->defrag_streak = 0;
-                unsigned need = want_defer ? cfg->confirm_ticks : cfg->lower_ticks;
-                if (next->defrag_streak >= need) {
-                        next->defrag_defer = want_defer;
-                        next->defrag_streak = 0;
-                }
-        }
-        struct mthp_decision *d = &out[(*n)++];
-        d->knob = dk;
-        bool on = next->defrag_defer && mthp_knob_allows(&caps->knobs[dk], "defer");
-        snprintf(d->value, sizeof(d->value), "%s", on ? "defer" : "");
-        d->rule = on ? MTHP_RULE_DEFRAG_DEFER : MTHP_RULE_DEFRAG_ADMIN;
-        d->size_rule = MTHP_RULE_NONE;
-        if (on)
-                snprintf(d->reason, sizeof(d->reason), "%s", defer_why[0] ? defer_why :
-                         "large sizes were falling back: keeping defrag=defer until that stops");
-        else
-                snprintf(d->reason, sizeof(d->reason),
-                         "no large size falls back >= %.0f%%: the administrator's defrag setting",
-                         DEFRAG_FALLBACK_PCT);
-}
-
 /* Nothing about to change for the kind (mthp_engine_density_steady): its
  * level held this tick and no streak or probe is under way; a raise
  * streak counts only where the density would let the level go higher. A
@@ -1005,10 +834,10 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
                 decide_kind(cfg, caps, snap, next, &k);
                 settle_kind(caps, snap, &k, &want_defer, defer_why, sizeof(defer_why));
                 steady = steady && kind_steady(&k);
-                kind_align(cfg, caps, snap, &k);
-                emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
+                engine_kind_align(cfg, caps, snap, &k);
+                engine_emit_size_decisions(caps, snap, next, &k, out, &n, n_out);
         }
-        decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
+        engine_decide_defrag(cfg, caps, snap, next, want_defer, defer_why, out, &n, n_out);
         engine_shrinker_net(cfg, caps, next, out, &n, n_out);
         density_steady_note(cfg, snap, next, steady);
         return (int) n;
