@@ -234,3 +234,9 @@ int density_sample_kind(struct mthp_density_sampler *s, struct proc_ctx *c, int 
 void density_object_release(struct mthp_density_sampler *s);
 /* Read the queued subpages and tally them. */
 int density_flush_reads(struct mthp_density_sampler *s, struct proc_ctx *c);
+/* The text of /proc/PID/name (dfd: /proc/PID) into s->text, its length in *len. */
+int density_read_all(struct mthp_density_sampler *s, int dfd, const char *name, size_t *len);
+/* The process's mappings (c->maps) and its hg and nh mappings (c->vmf),
+ * read again only when they may have changed (density-maps.c). */
+int density_read_mappings(struct mthp_density_sampler *s, int dfd, const struct mthp_proc_entry *e,
+                          struct proc_ctx *c);
