@@ -16,17 +16,9 @@
 #include "mthp/bloat.h"
 #include "mthp/density.h"
 #include "mthp/util.h"
-#include "pagemap-scan.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_process_madvise
-#define SYS_process_madvise 440
-#endif
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
+#include "pagemap-scan.h"
+#include "process-madvise.h"
 
 #define PAGE 4096u
 #define WINDOW (2u << 20)

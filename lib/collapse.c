@@ -63,17 +63,9 @@
 #include "mthp/log.h"
 #include "mthp/util.h"
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25        /* Linux 6.1 */
-#endif
 #include "pagemap-scan.h"
+#include "process-madvise.h"
 #include "pagecache.h"
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_process_madvise
-#define SYS_process_madvise 440
-#endif
 
 #define PAGE 4096u
 #define CHUNK_BLOCKS 64u                /* blocks per PAGEMAP_SCAN walk (128 MiB) */
