@@ -4,14 +4,23 @@
  * read again only when it may have changed, so the cost of a process with
  * tens of thousands of mappings is not paid every tick. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mthp/density.h"
 #include "mthp/util.h"
 
 #include "density-internal.h"
+
+int density_read_all(struct mthp_density_sampler *s, int dfd, const char *name, size_t *len) {
+        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return mthp_proc_read_fd(fd, &s->text, &s->cap_text, len);
+}
 
 /* ---- opt-outs: the hg and nh mappings, from smaps ---- */
 

@@ -238,13 +238,6 @@ static bool scan_stop(void *user) {
 
 /* ---- one process ---- */
 
-int density_read_all(struct mthp_density_sampler *s, int dfd, const char *name, size_t *len) {
-        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        return mthp_proc_read_fd(fd, &s->text, &s->cap_text, len);
-}
-
 static void rss_cb(void *user, const char *key, unsigned long long value) {
         struct proc_ctx *c = user;
         if (strcmp(key, "VmSize") == 0) {
