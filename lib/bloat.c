@@ -164,6 +164,75 @@ static int cmp_cand(const void *a, const void *c) {
         return x->grown_kb < y->grown_kb ? 1 : x->grown_kb > y->grown_kb ? -1 : 0;
 }
 
+/* One process of the scan: its entry into b->spare (at *u, which grows),
+ * and whether it is a candidate (then in *c): grown under the raise by
+ * more than the floor and the ratio, quiet now, not offered again too soon. */
+static bool check_proc(struct mthp_bloat *b, int dfd, pid_t pid, pid_t self, uint64_t t_usec, double quiet_rate,
+                       size_t *u, struct mthp_bloat_candidate *c, struct mthp_bloat_stats *stats) {
+        char path[32];
+        if (b->host->real && pid == self)
+                return false;
+        snprintf(path, sizeof(path), "%d/stat", (int) pid);
+        int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t len = read(fd, b->buf, sizeof(b->buf) - 1);
+        close(fd);
+        stats->scanned++;
+        if (len <= 0)
+                return false;
+        b->buf[len] = 0;
+        struct mthp_proc_stat st;
+        if (mthp_proc_parse_stat(b->buf, &st) < 0 || (st.flags & PF_KTHREAD) || st.state == 'Z')
+                return false;
+        const struct entry *old = find(b, pid);
+        struct entry *e = &b->spare[(*u)++];
+        if (old && old->starttime == st.starttime)
+                *e = *old;
+        else {
+                /* first sight: started after the raise, it grew from nothing */
+                bool after = st.starttime >= b->raise_ticks;
+                uint64_t anon = 0;
+                if (!after && statm_anon(dfd, pid, &anon) < 0)
+                        anon = st.rss_pages;
+                *e = (struct entry) { .pid = pid, .starttime = st.starttime,
+                                      .base_rss_pages = after ? 0 : st.rss_pages, .base_anon_pages = anon,
+                                      .base_minflt = after ? 0 : st.minflt, .minflt = st.minflt,
+                                      .t_usec = t_usec };
+        }
+        double rate = t_usec > e->t_usec && st.minflt >= e->minflt
+                              ? (double) (st.minflt - e->minflt) * 1e6 / (double) (t_usec - e->t_usec)
+                              : 0;
+        bool fresh = !old || old->starttime != st.starttime;
+        e->minflt = st.minflt;
+        e->t_usec = t_usec;
+        uint64_t grown = st.rss_pages > e->base_rss_pages ? st.rss_pages - e->base_rss_pages : 0;
+        uint64_t faults = st.minflt > e->base_minflt ? st.minflt - e->base_minflt : 0;
+        if (fresh)
+                return false;   /* its rate is unknown until the next read */
+        if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults ||
+            !(rate < quiet_rate))
+                return false;
+        /* offered once, again after the recheck time or a further floor's growth */
+        if (e->offered_usec && t_usec < e->offered_usec + MTHP_BLOAT_RECHECK_USEC &&
+            st.rss_pages * (PAGE / 1024) < e->offered_rss_pages * (PAGE / 1024) + MTHP_BLOAT_FLOOR_KB)
+                return false;
+        /* RSS counts file pages too (a mapped file's fault-around
+         * maps 16 pages a fault): the anon share must have grown */
+        uint64_t anon;
+        if (statm_anon(dfd, pid, &anon) < 0)
+                return false;
+        grown = anon > e->base_anon_pages ? anon - e->base_anon_pages : 0;
+        if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults)
+                return false;
+        *c = (struct mthp_bloat_candidate) { .pid = pid, .starttime = st.starttime,
+                                             .rss_kb = st.rss_pages * (PAGE / 1024),
+                                             .grown_kb = grown * (PAGE / 1024),
+                                             .faults_kb = faults * (PAGE / 1024), .fault_rate = rate };
+        mthp_strcpy(c->comm, sizeof(c->comm), st.comm);
+        return true;
+}
+
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats) {
         *n = 0;
@@ -196,68 +265,9 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
         pid_t self = getpid();
         size_t u = 0;
         for (size_t i = 0; i < np; i++) {
-                char path[32];
-                pid_t pid = b->pids[i];
-                if (b->host->real && pid == self)
+                struct mthp_bloat_candidate c;
+                if (!check_proc(b, dfd, b->pids[i], self, t_usec, quiet_rate, &u, &c, stats))
                         continue;
-                snprintf(path, sizeof(path), "%d/stat", (int) pid);
-                int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                ssize_t len = read(fd, b->buf, sizeof(b->buf) - 1);
-                close(fd);
-                stats->scanned++;
-                if (len <= 0)
-                        continue;
-                b->buf[len] = 0;
-                struct mthp_proc_stat st;
-                if (mthp_proc_parse_stat(b->buf, &st) < 0 || (st.flags & PF_KTHREAD) || st.state == 'Z')
-                        continue;
-                const struct entry *old = find(b, pid);
-                struct entry *e = &b->spare[u++];
-                if (old && old->starttime == st.starttime)
-                        *e = *old;
-                else {
-                        /* first sight: started after the raise, it grew from nothing */
-                        bool after = st.starttime >= b->raise_ticks;
-                        uint64_t anon = 0;
-                        if (!after && statm_anon(dfd, pid, &anon) < 0)
-                                anon = st.rss_pages;
-                        *e = (struct entry) { .pid = pid, .starttime = st.starttime,
-                                              .base_rss_pages = after ? 0 : st.rss_pages, .base_anon_pages = anon,
-                                              .base_minflt = after ? 0 : st.minflt, .minflt = st.minflt,
-                                              .t_usec = t_usec };
-                }
-                double rate = t_usec > e->t_usec && st.minflt >= e->minflt
-                                      ? (double) (st.minflt - e->minflt) * 1e6 / (double) (t_usec - e->t_usec)
-                                      : 0;
-                bool fresh = !old || old->starttime != st.starttime;
-                e->minflt = st.minflt;
-                e->t_usec = t_usec;
-                uint64_t grown = st.rss_pages > e->base_rss_pages ? st.rss_pages - e->base_rss_pages : 0;
-                uint64_t faults = st.minflt > e->base_minflt ? st.minflt - e->base_minflt : 0;
-                if (fresh)
-                        continue;   /* its rate is unknown until the next read */
-                if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults ||
-                    !(rate < quiet_rate))
-                        continue;
-                /* offered once, again after the recheck time or a further floor's growth */
-                if (e->offered_usec && t_usec < e->offered_usec + MTHP_BLOAT_RECHECK_USEC &&
-                    st.rss_pages * (PAGE / 1024) < e->offered_rss_pages * (PAGE / 1024) + MTHP_BLOAT_FLOOR_KB)
-                        continue;
-                /* RSS counts file pages too (a mapped file's fault-around
-                 * maps 16 pages a fault): the anon share must have grown */
-                uint64_t anon;
-                if (statm_anon(dfd, pid, &anon) < 0)
-                        continue;
-                grown = anon > e->base_anon_pages ? anon - e->base_anon_pages : 0;
-                if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults)
-                        continue;
-                struct mthp_bloat_candidate c = { .pid = pid, .starttime = st.starttime,
-                                                  .rss_kb = st.rss_pages * (PAGE / 1024),
-                                                  .grown_kb = grown * (PAGE / 1024),
-                                                  .faults_kb = faults * (PAGE / 1024), .fault_rate = rate };
-                mthp_strcpy(c.comm, sizeof(c.comm), st.comm);
                 if (*n < max)
                         out[(*n)++] = c;
                 else if (max && c.grown_kb > out[max - 1].grown_kb)
