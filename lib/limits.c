@@ -300,6 +300,46 @@ static int cmp_ranked(const void *a, const void *b) {
         return strcmp(rel_of(rank_scan, x->i), rel_of(rank_scan, y->i));
 }
 
+/* The limited cgroups of a finished scan, least headroom in bytes first,
+ * into the snapshot as far as it holds them; st counts what was and was not
+ * carried. */
+static int carry_ranked(struct scan *sc, struct mthp_snapshot *snap, struct mthp_limits_stats *st) {
+        struct ranked *all = calloc(sc->n, sizeof(*all));
+        if (!all)
+                return -ENOMEM;
+        unsigned m = 0;
+        for (unsigned i = 1; i < sc->n; i++)
+                if (sc->d[i].limited)
+                        all[m++] = (struct ranked) { .i = i, .populated = sc->d[i].procs,
+                                                     .headroom = sc->d[i].limit > sc->d[i].usage
+                                                                         ? sc->d[i].limit - sc->d[i].usage : 0 };
+        rank_scan = sc;
+        qsort(all, m, sizeof(*all), cmp_ranked);
+        rank_scan = NULL;
+        st->limited = m;
+        alias_scan++;
+        for (unsigned k = 0; k < m && snap->n_limited < MTHP_SNAP_LIMITED; k++) {
+                const struct scan_dir *d = &sc->d[all[k].i];
+                struct mthp_limited_cgroup *c = &snap->limited[snap->n_limited++];
+                const char *rel = rel_of(sc, all[k].i);
+                if (d->len < sizeof(c->path))
+                        memcpy(c->path, rel, d->len + 1);
+                else {
+                        make_alias(rel, d->len, c->path, sizeof(c->path));
+                        alias_keep(c->path, rel);
+                        st->aliased++;
+                }
+                c->usage_kb = d->usage / 1024;
+                c->limit_kb = d->limit / 1024;
+                c->populated = d->procs;
+        }
+        st->carried = snap->n_limited;
+        if (m > snap->n_limited)
+                st->least_uncarried_kb = all[snap->n_limited].headroom / 1024;
+        free(all);
+        return 0;
+}
+
 int mthp_limits_scan_ex(const struct mthp_host *h, const struct mthp_caps *caps, struct mthp_snapshot *snap,
                         mthp_limits_dir_fn fn, void *user, struct mthp_limits_stats *stats) {
         bool v1;
@@ -368,41 +408,8 @@ int mthp_limits_scan_ex(const struct mthp_host *h, const struct mthp_caps *caps,
                 for (unsigned i = sc.n; i-- > 1;)
                         if (sc.d[i].procs && sc.d[i].parent > 0)
                                 sc.d[sc.d[i].parent].procs = true;
-        struct ranked *all = calloc(sc.n, sizeof(*all));
-        if (!all) {
-                r = -ENOMEM;
+        if ((r = carry_ranked(&sc, snap, &st)) < 0)
                 goto out;
-        }
-        unsigned m = 0;
-        for (unsigned i = 1; i < sc.n; i++)
-                if (sc.d[i].limited)
-                        all[m++] = (struct ranked) { .i = i, .populated = sc.d[i].procs,
-                                                     .headroom = sc.d[i].limit > sc.d[i].usage
-                                                                         ? sc.d[i].limit - sc.d[i].usage : 0 };
-        rank_scan = &sc;
-        qsort(all, m, sizeof(*all), cmp_ranked);
-        rank_scan = NULL;
-        st.limited = m;
-        alias_scan++;
-        for (unsigned k = 0; k < m && snap->n_limited < MTHP_SNAP_LIMITED; k++) {
-                const struct scan_dir *d = &sc.d[all[k].i];
-                struct mthp_limited_cgroup *c = &snap->limited[snap->n_limited++];
-                const char *rel = rel_of(&sc, all[k].i);
-                if (d->len < sizeof(c->path))
-                        memcpy(c->path, rel, d->len + 1);
-                else {
-                        make_alias(rel, d->len, c->path, sizeof(c->path));
-                        alias_keep(c->path, rel);
-                        st.aliased++;
-                }
-                c->usage_kb = d->usage / 1024;
-                c->limit_kb = d->limit / 1024;
-                c->populated = d->procs;
-        }
-        st.carried = snap->n_limited;
-        if (m > snap->n_limited)
-                st.least_uncarried_kb = all[snap->n_limited].headroom / 1024;
-        free(all);
         snap->limited_valid = true;
         r = 0;
 out:
