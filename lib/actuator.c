@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "mthp/actuator.h"
+#include "mthp/probe.h"
 #include "mthp/log.h"
 #include "mthp/safe-io.h"
 #include "mthp/util.h"

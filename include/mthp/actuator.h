@@ -4,7 +4,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "mthp/journal.h"
-#include "mthp/probe.h"
+#include "mthp/host.h"
+#include "mthp/types.h"
 
 /* Opaque: its users go through the functions below (the journal, the
  * history ring and the dry-run copy of the knobs are the actuator's). */

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "mthp/host.h"
-#include "mthp/probe.h"
+#include "mthp/types.h"
 #include "mthp/sample.h"
 
 /* Cgroup monitor: finds the memory cgroups (libcgroup on the real root; a

@@ -4,10 +4,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "mthp/probe.h"
+#include "mthp/host.h"
+#include "mthp/types.h"
 #include <sys/types.h>
 #include <sys/uio.h>
-#include "mthp/host.h"
 
 /* MADV_COLLAPSE for the processes of Collapse=yes cgroups: their dense,
  * long-lived anon regions become PMD-mapped THPs, from outside, with

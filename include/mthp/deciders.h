@@ -32,7 +32,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "mthp/config.h"
-#include "mthp/probe.h"
+#include "mthp/host.h"
+#include "mthp/types.h"
 
 #define MTHP_DECIDERS_MAX 48
 #define MTHP_DECIDER_TEXT_MAX 192

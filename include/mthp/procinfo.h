@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 #include "mthp/host.h"
-#include "mthp/probe.h"
+#include "mthp/types.h"
 #include "mthp/sample.h"
 
 /* Adds to each sampled process what it costs: taskstats stall time
