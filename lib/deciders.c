@@ -14,6 +14,7 @@
 #include "mthp/deciders.h"
 #include "mthp/escape.h"
 #include "mthp/log.h"
+#include "mthp/safe-io.h"
 #include "mthp/util.h"
 
 #define TEXT_MAX 65536          /* a tuned.conf or unit file larger than this is cut */
@@ -610,16 +611,15 @@ static void clean_field(char *s) {
 
 int mthp_foreign_note_save(const char *state_dir, const struct mthp_foreign_note *note) {
         struct mthp_foreign_note old[MTHP_KNOBS_MAX], nn = *note;
-        char path[MTHP_PATH_MAX + 16], tmp[MTHP_PATH_MAX + 32];
         int n = mthp_foreign_notes_load(state_dir, old, MTHP_KNOBS_MAX);
         if (n < 0)
                 n = 0;
         clean_field(nn.id);
         clean_field(nn.value);
         clean_field(nn.writer);
-        snprintf(path, sizeof(path), "%s/" MTHP_DECIDERS_FOREIGN_FILE, state_dir);
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        FILE *f = fopen(tmp, "we");
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
         if (!f)
                 return -errno;
         for (int i = 0; i < n; i++)
@@ -627,14 +627,16 @@ int mthp_foreign_note_save(const char *state_dir, const struct mthp_foreign_note
                         fprintf(f, "%s\t%llu\t%s\t%s\n", old[i].id, (unsigned long long) old[i].usec, old[i].value,
                                 old[i].writer);
         fprintf(f, "%s\t%llu\t%s\t%s\n", nn.id, (unsigned long long) nn.usec, nn.value, nn.writer);
-        if (fflush(f) != 0 || ferror(f)) {
-                int r = -errno;
-                fclose(f);
-                unlink(tmp);
-                return r ? r : -EIO;
-        }
-        fclose(f);
-        return rename(tmp, path) < 0 ? -errno : 0;
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        /* the state directory's own atomic write: a leftover .tmp (or a
+         * link planted there) is removed, never followed */
+        _cleanup_close_ int dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        char why[256];
+        return mthp_safe_write_atomic(dfd, state_dir, MTHP_DECIDERS_FOREIGN_FILE, 0644, text, len, false, why,
+                                      sizeof(why));
 }
 
 void mthp_deciders_log(const struct mthp_host *h, const struct mthp_caps *caps) {
