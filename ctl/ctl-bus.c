@@ -9,6 +9,7 @@
 #include <systemd/sd-bus.h>
 
 #include "ctl-bus.h"
+#include "mthp/escape.h"
 #include "mthp/util.h"
 
 struct ctl_bus {
@@ -16,6 +17,15 @@ struct ctl_bus {
         char owner[128];       /* mthpd's unique connection name */
         pid_t pid;
 };
+
+/* Text from mthpd is escaped (mthp_escape: valid UTF-8 for sd-bus): back
+ * to the names and values themselves here, once for every caller, which a
+ * table escapes once and JSON carries as they are. Kept as it came if it
+ * is not mthpd's escaping. */
+static void bus_text(char *dst, size_t size, const char *s) {
+        if (mthp_unescape(dst, size, s) < 0)
+                mthp_strcpy(dst, size, s);
+}
 
 static void error_set(struct ctl_bus_error *e, const char *name, const char *message) {
         mthp_strcpy(e->name, sizeof(e->name), name ? name : "");
@@ -198,11 +208,11 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                         if ((r = sd_bus_message_read(m, "v", "s", &s)) < 0)
                                 break;
                         if (name[0] == 'V')
-                                mthp_strcpy(p->version, sizeof(p->version), s);
+                                bus_text(p->version, sizeof(p->version), s);
                         else if (name[0] == 'N')
-                                mthp_strcpy(p->not_writable, sizeof(p->not_writable), s);
+                                bus_text(p->not_writable, sizeof(p->not_writable), s);
                         else
-                                mthp_strcpy(p->mode, sizeof(p->mode), s);
+                                bus_text(p->mode, sizeof(p->mode), s);
                 } else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_INTERVAL) == 0)
                         r = sd_bus_message_read(m, "v", "t", &p->interval_usec);
                 else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_TICK) == 0)
@@ -261,12 +271,12 @@ int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, 
                 if (*n >= max)
                         continue;
                 struct ctl_bus_knob *o = &k[(*n)++];
-                mthp_strcpy(o->id, sizeof(o->id), id);
+                bus_text(o->id, sizeof(o->id), id);
                 o->size_kb = size_kb;
-                mthp_strcpy(o->kind, sizeof(o->kind), kind);
-                mthp_strcpy(o->value, sizeof(o->value), value);
-                mthp_strcpy(o->set_by, sizeof(o->set_by), set_by);
-                mthp_strcpy(o->decision, sizeof(o->decision), decision);
+                bus_text(o->kind, sizeof(o->kind), kind);
+                bus_text(o->value, sizeof(o->value), value);
+                bus_text(o->set_by, sizeof(o->set_by), set_by);
+                bus_text(o->decision, sizeof(o->decision), decision);
                 o->pinned = pinned;
         }
         sd_bus_message_unref(m);
@@ -291,9 +301,9 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
                         continue;
                 struct mthp_status_knob *o = &k[(*n)++];
                 memset(o, 0, sizeof(*o));
-                mthp_strcpy(o->id, sizeof(o->id), id);
-                mthp_strcpy(o->decision, sizeof(o->decision), decision);
-                mthp_strcpy(o->reason, sizeof(o->reason), reason);
+                bus_text(o->id, sizeof(o->id), id);
+                bus_text(o->decision, sizeof(o->decision), decision);
+                bus_text(o->reason, sizeof(o->reason), reason);
         }
         sd_bus_message_unref(m);
         return r < 0 ? bad_reply(r, MTHP_DBUS_EXPLAIN, e) : 0;
@@ -319,10 +329,10 @@ int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigne
                                         &x.dense_kb[0], &x.dense_kb[1], &collapse);
                 if (r <= 0)
                         break;
-                mthp_strcpy(x.path, sizeof(x.path), path);
-                mthp_strcpy(x.policy, sizeof(x.policy), policy);
-                mthp_strcpy(x.anon, sizeof(x.anon), anon);
-                mthp_strcpy(x.shmem, sizeof(x.shmem), shmem);
+                bus_text(x.path, sizeof(x.path), path);
+                bus_text(x.policy, sizeof(x.policy), policy);
+                bus_text(x.anon, sizeof(x.anon), anon);
+                bus_text(x.shmem, sizeof(x.shmem), shmem);
                 x.collapse = collapse;
                 if (*n == cap) {
                         cap = cap ? 2 * cap : 16;
@@ -380,10 +390,10 @@ int ctl_bus_history(struct ctl_bus *b, uint32_t max, struct mthp_change **ret, b
                 struct mthp_change *o = &c[*n];
                 (*observing)[(*n)++] = observed;
                 o->realtime_usec = t;
-                mthp_strcpy(o->id, sizeof(o->id), id);
-                mthp_strcpy(o->old, sizeof(o->old), old);
-                mthp_strcpy(o->new, sizeof(o->new), new);
-                mthp_strcpy(o->reason, sizeof(o->reason), reason);
+                bus_text(o->id, sizeof(o->id), id);
+                bus_text(o->old, sizeof(o->old), old);
+                bus_text(o->new, sizeof(o->new), new);
+                bus_text(o->reason, sizeof(o->reason), reason);
         }
         sd_bus_message_unref(m);
         if (r < 0) {
@@ -408,7 +418,7 @@ int ctl_bus_reload(struct ctl_bus *b, char *notes, size_t size, struct ctl_bus_e
         sd_bus_message_unref(m);
         if (r < 0)
                 return bad_reply(r, MTHP_DBUS_RELOAD, e);
-        mthp_strcpy(notes, size, s);
+        bus_text(notes, size, s);
         return 0;
 }
 

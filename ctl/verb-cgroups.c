@@ -3,13 +3,6 @@
 #include "mthpctl.h"
 #include "mthp/util.h"
 
-/* Text from mthpd over the bus is escaped (mthp_escape, valid UTF-8 for
- * sd-bus): back to the names themselves, which the table escapes once and
- * JSON carries as they are. Kept as it came if it is not mthpd's escaping. */
-static void from_bus(char *s, size_t size) {
-        (void) mthp_unescape(s, size, s);
-}
-
 static int cmp_cgroup_rate(const void *a, const void *b) {
         const struct ctl_bus_cgroup *x = a, *y = b;
         return x->fault_rate < y->fault_rate ? 1 : x->fault_rate > y->fault_rate ? -1 : strcmp(x->path, y->path);
@@ -184,10 +177,6 @@ int cmd_cgroups(struct ctl *c, int argc, char **argv) {
                         return bus_fail(c, r, &e);
                 }
                 from_daemon = r >= 0;
-                for (unsigned i = 0; from_daemon && i < n; i++) {
-                        from_bus(cg[i].path, sizeof(cg[i].path));
-                        from_bus(cg[i].policy, sizeof(cg[i].policy));
-                }
         }
         ctl_bus_free(bus);
         if (!from_daemon && cgroups_from_host(c, &cg, &n) < 0)

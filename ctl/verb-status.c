@@ -3,13 +3,6 @@
 #include "mthpctl.h"
 #include "mthp/deciders.h"
 
-/* Text from mthpd over the bus is escaped (mthp_escape, valid UTF-8 for
- * sd-bus): back to the names themselves, which the table escapes once and
- * JSON carries as they are. Kept as it came if it is not mthpd's escaping. */
-static void from_bus(char *s, size_t size) {
-        (void) mthp_unescape(s, size, s);
-}
-
 static void print_rate(struct table *t, const struct mthp_snapshot *snap, double rate) {
         if (snap->dt > 0)
                 table_cell(t, "%.0f", rate);
@@ -447,11 +440,6 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         ctl_bus_free(bus);
                         free(v);
                         return bus_fail(c, r, &e);
-                }
-                for (unsigned i = 0; i < v->n_reasons; i++) {
-                        from_bus(v->reason[i].id, sizeof(v->reason[i].id));
-                        from_bus(v->reason[i].decision, sizeof(v->reason[i].decision));
-                        from_bus(v->reason[i].reason, sizeof(v->reason[i].reason));
                 }
         }
         ctl_bus_free(bus);

@@ -2,13 +2,6 @@
 /* mthpctl top: the live view. */
 #include "mthpctl.h"
 
-/* Text from mthpd over the bus is escaped (mthp_escape, valid UTF-8 for
- * sd-bus): back to the names themselves, which the table escapes once and
- * JSON carries as they are. Kept as it came if it is not mthpd's escaping. */
-static void from_bus(char *s, size_t size) {
-        (void) mthp_unescape(s, size, s);
-}
-
 static volatile sig_atomic_t top_quit, top_resized, top_suspend;
 
 static void top_signal(int sig) {
@@ -224,15 +217,6 @@ int cmd_top(struct ctl *c, int argc, char **argv) {
                 struct ctl_bus_error e;
                 if (bus && v->on_bus && ctl_bus_list_cgroups(bus, &cg, &n_cg, &e) < 0)
                         n_cg = 0;
-                for (unsigned i = 0; i < n_cg; i++) {
-                        from_bus(cg[i].path, sizeof(cg[i].path));
-                        from_bus(cg[i].policy, sizeof(cg[i].policy));
-                }
-                for (unsigned i = 0; v->on_bus && i < v->n_reasons; i++) {
-                        from_bus(v->reason[i].id, sizeof(v->reason[i].id));
-                        from_bus(v->reason[i].decision, sizeof(v->reason[i].decision));
-                        from_bus(v->reason[i].reason, sizeof(v->reason[i].reason));
-                }
 
                 if (c->json) {
                         /* one JSON object per frame and line (NDJSON) */
