@@ -61,7 +61,7 @@ check "/etc/mthpd/mthpd.conf is a conffile" \
         in_ct sh -c "dpkg-query -W -f='\${Conffiles}\n' mthpd | grep -q '^ /etc/mthpd/mthpd.conf '"
 # shellcheck disable=SC2016 # expanded in the container
 check "/etc/mthpd/policy.d is there and empty" in_ct sh -c 'test -d /etc/mthpd/policy.d && test -z "$(ls -A /etc/mthpd/policy.d)"'
-check "mthpd --help reads /etc/mthpd/mthpd.conf" in_ct sh -c '/usr/sbin/mthpd --help | grep -q "default /etc/mthpd/mthpd.conf"'
+check "mthpd --help reads /etc/mthpd/mthpd.conf" in_ct sh -c '/usr/sbin/mthpd --help | grep -q "first mthpd.conf of /etc/mthpd,"'
 for f in /usr/bin/mthpctl /usr/share/man/man8/mthpd.8.gz /usr/share/man/man5/mthpd.conf.5.gz \
         /usr/share/bash-completion/completions/mthpctl /usr/share/dbus-1/system.d/org.mthpd.mthpd1.conf \
         /usr/share/doc/mthpd/copyright; do

@@ -248,20 +248,20 @@ check "stop: exit status $(prop ExecMainStatus), result $(prop Result)" \
 check "...64K/anon restored to never ($(fk read "$FAKE" 64K/anon))" [ "$(fk read "$FAKE" 64K/anon)" = never ]
 check "...no restore journal left" in_ct test ! -e /run/mthpd/restore.journal
 
-# ---- 11. a failure a restart cannot mend ends: the start limit trips ------
+# ---- 11. a failure a restart cannot mend ends, on the fake host too -------
+# (exit 78 is in RestartPreventExitStatus=: failed at once, no restart, so
+# the start limit is never reached), and STATUS= says which line is wrong
 in_ct sh -c "printf '[Daemon]\nNoSuchKey=1\n' > /etc/mthpd/mthpd.conf"
 in_ct systemctl reset-failed mthpd
 T0=$SECONDS
 in_ct timeout 30 systemctl start mthpd >/dev/null 2>&1
-# systemd 252 keeps Result=exit-code and says "Start request repeated too quickly"
 limited() { [ "$(prop ActiveState)" = failed ]; }
 wait_for 40 limited
 N1=$(prop NRestarts)
 sleep 3 # RestartSec=2s: still failed, no restart since
 check "a configuration error at every start: Restart=on-failure gives up after $((SECONDS - T0 - 3)) s ($N1 restarts)" \
         limited && [ "$(prop NRestarts)" = "$N1" ]
-in_ct journalctl -q -u mthpd -o cat --since=-60s >"$W/limit.log"
-check "...systemd says: Start request repeated too quickly" grep -q "Start request repeated too quickly" "$W/limit.log"
+check "...exit status $(prop ExecMainStatus) (78 expected)" [ "$(prop ExecMainStatus)" = 78 ]
 prop StatusText >"$W/status-text"
 check "...and STATUS= names the bad line ($(cut -c1-80 "$W/status-text"))" \
         grep -q "invalid configuration: /etc/mthpd/mthpd.conf:2: unknown key 'NoSuchKey'" "$W/status-text"
