@@ -71,8 +71,8 @@ static bool counts(const struct mthp_engine_config *cfg, const struct mthp_engin
  * at the sparsest size above the level reach MinProcessShare of the kind's
  * pages now. A sparse process beside a dense one (one page of each 64K;
  * 8% of the faults) did not count, anon went to 2M at the burst tick, and
- * it held 13 times its 4K RSS for two seconds (mthp-bench --scenario
- * mixed, 2026-12-04, 2 runs of 5). A process seen once has only a lifetime
+ * it held 13 times its 4K RSS for two seconds (in 2 of 5 runs of
+ * mthp-bench --scenario mixed). A process seen once has only a lifetime
  * average, mostly its start (a test's mthpd: 2,085 faults/s, 0.01 of each
  * 2M block, trace limited-sparse): it counts so only on the tick that
  * first saw it, which holds the raise for that tick; the next sample
@@ -512,7 +512,7 @@ static void name_outranked(const struct mthp_caps *caps, const struct mthp_snaps
  * them, sparse or not: a bash loop (347 faults/s, one 256K block) raised
  * anon to 256K on the harness's 3,838 pages/s, and a sparse program
  * started a second later held 13 times its 4K RSS until the step-down 3
- * s later (mthp-bench --scenario mixed, 2026-12-04, run 18: 1 of 5). A
+ * s later (in 1 of 5 runs of mthp-bench --scenario mixed). A
  * policy party speaks for its cgroup whatever its rate. */
 static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_state *st, enum mthp_kind kind,
                       int top, double keep_default, unsigned level, double need, struct density_verdict *v) {
@@ -611,8 +611,8 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
          * anything, and hands its folios to the next program that maps
          * one: a bash loop (310 faults/s, no 2M block) raised anon to 2M
          * before the workload started, and a sparse process started
-         * there held 13 times its 4K RSS (mthp-bench --scenario mixed,
-         * 2026-12-04). No higher than the largest size a party that
+         * there held 13 times its 4K RSS (mthp-bench --scenario
+         * mixed). No higher than the largest size a party that
          * counts has blocks of, or a policy asks for. */
         unsigned gain = 0;
         for (unsigned p = 0; p < v->n_parties; p++)
