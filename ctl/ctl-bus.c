@@ -415,11 +415,10 @@ int ctl_bus_reload(struct ctl_bus *b, char *notes, size_t size, struct ctl_bus_e
         if (r < 0)
                 return r;
         r = sd_bus_message_read(m, MTHP_DBUS_RELOAD_RESULT, &s);
+        if (r >= 0)
+                bus_text(notes, size, s);   /* s lives in m */
         sd_bus_message_unref(m);
-        if (r < 0)
-                return bad_reply(r, MTHP_DBUS_RELOAD, e);
-        bus_text(notes, size, s);
-        return 0;
+        return r < 0 ? bad_reply(r, MTHP_DBUS_RELOAD, e) : 0;
 }
 
 int ctl_bus_pin(struct ctl_bus *b, const char *id, const char *value, uint64_t until_usec, struct ctl_bus_error *e) {
