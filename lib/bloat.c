@@ -15,6 +15,7 @@
 
 #include "mthp/bloat.h"
 #include "mthp/density.h"
+#include "mthp/procfs.h"
 #include "mthp/util.h"
 
 #include "pagemap-scan.h"
@@ -92,38 +93,6 @@ void mthp_bloat_again(struct mthp_bloat *b, pid_t pid) {
         struct entry *e = (struct entry *) find(b, pid);
         if (e)
                 e->offered_usec = 0;
-}
-
-static int list_pids(struct mthp_bloat *b, int dfd, size_t *n) {
-        int fd = dup(dfd);
-        if (fd < 0)
-                return -errno;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        rewinddir(d);
-        struct dirent *de;
-        size_t k = 0;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
-                        continue;
-                int r = mthp_grow((void **) &b->pids, &b->cap_pids, k + 1, sizeof(pid_t));
-                if (r < 0) {
-                        closedir(d);
-                        return r;
-                }
-                b->pids[k++] = (pid_t) pid;
-        }
-        closedir(d);
-        if (k > 1)
-                qsort(b->pids, k, sizeof(pid_t), cmp_pid);
-        *n = k;
-        return 0;
 }
 
 /* /proc/PID/statm at path under dfd: resident and shared (file and
@@ -256,9 +225,11 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
         if (dfd < 0)
                 return dfd;
         size_t np = 0;
-        int r = list_pids(b, dfd, &np);
+        int r = mthp_proc_list_pids(dfd, &b->pids, &b->cap_pids, &np);
         if (r < 0)
                 return r;
+        if (np > 1)
+                qsort(b->pids, np, sizeof(pid_t), cmp_pid);
         r = mthp_grow((void **) &b->spare, &b->cap_spare, np ? np : 1, sizeof(struct entry));
         if (r < 0)
                 return r;

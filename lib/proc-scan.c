@@ -52,32 +52,13 @@ static size_t sort_unique(pid_t *p, size_t n) {
 
 /* Every PID in /proc into s->pids, sorted. */
 static int list_proc(struct mthp_proc_scan *s, size_t *ret) {
-        size_t n = 0;
-        int r;
-
-        int fd = mthp_host_open_file(s->host, "/proc", O_RDONLY | O_DIRECTORY);
+        size_t n;
+        _cleanup_close_ int fd = mthp_host_open_file(s->host, "/proc", O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return fd;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                close(fd);
+        int r = mthp_proc_list_pids(fd, &s->pids, &s->cap_pids, &n);
+        if (r < 0)
                 return r;
-        }
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
-                        continue;
-                r = mthp_grow((void **) &s->pids, &s->cap_pids, n + 1, sizeof(pid_t));
-                if (r < 0) {
-                        closedir(d);
-                        return r;
-                }
-                s->pids[n++] = (pid_t) pid;
-        }
-        closedir(d);
         *ret = sort_unique(s->pids, n);
         return 0;
 }

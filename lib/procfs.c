@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "mthp/host.h"
 #include "mthp/procfs.h"
+#include "mthp/util.h"
 
 void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user) {
         const char *p = text;
@@ -249,5 +251,35 @@ int mthp_proc_read_starttime(const struct mthp_host *h, pid_t pid, uint64_t *sta
         if (st.state == 'Z' || st.state == 'X')
                 return -ESRCH;
         *starttime = st.starttime;
+        return 0;
+}
+
+int mthp_proc_list_pids(int proc_fd, pid_t **pids, size_t *cap, size_t *n) {
+        int fd = dup(proc_fd);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        rewinddir(d);   /* the dup shares proc_fd's offset */
+        struct dirent *de;
+        size_t k = 0;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || end == de->d_name || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                int r = mthp_grow((void **) pids, cap, k + 1, sizeof(pid_t));
+                if (r < 0) {
+                        closedir(d);
+                        return r;
+                }
+                (*pids)[k++] = (pid_t) pid;
+        }
+        closedir(d);
+        *n = k;
         return 0;
 }

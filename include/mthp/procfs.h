@@ -24,6 +24,9 @@ void mthp_parse_kv(const char *text, mthp_kv_cb cb, void *user);
 /* Read fd to its end into *text (grown as needed, *cap its size; reused
  * across calls), NUL-terminated. A file longer than MTHP_PROC_TEXT_MAX is
  * cut there, its partial last line dropped. 0 or -errno; *len the length. */
+/* Every PID in the /proc directory proc_fd (left open, its offset moved)
+ * into *pids (grown with mthp_grow), in directory order; *n of them. */
+int mthp_proc_list_pids(int proc_fd, pid_t **pids, size_t *cap, size_t *n);
 int mthp_proc_read_fd(int fd, char **text, size_t *cap, size_t *len);
 
 struct mthp_proc_stat {
