@@ -124,6 +124,11 @@ void json_u64_or_null(bool known, uint64_t v);
 void *xrealloc(void *p, size_t n);
 void print_errors(const char *err); /* FILE:LINE: errors on stderr, escaped */
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A text mthpd composed (a reason, whose names it escaped): as it is when
+ * it is clean text, else escaped; composed_text into buf, table_text_cell
+ * as a cell after prefix (mthpctl's own words). */
+const char *composed_text(char *buf, size_t size, const char *s);
+void table_text_cell(struct table *t, const char *prefix, const char *s);
 void table_init(struct table *t, ...);
 void table_print(const struct table *t, FILE *f);
 void table_free(struct table *t);

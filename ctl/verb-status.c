@@ -469,11 +469,12 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         json_str(k->reason);
                         printf("}");
                 } else {
-                        /* comms and cgroup names in them: escaped once, here */
+                        /* the id and value escaped here; the reason's names
+                         * were escaped by the engine that quoted them */
                         char id[4 * sizeof(k->id)], decision[4 * sizeof(k->decision)], reason[4 * sizeof(k->reason)];
                         printf("%s: %s\n    %s\n", mthp_escape(id, sizeof(id), k->id),
                                mthp_escape(decision, sizeof(decision), k->decision),
-                               mthp_escape(reason, sizeof(reason), k->reason));
+                               composed_text(reason, sizeof(reason), k->reason));
                 }
                 first = false;
         }
