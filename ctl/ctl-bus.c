@@ -289,12 +289,25 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
         int r;
 
         *n = 0;
-        if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size)) < 0)
+        /* with the rules; an older mthpd has only Explain, and a bus policy
+         * older than mthpd lets only root call ExplainRules */
+        bool rules = true;
+        r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN_RULES, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size);
+        if (r == -EOPNOTSUPP || r == -EACCES) {
+                rules = false;
+                r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size);
+        }
+        if (r < 0)
                 return r;
-        r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_DECISION_SIG);
+        const char *method = rules ? MTHP_DBUS_EXPLAIN_RULES : MTHP_DBUS_EXPLAIN;
+        r = sd_bus_message_enter_container(m, 'a', rules ? MTHP_DBUS_DECISION_RULES_SIG : MTHP_DBUS_DECISION_SIG);
         while (r >= 0) {
-                const char *id, *decision, *reason;
-                r = sd_bus_message_read(m, MTHP_DBUS_DECISION_SIG, &id, &decision, &reason);
+                const char *id, *decision, *reason, *rule = "", *size_rule = "";
+                if (rules)
+                        r = sd_bus_message_read(m, MTHP_DBUS_DECISION_RULES_SIG, &id, &decision, &reason, &rule,
+                                                &size_rule);
+                else
+                        r = sd_bus_message_read(m, MTHP_DBUS_DECISION_SIG, &id, &decision, &reason);
                 if (r <= 0)
                         break;
                 if (*n >= max)
@@ -304,9 +317,11 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
                 bus_text(o->id, sizeof(o->id), id);
                 bus_text(o->decision, sizeof(o->decision), decision);
                 bus_text(o->reason, sizeof(o->reason), reason);
+                bus_text(o->rule, sizeof(o->rule), rule);
+                bus_text(o->size_rule, sizeof(o->size_rule), size_rule);
         }
         sd_bus_message_unref(m);
-        return r < 0 ? bad_reply(r, MTHP_DBUS_EXPLAIN, e) : 0;
+        return r < 0 ? bad_reply(r, method, e) : 0;
 }
 
 int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigned *n, struct ctl_bus_error *e) {

@@ -70,7 +70,8 @@ struct ctl_bus_knob {
 };
 int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, unsigned *n,
                        struct ctl_bus_error *e);
-/* size: "64K", or "" for every managed knob. Entries as in the status file. */
+/* size: "64K", or "" for every managed knob. Entries as in the status file,
+ * their rules from an mthpd that offers ExplainRules ("" from an older one). */
 int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob *k, unsigned max, unsigned *n,
                     struct ctl_bus_error *e);
 /* The last max changes, oldest first, in an array to free(); observing (also

@@ -467,6 +467,10 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         json_str(k->decision);
                         printf(",\"reason\":");
                         json_str(k->reason);
+                        printf(",\"rule\":");
+                        json_str_or_null(k->rule[0] ? k->rule : NULL);
+                        printf(",\"size_rule\":");
+                        json_str_or_null(k->size_rule[0] ? k->size_rule : NULL);
                         printf("}");
                 } else {
                         /* the id and value escaped here; the reason's names
@@ -475,6 +479,12 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         printf("%s: %s\n    %s\n", mthp_escape(id, sizeof(id), k->id),
                                mthp_escape(decision, sizeof(decision), k->decision),
                                composed_text(reason, sizeof(reason), k->reason));
+                        if (k->rule[0]) {
+                                char rule[4 * sizeof(k->rule)], size_rule[4 * sizeof(k->size_rule)];
+                                printf("    rule: %s%s%s\n", mthp_escape(rule, sizeof(rule), k->rule),
+                                       k->size_rule[0] ? ", " : "",
+                                       mthp_escape(size_rule, sizeof(size_rule), k->size_rule));
+                        }
                 }
                 first = false;
         }

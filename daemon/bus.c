@@ -109,9 +109,9 @@ static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *er
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+/* Explain and ExplainRules: the last tick's decisions, with their rules or without. */
+static int explain(sd_bus_message *m, struct daemon *d, bool rules, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        struct daemon *d = userdata;
         const char *size;
         unsigned kb = 0;
         int r = sd_bus_message_read(m, MTHP_DBUS_EXPLAIN_ARGS, &size);
@@ -125,22 +125,34 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_DECISION_SIG);
+        r = sd_bus_message_open_container(reply, 'a', rules ? MTHP_DBUS_DECISION_RULES_SIG : MTHP_DBUS_DECISION_SIG);
         /* the last tick's decisions, in the engine's order, as the status file has them */
         for (int i = 0; r >= 0 && i < d->n_decisions; i++) {
                 struct daemon_knob_view v;
                 daemon_knob_view(d, d->decisions[i].knob, 0, &v);
                 if (size[0] && v.knob->size_kb != kb)
                         continue;
-                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(v.knob->id),
-                                          clean(v.decision->value[0] ? v.decision->value : "original"),
-                                          clean(v.decision->reason));
+                const char *value = clean(v.decision->value[0] ? v.decision->value : "original");
+                if (rules)
+                        r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_RULES_SIG, clean(v.knob->id), value,
+                                                  clean(v.decision->reason), v.rule, v.size_rule);
+                else
+                        r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(v.knob->id), value,
+                                                  clean(v.decision->reason));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return explain(m, userdata, false, error);
+}
+
+static int method_explain_rules(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return explain(m, userdata, true, error);
 }
 
 /* The managed cgroups, highest fault rate first, with their policy, the
@@ -402,6 +414,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size), SD_BUS_RESULT("a" MTHP_DBUS_DECISION_SIG, decisions), method_explain,
                                 OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN_RULES, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size),
+                                SD_BUS_RESULT("a" MTHP_DBUS_DECISION_RULES_SIG, decisions), method_explain_rules, OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_HISTORY, SD_BUS_ARGS(MTHP_DBUS_HISTORY_ARGS, max), SD_BUS_RESULT("a" MTHP_DBUS_CHANGE_SIG, changes), method_history,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_CGROUPS, SD_BUS_NO_ARGS,

@@ -159,6 +159,15 @@ void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct d
         for (int i = 0; i < d->n_decisions && !v->decision; i++)
                 if (d->decisions[i].knob == knob)
                         v->decision = &d->decisions[i];
+        v->rule = v->size_rule = "";
+        if (v->pinned)
+                v->rule = "pinned";
+        else if (v->decision) {
+                if (v->decision->rule != MTHP_RULE_NONE)
+                        v->rule = mthp_rule_name(v->decision->rule);
+                if (v->decision->size_rule != MTHP_RULE_NONE)
+                        v->size_rule = mthp_rule_name(v->decision->size_rule);
+        }
 }
 
 void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v) {
@@ -334,6 +343,8 @@ static void write_status(const struct daemon *d) {
                 mthp_strcpy(row->reason, sizeof(row->reason), v.decision->reason);
                 mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
                 row->pinned = v.pinned;
+                mthp_strcpy(row->rule, sizeof(row->rule), v.rule);
+                mthp_strcpy(row->size_rule, sizeof(row->size_rule), v.size_rule);
         }
         (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_OBSERVE,
                                       d->not_writable, d->last_tick_usec, &d->rates);

@@ -52,6 +52,10 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
                 fprintf(f, "reason=%s\n", mthp_escape(clean, sizeof(clean), k[i].reason));
                 if (k[i].set_by[0])
                         fprintf(f, "set_by=%s\n", mthp_escape(value, sizeof(value), k[i].set_by));
+                if (k[i].rule[0])
+                        fprintf(f, "rule=%s\n", mthp_escape(value, sizeof(value), k[i].rule));
+                if (k[i].size_rule[0])
+                        fprintf(f, "size_rule=%s\n", mthp_escape(value, sizeof(value), k[i].size_rule));
                 fprintf(f, "pinned=%d\n", k[i].pinned);
         }
         if (fclose(f) != 0) {
@@ -141,6 +145,10 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 status_text(k->set_by, sizeof(k->set_by), value);
         else if (strcmp(key, "pinned") == 0)
                 k->pinned = atoi(value) != 0;
+        else if (strcmp(key, "rule") == 0)
+                status_text(k->rule, sizeof(k->rule), value);
+        else if (strcmp(key, "size_rule") == 0)
+                status_text(k->size_rule, sizeof(k->size_rule), value);
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {

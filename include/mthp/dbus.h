@@ -41,6 +41,12 @@
 #define MTHP_DBUS_EXPLAIN_ARGS "s"                    /* size, "" = every knob */
 /* id, decision, reason */
 #define MTHP_DBUS_DECISION_SIG "(sss)"
+/* Explain with the rules behind each decision, by name (mthp_rule_name;
+ * "pinned": an administrator's pin; "": none): Explain's reply is kept as
+ * it was for older clients */
+#define MTHP_DBUS_EXPLAIN_RULES "ExplainRules"
+/* id, decision, reason, rule, size_rule */
+#define MTHP_DBUS_DECISION_RULES_SIG "(sssss)"
 #define MTHP_DBUS_HISTORY "History"
 #define MTHP_DBUS_HISTORY_ARGS "u"                    /* max, 0 = all */
 /* realtime_usec, id, old, new, reason, observed (mthpd observed and would

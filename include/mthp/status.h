@@ -16,6 +16,10 @@ struct mthp_status_knob {
          * the file is from an mthpd that did not write them */
         char set_by[16];                /* original | mthpd | other | pinned */
         bool pinned;
+        /* the engine's rules behind the decision (mthp_rule_name), or
+         * "pinned" for an administrator's pin; "": none, or unknown (an
+         * mthpd that did not say) */
+        char rule[32], size_rule[32];
 };
 
 /* The fault cost the engine decides with (ns, 0: unknown) and the raise

@@ -39,10 +39,11 @@ as_nobody busctl introspect "${OBJ[@]}" > "$T/introspect" || fail "uid $NOBODY c
 grep -q '^\.Pin *method' "$T/introspect" || fail "uid $NOBODY introspects no Pin: $(cat "$T/introspect")"
 as_nobody busctl call "${OBJ[@]}" ListKnobs | grep -q '"16K/anon" 16 "anon"' || fail "uid $NOBODY cannot ListKnobs"
 as_nobody busctl call "${OBJ[@]}" Explain s "" >/dev/null || fail "uid $NOBODY cannot Explain"
+as_nobody busctl call "${OBJ[@]}" ExplainRules s "" >/dev/null || fail "uid $NOBODY cannot ExplainRules"
 as_nobody busctl call "${OBJ[@]}" History u 5 >/dev/null || fail "uid $NOBODY cannot read History"
 # mthpd.dbus(5): everyone may call ListCgroups (mthpctl cgroups, metrics, top)
 out=$(as_nobody busctl call "${OBJ[@]}" ListCgroups 2>&1) || fail "uid $NOBODY cannot ListCgroups: $out"
-ok "uid $NOBODY may Get, GetAll, Introspect, ListKnobs, Explain, History, ListCgroups"
+ok "uid $NOBODY may Get, GetAll, Introspect, ListKnobs, Explain, ExplainRules, History, ListCgroups"
 
 # refused by the bus: the message is dbus-daemon's, not mthpd's
 bus_denies() { # bus_denies METHOD ARGS...
