@@ -5,6 +5,7 @@
  * trusted alone: every method that changes something checks the caller's
  * effective UID here. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +379,38 @@ static int property_get_counter(sd_bus *bus, const char *path, const char *inter
                                                                                                       : d->changes);
 }
 
+/* What mthpd can and cannot watch (daemon_coverage): the managed cgroups'
+ * descriptors and the guard's last scan, each read as it is asked for. */
+static int property_get_coverage(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        struct mthp_status_coverage c;
+        (void) bus, (void) path, (void) interface, (void) error;
+        daemon_coverage(d, &c);
+        if (strcmp(property, MTHP_DBUS_PROP_FD_LIMIT) == 0)
+                return sd_bus_message_append(reply, "t", (uint64_t) c.fd_limit);
+        if (strcmp(property, MTHP_DBUS_PROP_GUARD_SCAN) == 0)
+                return sd_bus_message_append(reply, "t", (uint64_t) c.scan_usec);
+        static const struct {
+                const char *name;
+                size_t offset;
+        } u[] = {
+                { MTHP_DBUS_PROP_MANAGED_CGROUPS, offsetof(struct mthp_status_coverage, managed) },
+                { MTHP_DBUS_PROP_CGROUPS_REOPENED, offsetof(struct mthp_status_coverage, reopened) },
+                { MTHP_DBUS_PROP_CGROUPS_UNMONITORED, offsetof(struct mthp_status_coverage, unmonitored) },
+                { MTHP_DBUS_PROP_CGROUP_FDS, offsetof(struct mthp_status_coverage, fds) },
+                { MTHP_DBUS_PROP_FD_RESERVE, offsetof(struct mthp_status_coverage, fd_reserve) },
+                { MTHP_DBUS_PROP_GUARD_SCANNED, offsetof(struct mthp_status_coverage, scanned) },
+                { MTHP_DBUS_PROP_GUARD_LIMITED, offsetof(struct mthp_status_coverage, limited) },
+                { MTHP_DBUS_PROP_GUARD_WEIGHED, offsetof(struct mthp_status_coverage, weighed) },
+                { MTHP_DBUS_PROP_GUARD_UNSEEN, offsetof(struct mthp_status_coverage, unseen) },
+        };
+        for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+                if (strcmp(property, u[i].name) == 0)
+                        return sd_bus_message_append(reply, "u", *(const unsigned *) ((const char *) &c + u[i].offset));
+        return -ENOENT;
+}
+
 /* Per knob mthpd manages: its writes and failed writes since start. */
 static int property_get_knob_writes(sd_bus *bus, const char *path, const char *interface, const char *property,
                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -410,6 +443,17 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RATES_BY, "s", property_get_fault_cost, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_MANAGED_CGROUPS, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CGROUPS_REOPENED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CGROUPS_UNMONITORED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CGROUP_FDS, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_FD_LIMIT, "t", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_FD_RESERVE, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_SCANNED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_LIMITED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_WEIGHED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_UNSEEN, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_SCAN, "t", property_get_coverage, 0, 0),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_KNOBS, SD_BUS_NO_ARGS, SD_BUS_RESULT("a" MTHP_DBUS_KNOB_SIG, knobs), method_list_knobs,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size), SD_BUS_RESULT("a" MTHP_DBUS_DECISION_SIG, decisions), method_explain,

@@ -184,6 +184,10 @@ struct daemon_cgroup_view {
 /* i < d->snap.n_cgroups */
 void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v);
 
+/* What mthpd can and cannot watch now (mthp/status.h): the managed
+ * cgroups' descriptors and the guard's last scan. */
+void daemon_coverage(const struct daemon *d, struct mthp_status_coverage *c);
+
 /* calloc'd with the defaults of the command line (root /, no lock). */
 int daemon_new(struct daemon **ret);
 /* NULL is fine. */

@@ -76,6 +76,17 @@ sort > "$T/expected" <<'EOF'
 .RaiseFaultRate property d 
 .LowerFaultRate property d 
 .FaultRatesBy property s 
+.ManagedCgroups property u 
+.ManagedCgroupsReopened property u 
+.ManagedCgroupsUnmonitored property u 
+.CgroupDescriptors property u 
+.DescriptorLimit property t 
+.DescriptorReserve property u 
+.GuardScannedCgroups property u 
+.GuardLimitedCgroups property u 
+.GuardWeighedCgroups property u 
+.GuardUnseenCgroups property u 
+.GuardScanUSec property t 
 .KnobChanged signal tssss -
 EOF
 diff -u "$T/expected" "$T/members" || fail "org.mthpd.Manager1 members differ from the spec"
@@ -111,7 +122,10 @@ assert "64K/anon" in d and "global/enabled" in d and all(e == 0 for w, e in d.va
 busctl --json=short call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 |
         python3 -c 'import json, sys; d = json.load(sys.stdin)["data"][0]
 assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes",
-                  "WriteErrors", "GuardTrips", "KnobWrites", "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy"}, d' ||
+                  "WriteErrors", "GuardTrips", "KnobWrites", "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy",
+                  "ManagedCgroups", "ManagedCgroupsReopened", "ManagedCgroupsUnmonitored", "CgroupDescriptors",
+                  "DescriptorLimit", "DescriptorReserve", "GuardScannedCgroups", "GuardLimitedCgroups",
+                  "GuardWeighedCgroups", "GuardUnseenCgroups", "GuardScanUSec"}, d' ||
         fail "GetAll"
 ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, WriteErrors, GuardTrips, the fault cost and rates"
 
