@@ -2,6 +2,7 @@
 /* mthpctl's side of org.mthpd.Manager1 (man/mthpd.dbus.5.scd). */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +187,44 @@ static int read_number(sd_bus_message *m, double *x, bool *ok) {
         return r;
 }
 
+/* The coverage properties (mthp/status.h): true if name is one of them. */
+static bool coverage_prop(const char *name, const char *contents, sd_bus_message *m, struct mthp_status_coverage *c,
+                          int *r) {
+        static const struct {
+                const char *name;
+                size_t offset;
+        } u[] = {
+                { MTHP_DBUS_PROP_MANAGED_CGROUPS, offsetof(struct mthp_status_coverage, managed) },
+                { MTHP_DBUS_PROP_CGROUPS_REOPENED, offsetof(struct mthp_status_coverage, reopened) },
+                { MTHP_DBUS_PROP_CGROUPS_UNMONITORED, offsetof(struct mthp_status_coverage, unmonitored) },
+                { MTHP_DBUS_PROP_CGROUP_FDS, offsetof(struct mthp_status_coverage, fds) },
+                { MTHP_DBUS_PROP_FD_RESERVE, offsetof(struct mthp_status_coverage, fd_reserve) },
+                { MTHP_DBUS_PROP_GUARD_SCANNED, offsetof(struct mthp_status_coverage, scanned) },
+                { MTHP_DBUS_PROP_GUARD_LIMITED, offsetof(struct mthp_status_coverage, limited) },
+                { MTHP_DBUS_PROP_GUARD_WEIGHED, offsetof(struct mthp_status_coverage, weighed) },
+                { MTHP_DBUS_PROP_GUARD_UNSEEN, offsetof(struct mthp_status_coverage, unseen) },
+        };
+        uint64_t t;
+        if (strcmp(contents, "t") == 0 && (strcmp(name, MTHP_DBUS_PROP_FD_LIMIT) == 0 ||
+                                           strcmp(name, MTHP_DBUS_PROP_GUARD_SCAN) == 0)) {
+                if ((*r = sd_bus_message_read(m, "v", "t", &t)) >= 0) {
+                        if (name[0] == 'D')
+                                c->fd_limit = t;
+                        else
+                                c->scan_usec = t;
+                }
+                return true;
+        }
+        if (strcmp(contents, "u") != 0)
+                return false;
+        for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+                if (strcmp(name, u[i].name) == 0) {
+                        *r = sd_bus_message_read(m, "v", "u", (uint32_t *) ((char *) c + u[i].offset));
+                        return true;
+                }
+        return false;
+}
+
 int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e) {
         sd_bus_message *m = NULL;
         bool raise_ok = false, lower_ok = false;
@@ -238,12 +277,15 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                 else if (strcmp(contents, "s") == 0 && strcmp(name, MTHP_DBUS_PROP_RATES_BY) == 0) {
                         if ((r = sd_bus_message_read(m, "v", "s", &s)) >= 0)
                                 p->rates_by_time = strcmp(s, "RaiseFaultTime") == 0;
-                }
+                } else if (coverage_prop(name, contents, m, &p->coverage, &r))
+                        ;
                 else
                         r = sd_bus_message_skip(m, "v");
                 if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
                         break;
         }
+        p->coverage.cgroups_known = p->coverage.fd_limit > 0;
+        p->coverage.guard_known = p->coverage.scanned > 0;
         /* both rates or none, as from the status file */
         p->rates_known = raise_ok && lower_ok;
         if (!p->rates_known)
@@ -289,12 +331,25 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
         int r;
 
         *n = 0;
-        if ((r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size)) < 0)
+        /* with the rules; an older mthpd has only Explain, and a bus policy
+         * older than mthpd lets only root call ExplainRules */
+        bool rules = true;
+        r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN_RULES, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size);
+        if (r == -EOPNOTSUPP || r == -EACCES) {
+                rules = false;
+                r = call(b, MTHP_DBUS_INTERFACE, MTHP_DBUS_EXPLAIN, &m, e, MTHP_DBUS_EXPLAIN_ARGS, size);
+        }
+        if (r < 0)
                 return r;
-        r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_DECISION_SIG);
+        const char *method = rules ? MTHP_DBUS_EXPLAIN_RULES : MTHP_DBUS_EXPLAIN;
+        r = sd_bus_message_enter_container(m, 'a', rules ? MTHP_DBUS_DECISION_RULES_SIG : MTHP_DBUS_DECISION_SIG);
         while (r >= 0) {
-                const char *id, *decision, *reason;
-                r = sd_bus_message_read(m, MTHP_DBUS_DECISION_SIG, &id, &decision, &reason);
+                const char *id, *decision, *reason, *rule = "", *size_rule = "";
+                if (rules)
+                        r = sd_bus_message_read(m, MTHP_DBUS_DECISION_RULES_SIG, &id, &decision, &reason, &rule,
+                                                &size_rule);
+                else
+                        r = sd_bus_message_read(m, MTHP_DBUS_DECISION_SIG, &id, &decision, &reason);
                 if (r <= 0)
                         break;
                 if (*n >= max)
@@ -304,9 +359,11 @@ int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob
                 bus_text(o->id, sizeof(o->id), id);
                 bus_text(o->decision, sizeof(o->decision), decision);
                 bus_text(o->reason, sizeof(o->reason), reason);
+                bus_text(o->rule, sizeof(o->rule), rule);
+                bus_text(o->size_rule, sizeof(o->size_rule), size_rule);
         }
         sd_bus_message_unref(m);
-        return r < 0 ? bad_reply(r, MTHP_DBUS_EXPLAIN, e) : 0;
+        return r < 0 ? bad_reply(r, method, e) : 0;
 }
 
 int ctl_bus_list_cgroups(struct ctl_bus *b, struct ctl_bus_cgroup **ret, unsigned *n, struct ctl_bus_error *e) {

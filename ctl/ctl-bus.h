@@ -56,6 +56,10 @@ struct ctl_bus_props {
         bool rates_known;              /* an mthpd that says RaiseFaultRate and LowerFaultRate */
         double fault_cost_ns, raise_rate, lower_rate;
         bool rates_by_time;            /* FaultRatesBy: RaiseFaultTime set them */
+        /* ManagedCgroups... and Guard...Cgroups: all false/0 from an mthpd
+         * that does not say them (cgroups_known: DescriptorLimit > 0,
+         * guard_known: GuardScannedCgroups > 0) */
+        struct mthp_status_coverage coverage;
 };
 int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e);
 
@@ -70,7 +74,8 @@ struct ctl_bus_knob {
 };
 int ctl_bus_list_knobs(struct ctl_bus *b, struct ctl_bus_knob *k, unsigned max, unsigned *n,
                        struct ctl_bus_error *e);
-/* size: "64K", or "" for every managed knob. Entries as in the status file. */
+/* size: "64K", or "" for every managed knob. Entries as in the status file,
+ * their rules from an mthpd that offers ExplainRules ("" from an older one). */
 int ctl_bus_explain(struct ctl_bus *b, const char *size, struct mthp_status_knob *k, unsigned max, unsigned *n,
                     struct ctl_bus_error *e);
 /* The last max changes, oldest first, in an array to free(); observing (also

@@ -124,6 +124,11 @@ void json_u64_or_null(bool known, uint64_t v);
 void *xrealloc(void *p, size_t n);
 void print_errors(const char *err); /* FILE:LINE: errors on stderr, escaped */
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A text mthpd composed (a reason, whose names it escaped): as it is when
+ * it is clean text, else escaped; composed_text into buf, table_text_cell
+ * as a cell after prefix (mthpctl's own words). */
+const char *composed_text(char *buf, size_t size, const char *s);
+void table_text_cell(struct table *t, const char *prefix, const char *s);
 void table_init(struct table *t, ...);
 void table_print(const struct table *t, FILE *f);
 void table_free(struct table *t);
@@ -158,6 +163,7 @@ struct daemon_view {
         double fault_cost_ns;           /* the 4K fault cost it decides with; 0: unknown */
         double raise_rate, lower_rate;  /* 4K pages/s: a raise needs, a step-down falls below */
         bool rates_by_time;             /* RaiseFaultTime= at that cost set them */
+        struct mthp_status_coverage coverage; /* the managed cgroups' descriptors, the guard's scan */
         unsigned n_knobs;               /* on the bus: ListKnobs */
         struct ctl_bus_knob knob[MTHP_KNOBS_MAX];
         unsigned n_reasons;             /* Explain("") or the status file */
@@ -177,6 +183,13 @@ struct knob_owners {
         const char *decision[MTHP_KNOBS_MAX];
         bool pinned[MTHP_KNOBS_MAX];
 };
+
+/* The managed cgroups that hold their own descriptors (the figures come
+ * from different moments of mthpd's tick: never below 0). */
+static inline unsigned coverage_held(const struct mthp_status_coverage *c) {
+        unsigned without = c->reopened + c->unmonitored;
+        return c->managed > without ? c->managed - without : 0;
+}
 
 /* The counters behind each kind's alloc and fallback columns. */
 extern const char *const kind_alloc_stat[_MTHP_KIND_MAX];

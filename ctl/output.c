@@ -67,6 +67,31 @@ void table_cell(struct table *t, const char *fmt, ...) {
         t->cells[t->n_cells++] = s;
 }
 
+/* A text mthpd composed, a reason: the engine escaped every name it quotes
+ * in it (mthp_escape through its quoting) when it wrote it, so escaping it
+ * again here doubled each backslash of a name ("\\x2d" for a unit's
+ * "\x2d"). Printed as it is when it is clean text; anything else (raw
+ * bytes from an mthpd that did not escape) is escaped. */
+const char *composed_text(char *buf, size_t size, const char *s) {
+        if (mthp_text_is_clean(s)) {
+                mthp_strcpy(buf, size, s);
+                return buf;
+        }
+        return mthp_escape(buf, size, s);
+}
+
+void table_text_cell(struct table *t, const char *prefix, const char *s) {
+        if (!mthp_text_is_clean(s)) {
+                table_cell(t, "%s%s", prefix, s);
+                return;
+        }
+        size_t n = strlen(prefix) + strlen(s) + 1;
+        char *cell = xrealloc(NULL, n);
+        snprintf(cell, n, "%s%s", prefix, s);
+        t->cells = xrealloc(t->cells, (t->n_cells + 1) * sizeof(*t->cells));
+        t->cells[t->n_cells++] = cell;
+}
+
 /* headers..., NULL */
 void table_init(struct table *t, ...) {
         va_list ap;

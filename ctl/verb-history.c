@@ -183,7 +183,7 @@ static void history_print(const struct ctl *c, const struct history *h) {
                         table_cell(&t, "%s", h->c[i].id);
                         table_cell(&t, "%s", h->c[i].old);
                         table_cell(&t, "%s", h->c[i].new);
-                        table_cell(&t, "%s%s", h->observing[i] ? "(dry run, not written) " : "", h->c[i].reason);
+                        table_text_cell(&t, h->observing[i] ? "(dry run, not written) " : "", h->c[i].reason);
                 }
                 table_print(&t, stdout);
                 table_free(&t);

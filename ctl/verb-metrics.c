@@ -217,6 +217,48 @@ static void collect_tick_duration(const struct ctl *c, struct metric_set *set) {
         free(st);
 }
 
+/* What mthpd can and cannot watch (from an mthpd that says it): the managed
+ * cgroups by how they are read, their descriptors, and the guard's scan. */
+static void collect_coverage(struct metric_set *set, const struct daemon_view *v) {
+        const struct mthp_status_coverage *c = &v->coverage;
+        if (c->cgroups_known) {
+                struct metric_family *f = metric_family_add(set, "mthpd_managed_cgroups", "gauge",
+                        "Cgroups a policy file manages, by how mthpd reads them: with descriptors of their own "
+                        "(held), opened and closed each tick for want of descriptors (reopened), or not at all "
+                        "(unmonitored: that would eat into the reserve kept for knob writes).");
+                static const char *const how[] = { "held", "reopened", "unmonitored" };
+                unsigned n[] = { coverage_held(c), c->reopened, c->unmonitored };
+                for (unsigned i = 0; i < 3; i++) {
+                        struct metric_sample *s = metric_sample_add(f);
+                        metric_label(s, "monitor", how[i]);
+                        metric_set_uint(s, n[i]);
+                }
+                one_sample(set, "mthpd_cgroup_monitor_descriptors", "gauge",
+                           "File descriptors the managed cgroups hold open.", c->fds, -1);
+                one_sample(set, "mthpd_cgroup_monitor_descriptor_limit", "gauge",
+                           "The soft RLIMIT_NOFILE mthpd's cgroup monitor budgets under (a reserve below it stays "
+                           "free for knob writes and the restore).", (double) c->fd_limit, -1);
+        }
+        if (c->guard_known) {
+                one_sample(set, "mthpd_guard_scanned_cgroups", "gauge",
+                           "Memory cgroups the guard's last scan visited.", c->scanned, -1);
+                struct metric_family *f = metric_family_add(set, "mthpd_guard_limited_cgroups", "gauge",
+                        "Memory-limited cgroups the guard's last scan found: weighed by the engine (the least "
+                        "headroom), or not (more headroom than those).");
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "state", "weighed");
+                metric_set_uint(s, c->weighed);
+                s = metric_sample_add(f);
+                metric_label(s, "state", "unweighed");
+                metric_set_uint(s, c->limited > c->weighed ? c->limited - c->weighed : 0);
+                one_sample(set, "mthpd_guard_unseen_cgroups", "gauge",
+                           "Cgroup directories the guard cannot see (paths beyond PATH_MAX, with their subtrees): "
+                           "their memory limits are unknown to mthpd.", c->unseen, -1);
+                one_sample(set, "mthpd_guard_scan_seconds", "gauge", "Wall time of the guard's last scan.",
+                           (double) c->scan_usec / 1e6, 6);
+        }
+}
+
 static void collect_daemon(const struct ctl *c, struct metric_set *set, const struct daemon_view *v) {
         one_sample(set, "mthpd_up", "gauge", "1 if mthpd is running.", v->running, -1);
         if (!v->running)
@@ -260,6 +302,7 @@ static void collect_daemon(const struct ctl *c, struct metric_set *set, const st
                 metric_label(s, "mode", modes[i]);
                 metric_set_uint(s, strcmp(v->mode, modes[i]) == 0);
         }
+        collect_coverage(set, v);
         collect_cgroups(set);
 }
 

@@ -60,6 +60,57 @@ static void print_rates(FILE *f, const struct daemon_view *v) {
                 fprintf(f, " (set by RaiseFaultRate= and LowerFaultRate=; no 4K fault cost known)\n");
 }
 
+/* What mthpd can and cannot watch: one line while all is well, a note for
+ * each thing it cannot (status), or only the notes (explain). */
+static void print_coverage(FILE *f, const struct daemon_view *v, bool notes_only) {
+        const struct mthp_status_coverage *c = &v->coverage;
+        if (!v->running || (!c->cgroups_known && !c->guard_known))
+                return;
+        if (!notes_only) {
+                fprintf(f, "watching:");
+                if (c->cgroups_known)
+                        fprintf(f, " %u managed cgroup(s), %u descriptor(s) held (soft RLIMIT_NOFILE %llu)%s",
+                                c->managed, c->fds, c->fd_limit, c->guard_known ? ";" : "");
+                if (c->guard_known)
+                        fprintf(f, " guard: %u cgroup(s) scanned in %.1f ms, %u memory-limited, %u of them weighed",
+                                c->scanned, (double) c->scan_usec / 1000, c->limited, c->weighed);
+                fputc('\n', f);
+        }
+        if (c->cgroups_known && (c->reopened || c->unmonitored)) {
+                fprintf(f, "note: %u of %u managed cgroups have no descriptors of their own", c->reopened + c->unmonitored,
+                        c->managed);
+                if (c->reopened)
+                        fprintf(f, ": %u are opened, read and closed each tick", c->reopened);
+                if (c->unmonitored)
+                        fprintf(f, "%s %u are not read at all (their fault rate, usage and pressure are unknown "
+                                "to mthpd)", c->reopened ? ";" : ":", c->unmonitored);
+                fprintf(f, "; soft RLIMIT_NOFILE %llu, %u held, %u kept free for knob writes and the restore "
+                        "(raise LimitNOFILE= in mthpd.service)\n", c->fd_limit, c->fds, c->fd_reserve);
+        }
+        if (c->guard_known && c->unseen)
+                fprintf(f, "note: the guard cannot see %u cgroup director%s (a path longer than %d characters) nor "
+                        "what is below: a memory limit there is unknown to mthpd, which raises sizes without "
+                        "weighing it\n", c->unseen, c->unseen == 1 ? "y" : "ies", PATH_MAX - 1);
+}
+
+static void json_coverage(const struct daemon_view *v) {
+        const struct mthp_status_coverage *c = &v->coverage;
+        printf(",\"cgroup_monitor\":");
+        if (v->running && c->cgroups_known)
+                printf("{\"managed\":%u,\"held\":%u,\"reopened\":%u,\"unmonitored\":%u,\"descriptors\":%u,"
+                       "\"descriptor_limit\":%llu,\"descriptor_reserve\":%u}",
+                       c->managed, coverage_held(c), c->reopened, c->unmonitored, c->fds,
+                       c->fd_limit, c->fd_reserve);
+        else
+                printf("null");
+        printf(",\"guard\":");
+        if (v->running && c->guard_known)
+                printf("{\"scanned\":%u,\"limited\":%u,\"weighed\":%u,\"unseen\":%u,\"scan_seconds\":%.6f}",
+                       c->scanned, c->limited, c->weighed, c->unseen, (double) c->scan_usec / 1e6);
+        else
+                printf("null");
+}
+
 static void json_accepts(const struct mthp_knob *k) {
         printf("[");
         for (unsigned a = 0; a < k->n_allowed; a++) {
@@ -96,6 +147,7 @@ static void json_daemon(const struct daemon_view *v) {
                 printf(",\"version\":");
                 json_str(v->version);
         }
+        json_coverage(v);
 }
 
 /* The host, what mthpd says about each knob (if it is on the bus) and the
@@ -306,6 +358,7 @@ int cmd_status(struct ctl *c, int argc, char **argv) {
                         printf("absent");
                 printf("; MemAvailable %llu MiB\n", (unsigned long long) hv->snap.mem.available_kb / 1024);
                 print_rates(stdout, v);
+                print_coverage(stdout, v, false);
                 print_thp_off(stdout, &hv->caps, &hv->snap, &dec);
                 printf("\n");
                 print_knobs(stdout, &hv->caps, &hv->snap, &o);
@@ -467,20 +520,34 @@ int cmd_explain(struct ctl *c, int argc, char **argv) {
                         json_str(k->decision);
                         printf(",\"reason\":");
                         json_str(k->reason);
+                        printf(",\"rule\":");
+                        json_str_or_null(k->rule[0] ? k->rule : NULL);
+                        printf(",\"size_rule\":");
+                        json_str_or_null(k->size_rule[0] ? k->size_rule : NULL);
                         printf("}");
                 } else {
-                        /* comms and cgroup names in them: escaped once, here */
+                        /* the id and value escaped here; the reason's names
+                         * were escaped by the engine that quoted them */
                         char id[4 * sizeof(k->id)], decision[4 * sizeof(k->decision)], reason[4 * sizeof(k->reason)];
                         printf("%s: %s\n    %s\n", mthp_escape(id, sizeof(id), k->id),
                                mthp_escape(decision, sizeof(decision), k->decision),
-                               mthp_escape(reason, sizeof(reason), k->reason));
+                               composed_text(reason, sizeof(reason), k->reason));
+                        if (k->rule[0]) {
+                                char rule[4 * sizeof(k->rule)], size_rule[4 * sizeof(k->size_rule)];
+                                printf("    rule: %s%s%s\n", mthp_escape(rule, sizeof(rule), k->rule),
+                                       k->size_rule[0] ? ", " : "",
+                                       mthp_escape(size_rule, sizeof(size_rule), k->size_rule));
+                        }
                 }
                 first = false;
         }
         if (c->json)
                 printf("]}\n");
-        else if (first)
-                printf("mthpd manages no knob%s%s under its configuration\n", kb ? " of size " : "", want);
+        else {
+                if (first)
+                        printf("mthpd manages no knob%s%s under its configuration\n", kb ? " of size " : "", want);
+                print_coverage(stdout, v, true);
+        }
         free(v);
         return EXIT_OK;
 }

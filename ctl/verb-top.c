@@ -102,7 +102,7 @@ static void top_render(FILE *f, const struct ctl *c, const struct mthp_caps *cap
                                 continue;
                         table_cell(&t, "%s", v->reason[i].id);
                         table_cell(&t, "%s", v->reason[i].decision);
-                        table_cell(&t, "%s", v->reason[i].reason);
+                        table_text_cell(&t, "", v->reason[i].reason);
                 }
         table_print(&t, f);
         table_free(&t);

@@ -113,6 +113,7 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->raise_rate = p.raise_rate;
                 v->lower_rate = p.lower_rate;
                 v->rates_by_time = p.rates_by_time;
+                v->coverage = p.coverage;
                 return;
         }
         if (bus && r != -ESRCH && !(what & LOOK_QUIET))
@@ -134,6 +135,7 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->raise_rate = st->rates.raise;
                 v->lower_rate = st->rates.lower;
                 v->rates_by_time = st->rates.by_time;
+                v->coverage = st->coverage;
                 v->n_reasons = st->n;
                 memcpy(v->reason, st->k, st->n * sizeof(st->k[0]));
         }

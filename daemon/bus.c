@@ -5,6 +5,7 @@
  * trusted alone: every method that changes something checks the caller's
  * effective UID here. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,9 +110,9 @@ static int method_list_knobs(sd_bus_message *m, void *userdata, sd_bus_error *er
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+/* Explain and ExplainRules: the last tick's decisions, with their rules or without. */
+static int explain(sd_bus_message *m, struct daemon *d, bool rules, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        struct daemon *d = userdata;
         const char *size;
         unsigned kb = 0;
         int r = sd_bus_message_read(m, MTHP_DBUS_EXPLAIN_ARGS, &size);
@@ -125,22 +126,34 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_new_method_return(m, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_DECISION_SIG);
+        r = sd_bus_message_open_container(reply, 'a', rules ? MTHP_DBUS_DECISION_RULES_SIG : MTHP_DBUS_DECISION_SIG);
         /* the last tick's decisions, in the engine's order, as the status file has them */
         for (int i = 0; r >= 0 && i < d->n_decisions; i++) {
                 struct daemon_knob_view v;
                 daemon_knob_view(d, d->decisions[i].knob, 0, &v);
                 if (size[0] && v.knob->size_kb != kb)
                         continue;
-                r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(v.knob->id),
-                                          clean(v.decision->value[0] ? v.decision->value : "original"),
-                                          clean(v.decision->reason));
+                const char *value = clean(v.decision->value[0] ? v.decision->value : "original");
+                if (rules)
+                        r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_RULES_SIG, clean(v.knob->id), value,
+                                                  clean(v.decision->reason), v.rule, v.size_rule);
+                else
+                        r = sd_bus_message_append(reply, MTHP_DBUS_DECISION_SIG, clean(v.knob->id), value,
+                                                  clean(v.decision->reason));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return explain(m, userdata, false, error);
+}
+
+static int method_explain_rules(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return explain(m, userdata, true, error);
 }
 
 /* The managed cgroups, highest fault rate first, with their policy, the
@@ -366,6 +379,38 @@ static int property_get_counter(sd_bus *bus, const char *path, const char *inter
                                                                                                       : d->changes);
 }
 
+/* What mthpd can and cannot watch (daemon_coverage): the managed cgroups'
+ * descriptors and the guard's last scan, each read as it is asked for. */
+static int property_get_coverage(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        struct mthp_status_coverage c;
+        (void) bus, (void) path, (void) interface, (void) error;
+        daemon_coverage(d, &c);
+        if (strcmp(property, MTHP_DBUS_PROP_FD_LIMIT) == 0)
+                return sd_bus_message_append(reply, "t", (uint64_t) c.fd_limit);
+        if (strcmp(property, MTHP_DBUS_PROP_GUARD_SCAN) == 0)
+                return sd_bus_message_append(reply, "t", (uint64_t) c.scan_usec);
+        static const struct {
+                const char *name;
+                size_t offset;
+        } u[] = {
+                { MTHP_DBUS_PROP_MANAGED_CGROUPS, offsetof(struct mthp_status_coverage, managed) },
+                { MTHP_DBUS_PROP_CGROUPS_REOPENED, offsetof(struct mthp_status_coverage, reopened) },
+                { MTHP_DBUS_PROP_CGROUPS_UNMONITORED, offsetof(struct mthp_status_coverage, unmonitored) },
+                { MTHP_DBUS_PROP_CGROUP_FDS, offsetof(struct mthp_status_coverage, fds) },
+                { MTHP_DBUS_PROP_FD_RESERVE, offsetof(struct mthp_status_coverage, fd_reserve) },
+                { MTHP_DBUS_PROP_GUARD_SCANNED, offsetof(struct mthp_status_coverage, scanned) },
+                { MTHP_DBUS_PROP_GUARD_LIMITED, offsetof(struct mthp_status_coverage, limited) },
+                { MTHP_DBUS_PROP_GUARD_WEIGHED, offsetof(struct mthp_status_coverage, weighed) },
+                { MTHP_DBUS_PROP_GUARD_UNSEEN, offsetof(struct mthp_status_coverage, unseen) },
+        };
+        for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+                if (strcmp(property, u[i].name) == 0)
+                        return sd_bus_message_append(reply, "u", *(const unsigned *) ((const char *) &c + u[i].offset));
+        return -ENOENT;
+}
+
 /* Per knob mthpd manages: its writes and failed writes since start. */
 static int property_get_knob_writes(sd_bus *bus, const char *path, const char *interface, const char *property,
                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -398,10 +443,23 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RAISE_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_LOWER_RATE, "d", property_get_fault_cost, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_RATES_BY, "s", property_get_fault_cost, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_MANAGED_CGROUPS, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CGROUPS_REOPENED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CGROUPS_UNMONITORED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_CGROUP_FDS, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_FD_LIMIT, "t", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_FD_RESERVE, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_SCANNED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_LIMITED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_WEIGHED, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_UNSEEN, "u", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_SCAN, "t", property_get_coverage, 0, 0),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_KNOBS, SD_BUS_NO_ARGS, SD_BUS_RESULT("a" MTHP_DBUS_KNOB_SIG, knobs), method_list_knobs,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size), SD_BUS_RESULT("a" MTHP_DBUS_DECISION_SIG, decisions), method_explain,
                                 OPEN),
+        SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN_RULES, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size),
+                                SD_BUS_RESULT("a" MTHP_DBUS_DECISION_RULES_SIG, decisions), method_explain_rules, OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_HISTORY, SD_BUS_ARGS(MTHP_DBUS_HISTORY_ARGS, max), SD_BUS_RESULT("a" MTHP_DBUS_CHANGE_SIG, changes), method_history,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_CGROUPS, SD_BUS_NO_ARGS,

@@ -161,6 +161,9 @@ struct daemon_knob_view {
         const char *engine_value;               /* the engine's own choice at the last tick; "original" */
         bool pinned;                            /* an administrator's Pin is in force */
         const struct mthp_decision *decision;   /* the last tick's, pins and failed writes applied; NULL: none */
+        /* the rules behind it by name (mthp_rule_name): "pinned" while an
+         * administrator's pin holds the knob; "": none */
+        const char *rule, *size_rule;
 };
 /* Read the knob now (unreadable: as mthpd knows it); without it, current
  * is the value sampled at the last tick, or what mthpd wrote since. */
@@ -180,6 +183,10 @@ struct daemon_cgroup_view {
 };
 /* i < d->snap.n_cgroups */
 void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v);
+
+/* What mthpd can and cannot watch now (mthp/status.h): the managed
+ * cgroups' descriptors and the guard's last scan. */
+void daemon_coverage(const struct daemon *d, struct mthp_status_coverage *c);
 
 /* calloc'd with the defaults of the command line (root /, no lock). */
 int daemon_new(struct daemon **ret);

@@ -63,6 +63,7 @@ struct guard {
         double lat_us[GUARD_LAT_KEEP];
         bool arm_error_logged;
         struct mthp_limits_stats scan;  /* the last scan's */
+        bool scanned;                   /* scan holds one */
         uint64_t last_scan_usec;
         bool said_uncarried;
 };
@@ -473,6 +474,7 @@ void guard_scan(struct guard *g) {
         mthp_log(LOG_DEBUG, "guard: scan of %u cgroups in %.1f ms: %u limited, %u weighed (%u under an alias)",
                  st.dirs, (double) st.usec / 1000, st.limited, st.carried, st.aliased);
         g->scan = st;
+        g->scanned = true;
 }
 
 void guard_arm(struct guard *g) {
@@ -528,4 +530,15 @@ void guard_describe(const struct guard *g, char *buf, size_t size) {
         qsort(v, n, sizeof(double), cmp_double);
         snprintf(buf, size, "%llu trips, largest size stepped down %.0f us median, %.0f us max after the wake-up",
                  (unsigned long long) g->trips, v[(n - 1) / 2], v[n - 1]);
+}
+
+void guard_coverage(const struct guard *g, struct mthp_status_coverage *c) {
+        c->guard_known = g && g->scanned;
+        if (!c->guard_known)
+                return;
+        c->scanned = g->scan.dirs;
+        c->limited = g->scan.limited;
+        c->weighed = g->scan.carried;
+        c->unseen = g->scan.unseen;
+        c->scan_usec = g->scan.usec;
 }

@@ -33,3 +33,7 @@ void guard_arm(struct guard *g);
 /* Times the guard stepped sizes down since start (0 for NULL). */
 uint64_t guard_trips(const struct guard *g);
 void guard_describe(const struct guard *g, char *buf, size_t size);
+/* What the last scan saw, into c's guard fields (guard_known false for
+ * NULL or before the first scan). */
+struct mthp_status_coverage;
+void guard_coverage(const struct guard *g, struct mthp_status_coverage *c);

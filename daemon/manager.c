@@ -21,6 +21,7 @@
 #include "bus.h"
 #include "guard.h"
 #include "daemon.h"
+#include "mthp/cgmon.h"
 #include "mthp/procfs.h"
 #include "mthp/faults.h"
 #include "mthp/deciders.h"
@@ -159,6 +160,29 @@ void daemon_knob_view(const struct daemon *d, int knob, unsigned flags, struct d
         for (int i = 0; i < d->n_decisions && !v->decision; i++)
                 if (d->decisions[i].knob == knob)
                         v->decision = &d->decisions[i];
+        v->rule = v->size_rule = "";
+        if (v->pinned)
+                v->rule = "pinned";
+        else if (v->decision) {
+                if (v->decision->rule != MTHP_RULE_NONE)
+                        v->rule = mthp_rule_name(v->decision->rule);
+                if (v->decision->size_rule != MTHP_RULE_NONE)
+                        v->size_rule = mthp_rule_name(v->decision->size_rule);
+        }
+}
+
+void daemon_coverage(const struct daemon *d, struct mthp_status_coverage *c) {
+        struct mthp_cgmon_stats st;
+        memset(c, 0, sizeof(*c));
+        c->cgroups_known = mthp_observer_cgroup_stats(d->observer, &st, &c->fd_limit);
+        if (c->cgroups_known) {
+                c->managed = st.n_managed;
+                c->reopened = st.n_transient > st.n_unmonitored ? st.n_transient - st.n_unmonitored : 0;
+                c->unmonitored = st.n_unmonitored;
+                c->fds = st.fds;
+                c->fd_reserve = MTHP_CGMON_FD_RESERVE;
+        }
+        guard_coverage(d->guard, c);
 }
 
 void daemon_cgroup_view(const struct daemon *d, unsigned i, struct daemon_cgroup_view *v) {
@@ -334,9 +358,13 @@ static void write_status(const struct daemon *d) {
                 mthp_strcpy(row->reason, sizeof(row->reason), v.decision->reason);
                 mthp_strcpy(row->set_by, sizeof(row->set_by), v.set_by);
                 row->pinned = v.pinned;
+                mthp_strcpy(row->rule, sizeof(row->rule), v.rule);
+                mthp_strcpy(row->size_rule, sizeof(row->size_rule), v.size_rule);
         }
+        struct mthp_status_coverage coverage;
+        daemon_coverage(d, &coverage);
         (void) mthp_status_file_write(d->cfg.state_dir, &d->snap, rows, n, d->cfg.mode == MTHP_MODE_OBSERVE,
-                                      d->not_writable, d->last_tick_usec, &d->rates);
+                                      d->not_writable, d->last_tick_usec, &d->rates, &coverage);
 }
 
 static int tick(struct daemon *d) {

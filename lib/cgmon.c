@@ -959,3 +959,7 @@ int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_vi
 void mthp_cgmon_get_stats(const struct mthp_cgmon *m, struct mthp_cgmon_stats *st) {
         *st = m->st;
 }
+
+unsigned long long mthp_cgmon_fd_limit(const struct mthp_cgmon *m) {
+        return m->fd_limit;
+}

@@ -241,6 +241,15 @@ bool mthp_observer_has_cgroups(const struct mthp_observer *o) {
         return o->cgmon != NULL;
 }
 
+bool mthp_observer_cgroup_stats(const struct mthp_observer *o, struct mthp_cgmon_stats *st,
+                                unsigned long long *fd_limit) {
+        if (!o || !o->cgmon)
+                return false;
+        mthp_cgmon_get_stats(o->cgmon, st);
+        *fd_limit = mthp_cgmon_fd_limit(o->cgmon);
+        return true;
+}
+
 int mthp_observer_new(const struct mthp_host *h, const struct mthp_caps *caps, const struct mthp_config *cfg,
                       struct mthp_observer **ret) {
         _cleanup_(mthp_observer_freep) struct mthp_observer *o = calloc(1, sizeof(*o));

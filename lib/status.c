@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 
 int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *snap, const struct mthp_status_knob *k,
                            unsigned n, bool observing, const char *not_writable, uint64_t tick_usec,
-                           const struct mthp_status_rates *rates) {
+                           const struct mthp_status_rates *rates, const struct mthp_status_coverage *coverage) {
         char why[MTHP_PATH_MAX + 256];
         int dfd = mthp_safe_open_dir(state_dir, MTHP_SAFE_OWNER, false, why, sizeof(why));
         if (dfd < 0)
@@ -39,6 +41,14 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
                 fprintf(f, "fault_cost_ns=%.3f\nraise_fault_rate=%.3f\nlower_fault_rate=%.3f\nfault_rates_by=%s\n",
                         rates->fault_cost_ns, rates->raise, rates->lower,
                         rates->by_time ? "RaiseFaultTime" : "RaiseFaultRate");
+        if (coverage && coverage->cgroups_known)
+                fprintf(f, "cgroups_managed=%u\ncgroups_reopened=%u\ncgroups_unmonitored=%u\ncgroup_fds=%u\n"
+                        "fd_limit=%llu\nfd_reserve=%u\n", coverage->managed, coverage->reopened, coverage->unmonitored,
+                        coverage->fds, coverage->fd_limit, coverage->fd_reserve);
+        if (coverage && coverage->guard_known)
+                fprintf(f, "guard_scanned=%u\nguard_limited=%u\nguard_weighed=%u\nguard_unseen=%u\n"
+                        "guard_scan_usec=%llu\n", coverage->scanned, coverage->limited, coverage->weighed,
+                        coverage->unseen, coverage->scan_usec);
         /* every value on one line and valid UTF-8: a reason quotes process
          * (comm) and cgroup names, which anyone chooses; a newline in one
          * forged a decision line that 'mthpctl explain' believed */
@@ -52,6 +62,10 @@ int mthp_status_file_write(const char *state_dir, const struct mthp_snapshot *sn
                 fprintf(f, "reason=%s\n", mthp_escape(clean, sizeof(clean), k[i].reason));
                 if (k[i].set_by[0])
                         fprintf(f, "set_by=%s\n", mthp_escape(value, sizeof(value), k[i].set_by));
+                if (k[i].rule[0])
+                        fprintf(f, "rule=%s\n", mthp_escape(value, sizeof(value), k[i].rule));
+                if (k[i].size_rule[0])
+                        fprintf(f, "size_rule=%s\n", mthp_escape(value, sizeof(value), k[i].size_rule));
                 fprintf(f, "pinned=%d\n", k[i].pinned);
         }
         if (fclose(f) != 0) {
@@ -95,8 +109,50 @@ static void status_text(char *dst, size_t size, const char *value) {
                 mthp_escape(dst, size, value);
 }
 
+/* The coverage keys of [status]; false: not one of them. */
+static bool status_coverage(struct mthp_status_coverage *c, const char *key, const char *value) {
+        static const struct {
+                const char *key;
+                size_t offset;
+                bool guard, ull;
+        } keys[] = {
+                { "cgroups_managed", offsetof(struct mthp_status_coverage, managed), false, false },
+                { "cgroups_reopened", offsetof(struct mthp_status_coverage, reopened), false, false },
+                { "cgroups_unmonitored", offsetof(struct mthp_status_coverage, unmonitored), false, false },
+                { "cgroup_fds", offsetof(struct mthp_status_coverage, fds), false, false },
+                { "fd_limit", offsetof(struct mthp_status_coverage, fd_limit), false, true },
+                { "fd_reserve", offsetof(struct mthp_status_coverage, fd_reserve), false, false },
+                { "guard_scanned", offsetof(struct mthp_status_coverage, scanned), true, false },
+                { "guard_limited", offsetof(struct mthp_status_coverage, limited), true, false },
+                { "guard_weighed", offsetof(struct mthp_status_coverage, weighed), true, false },
+                { "guard_unseen", offsetof(struct mthp_status_coverage, unseen), true, false },
+                { "guard_scan_usec", offsetof(struct mthp_status_coverage, scan_usec), true, true },
+        };
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                if (strcmp(key, keys[i].key) != 0)
+                        continue;
+                char *end;
+                errno = 0;
+                unsigned long long v = strtoull(value, &end, 10);
+                if (end == value || *end || errno || value[0] == '-' || (!keys[i].ull && v > UINT_MAX))
+                        return true; /* not a number mthpd writes: ignored */
+                if (keys[i].ull)
+                        *(unsigned long long *) ((char *) c + keys[i].offset) = v;
+                else
+                        *(unsigned *) ((char *) c + keys[i].offset) = (unsigned) v;
+                if (keys[i].guard)
+                        c->guard_known = true;
+                else
+                        c->cgroups_known = true;
+                return true;
+        }
+        return false;
+}
+
 static void status_line(struct mthp_status *st, char *section, const char *key, const char *value) {
         if (strcmp(section, "status") == 0) {
+                if (status_coverage(&st->coverage, key, value))
+                        return;
                 if (strcmp(key, "pid") == 0)
                         st->pid = atoi(value);
                 else if (strcmp(key, "dry_run") == 0)
@@ -141,6 +197,10 @@ static void status_line(struct mthp_status *st, char *section, const char *key, 
                 status_text(k->set_by, sizeof(k->set_by), value);
         else if (strcmp(key, "pinned") == 0)
                 k->pinned = atoi(value) != 0;
+        else if (strcmp(key, "rule") == 0)
+                status_text(k->rule, sizeof(k->rule), value);
+        else if (strcmp(key, "size_rule") == 0)
+                status_text(k->size_rule, sizeof(k->size_rule), value);
 }
 
 static int status_parse(FILE *f, struct mthp_status *st) {

@@ -84,6 +84,8 @@ void mthp_cgmon_set_full_interval(struct mthp_cgmon *m, uint64_t usec);
 int mthp_cgmon_tick(struct mthp_cgmon *m, uint64_t t_usec, struct mthp_cgroup_view *out, unsigned n_out,
                     unsigned *n);
 void mthp_cgmon_get_stats(const struct mthp_cgmon *m, struct mthp_cgmon_stats *st);
+/* The soft RLIMIT_NOFILE the descriptor budget was last reckoned under. */
+unsigned long long mthp_cgmon_fd_limit(const struct mthp_cgmon *m);
 
 /* How the tree is walked. DIRFD (the default, real and fake roots): one
  * getdents per directory that has subdirectories and an fstatat per cgroup.

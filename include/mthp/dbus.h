@@ -32,6 +32,22 @@
 #define MTHP_DBUS_PROP_RAISE_RATE "RaiseFaultRate"    /* d: the fault rate a raise needs, 4K pages/s */
 #define MTHP_DBUS_PROP_LOWER_RATE "LowerFaultRate"    /* d: the rate a step-down falls below */
 #define MTHP_DBUS_PROP_RATES_BY "FaultRatesBy"        /* s: RaiseFaultTime | RaiseFaultRate: which set them */
+/* the managed cgroups' descriptors (mthp/cgmon.h): managed = held +
+ * reopened (files opened, read, closed each tick) + unmonitored (not read:
+ * that would eat into the reserve below the soft RLIMIT_NOFILE) */
+#define MTHP_DBUS_PROP_MANAGED_CGROUPS "ManagedCgroups"                 /* u */
+#define MTHP_DBUS_PROP_CGROUPS_REOPENED "ManagedCgroupsReopened"        /* u */
+#define MTHP_DBUS_PROP_CGROUPS_UNMONITORED "ManagedCgroupsUnmonitored"  /* u */
+#define MTHP_DBUS_PROP_CGROUP_FDS "CgroupDescriptors"                   /* u: descriptors the managed cgroups hold */
+#define MTHP_DBUS_PROP_FD_LIMIT "DescriptorLimit"                       /* t: soft RLIMIT_NOFILE; 0: no cgroup monitor */
+#define MTHP_DBUS_PROP_FD_RESERVE "DescriptorReserve"                   /* u: kept free below it */
+/* the guard's last scan of the memory-limited cgroups (mthp/limits.h);
+ * all 0 before the first */
+#define MTHP_DBUS_PROP_GUARD_SCANNED "GuardScannedCgroups"   /* u: cgroups visited */
+#define MTHP_DBUS_PROP_GUARD_LIMITED "GuardLimitedCgroups"   /* u: memory-limited ones found */
+#define MTHP_DBUS_PROP_GUARD_WEIGHED "GuardWeighedCgroups"   /* u: of them, weighed by the engine (least headroom) */
+#define MTHP_DBUS_PROP_GUARD_UNSEEN "GuardUnseenCgroups"     /* u: directories no path can name, with their subtrees */
+#define MTHP_DBUS_PROP_GUARD_SCAN "GuardScanUSec"            /* t: what the last scan cost (wall); 0: none yet */
 
 /* methods: name, arguments, reply */
 #define MTHP_DBUS_LIST_KNOBS "ListKnobs"
@@ -41,6 +57,12 @@
 #define MTHP_DBUS_EXPLAIN_ARGS "s"                    /* size, "" = every knob */
 /* id, decision, reason */
 #define MTHP_DBUS_DECISION_SIG "(sss)"
+/* Explain with the rules behind each decision, by name (mthp_rule_name;
+ * "pinned": an administrator's pin; "": none): Explain's reply is kept as
+ * it was for older clients */
+#define MTHP_DBUS_EXPLAIN_RULES "ExplainRules"
+/* id, decision, reason, rule, size_rule */
+#define MTHP_DBUS_DECISION_RULES_SIG "(sssss)"
 #define MTHP_DBUS_HISTORY "History"
 #define MTHP_DBUS_HISTORY_ARGS "u"                    /* max, 0 = all */
 /* realtime_usec, id, old, new, reason, observed (mthpd observed and would

@@ -49,6 +49,11 @@ void mthp_observer_configure(struct mthp_observer *o, const struct mthp_config *
 /* Whether the managed cgroups are sampled at all (a memory cgroup
  * hierarchy was found). */
 bool mthp_observer_has_cgroups(const struct mthp_observer *o);
+/* The cgroup monitor's figures (mthp/cgmon.h) and the soft RLIMIT_NOFILE
+ * its descriptor budget is under; false (st untouched) without one. */
+struct mthp_cgmon_stats;
+bool mthp_observer_cgroup_stats(const struct mthp_observer *o, struct mthp_cgmon_stats *st,
+                                unsigned long long *fd_limit);
 
 /* The cgroups the observer samples: those a policy file names (their
  * children count with them, through the hierarchical memory.stat). */

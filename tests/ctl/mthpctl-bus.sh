@@ -62,14 +62,20 @@ ok "status takes set-by and decisions from the bus"
 expect_rc 0 ctl explain 64k
 grep -q "^64K/anon: always" <<<"$OUT" || fail "explain 64K: $OUT"
 ! grep -q "^16K/" <<<"$OUT" || fail "explain 64K shows other sizes: $OUT"
+# the rules behind the decision by name (ExplainRules): the kind's, then the size's
+grep -Eq "^    rule: [a-z]+(-[a-z]+)*, size-in-use$" <<<"$OUT" || fail "explain 64K names no rule: $OUT"
 ctl explain --json | json_check '
+import re
 k = {x["id"]: x for x in d["knobs"]}
 assert d["source"] == "bus" and d["pid"] > 0 and d["tick"] > 0, d
 assert k["64K/anon"]["decision"] == "always" and k["64K/anon"]["reason"], k
-assert "2M/anon" in k and "global/defrag" in k' || fail "explain --json"
+assert "2M/anon" in k and "global/defrag" in k
+assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", x["rule"]) for x in k.values()), k
+assert k["64K/anon"]["size_rule"] == "size-in-use" and k["global/defrag"]["size_rule"] is None, k' ||
+        fail "explain --json: $(ctl explain --json)"
 expect_rc 1 ctl explain 4M
 grep -q "no mTHP size" <<<"$ERR" || fail "explain 4M: $ERR"
-ok "explain asks the daemon"
+ok "explain asks the daemon, and names the rules behind its decisions"
 
 # 3. history over the bus
 expect_rc 0 ctl history
@@ -289,6 +295,7 @@ assert k["32K/anon"]["set_by"] == "mthpd" and k["32K/anon"]["decision"] == "alwa
         fail "status --json --no-bus"
 expect_rc 0 ctl explain 32K
 grep -q "^32K/anon: always" <<<"$OUT" || fail "explain from the status file: $OUT"
+grep -Eq "^    rule: [a-z]+(-[a-z]+)*, size-in-use$" <<<"$OUT" || fail "explain from the status file names no rule: $OUT"
 expect_rc 0 ctl mode
 [ "$OUT" = manage ] || fail "mode from the status file: $OUT"
 expect_rc 3 ctl pin 32K/anon never

@@ -34,13 +34,16 @@ ok "root owns org.mthpd.mthpd1"
 as_nobody busctl get-property "${OBJ[@]}" Mode | grep -qx 's "manage"' || fail "uid $NOBODY cannot Get"
 as_nobody busctl call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 >/dev/null ||
         fail "uid $NOBODY cannot GetAll"
-as_nobody busctl introspect "${OBJ[@]}" | grep -q '^\.Pin *method' || fail "uid $NOBODY cannot introspect"
+# into a file: grep -q ending the pipe early would fail busctl (SIGPIPE, pipefail)
+as_nobody busctl introspect "${OBJ[@]}" > "$T/introspect" || fail "uid $NOBODY cannot introspect"
+grep -q '^\.Pin *method' "$T/introspect" || fail "uid $NOBODY introspects no Pin: $(cat "$T/introspect")"
 as_nobody busctl call "${OBJ[@]}" ListKnobs | grep -q '"16K/anon" 16 "anon"' || fail "uid $NOBODY cannot ListKnobs"
 as_nobody busctl call "${OBJ[@]}" Explain s "" >/dev/null || fail "uid $NOBODY cannot Explain"
+as_nobody busctl call "${OBJ[@]}" ExplainRules s "" >/dev/null || fail "uid $NOBODY cannot ExplainRules"
 as_nobody busctl call "${OBJ[@]}" History u 5 >/dev/null || fail "uid $NOBODY cannot read History"
 # mthpd.dbus(5): everyone may call ListCgroups (mthpctl cgroups, metrics, top)
 out=$(as_nobody busctl call "${OBJ[@]}" ListCgroups 2>&1) || fail "uid $NOBODY cannot ListCgroups: $out"
-ok "uid $NOBODY may Get, GetAll, Introspect, ListKnobs, Explain, History, ListCgroups"
+ok "uid $NOBODY may Get, GetAll, Introspect, ListKnobs, Explain, ExplainRules, History, ListCgroups"
 
 # refused by the bus: the message is dbus-daemon's, not mthpd's
 bus_denies() { # bus_denies METHOD ARGS...

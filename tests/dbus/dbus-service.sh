@@ -52,6 +52,7 @@ busctl introspect --no-legend "${OBJ[@]}" > "$T/introspect" || fail "introspect 
 awk '{ print $1, $2, $3, ($2 == "property" ? "" : $4) }' "$T/introspect" | sort > "$T/members"
 sort > "$T/expected" <<'EOF'
 .Explain method s a(sss)
+.ExplainRules method s a(sssss)
 .History method u a(tssssb)
 .ListKnobs method - a(sussssb)
 .ListCgroups method - a(ssssudttttdiib)
@@ -75,6 +76,17 @@ sort > "$T/expected" <<'EOF'
 .RaiseFaultRate property d 
 .LowerFaultRate property d 
 .FaultRatesBy property s 
+.ManagedCgroups property u 
+.ManagedCgroupsReopened property u 
+.ManagedCgroupsUnmonitored property u 
+.CgroupDescriptors property u 
+.DescriptorLimit property t 
+.DescriptorReserve property u 
+.GuardScannedCgroups property u 
+.GuardLimitedCgroups property u 
+.GuardWeighedCgroups property u 
+.GuardUnseenCgroups property u 
+.GuardScanUSec property t 
 .KnobChanged signal tssss -
 EOF
 diff -u "$T/expected" "$T/members" || fail "org.mthpd.Manager1 members differ from the spec"
@@ -110,7 +122,10 @@ assert "64K/anon" in d and "global/enabled" in d and all(e == 0 for w, e in d.va
 busctl --json=short call "${OBJ[@]:0:2}" org.freedesktop.DBus.Properties GetAll s org.mthpd.Manager1 |
         python3 -c 'import json, sys; d = json.load(sys.stdin)["data"][0]
 assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "FaultPagesPerSecond", "Changes",
-                  "WriteErrors", "GuardTrips", "KnobWrites", "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy"}, d' ||
+                  "WriteErrors", "GuardTrips", "KnobWrites", "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy",
+                  "ManagedCgroups", "ManagedCgroupsReopened", "ManagedCgroupsUnmonitored", "CgroupDescriptors",
+                  "DescriptorLimit", "DescriptorReserve", "GuardScannedCgroups", "GuardLimitedCgroups",
+                  "GuardWeighedCgroups", "GuardUnseenCgroups", "GuardScanUSec"}, d' ||
         fail "GetAll"
 ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, WriteErrors, GuardTrips, the fault cost and rates"
 
@@ -137,6 +152,13 @@ call_json Explain s 16K | python3 -c 'import json, sys
 e = {x[0]: x for x in json.load(sys.stdin)["data"][0]}
 assert set(e) == {"16K/anon", "16K/shmem"}, e
 assert e["16K/anon"][1] == "always" and e["16K/anon"][2], e' || fail "Explain 16K: $(call Explain s 16K)"
+# ExplainRules: Explain's rows with the rules behind them (Explain kept for older clients)
+paste <(call_json Explain s 16K) <(call_json ExplainRules s 16K) | python3 -c 'import json, sys
+a, b = (json.loads(x)["data"][0] for x in sys.stdin.read().split("\t"))
+assert [x[:3] for x in b] == a, (a, b)
+r = {x[0]: x[3:] for x in b}
+assert r["16K/anon"][0] and r["16K/anon"][1] == "size-in-use", r' ||
+        fail "ExplainRules 16K: $(call ExplainRules s 16K)"
 [ "$(call_json Explain s "" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"][0]))')" -ge 4 ] ||
         fail "Explain \"\" lists too few knobs"
 call_error Explain string:3K | grep -q "^org.freedesktop.DBus.Error.InvalidArgs: no mTHP size '3K'" ||
@@ -149,7 +171,7 @@ assert "8K/anon" not in k and k["8K/shmem"][1:3] == [8, "shmem"]
 assert k["global/defrag"][1:3] == [0, "global"]
 assert all(e[4] in ("original", "mthpd", "other", "pinned") for e in k.values())' ||
         fail "ListKnobs: $(call ListKnobs)"
-ok "engine changes: KnobChanged signals, History oldest first, Explain by size, ListKnobs"
+ok "engine changes: KnobChanged signals, History oldest first, Explain and ExplainRules by size, ListKnobs"
 
 # 4. Pin holds a knob against the engine, Unpin gives it back
 call Pin sst 16K/anon never 0 || fail "Pin 16K/anon never"
@@ -160,6 +182,8 @@ knob_is hugepages-16kB/enabled never || fail "the engine overrode the pin on 16K
         pinned/always/true ] || fail "ListKnobs for pinned 16K/anon: $(knob_json 16K/anon)"
 call Explain s 16K | grep -q '"16K/anon" "never" "pinned by uid 0 until unpinned"' ||
         fail "Explain does not give the pin as reason: $(call Explain s 16K)"
+call ExplainRules s 16K | grep -q '"16K/anon" "never" "pinned by uid 0 until unpinned" "pinned" ""' ||
+        fail "ExplainRules does not give the pin as rule: $(call ExplainRules s 16K)"
 wait_for 2 saw_signal KnobChanged '"16K/anon", "always", "never", "pinned by uid 0 until unpinned"' ||
         fail "no KnobChanged for the pin"
 call Pin sst 128K/anon always 0 || fail "Pin 128K/anon (outside the ladder)"

@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                            .lower = (double) (size % 97), .by_time = size & 1 };
         bool with_rates = size % 3 != 0;
         FUZZ_CHECK(mthp_status_file_write(dir, &snap, d, (unsigned) n, false, not_writable, 0,
-                                          with_rates ? &rates : NULL) == 0, "write");
+                                          with_rates ? &rates : NULL, NULL) == 0, "write");
         FUZZ_CHECK(mthp_status_file_read(dir, &st) == 0, "read");
         FUZZ_CHECK(st.pid == getpid(), "pid %d", st.pid);
         FUZZ_CHECK((int) st.n == n, "%d knobs written, %u read", n, st.n);

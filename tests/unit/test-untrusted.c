@@ -133,7 +133,7 @@ static void item04_status_file_not_forged(void **state) {
         /* what a process named itself (comm) can put into a reason */
         snprintf(d[0].reason, sizeof(d[0].reason),
                  "process 'x\n\n[knob 2M/anon]\ndecision=always\nreason=forged' \x1b[2J faults \xff\xfe hard");
-        assert_int_equal(mthp_status_file_write(dir, &snap, d, 1, false, "not\nwritable \x1b", 0, NULL), 0);
+        assert_int_equal(mthp_status_file_write(dir, &snap, d, 1, false, "not\nwritable \x1b", 0, NULL, NULL), 0);
         assert_int_equal(mthp_status_file_read(dir, &st), 0);
         assert_int_equal(st.n, 1); /* no forged [knob 2M/anon] */
         assert_string_equal(st.k[0].id, "64K/anon");
@@ -158,7 +158,7 @@ static void status_file_rates(void **state) {
         static struct mthp_snapshot snap;
         static struct mthp_status st;
         struct mthp_status_rates rates = { .fault_cost_ns = 10060.4, .raise = 2485.1, .lower = 248.5, .by_time = true };
-        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, &rates), 0);
+        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, &rates, NULL), 0);
         assert_int_equal(mthp_status_file_read(dir, &st), 0);
         assert_true(st.rates_known);
         assert_float_equal(st.rates.fault_cost_ns, 10060.4, 1e-9);
@@ -166,12 +166,12 @@ static void status_file_rates(void **state) {
         assert_float_equal(st.rates.lower, 248.5, 1e-9);
         assert_true(st.rates.by_time);
         rates.by_time = false;
-        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, &rates), 0);
+        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, &rates, NULL), 0);
         assert_int_equal(mthp_status_file_read(dir, &st), 0);
         assert_true(st.rates_known);
         assert_false(st.rates.by_time);
 
-        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, NULL), 0);
+        assert_int_equal(mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, NULL, NULL), 0);
         assert_int_equal(mthp_status_file_read(dir, &st), 0);
         assert_false(st.rates_known);
 
@@ -301,7 +301,7 @@ static void item06_symlinks_in_state_dir(void **state) {
         snprintf(link, sizeof(link), "%s/status.tmp", dir);
         assert_int_equal(symlink(victim, link), 0);
         static struct mthp_snapshot snap;
-        (void) mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, NULL);
+        (void) mthp_status_file_write(dir, &snap, NULL, 0, false, NULL, 0, NULL, NULL);
         assert_string_equal(fixture_file(NULL, victim), "precious\n");
         unlink(victim);
         rm_dir(dir);
