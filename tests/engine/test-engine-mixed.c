@@ -46,6 +46,7 @@ struct other {
         double coverage;        /* of each block, with the size off: present */
         double zero;            /* of its subpages, with the size on: zero */
         double zero_data;       /* of its zeros, the share beside data (NAN unknown) */
+        double pages;           /* what it faults in, 4K pages/s, on top of the worker's */
 };
 
 struct host {
@@ -103,7 +104,8 @@ static void host_step(struct host *h) {
         s->tick = h->e.tick;
         s->t_usec = 1000000 * (h->e.tick + 1);
         s->dt = h->e.tick ? 1.0 : 0.0;
-        double faults = snap_anon_faults(&h->e.caps, h->e.knob, s, PAGES, MEM_TOTAL_KB);
+        double faults = snap_anon_faults(&h->e.caps, h->e.knob, s, PAGES + (h->o.on ? h->o.pages : 0),
+                                         MEM_TOTAL_KB);
         s->mem.anon_kb = WORKER_KB + (h->o.on ? h->o.rss_kb : 0);
         s->density.valid = true;
         s->density.n_procs = 1;
@@ -217,12 +219,55 @@ static void test_grown_past_maxbloat_steps_down(void **state) {
         assert_rule(anon16_decision(&h->e), MTHP_RULE_STEP_DOWN_SPARSE, "77 java");
 }
 
+/* The JVM pre-touching its heap as anon goes to 2M (the mixed host's run:
+ * 124 MiB read dense at 4K, 340 MiB a tick later with 2M on, its content
+ * zeros): its grown RSS steps anon down, blamed on it as a churner, and
+ * with the sizes off it reads dense at the RSS it grew to, so the raise
+ * back skips the dwell. That proved its growth resident at 4K: later, still
+ * faulting (its collector), its heap read by content as objects beside
+ * zeroed space sample after sample, it steps nothing down again. Two
+ * changes, not a flap. */
+static void test_proved_resident_no_flap(void **state) {
+        struct host *h = *state;
+        h->o = (struct other) { .on = true, .comm = "java", .fault_rate = 30000, .rss_kb = 124 * 1024,
+                                .coverage = 1, .zero = 0, .zero_data = NAN };
+        raise_to_2m(h);
+        unsigned changes = h->changes;
+        h->o.fault_rate = 20000;
+        h->o.pages = 55000;     /* 216 MiB a second */
+        h->o.rss_kb = 340 * 1024;
+        h->o.zero = 0.63;
+        unsigned i;
+        for (i = 0; i < 3 && anon_level(h) == 8; i++)
+                host_step(h);
+        if (anon_level(h) == 8)
+                fail_msg("not stepped down for the grown RSS: %s", anon16_reason(&h->e));
+        h->o.rss_kb = 428 * 1024;
+        for (i = 0; i < 3 && anon_level(h) < 8; i++)
+                host_step(h);
+        if (anon_level(h) != 8)
+                fail_msg("not raised back: %s", anon16_reason(&h->e));
+        assert_rule(anon16_decision(&h->e), MTHP_RULE_RAISE_CHURN_BACK, "77 java");
+        h->o.fault_rate = 5000;
+        h->o.rss_kb = 540 * 1024;
+        h->o.zero = 0.6;
+        h->o.zero_data = 0.6;
+        for (i = 0; i < 30; i++) {
+                host_step(h);
+                if (anon_level(h) != 8)
+                        fail_msg("tick %u after the raise back: %s", i, anon16_reason(&h->e));
+        }
+        assert_int_equal(h->changes, changes + 2);
+        assert_rule(anon16_decision(&h->e), MTHP_RULE_HOLD, "77 java raise back");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_quiet_sparse_waits_dwell, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_faulting_sparse_steps_down_at_once, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_pretouched_zeros_are_no_bloat, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_past_maxbloat_steps_down, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_proved_resident_no_flap, host_setup, host_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
