@@ -261,6 +261,27 @@ static void test_proved_resident_no_flap(void **state) {
         assert_rule(anon16_decision(&h->e), MTHP_RULE_HOLD, "77 java raise back");
 }
 
+/* The flap of the mixed host's second run: a JVM that faults (its
+ * collector, 7,000-21,000 faults/s) reads 0.16-0.34 of each 16K block by
+ * content whenever anon is at 2M and is not sampled at 4K; the dense worker
+ * raises anon again once the dwell is over, and the JVM steps it down 2-7
+ * ticks later: 58 knob writes in 30 s. A density step-down within
+ * ENGINE_FLAP_TICKS of the last one bars the sizes above for 4 DwellTicks,
+ * doubling while it repeats: at most 6 level changes in 60 ticks, not one
+ * every few ticks. */
+static void test_density_flap_barred(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        unsigned changes = h->changes;
+        for (unsigned i = 0; i < 60; i++) {
+                h->o = (struct other) { .on = anon_level(h) == 8, .comm = "java", .fault_rate = 14000,
+                                        .rss_kb = 600 * 1024, .coverage = 1, .zero = 0.7, .zero_data = 0.6 };
+                host_step(h);
+        }
+        if (h->changes - changes > 6)
+                fail_msg("%u level changes in 60 ticks: %s", h->changes - changes, anon16_reason(&h->e));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_quiet_sparse_waits_dwell, host_setup, host_teardown),
@@ -268,6 +289,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_pretouched_zeros_are_no_bloat, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_grown_past_maxbloat_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_proved_resident_no_flap, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_density_flap_barred, host_setup, host_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
