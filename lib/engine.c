@@ -10,8 +10,8 @@
 
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
-/* A density step-down this soon after the last one is a flap: the
- * raise between them was undone for the same kind of reason. 60 ticks:
+/* A density step-down this soon after the last one, for the same process,
+ * is a flap: the raise between them was undone for the same reason. 60 ticks:
  * the mixed host (tests/bench/mixed-host) went down and up every 5-9 ticks,
  * and a workload that turns sparse once a minute is no flap. */
 #define ENGINE_FLAP_TICKS 60
@@ -625,22 +625,28 @@ static void step_down_sparse(const struct mthp_engine_config *cfg, const struct 
                 snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
                          "DwellTicks applies", why);
         k->rule = k->churn_armed ? MTHP_RULE_STEP_DOWN_CHURN : MTHP_RULE_STEP_DOWN_SPARSE;
-        /* a flap: down for density again soon after the last time, the
-         * raise between undone; bar the levels above the one it goes to,
+        /* a flap: down for density again soon after the last time, for
+         * the same process, the raise between undone (another process is
+         * news, not a flap); bar the levels above the one it goes to,
          * as after a failure (4 DwellTicks, doubling while it repeats).
          * Not where a raise back is armed: a sample proves that one. */
         char flap[160] = "";
         uint64_t prev = st->sparse_down_tick;
-        bool flapped = !k->churn_armed && prev && snap->tick < prev + ENGINE_FLAP_TICKS;
+        const struct party *hp = k->dens.holder >= 0 ? &k->dens.party[k->dens.holder] : NULL;
+        int pid = hp && hp->proc >= 0 ? next->proc[hp->proc].pid : 0;
+        bool flapped = !k->churn_armed && prev && snap->tick < prev + ENGINE_FLAP_TICKS && pid &&
+                       pid == st->sparse_down_pid;
         st->sparse_down_tick = snap->tick ? snap->tick : 1;
+        st->sparse_down_pid = pid;
         if (flapped) {
                 unsigned level = st->level;
                 st->level = k->dens.keep + 1;   /* step_down_failed bars st->level and above */
                 step_down_failed(cfg, st, k->dens.keep, snap->tick);
                 st->level = level;
-                snprintf(flap, sizeof(flap), "; down for density %llu ticks after the last time: a flap, %s barred "
-                         "for %u ticks", (unsigned long long) (snap->tick - prev),
-                         "the sizes above", st->backoff);
+                snprintf(flap, sizeof(flap),
+                         "; down for density %llu ticks after the last time it was stepped down for it: a flap, "
+                         "the sizes above barred for %u ticks",
+                         (unsigned long long) (snap->tick - prev), st->backoff);
         }
         snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s%s", hd, k->kname, k->top, to, note, flap);
         st->level = k->dens.keep;

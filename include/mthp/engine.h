@@ -66,11 +66,13 @@ struct mthp_engine_kind {
          * (engine.c sparse_set_aside). 0: none. */
         int resident_pid;
         uint64_t resident_kb;
-        /* The last density step-down (step-down-sparse, or one blamed on a
-         * churner after its raise back was spent): when (0 none). Another
-         * within ENGINE_FLAP_TICKS of it is a flap: it bars the levels
-         * above the one it goes to (ceiling, backoff as after a failure). */
+        /* The last density step-down: when (0 none) and the process it
+         * was blamed on (0: a policy's cgroup). Another blamed on the same
+         * process within ENGINE_FLAP_TICKS of it, not arming a churn raise
+         * back, is a flap: it bars the levels above the one it goes to
+         * (ceiling, backoff as after a failure). */
         uint64_t sparse_down_tick;
+        int sparse_down_pid;
         bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
         /* the last raise stopped below the top of the ladder where a
          * process's density held it (not a policy's sizes, a limited

@@ -47,6 +47,7 @@ struct other {
         double zero;            /* of its subpages, with the size on: zero */
         double zero_data;       /* of its zeros, the share beside data (NAN unknown) */
         double pages;           /* what it faults in, 4K pages/s, on top of the worker's */
+        int pid;                /* 0: OTHER */
 };
 
 struct host {
@@ -112,7 +113,7 @@ static void host_step(struct host *h) {
         proc(&s->density.proc[0], WORKER, "mthp-workload", faults, WORKER_KB, 1, 0, NAN);
         if (h->o.on) {
                 s->density.n_procs = 2;
-                proc(&s->density.proc[1], OTHER, h->o.comm, h->o.fault_rate, h->o.rss_kb, h->o.coverage, h->o.zero,
+                proc(&s->density.proc[1], h->o.pid ? h->o.pid : OTHER, h->o.comm, h->o.fault_rate, h->o.rss_kb, h->o.coverage, h->o.zero,
                      h->o.zero_data);
         }
         memcpy(s->knob, h->e.knob, sizeof(s->knob));
@@ -268,7 +269,8 @@ static void test_proved_resident_no_flap(void **state) {
  * ticks later: 58 knob writes in 30 s. A density step-down within
  * ENGINE_FLAP_TICKS of the last one bars the sizes above for 4 DwellTicks,
  * doubling while it repeats: at most 6 level changes in 60 ticks, not one
- * every few ticks. */
+ * every few ticks. The boundary: a second step-down blamed on another
+ * process is news, not a flap: raised again after the dwell. */
 static void test_density_flap_barred(void **state) {
         struct host *h = *state;
         raise_to_2m(h);
@@ -282,6 +284,29 @@ static void test_density_flap_barred(void **state) {
                 fail_msg("%u level changes in 60 ticks: %s", h->changes - changes, anon16_reason(&h->e));
 }
 
+static void test_other_process_is_no_flap(void **state) {
+        struct host *h = *state;
+        raise_to_2m(h);
+        for (int pid = 77; pid <= 78; pid++) {
+                unsigned i;
+                for (i = 0; i < 10 && anon_level(h) == 8; i++) {
+                        h->o = (struct other) { .on = true, .comm = "java", .fault_rate = 14000,
+                                                .rss_kb = 600 * 1024, .coverage = 1, .zero = 0.7, .zero_data = 0.6,
+                                                .pid = pid };
+                        host_step(h);
+                }
+                assert_int_equal(anon_level(h), 0);
+                assert_rule(anon16_decision(&h->e), MTHP_RULE_STEP_DOWN_SPARSE, NULL);
+                if (strstr(anon16_reason(&h->e), "flap"))
+                        fail_msg("pid %d: %s", pid, anon16_reason(&h->e));
+                h->o.on = false;
+                for (i = 0; i < 10 && anon_level(h) == 0; i++)
+                        host_step(h);
+                if (anon_level(h) != 8)
+                        fail_msg("pid %d: not raised again within 10 ticks: %s", pid, anon16_reason(&h->e));
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_quiet_sparse_waits_dwell, host_setup, host_teardown),
@@ -290,6 +315,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_grown_past_maxbloat_steps_down, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_proved_resident_no_flap, host_setup, host_teardown),
                 cmocka_unit_test_setup_teardown(test_density_flap_barred, host_setup, host_teardown),
+                cmocka_unit_test_setup_teardown(test_other_process_is_no_flap, host_setup, host_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
