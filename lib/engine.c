@@ -10,6 +10,11 @@
 
 #define BACKOFF_MAX_TICKS 3600
 #define SPARSE_CONFIRM_TICKS 1  /* block-weighted memory already filters odd samples */
+/* A density step-down this soon after the last one, for the same process,
+ * is a flap: the raise between them was undone for the same reason. 60 ticks:
+ * the mixed host (tests/bench/mixed-host) went down and up every 5-9 ticks,
+ * and a workload that turns sparse once a minute is no flap. */
+#define ENGINE_FLAP_TICKS 60
 #define DEFRAG_MIN_PAGES 128      /* sizes whose allocation needs compaction: order 7 (512K on 4K pages) */
 
 /* The kind's fault demand in 4K pages per second, and its share of the
@@ -319,6 +324,8 @@ static void kind_inputs(const struct mthp_engine_config *cfg, const struct mthp_
         k->dwell_ok = st->last_change_tick == 0 || snap->tick >= st->last_change_tick + cfg->dwell_ticks;
         if (k->dwell_ok)
                 st->churn_pid = 0; /* the dwell is over: nothing to skip */
+        if (st->resident_pid && !churn_proc(next, st->resident_pid))
+                st->resident_pid = 0; /* forgotten: a later process at its pid proved nothing */
         engine_left_out(cfg, next, k->kind, k->left_out, sizeof(k->left_out));
 }
 
@@ -618,9 +625,151 @@ static void step_down_sparse(const struct mthp_engine_config *cfg, const struct 
                 snprintf(note, sizeof(note), "; it churns and %s, but was stepped down for that before: "
                          "DwellTicks applies", why);
         k->rule = k->churn_armed ? MTHP_RULE_STEP_DOWN_CHURN : MTHP_RULE_STEP_DOWN_SPARSE;
-        snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s", hd, k->kname, k->top, to, note);
+        /* a flap: down for density again soon after the last time, for
+         * the same process, the raise between undone (another process is
+         * news, not a flap); bar the levels above the one it goes to,
+         * as after a failure (4 DwellTicks, doubling while it repeats).
+         * Not where a raise back is armed: a sample proves that one. */
+        char flap[160] = "";
+        uint64_t prev = st->sparse_down_tick;
+        const struct party *hp = k->dens.holder >= 0 ? &k->dens.party[k->dens.holder] : NULL;
+        int pid = hp && hp->proc >= 0 ? next->proc[hp->proc].pid : 0;
+        bool flapped = !k->churn_armed && prev && snap->tick < prev + ENGINE_FLAP_TICKS && pid &&
+                       pid == st->sparse_down_pid;
+        st->sparse_down_tick = snap->tick ? snap->tick : 1;
+        st->sparse_down_pid = pid;
+        if (flapped) {
+                unsigned level = st->level;
+                st->level = k->dens.keep + 1;   /* step_down_failed bars st->level and above */
+                step_down_failed(cfg, st, k->dens.keep, snap->tick);
+                st->level = level;
+                snprintf(flap, sizeof(flap),
+                         "; down for density %llu ticks after the last time it was stepped down for it: a flap, "
+                         "the sizes above barred for %u ticks",
+                         (unsigned long long) (snap->tick - prev), st->backoff);
+        }
+        snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s%s%s", hd, k->kname, k->top, to, note, flap);
         st->level = k->dens.keep;
         st->verify_left = 0;
+}
+
+/* Its zeros are memory it holds at 4K too at size z: it is quiet (fewer
+ * faults a second than MinProcessFaultRate=: it has not replaced its
+ * memory since) and a sample read it dense there (by presence with the
+ * size off, or by content) at an RSS of the kind it is still within (1 +
+ * MaxBloat) of; or a raise back proved its growth resident (struct
+ * mthp_engine_kind resident_pid) and it is within (1 + MaxBloat)^2 of the
+ * RSS it was proved at. Whether its zeros lie beside its data does not
+ * matter here: pages it touched and no longer uses are resident at 4K too
+ * (a JVM's heap reads so, objects beside zeroed space); a program that
+ * turned sparse in new memory grew its RSS. What a larger folio adds to
+ * such a process is no more than MaxBloat of what 4K gives it. A process that faults and never
+ * had a raise back proved it is judged by its samples as before: one that
+ * holds as much but maps new memory as fast as it frees the old (the
+ * slow-turnover worker, tests/engine/test-engine-churn.c) cannot be told
+ * from one that turned sparse. */
+static bool resident_at(const struct mthp_engine_config *cfg, const struct mthp_engine_kind *st,
+                        const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned z) {
+        double rss = (double) m->rss_kb[kind];
+        if (m->fault_rate < cfg->min_proc_fault_rate && m->peak_u[kind][z] >= keep_threshold(cfg, m) &&
+            rss <= churn_held_kb(cfg, m, kind, z))
+                return true;
+        double f = 1.0 + engine_max_bloat(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)) / 100.0;
+        return st->resident_pid && st->resident_pid == m->pid && rss <= f * f * (double) st->resident_kb;
+}
+
+/* A density step-down set aside (mthpd(8), the minimum dwell): every party
+ * that objects to the level is a process, and each either holds its zeros
+ * at 4K too at every size up to the level it objects to (resident_at), or
+ * is quiet (fewer faults a second than MinProcessFaultRate=, so the
+ * give-back pages its bloat out, daemon GiveBack=) within DwellTicks of the
+ * kind's last raise. A size raised is not stepped down within the dwell
+ * but for pressure, a limited cgroup, fallback, a failed probe or a
+ * process whose bloat grows now (it faults). Returns MTHP_RULE_NONE where
+ * the step-down stands; else the hold's rule (hold-dwell where a party
+ * waits the dwell, hold where all hold their zeros at 4K), why in buf. */
+static enum mthp_rule sparse_set_aside(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                       const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                                       const struct kind_step *k, char *buf, size_t n) {
+        const struct mthp_engine_kind *st = k->st;
+        bool dwell = st->last_dir > 0 && cfg->dwell_ticks && snap->tick < st->last_change_tick + cfg->dwell_ticks;
+        bool waits = false;
+        size_t l = 0;
+        buf[0] = 0;
+        for (unsigned i = 0; i < k->dens.n_parties; i++) {
+                const struct party *p = &k->dens.party[i];
+                if (p->keep >= st->level)
+                        continue;
+                if (p->proc < 0 || p->capped)
+                        return MTHP_RULE_NONE; /* a policy's objection stands */
+                const struct mthp_engine_proc *m = &next->proc[p->proc];
+                double keep = keep_threshold(cfg, m);
+                bool resident = true;
+                unsigned z = p->fail_size;
+                for (unsigned r = 0; r < st->level && resident; r++) {
+                        double u = engine_remembered(m, k->kind, k->ladder[r]);
+                        if (!(isnan(u) || u >= keep) && !resident_at(cfg, st, m, k->kind, k->ladder[r])) {
+                                resident = false;
+                                z = k->ladder[r];
+                        }
+                }
+                char comm[ENGINE_NAME_QUOTED], at[16];
+                engine_quote_name(m->comm, comm, sizeof(comm));
+                mthp_format_size(caps->sizes[p->fail_size].kb, at, sizeof(at));
+                int w;
+                if (resident) {
+                        double rss = (double) m->rss_kb[k->kind];
+                        bool proved = st->resident_pid == m->pid &&
+                                      !(m->fault_rate < cfg->min_proc_fault_rate &&
+                                        m->peak_u[k->kind][p->fail_size] >= keep &&
+                                        rss <= churn_held_kb(cfg, m, k->kind, p->fail_size));
+                        if (proved)
+                                w = snprintf(buf + l, n - l,
+                                             "%spid %d (%s) reads %.2f of each %s block, but its zeros are memory "
+                                             "it holds at 4K too: a raise back found it dense with the sizes off at "
+                                             "the %llu MiB it had grown to, and it holds %llu MiB",
+                                             l ? "; " : "", m->pid, comm, p->fail_usage, at,
+                                             (unsigned long long) (st->resident_kb / 1024),
+                                             (unsigned long long) (m->rss_kb[k->kind] / 1024));
+                        else
+                                w = snprintf(buf + l, n - l,
+                                             "%spid %d (%s) reads %.2f of each %s block, but its zeros are memory "
+                                             "it holds at 4K too: quiet (%.0f faults/s), it read %.2f there at %llu "
+                                             "MiB and holds %llu MiB (within MaxBloat)",
+                                             l ? "; " : "", m->pid, comm, p->fail_usage, at, m->fault_rate,
+                                             m->peak_u[k->kind][p->fail_size],
+                                             (unsigned long long) (m->peak_rss_kb[k->kind][p->fail_size] / 1024),
+                                             (unsigned long long) (m->rss_kb[k->kind] / 1024));
+                } else if (dwell && m->fault_rate < cfg->min_proc_fault_rate) {
+                        waits = true;
+                        mthp_format_size(caps->sizes[z].kb, at, sizeof(at));
+                        w = snprintf(buf + l, n - l,
+                                     "%spid %d (%s, %.0f faults/s) reads sparse at %s, but it is quiet (< "
+                                     "MinProcessFaultRate %.0f): its bloat is paged out by the give-back, not "
+                                     "stopped by a step-down; %s was raised %llu ticks ago and a step-down for "
+                                     "density waits DwellTicks %u",
+                                     l ? "; " : "", m->pid, comm, m->fault_rate, at, cfg->min_proc_fault_rate,
+                                     k->kname, (unsigned long long) (snap->tick - st->last_change_tick),
+                                     cfg->dwell_ticks);
+                } else
+                        return MTHP_RULE_NONE;
+                if (w > 0)
+                        l = (size_t) w < n - l ? l + (size_t) w : n - 1;
+        }
+        if (!l)
+                return MTHP_RULE_NONE;
+        return waits ? MTHP_RULE_HOLD_DWELL : MTHP_RULE_HOLD;
+}
+
+/* The level holds though a party reads sparse: sparse_set_aside said why. */
+static void hold_aside(const struct mthp_engine_config *cfg, struct kind_step *k, enum mthp_rule rule,
+                       const char *aside) {
+        const struct mthp_engine_kind *st = k->st;
+        k->rule = rule;
+        snprintf(k->why, sizeof(k->why), "holding %s at %s: demand %.0f pages/s (raise at %.0f%s, lower below %.0f "
+                 "for %u: streak %u); no step-down: %s",
+                 k->kname, k->top, k->sig.demand, k->sig.raise_at, k->sig.rate_why, k->sig.lower_at,
+                 cfg->lower_ticks, st->lower_streak, aside);
 }
 
 /* Compaction stalls or fallbacks say memory is too fragmented: one step
@@ -666,8 +815,15 @@ static void raise_level(const struct mthp_engine_config *cfg, const struct mthp_
          * after the first (a sample that saw more) is no flap; nor
          * is a raise back once a churner blamed for a step-down
          * reads dense (once for each process: churn_spent) */
-        if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0))
+        if (!k->dwell_ok && !(k->dens.measured && st->last_dir > 0)) {
                 k->target = k->churn_to; /* the churn case: back where it was, no higher */
+                const struct mthp_engine_proc *m = churn_proc(next, st->churn_pid);
+                if (m && st->churn_grown) {
+                        /* its growth read dense with the sizes off: resident at 4K */
+                        st->resident_pid = m->pid;
+                        st->resident_kb = m->rss_kb[k->kind];
+                }
+        }
         explain_raise(caps, snap, next, k);
         st->verify_from = st->level;
         st->verify_left = cfg->verify_ticks;
@@ -726,9 +882,21 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 step_down_pressure(cfg, snap, k);
         else if (k->probe_failed)
                 step_back_probe(cfg, caps, snap, next, k);
-        else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS)
-                step_down_sparse(cfg, caps, snap, next, k);
-        else if (st->level > 0 && sig->fragmented && k->dwell_ok)
+        else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
+                char aside[MTHP_REASON_MAX - 256];
+                enum mthp_rule r = sparse_set_aside(cfg, caps, snap, next, k, aside, sizeof(aside));
+                if (r == MTHP_RULE_NONE)
+                        step_down_sparse(cfg, caps, snap, next, k);
+                else if (sig->fragmented && k->dwell_ok)
+                        step_down_fragmented(cfg, snap, k);
+                else if (st->lower_streak >= cfg->lower_ticks && k->dwell_ok)
+                        step_down_demand(k);
+                else {
+                        hold_aside(cfg, k, r, aside);
+                        if (r == MTHP_RULE_HOLD)
+                                st->sparse_streak = 0; /* nothing to wait for: the density back-off may go on */
+                }
+        } else if (st->level > 0 && sig->fragmented && k->dwell_ok)
                 step_down_fragmented(cfg, snap, k);
         else if (k->dens.grace >= 0 && k->target > st->level && !sig->pressure && !sig->fragmented)
                 raise_grace(cfg, caps, snap, k);

@@ -57,6 +57,22 @@ struct mthp_engine_kind {
         uint64_t churn_tick;
         bool churn_grown;
         bool churn_beside;
+        /* A raise back after a step-down blamed on a churner's grown RSS
+         * (churn_grown) proved its growth resident at 4K: sampled with the
+         * sizes off, it read dense at the RSS it had grown to. Its zeros by
+         * content are memory it holds at any size (a JVM's pre-touched
+         * heap): a later density objection of its stands only past (1 +
+         * MaxBloat)^2 of resident_kb, or once its zeros lie beside its data
+         * (engine.c sparse_set_aside). 0: none. */
+        int resident_pid;
+        uint64_t resident_kb;
+        /* The last density step-down: when (0 none) and the process it
+         * was blamed on (0: a policy's cgroup). Another blamed on the same
+         * process within ENGINE_FLAP_TICKS of it, not arming a churn raise
+         * back, is a flap: it bars the levels above the one it goes to
+         * (ceiling, backoff as after a failure). */
+        uint64_t sparse_down_tick;
+        int sparse_down_pid;
         bool align_advised;             /* the top size is at advise for alignment (ShmemAlign=) */
         /* the last raise stopped below the top of the ladder where a
          * process's density held it (not a policy's sizes, a limited
