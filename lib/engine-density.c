@@ -301,17 +301,6 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
         return blocks;
 }
 
-/* The memory (kB) a process's density speaks for: what it holds that a
- * size can reach, or what it faults in of the kind in a second if that is
- * more. A generator that maps, touches one page of each 64K and unmaps
- * holds 2-7 MB at any sample but faults 275,000 pages a second: each of
- * those faults would allocate a whole folio. */
-static double stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind) {
-        double flow = m->fault_rate * engine_fault_share(m, kind, true) * mthp_caps_page_kb(caps);
-        double held = engine_eligible_kb(m, kind);
-        return flow > held ? flow : held;
-}
-
 /* The bloat (kB) a process would hold at rung r: its stake, times
  * 1/usage - 1 (no block of the size: none; a usage below one page a folio
  * reads as one page, so a usage of 0 costs a finite amount). */
@@ -321,7 +310,7 @@ static double rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engi
         if (isnan(u))
                 return 0;
         u = fmax(u, (double) mthp_caps_page_kb(caps) / (double) caps->sizes[size].kb);
-        return u >= 1 ? 0 : stake_kb(caps, m, kind) * (1 / u - 1);
+        return u >= 1 ? 0 : engine_stake_kb(caps, m, kind) * (1 / u - 1);
 }
 
 /* Bytes at stake, not a ratio, give a process a say: its density's
@@ -642,7 +631,7 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
                 mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
                 const struct mthp_engine_proc *m = &st->proc[p->proc];
                 double u = fmax(p->fail_usage, (double) mthp_caps_page_kb(caps) / caps->sizes[p->fail_size].kb);
-                double mib = stake_kb(caps, m, kind) * (1 / u - 1) / 1024;
+                double mib = engine_stake_kb(caps, m, kind) * (1 / u - 1) / 1024;
                 char stake[160];
                 if (p->small && v->small_say)
                         snprintf(stake, sizeof(stake), "; %u processes each under MinBloatBytes %.0f MiB predict "

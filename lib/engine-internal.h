@@ -103,6 +103,10 @@ double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind 
  * (kB): none with THP disabled, none of its nh mappings, none at all when
  * they hold most of it. */
 double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
+/* The memory (kB) of a kind a process puts at stake: what it holds that a
+ * size can reach, or what it faults in of the kind in a second if that is
+ * more (engine-remember.c). */
+double engine_stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind);
 /* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
 double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only

@@ -430,6 +430,17 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
         return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
 }
 
+/* The memory (kB) a process's density speaks for: what it holds that a
+ * size can reach, or what it faults in of the kind in a second if that is
+ * more. A generator that maps, touches one page of each 64K and unmaps
+ * holds 2-7 MB at any sample but faults 275,000 pages a second: each of
+ * those faults would allocate a whole folio. */
+double engine_stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind) {
+        double flow = m->fault_rate * engine_fault_share(m, kind, true) * mthp_caps_page_kb(caps);
+        double held = engine_eligible_kb(m, kind);
+        return flow > held ? flow : held;
+}
+
 double engine_fault_samples(const struct mthp_engine_proc *m) {
         return m->fs[MTHP_ANON] + m->fs[MTHP_SHMEM] + m->fs_other;
 }
