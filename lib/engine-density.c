@@ -528,6 +528,11 @@ static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_sta
                          * kind's raise either */
                         if (m->fs_pending)
                                 continue;
+                        /* a process neither seen alive a while nor with
+                         * MinBloatBytes at stake: its faults say nothing
+                         * of tomorrow's (a compiler job, a script) */
+                        if (!engine_persistent(caps, m, kind, v->min_bloat_kb))
+                                continue;
                         double r = kind_rate(m, kind, caps, top, keep_default);
                         if (top >= 0 && m->churn[kind] && m->peak_u[kind][top] >= keep_default)
                                 r = fmax(r, m->fault_rate * engine_fault_share(m, kind, true) * top_pages);
@@ -545,6 +550,48 @@ static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_sta
                 v->short_rate = rate;
                 v->short_need = need;
         }
+}
+
+/* What the processes seen lately fault of the kind, persistent
+ * (engine_persistent) or not, and whether that holds a blind step-up:
+ * with the sampler running, a demand no persistent process faults comes
+ * from processes gone before a sample saw them, or seen young with little
+ * at stake (a build box: each cc1 lived 0.2-3 s; anon climbed blind to
+ * 64K on that demand, a cc1 dense at 64K then counted 16 pages a fault
+ * and raised 2M for the host, 11 knob writes in 70 s). Without the sampler
+ * (nothing ever sampled) the blind step-up stands. */
+static void persistent_evidence(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_engine_state *st,
+                                enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
+                                double raise_at, double keep_default, struct density_verdict *v) {
+        int top = level ? (int) ladder[level - 1] : -1;
+        v->young = -1;
+        v->raise_at = raise_at;
+        v->sampler = st->procs_seen_tick != 0;
+        double young_best = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || m->fs_pending)
+                        continue;
+                double r = kind_rate(m, kind, caps, top, keep_default);
+                if (!(r > 0))
+                        continue;
+                if (engine_persistent(caps, m, kind, v->min_bloat_kb)) {
+                        v->persist_rate += r;
+                        continue;
+                }
+                v->young_rate += r;
+                if (r >= cfg->min_proc_fault_rate)
+                        v->n_young++;
+                if (r > young_best) {
+                        young_best = r;
+                        v->young = (int) j;
+                }
+        }
+        unsigned blind = 0;
+        while (blind < n_ladder && caps->sizes[ladder[blind]].kb <= cfg->unmeasured_max_kb)
+                blind++;
+        v->blind_held = v->sampler && !v->measured && v->unknown < 0 && level < blind && v->persist_rate < raise_at;
 }
 
 void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -611,6 +658,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
                 v->raise_holder = -1; /* no party's density: nobody's blocks */
         }
         gain_rate(caps, st, kind, top, keep_default, level, raise_at, v);
+        persistent_evidence(cfg, caps, st, kind, ladder, n_ladder, level, raise_at, keep_default, v);
         /* a process that counts but has no sample yet may be sparse: no raise */
         if (v->unknown >= 0 && v->raise > level) {
                 v->raise = level;
@@ -649,6 +697,40 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
         }
 }
 
+/* One process for a reason: "pid N (comm, F faults/s, seen S s, M MiB at stake)". */
+static void describe_young(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                           char *buf, size_t n) {
+        char comm[ENGINE_NAME_QUOTED];
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s, seen %.1f s, %.0f MiB)", m->pid,
+                 engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate, engine_seen_s(m),
+                 engine_stake_kb(caps, m, kind) / 1024);
+}
+
+/* "; N short-lived ... count for no raise (the most: ...)" */
+static void young_note(const struct mthp_caps *caps, const struct mthp_engine_state *st, enum mthp_kind kind,
+                       const struct density_verdict *v, char *buf, size_t n) {
+        char who[200];
+        describe_young(caps, &st->proc[v->young], kind, who, sizeof(who));
+        snprintf(buf, n, "; short-lived, no say in a raise (seen < %.0f s, < MinBloatBytes %.0f MiB at stake): "
+                 "%u, %.0f pages/s (the most: %s)",
+                 ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->n_young, v->young_rate, who);
+}
+
+void engine_describe_short_lived(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                                 enum mthp_kind kind, const struct density_verdict *v, double demand, char *buf,
+                                 size_t n) {
+        char who[200], seen[300] = "";
+        if (v->young >= 0) {
+                describe_young(caps, &st->proc[v->young], kind, who, sizeof(who));
+                snprintf(seen, sizeof(seen), "%u seen younger with less at stake, %.0f pages/s (the most: %s); the "
+                         "others ", v->n_young, v->young_rate, who);
+        }
+        snprintf(buf, n, "; no step up: the processes seen %.0f s or more or with MinBloatBytes %.0f MiB at stake "
+                 "fault %.0f of the %.0f pages/s (a raise needs %.0f); the rest comes from short-lived processes: "
+                 "%sgone before a sample saw them",
+                 ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->persist_rate, demand, v->raise_at, seen);
+}
+
 bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                   const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
                                   enum mthp_kind kind, const struct density_verdict *v, char *buf, size_t n) {
@@ -674,9 +756,11 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
                 char fast[200] = "none";
                 if (v->short_party >= 0)
                         engine_describe_party(caps, st, snap, kind, &v->party[v->short_party], fast, sizeof(fast));
-                snprintf(buf, n, "the processes a raise would give folios to fault %.0f pages/s (the most: %s), a "
-                         "raise needs %.0f: the rest of the demand comes from processes no sample judged or "
-                         "with no blocks of the size", v->short_rate, fast, v->short_need);
+                int w = snprintf(buf, n, "the processes a raise would give folios to fault %.0f pages/s (the most: "
+                                 "%s), a raise needs %.0f: the rest of the demand comes from processes no sample "
+                                 "judged or with no blocks of the size", v->short_rate, fast, v->short_need);
+                if (v->young >= 0 && w > 0 && (size_t) w < n)
+                        young_note(caps, st, kind, v, buf + w, n - (size_t) w);
                 return true;
         }
         return false;
