@@ -701,7 +701,7 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
 static void describe_young(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
                            char *buf, size_t n) {
         char comm[ENGINE_NAME_QUOTED];
-        snprintf(buf, n, "pid %d (%s, %.0f faults/s, seen %.1f s, %.0f MiB)", m->pid,
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s, seen %.1f s, %.1f MiB)", m->pid,
                  engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate, engine_seen_s(m),
                  engine_stake_kb(caps, m, kind) / 1024);
 }
@@ -711,7 +711,7 @@ static void young_note(const struct mthp_caps *caps, const struct mthp_engine_st
                        const struct density_verdict *v, char *buf, size_t n) {
         char who[200];
         describe_young(caps, &st->proc[v->young], kind, who, sizeof(who));
-        snprintf(buf, n, "; short-lived, no say in a raise (seen < %.0f s, < MinBloatBytes %.0f MiB at stake): "
+        snprintf(buf, n, "; short-lived, no say in a raise (seen < %.0f s, < MinBloatBytes %.1f MiB at stake): "
                  "%u, %.0f pages/s (the most: %s)",
                  ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->n_young, v->young_rate, who);
 }
@@ -725,7 +725,7 @@ void engine_describe_short_lived(const struct mthp_caps *caps, const struct mthp
                 snprintf(seen, sizeof(seen), "%u seen younger with less at stake, %.0f pages/s (the most: %s); the "
                          "others ", v->n_young, v->young_rate, who);
         }
-        snprintf(buf, n, "; no step up: the processes seen %.0f s or more or with MinBloatBytes %.0f MiB at stake "
+        snprintf(buf, n, "; no step up: the processes seen %.0f s or more or with MinBloatBytes %.1f MiB at stake "
                  "fault %.0f of the %.0f pages/s (a raise needs %.0f); the rest comes from short-lived processes: "
                  "%sgone before a sample saw them",
                  ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->persist_rate, demand, v->raise_at, seen);

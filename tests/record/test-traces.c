@@ -205,7 +205,7 @@ static void test_buildbox_short_lived_no_raise(void **state) {
         assert_reason_contains(rp, 18, MTHP_ANON, "gone before a sample saw them");
         /* where main raised to 2M for a python3: it is named, young and small */
         assert_reason_contains(rp, 24, MTHP_ANON, "short-lived, no say in a raise");
-        assert_reason_contains(rp, 24, MTHP_ANON, "(python3, 3466 faults/s, seen 0.0 s, 13 MiB)");
+        assert_reason_contains(rp, 24, MTHP_ANON, "(python3, 3466 faults/s, seen 0.0 s, 13.5 MiB)");
 }
 
 /* Known issue: the density sampler catches a map/unmap loop at one instant;
