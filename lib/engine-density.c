@@ -558,8 +558,9 @@ static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_sta
  * from processes gone before a sample saw them, or seen young with little
  * at stake (a build box: each cc1 lived 0.2-3 s; anon climbed blind to
  * 64K on that demand, a cc1 dense at 64K then counted 16 pages a fault
- * and raised 2M for the host, 11 knob writes in 70 s). Without the sampler
- * (nothing ever sampled) the blind step-up stands. */
+ * and raised 2M for the host, 11 knob writes in 70 s). Where the sampler
+ * never saw a process (mthp_engine_state procs_seen_tick) the blind
+ * step-up stands. */
 static void persistent_evidence(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                 const struct mthp_engine_state *st,
                                 enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
@@ -697,7 +698,8 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
         }
 }
 
-/* One process for a reason: "pid N (comm, F faults/s, seen S s, M MiB at stake)". */
+/* One process for a reason: "pid N (comm, F faults/s, seen S s, M MiB)", M
+ * its stake (engine_stake_kb). */
 static void describe_young(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
                            char *buf, size_t n) {
         char comm[ENGINE_NAME_QUOTED];
@@ -706,7 +708,8 @@ static void describe_young(const struct mthp_caps *caps, const struct mthp_engin
                  engine_stake_kb(caps, m, kind) / 1024);
 }
 
-/* "; N short-lived ... count for no raise (the most: ...)" */
+/* What gain_rate left out: "; short-lived, no say in a raise (...): N,
+ * R pages/s (the most: ...)". */
 static void young_note(const struct mthp_caps *caps, const struct mthp_engine_state *st, enum mthp_kind kind,
                        const struct density_verdict *v, char *buf, size_t n) {
         char who[200];
