@@ -581,9 +581,10 @@ static void persistent_evidence(const struct mthp_engine_config *cfg, const stru
                         v->persist_rate += r;
                         continue;
                 }
+                if (r < cfg->min_proc_fault_rate)
+                        continue; /* too few faults to name */
                 v->young_rate += r;
-                if (r >= cfg->min_proc_fault_rate)
-                        v->n_young++;
+                v->n_young++;
                 if (r > young_best) {
                         young_best = r;
                         v->young = (int) j;

@@ -196,8 +196,9 @@ struct density_verdict {
         int short_party;
         /* Persistent evidence (engine_persistent) over the processes seen
          * in the last PROC_RECENT_TICKS: the pages/s of the kind the
-         * persistent ones fault (persist_rate) and the others (young_rate,
-         * n_young of them, the most faulting: young, or -1). sampler: the
+         * persistent ones fault (persist_rate) and the others that fault
+         * MinProcessFaultRate at least (young_rate, n_young of them, the
+         * most faulting: young, or -1). sampler: the
          * density sampler has seen processes (this tick or before:
          * mthp_engine_state procs_seen_tick), so what it saw can judge the
          * demand. blind_held: a blind step-up (no party, no
