@@ -233,6 +233,7 @@ static const char *const rule_names[_MTHP_RULE_MAX] = {
         [MTHP_RULE_SIZE_ALIGN_CAPPED] = "size-align-capped",
         [MTHP_RULE_SIZE_OFF] = "size-off",
         [MTHP_RULE_SIZE_OUTSIDE] = "size-outside",
+        [MTHP_RULE_HOLD_SHORT_LIVED] = "hold-short-lived",
 };
 
 bool mthp_engine_thp_off(const struct mthp_engine_config *cfg, enum mthp_kind kind) {

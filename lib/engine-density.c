@@ -301,17 +301,6 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
         return blocks;
 }
 
-/* The memory (kB) a process's density speaks for: what it holds that a
- * size can reach, or what it faults in of the kind in a second if that is
- * more. A generator that maps, touches one page of each 64K and unmaps
- * holds 2-7 MB at any sample but faults 275,000 pages a second: each of
- * those faults would allocate a whole folio. */
-static double stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind) {
-        double flow = m->fault_rate * engine_fault_share(m, kind, true) * mthp_caps_page_kb(caps);
-        double held = engine_eligible_kb(m, kind);
-        return flow > held ? flow : held;
-}
-
 /* The bloat (kB) a process would hold at rung r: its stake, times
  * 1/usage - 1 (no block of the size: none; a usage below one page a folio
  * reads as one page, so a usage of 0 costs a finite amount). */
@@ -321,7 +310,7 @@ static double rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engi
         if (isnan(u))
                 return 0;
         u = fmax(u, (double) mthp_caps_page_kb(caps) / (double) caps->sizes[size].kb);
-        return u >= 1 ? 0 : stake_kb(caps, m, kind) * (1 / u - 1);
+        return u >= 1 ? 0 : engine_stake_kb(caps, m, kind) * (1 / u - 1);
 }
 
 /* Bytes at stake, not a ratio, give a process a say: its density's
@@ -539,6 +528,11 @@ static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_sta
                          * kind's raise either */
                         if (m->fs_pending)
                                 continue;
+                        /* a process neither seen alive a while nor with
+                         * MinBloatBytes at stake: its faults say nothing
+                         * of tomorrow's (a compiler job, a script) */
+                        if (!engine_persistent(caps, m, kind, v->min_bloat_kb))
+                                continue;
                         double r = kind_rate(m, kind, caps, top, keep_default);
                         if (top >= 0 && m->churn[kind] && m->peak_u[kind][top] >= keep_default)
                                 r = fmax(r, m->fault_rate * engine_fault_share(m, kind, true) * top_pages);
@@ -556,6 +550,50 @@ static void gain_rate(const struct mthp_caps *caps, const struct mthp_engine_sta
                 v->short_rate = rate;
                 v->short_need = need;
         }
+}
+
+/* What the processes seen lately fault of the kind, persistent
+ * (engine_persistent) or not, and whether that holds a blind step-up:
+ * with the sampler running, a demand no persistent process faults comes
+ * from processes gone before a sample saw them, or seen young with little
+ * at stake (a build box: each cc1 lived 0.2-3 s; anon climbed blind to
+ * 64K on that demand, a cc1 dense at 64K then counted 16 pages a fault
+ * and raised 2M for the host, 11 knob writes in 70 s). Where the sampler
+ * never saw a process (mthp_engine_state procs_seen_tick) the blind
+ * step-up stands. */
+static void persistent_evidence(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                const struct mthp_engine_state *st,
+                                enum mthp_kind kind, const unsigned *ladder, unsigned n_ladder, unsigned level,
+                                double raise_at, double keep_default, struct density_verdict *v) {
+        int top = level ? (int) ladder[level - 1] : -1;
+        v->young = -1;
+        v->raise_at = raise_at;
+        v->sampler = st->procs_seen_tick != 0;
+        double young_best = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
+                const struct mthp_engine_proc *m = &st->proc[j];
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || m->fs_pending)
+                        continue;
+                double r = kind_rate(m, kind, caps, top, keep_default);
+                if (!(r > 0))
+                        continue;
+                if (engine_persistent(caps, m, kind, v->min_bloat_kb)) {
+                        v->persist_rate += r;
+                        continue;
+                }
+                if (r < cfg->min_proc_fault_rate)
+                        continue; /* too few faults to name */
+                v->young_rate += r;
+                v->n_young++;
+                if (r > young_best) {
+                        young_best = r;
+                        v->young = (int) j;
+                }
+        }
+        unsigned blind = 0;
+        while (blind < n_ladder && caps->sizes[ladder[blind]].kb <= cfg->unmeasured_max_kb)
+                blind++;
+        v->blind_held = v->sampler && !v->measured && v->unknown < 0 && level < blind && v->persist_rate < raise_at;
 }
 
 void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -622,6 +660,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
                 v->raise_holder = -1; /* no party's density: nobody's blocks */
         }
         gain_rate(caps, st, kind, top, keep_default, level, raise_at, v);
+        persistent_evidence(cfg, caps, st, kind, ladder, n_ladder, level, raise_at, keep_default, v);
         /* a process that counts but has no sample yet may be sparse: no raise */
         if (v->unknown >= 0 && v->raise > level) {
                 v->raise = level;
@@ -642,7 +681,7 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
                 mthp_format_size(caps->sizes[p->fail_size].kb, hs, sizeof(hs));
                 const struct mthp_engine_proc *m = &st->proc[p->proc];
                 double u = fmax(p->fail_usage, (double) mthp_caps_page_kb(caps) / caps->sizes[p->fail_size].kb);
-                double mib = stake_kb(caps, m, kind) * (1 / u - 1) / 1024;
+                double mib = engine_stake_kb(caps, m, kind) * (1 / u - 1) / 1024;
                 char stake[160];
                 if (p->small && v->small_say)
                         snprintf(stake, sizeof(stake), "; %u processes each under MinBloatBytes %.0f MiB predict "
@@ -658,6 +697,42 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
                 mthp_format_size(caps->sizes[ladder[r]].kb, hs, sizeof(hs));
                 snprintf(buf, n, "%s accepts no %s folios of %s as always", who, mthp_kind_name(kind), hs);
         }
+}
+
+/* One process for a reason: "pid N (comm, F faults/s, seen S s, M MiB)", M
+ * its stake (engine_stake_kb). */
+static void describe_young(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                           char *buf, size_t n) {
+        char comm[ENGINE_NAME_QUOTED];
+        snprintf(buf, n, "pid %d (%s, %.0f faults/s, seen %.1f s, %.1f MiB)", m->pid,
+                 engine_quote_name(m->comm, comm, sizeof(comm)), m->fault_rate, engine_seen_s(m),
+                 engine_stake_kb(caps, m, kind) / 1024);
+}
+
+/* What gain_rate left out: "; short-lived, no say in a raise (...): N,
+ * R pages/s (the most: ...)". */
+static void young_note(const struct mthp_caps *caps, const struct mthp_engine_state *st, enum mthp_kind kind,
+                       const struct density_verdict *v, char *buf, size_t n) {
+        char who[200];
+        describe_young(caps, &st->proc[v->young], kind, who, sizeof(who));
+        snprintf(buf, n, "; short-lived, no say in a raise (seen < %.0f s, < MinBloatBytes %.1f MiB at stake): "
+                 "%u, %.0f pages/s (the most: %s)",
+                 ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->n_young, v->young_rate, who);
+}
+
+void engine_describe_short_lived(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                                 enum mthp_kind kind, const struct density_verdict *v, double demand, char *buf,
+                                 size_t n) {
+        char who[200], seen[300] = "";
+        if (v->young >= 0) {
+                describe_young(caps, &st->proc[v->young], kind, who, sizeof(who));
+                snprintf(seen, sizeof(seen), "%u seen younger with less at stake, %.0f pages/s (the most: %s); the "
+                         "others ", v->n_young, v->young_rate, who);
+        }
+        snprintf(buf, n, "; no step up: the processes seen %.0f s or more or with MinBloatBytes %.1f MiB at stake "
+                 "fault %.0f of the %.0f pages/s (a raise needs %.0f); the rest comes from short-lived processes: "
+                 "%sgone before a sample saw them",
+                 ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->persist_rate, demand, v->raise_at, seen);
 }
 
 bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -685,9 +760,11 @@ bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const st
                 char fast[200] = "none";
                 if (v->short_party >= 0)
                         engine_describe_party(caps, st, snap, kind, &v->party[v->short_party], fast, sizeof(fast));
-                snprintf(buf, n, "the processes a raise would give folios to fault %.0f pages/s (the most: %s), a "
-                         "raise needs %.0f: the rest of the demand comes from processes no sample judged or "
-                         "with no blocks of the size", v->short_rate, fast, v->short_need);
+                int w = snprintf(buf, n, "the processes a raise would give folios to fault %.0f pages/s (the most: "
+                                 "%s), a raise needs %.0f: the rest of the demand comes from processes no sample "
+                                 "judged or with no blocks of the size", v->short_rate, fast, v->short_need);
+                if (v->young >= 0 && w > 0 && (size_t) w < n)
+                        young_note(caps, st, kind, v, buf + w, n - (size_t) w);
                 return true;
         }
         return false;

@@ -103,6 +103,26 @@ double engine_remembered_raise(const struct mthp_engine_proc *m, enum mthp_kind 
  * (kB): none with THP disabled, none of its nh mappings, none at all when
  * they hold most of it. */
 double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind);
+/* The memory (kB) of a kind a process puts at stake: what it holds that a
+ * size can reach, or what it faults in of the kind in a second if that is
+ * more (engine-remember.c). */
+double engine_stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind);
+/* Persistent evidence. A process's faults may raise a size (the faults
+ * of those a raise gives folios to, engine-density.c gain_rate; the
+ * demand a blind step-up answers) only once the engine has seen it alive
+ * for ENGINE_PERSIST_USEC (its first and latest samples that far apart),
+ * or at once where its stake reaches MinBloatBytes (floor_kb): a dense
+ * program faults 35-1500 MB a second or holds more than that, a
+ * compiler job neither. On a build box (gcc -O2 on this tree's files
+ * beside other builds, 2026-12-06) cc1 lived 0.2-3 s and was seen over
+ * 2.0 s at the most, at 25 MiB of anon and 4,161 faults/s at the most;
+ * a python3 or a shell script between ticks. 0 floor_kb: everything has
+ * its say (MinBloatBytes=0). */
+#define ENGINE_PERSIST_USEC 5000000ULL
+/* Seconds between its first and its latest sample. */
+double engine_seen_s(const struct mthp_engine_proc *m);
+bool engine_persistent(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                       double floor_kb);
 /* Its sampled faults (added up to 8, halved above), all kinds and elsewhere. */
 double engine_fault_samples(const struct mthp_engine_proc *m);
 /* The share of a process's faults that are of this kind; eligible: only
@@ -174,6 +194,22 @@ struct density_verdict {
         bool short_held;
         double short_rate, short_need;
         int short_party;
+        /* Persistent evidence (engine_persistent) over the processes seen
+         * in the last PROC_RECENT_TICKS: the pages/s of the kind the
+         * persistent ones fault (persist_rate) and the others that fault
+         * MinProcessFaultRate at least (young_rate, n_young of them, the
+         * most faulting: young, or -1). sampler: the
+         * density sampler has seen processes (this tick or before:
+         * mthp_engine_state procs_seen_tick), so what it saw can judge the
+         * demand. blind_held: a blind step-up (no party, no
+         * process waiting for its sample, below UnmeasuredMaxSize) is due
+         * to the demand, but the sampler saw no persistent process fault
+         * raise_at pages/s: the demand comes from processes too short-lived
+         * to be judged (rule hold-short-lived). */
+        double persist_rate, young_rate, raise_at;
+        int young;
+        unsigned n_young;
+        bool sampler, blind_held;
 };
 /* Shmem: a process whose fault pages are more than 1/this the kind's mTHP
  * allocation pages (host-wide) maps page cache already there, and cannot
@@ -203,6 +239,11 @@ void engine_describe_holder(const struct mthp_engine_config *cfg, const struct m
 /* Why the density allows no raise above level, though it keeps it: the
  * process whose usage misses the raise threshold (raise_holder), or one
  * that counts but was never sampled; false: neither. */
+/* Why a blind step-up is held (v->blind_held): the demand, what the
+ * persistent processes fault of it, the short-lived ones seen. */
+void engine_describe_short_lived(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                                 enum mthp_kind kind, const struct density_verdict *v, double demand, char *buf,
+                                 size_t n);
 bool engine_describe_raise_holder(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                                   const struct mthp_engine_state *st, const struct mthp_snapshot *snap,
                                   enum mthp_kind kind, const struct density_verdict *v, char *buf, size_t n);

@@ -121,11 +121,13 @@ static struct mthp_engine_proc *remember_slot(struct mthp_engine_state *st, cons
         if (m && (reused || strncmp(m->comm, p->comm, sizeof(m->comm)) != 0)) {
                 memset(m, 0, sizeof(*m));
                 m->pid = p->pid;
+                m->first_usec = snap->t_usec;
         }
         if (!m) {
                 m = oldest;
                 memset(m, 0, sizeof(*m));
                 m->pid = p->pid;
+                m->first_usec = snap->t_usec;
         }
         return m;
 }
@@ -346,6 +348,9 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                      const struct mthp_snapshot *snap, struct mthp_engine_state *st) {
         const struct mthp_density_view *dv = &snap->density;
         int on[_MTHP_KIND_MAX];
+        st->min_bloat_kb = engine_min_bloat_kb(cfg, snap);
+        if (dv->valid && dv->n_procs)
+                st->procs_seen_tick = snap->tick ? snap->tick : 1;
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 on[k] = mthp_engine_largest_always(caps, snap, k);
         for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
@@ -368,6 +373,7 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                 if (p->shm.reach != MTHP_SHM_NONE)
                         remember_shm(snap, p, m);
                 m->seen_tick = snap->tick;
+                m->seen_usec = snap->t_usec > m->first_usec ? snap->t_usec : m->first_usec;
         }
         remember_forget(snap, st);
 }
@@ -428,6 +434,26 @@ double engine_eligible_kb(const struct mthp_engine_proc *m, enum mthp_kind kind)
         if (m->thp_off || 2 * m->nohuge_kb[kind] >= m->rss_kb[kind])
                 return 0;
         return (double) (m->rss_kb[kind] - m->nohuge_kb[kind]);
+}
+
+/* The memory (kB) a process's density speaks for: what it holds that a
+ * size can reach, or what it faults in of the kind in a second if that is
+ * more. A generator that maps, touches one page of each 64K and unmaps
+ * holds 2-7 MB at any sample but faults 275,000 pages a second: each of
+ * those faults would allocate a whole folio. */
+double engine_stake_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind) {
+        double flow = m->fault_rate * engine_fault_share(m, kind, true) * mthp_caps_page_kb(caps);
+        double held = engine_eligible_kb(m, kind);
+        return flow > held ? flow : held;
+}
+
+double engine_seen_s(const struct mthp_engine_proc *m) {
+        return m->seen_usec > m->first_usec ? (double) (m->seen_usec - m->first_usec) / 1e6 : 0;
+}
+
+bool engine_persistent(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                       double floor_kb) {
+        return m->seen_usec >= m->first_usec + ENGINE_PERSIST_USEC || engine_stake_kb(caps, m, kind) >= floor_kb;
 }
 
 double engine_fault_samples(const struct mthp_engine_proc *m) {

@@ -342,7 +342,9 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
         /* Climb blind only where no process that counts could be
          * measured: if one that counts has no sample yet, wait a tick
          * for it rather than give a sparse one large folios. */
-        bool blind_ok = dens->unknown < 0;
+        /* Nor on a demand the sampler saw no persistent process fault
+         * (dens->blind_held: short-lived processes, engine-density.c). */
+        bool blind_ok = dens->unknown < 0 && !dens->blind_held;
         k->target = dens->measured ? dens->raise : blind_ok && st->level < blind ? st->level + 1 : st->level;
         if (k->target > k->n_ladder)
                 k->target = k->n_ladder;
@@ -501,6 +503,10 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                 /* a raise is due but density allows none: say who bars it */
                 k->rule = MTHP_RULE_HOLD_NO_HIGHER;
                 memcpy(extra, "; no higher: ", 13);
+        } else if (k->dens.blind_held && st->raise_streak >= cfg->confirm_ticks) {
+                /* the demand is due, but from short-lived processes */
+                k->rule = MTHP_RULE_HOLD_SHORT_LIVED;
+                engine_describe_short_lived(caps, next, k->kind, &k->dens, k->sig.demand, extra, sizeof(extra));
         } else if (grace_holds(k)) {
                 char who[200];
                 k->rule = MTHP_RULE_HOLD_GRACE;

@@ -173,6 +173,12 @@ struct mthp_engine_proc {
          * no longer keeps the size (engine-density.c), and at 1 the
          * density back-off waits for the second sample (engine-tick.c). */
         uint8_t data_sparse[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        /* Persistence (engine-remember.c, engine_persistent): the snapshot
+         * times (t_usec) of its first sample since the engine remembers it
+         * and of its latest one. A raise needs the faults of processes seen
+         * alive a while or with MinBloatBytes at stake, not a compiler
+         * job's (docs/engine.md, "Persistent evidence"). */
+        uint64_t first_usec, seen_usec;
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
@@ -233,6 +239,14 @@ struct mthp_engine_state {
         double density_rate;
         unsigned steady_ticks;
         bool density_alert;
+        /* MinBloatBytes= in kB at the last decision (engine_remember), for
+         * the steps that have no snapshot (the shrinker's net) */
+        double min_bloat_kb;
+        /* the last tick whose density sample saw a process (0: none ever):
+         * the sampler sees the host's processes, so a demand none of them
+         * faults comes from processes too short-lived to be seen (a fake
+         * host, or a /proc mounted hidepid, shows none) */
+        uint64_t procs_seen_tick;
 };
 
 /* The rule behind a decision: a stable name for what its reason says, so
@@ -286,6 +300,8 @@ enum mthp_rule {
         MTHP_RULE_SIZE_ALIGN_CAPPED,    /* above the level: no advise, a limited cgroup caps the sizes */
         MTHP_RULE_SIZE_OFF,             /* above the level: original value */
         MTHP_RULE_SIZE_OUTSIDE,         /* not on the ladder: original value */
+        /* the kind's rule again (appended: the values above stay): */
+        MTHP_RULE_HOLD_SHORT_LIVED,     /* ... demand due, but from short-lived processes with little at stake */
         _MTHP_RULE_MAX
 };
 

@@ -36,8 +36,11 @@
 # --reps 5 --scenario mixed (mixed-burst, mixed-blind: runs 142 and 133 on
 # dc4f9cb; mixed-shell: --configs 4K,all,mthpd, run 18 on 7516063);
 # sparse-shell: --configs 4K,all,mthpd --reps 3 --scenario sparse-anon on
-# 7516063, run 42). A new trace needs the golden output of simulate
-# regenerated: MTHP_GOLDEN_UPDATE=1 MTHPCTL=BUILD/ctl/mthpctl
+# 7516063, run 42); buildbox: tests/bench/mixed-host --only-buildbox --reps 3
+# --record-dir DIR on 1c95ad2 (a gcc -O2 loop and short scripts under mthpd,
+# managing the real knobs), rep 1's file cut after tick 40, when another
+# tree's dense test program started on the shared host). A new trace needs
+# the golden output of simulate regenerated: MTHP_GOLDEN_UPDATE=1 MTHPCTL=BUILD/ctl/mthpctl
 # tests/ctl/simulate-golden.sh. limited-sparse (issue
 # 16): the dense anon workload, and 3 s into it a sparse one (1 GiB, 1 byte
 # per 64 KiB, held) in a v1 memory cgroup mthpd-test-trace-PID limited to
