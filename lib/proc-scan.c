@@ -201,6 +201,7 @@ static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64
                 double age = uptime - (double) st.starttime / (double) s->clk_tck;
                 e->rate = (double) st.minflt / (age > 1 ? age : 1);
                 e->from_lifetime = true;
+                e->young = age < MTHP_PROC_SCAN_YOUNG_SEC;
         }
 }
 
@@ -282,7 +283,7 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
         for (size_t i = 0; i < n; i++) {
                 const struct mthp_proc_entry *e = &s->tab[i];
                 if (!done[i] && e->seen && !e->kthread && !e->zombie && e->rate > 0 &&
-                    (!e->from_lifetime || e->rate >= b->min_hot_rate))
+                    (!e->from_lifetime || e->rate >= b->min_hot_rate || e->young))
                         s->order[nh++] = i;
         }
         nh = mthp_proc_scan_top(s->tab, s->order, nh, b->max_hot);
