@@ -26,6 +26,7 @@
 #define WINDOW_PAGES (WINDOW / PAGE)
 #define PF_KTHREAD 0x00200000u
 #define IOV_BATCH 512
+#define MTHP_BLOAT_AGAIN_MAX (2 * MTHP_BLOAT_CANDIDATES)
 
 struct entry {
         pid_t pid;                    /* -1: gone, dropped at the end of the tick */
@@ -48,6 +49,8 @@ struct mthp_bloat {
         uint64_t raise_ticks;         /* clock ticks since boot at the raise */
         uint64_t last_usec;           /* the last raised tick */
         size_t next;                  /* the rotation: the entry to read next; n_tab: list /proc first */
+        pid_t again[MTHP_BLOAT_AGAIN_MAX]; /* mthp_bloat_again: read at the next tick */
+        unsigned n_again;
         struct entry *tab, *spare;
         size_t n_tab, cap_tab, cap_spare;
         pid_t *pids;
@@ -95,8 +98,15 @@ static const struct entry *find(const struct mthp_bloat *b, pid_t pid) {
 
 void mthp_bloat_again(struct mthp_bloat *b, pid_t pid) {
         struct entry *e = (struct entry *) find(b, pid);
-        if (e)
-                e->offered_usec = 0;
+        if (!e)
+                return;
+        e->offered_usec = 0;
+        /* read at the next tick, not at its turn in the rotation */
+        for (unsigned i = 0; i < b->n_again; i++)
+                if (b->again[i] == pid)
+                        return;
+        if (b->n_again < MTHP_BLOAT_AGAIN_MAX)
+                b->again[b->n_again++] = pid;
 }
 
 /* /proc/PID/statm at path under dfd: resident and shared (file and
@@ -301,11 +311,24 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
         if (quota < MTHP_BLOAT_MIN_READS)
                 quota = MTHP_BLOAT_MIN_READS;
         pid_t self = getpid();
+        /* those asked again first (a give-back cut short by its budget) */
+        struct entry *again[MTHP_BLOAT_AGAIN_MAX];
+        unsigned n_again = 0;
+        for (unsigned i = 0; i < b->n_again; i++)   /* all found before a read marks one gone (-1) */
+                if ((again[n_again] = (struct entry *) find(b, b->again[i])))
+                        n_again++;
+        b->n_again = 0;
+        for (unsigned i = 0; i < n_again; i++) {
+                struct mthp_bloat_candidate c;
+                if (again[i]->read && !again[i]->kthread &&
+                    check_proc(b, dfd, again[i], self, t_usec, quiet_rate, &c, stats))
+                        offer(out, max, n, &c);
+        }
         for (; b->next < b->n_tab && stats->scanned < quota; b->next++) {
                 struct entry *e = &b->tab[b->next];
                 struct mthp_bloat_candidate c;
-                if (e->kthread)
-                        continue;
+                if (e->kthread || e->pid < 0 || (e->read && e->t_usec == t_usec))
+                        continue;   /* read this tick already */
                 if (check_proc(b, dfd, e, self, t_usec, quiet_rate, &c, stats))
                         offer(out, max, n, &c);
         }

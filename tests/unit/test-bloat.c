@@ -164,6 +164,11 @@ static void test_many_processes_in_rotation(void **state) {
         assert_true(most <= MANY / pass_ticks + MTHP_BLOAT_MIN_READS);
         assert_true(total <= 4 * MANY);
         assert_true(offered_at > 0 && offered_at <= 2 * pass_ticks + 1);
+        /* a give-back cut short by its budget: offered again at the next
+         * tick, not at its turn in the rotation */
+        mthp_bloat_again(b, 1500);
+        assert_int_equal(tick_stats(b, t + (3 * pass_ticks + 1) * 1000000ULL, c, &st), 1);
+        assert_int_equal(c[0].pid, 1500);
         mthp_bloat_free(b);
 }
 
