@@ -19,6 +19,7 @@
 #include "mthp/util.h"
 
 #include "pagemap-scan.h"
+#include "proc-scan.h"
 #include "process-madvise.h"
 
 #define PAGE 4096u
@@ -27,6 +28,9 @@
 #define PF_KTHREAD 0x00200000u
 #define IOV_BATCH 512
 #define MTHP_BLOAT_AGAIN_MAX (2 * MTHP_BLOAT_CANDIDATES)
+#define YOUNG_MAX 64                     /* processes started under the raise, read every tick */
+#define YOUNG_USEC (5 * 1000000ULL)      /* for their first 5 s */
+#define NEW_MAX 1024                     /* more new PIDs than this a tick: list /proc instead */
 
 struct entry {
         pid_t pid;                    /* -1: gone, dropped at the end of the tick */
@@ -51,6 +55,9 @@ struct mthp_bloat {
         size_t next;                  /* the rotation: the entry to read next; n_tab: list /proc first */
         pid_t again[MTHP_BLOAT_AGAIN_MAX]; /* mthp_bloat_again: read at the next tick */
         unsigned n_again;
+        long last_pid;                /* /proc/loadavg's at the last tick; -1 unknown */
+        struct { pid_t pid; uint64_t until_usec; } young[YOUNG_MAX];
+        unsigned n_young;
         struct entry *tab, *spare;
         size_t n_tab, cap_tab, cap_spare;
         pid_t *pids;
@@ -63,6 +70,7 @@ int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret) {
         if (!b)
                 return -ENOMEM;
         b->host = h;
+        b->last_pid = -1;
         b->clk_tck = sysconf(_SC_CLK_TCK);
         if (b->clk_tck <= 0)
                 b->clk_tck = 100;
@@ -301,27 +309,83 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
          * Growth comes from faults, so a process grown and gone quiet is
          * offered within a pass of the tick it went quiet; a quiet rate
          * is measured over the pass. */
+        long last = mthp_proc_last_pid(b->host);
+        if (all)
+                b->last_pid = -1;   /* every process is read now */
+        /* Between listings, the IDs handed out since the last tick (as the
+         * fault-rate scan finds them): a process started under the raise
+         * is read now and every tick of its first YOUNG_USEC, so that one
+         * that grows and goes quiet at its start (a sparse program
+         * touching its memory once) is offered within seconds, not a pass
+         * or two later. */
+        long from = b->last_pid >= 0 && last > b->last_pid ? b->last_pid + 1 : -1;
+        if (from >= 0 && b->next < b->n_tab &&
+            (last - from >= NEW_MAX || (b->n_tab && from <= b->tab[b->n_tab - 1].pid)))
+                b->next = b->n_tab;   /* a fork storm, or IDs wrapped: list now */
+        size_t n0;
         if (b->next >= b->n_tab) {
                 int r = relist(b, dfd);
                 if (r < 0)
                         return r;
                 b->next = 0;
+                n0 = b->n_tab;
+                while (from >= 0 && n0 > 0 && b->tab[n0 - 1].pid >= from)
+                        n0--;
+        } else {
+                n0 = b->n_tab;
+                if (from >= 0) {
+                        int r = mthp_grow((void **) &b->tab, &b->cap_tab, b->n_tab + (size_t) (last - from + 1),
+                                          sizeof(struct entry));
+                        if (r < 0)
+                                return r;
+                        for (long p = from; p <= last; p++)
+                                b->tab[b->n_tab++] = (struct entry) { .pid = (pid_t) p };
+                }
         }
+        if (last >= 0)
+                b->last_pid = last;
+        /* the new ones: read (their baselines), kept young; those gone out
+         * at once (the table stays sorted for find: only its tail moves) */
+        size_t u0 = n0;
+        for (size_t i = n0; i < b->n_tab; i++) {
+                struct mthp_bloat_candidate c;
+                struct entry *e = &b->tab[i];
+                if (!e->read)
+                        (void) check_proc(b, dfd, e, getpid(), t_usec, quiet_rate, &c, stats);
+                if (e->pid > 0 && !e->kthread && b->n_young < YOUNG_MAX)
+                        b->young[b->n_young++] = (typeof(b->young[0])) { e->pid, t_usec + YOUNG_USEC };
+                if (e->pid > 0)
+                        b->tab[u0++] = *e;
+        }
+        b->n_tab = u0;
         size_t quota = all ? b->n_tab : (size_t) ((b->n_tab * dt + MTHP_BLOAT_PASS_USEC - 1) / MTHP_BLOAT_PASS_USEC);
         if (quota < MTHP_BLOAT_MIN_READS)
                 quota = MTHP_BLOAT_MIN_READS;
         pid_t self = getpid();
         /* those asked again first (a give-back cut short by its budget) */
-        struct entry *again[MTHP_BLOAT_AGAIN_MAX];
+        struct entry *again[MTHP_BLOAT_AGAIN_MAX + YOUNG_MAX];
         unsigned n_again = 0;
         for (unsigned i = 0; i < b->n_again; i++)   /* all found before a read marks one gone (-1) */
                 if ((again[n_again] = (struct entry *) find(b, b->again[i])))
                         n_again++;
         b->n_again = 0;
+        /* and the young ones still young and there */
+        unsigned ny = 0;
+        for (unsigned i = 0; i < b->n_young; i++) {
+                struct entry *e;
+                if (t_usec >= b->young[i].until_usec || !(e = (struct entry *) find(b, b->young[i].pid)))
+                        continue;   /* no longer young, or gone */
+                b->young[ny++] = b->young[i];
+                if (e->t_usec != t_usec && n_again < MTHP_BLOAT_AGAIN_MAX + YOUNG_MAX)
+                        again[n_again++] = e;
+        }
+        b->n_young = ny;
         for (unsigned i = 0; i < n_again; i++) {
                 struct mthp_bloat_candidate c;
-                if (again[i]->read && !again[i]->kthread &&
-                    check_proc(b, dfd, again[i], self, t_usec, quiet_rate, &c, stats))
+                struct entry *e = again[i];
+                if (e->pid < 0 || !e->read || e->kthread || e->t_usec == t_usec)
+                        continue;   /* gone, or read this tick already (asked again and young) */
+                if (check_proc(b, dfd, e, self, t_usec, quiet_rate, &c, stats))
                         offer(out, max, n, &c);
         }
         for (; b->next < b->n_tab && stats->scanned < quota; b->next++) {

@@ -96,6 +96,10 @@ double mthp_proc_entry_rank(const struct mthp_proc_entry *e);
  * the count, are the highest ranked, highest first. */
 size_t mthp_proc_scan_top(const struct mthp_proc_entry *tab, size_t *idx, size_t n, size_t k);
 
+/* The last PID handed out in our PID namespace (/proc/loadavg's last
+ * field), -1 if it cannot be read. */
+long mthp_proc_last_pid(const struct mthp_host *h);
+
 void mthp_proc_scan_init(struct mthp_proc_scan *s, const struct mthp_host *h);
 void mthp_proc_scan_free(struct mthp_proc_scan *s);
 /* One tick at t_usec: find new and gone processes (or take the targets, if

@@ -169,6 +169,27 @@ static void test_many_processes_in_rotation(void **state) {
         mthp_bloat_again(b, 1500);
         assert_int_equal(tick_stats(b, t + (3 * pass_ticks + 1) * 1000000ULL, c, &st), 1);
         assert_int_equal(c[0].pid, 1500);
+        /* a process started under the raise (a new ID in /proc/loadavg)
+         * that grows and goes quiet at once: offered within seconds, not
+         * at the next pass's listing */
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/proc/loadavg", f->dir);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "0.00 0.00 0.00 1/%d %d\n", MANY, 1000 + MANY - 1);
+        fclose(fp);
+        t += (3 * pass_ticks + 2) * 1000000ULL;
+        assert_int_equal(tick_stats(b, t, c, &st), 0);
+        put_stat(f, 1000 + MANY + 5, "late", 300, ~0ULL >> 8, 200 * PAGES_MB);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "0.00 0.00 0.00 1/%d %d\n", MANY + 1, 1000 + MANY + 9);
+        fclose(fp);
+        unsigned late_at = 0;
+        for (unsigned i = 1; i <= pass_ticks && !late_at; i++)
+                if (tick_stats(b, t + i * 1000000ULL, c, &st) && c[0].pid == 1000 + MANY + 5)
+                        late_at = i;
+        assert_true(late_at > 0 && late_at <= 3);
         mthp_bloat_free(b);
 }
 
