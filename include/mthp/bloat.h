@@ -9,7 +9,9 @@
  * raise's first tick (the baselines), then in rotation, each once in
  * MTHP_BLOAT_PASS_USEC (at least MTHP_BLOAT_MIN_READS a tick; /proc
  * listed once a pass), so that a raise held on a host of thousands of
- * processes costs a tenth of reading them all each tick. A
+ * processes costs a tenth of reading them all each tick; a process
+ * started under the raise (a new ID in /proc/loadavg) is read at once and
+ * every tick of its first 5 s. A
  * process's growth since the raise (since its start when it started after
  * it) is its RSS now against its RSS then; its faults since are the pages
  * a 4K kernel would have given it. Its anonymous share (statm's resident
