@@ -19,6 +19,7 @@
 #include "mthp/util.h"
 
 #include "pagemap-scan.h"
+#include "proc-scan.h"
 #include "process-madvise.h"
 
 #define PAGE 4096u
@@ -26,9 +27,15 @@
 #define WINDOW_PAGES (WINDOW / PAGE)
 #define PF_KTHREAD 0x00200000u
 #define IOV_BATCH 512
+#define MTHP_BLOAT_AGAIN_MAX (2 * MTHP_BLOAT_CANDIDATES)
+#define YOUNG_MAX 64                     /* processes started under the raise, read every tick */
+#define YOUNG_USEC (5 * 1000000ULL)      /* for their first 5 s */
+#define NEW_MAX 1024                     /* more new PIDs than this a tick: list /proc instead */
 
 struct entry {
-        pid_t pid;
+        pid_t pid;                    /* -1: gone, dropped at the end of the tick */
+        bool read;                    /* its stat was read under this raise (else listed only) */
+        bool kthread;                 /* never a candidate: not read again */
         uint64_t starttime;
         uint64_t base_rss_pages, base_minflt;
         uint64_t base_anon_pages;     /* statm's resident - shared at the baseline */
@@ -44,6 +51,13 @@ struct mthp_bloat {
         bool episode;                 /* a raise was seen: the table holds its baselines */
         uint64_t lowered_usec;        /* when the last raise ended */
         uint64_t raise_ticks;         /* clock ticks since boot at the raise */
+        uint64_t last_usec;           /* the last raised tick */
+        size_t next;                  /* the rotation: the entry to read next; n_tab: list /proc first */
+        pid_t again[MTHP_BLOAT_AGAIN_MAX]; /* mthp_bloat_again: read at the next tick */
+        unsigned n_again;
+        long last_pid;                /* /proc/loadavg's at the last tick; -1 unknown */
+        struct { pid_t pid; uint64_t until_usec; } young[YOUNG_MAX];
+        unsigned n_young;
         struct entry *tab, *spare;
         size_t n_tab, cap_tab, cap_spare;
         pid_t *pids;
@@ -56,6 +70,7 @@ int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret) {
         if (!b)
                 return -ENOMEM;
         b->host = h;
+        b->last_pid = -1;
         b->clk_tck = sysconf(_SC_CLK_TCK);
         if (b->clk_tck <= 0)
                 b->clk_tck = 100;
@@ -91,8 +106,15 @@ static const struct entry *find(const struct mthp_bloat *b, pid_t pid) {
 
 void mthp_bloat_again(struct mthp_bloat *b, pid_t pid) {
         struct entry *e = (struct entry *) find(b, pid);
-        if (e)
-                e->offered_usec = 0;
+        if (!e)
+                return;
+        e->offered_usec = 0;
+        /* read at the next tick, not at its turn in the rotation */
+        for (unsigned i = 0; i < b->n_again; i++)
+                if (b->again[i] == pid)
+                        return;
+        if (b->n_again < MTHP_BLOAT_AGAIN_MAX)
+                b->again[b->n_again++] = pid;
 }
 
 /* /proc/PID/statm at path under dfd: resident and shared (file and
@@ -133,52 +155,61 @@ static int cmp_cand(const void *a, const void *c) {
         return x->grown_kb < y->grown_kb ? 1 : x->grown_kb > y->grown_kb ? -1 : 0;
 }
 
-/* One process of the scan: its entry into b->spare (at *u, which grows),
- * and whether it is a candidate (then in *c): grown under the raise by
- * more than the floor and the ratio, quiet now, not offered again too soon. */
-static bool check_proc(struct mthp_bloat *b, int dfd, pid_t pid, pid_t self, uint64_t t_usec, double quiet_rate,
-                       size_t *u, struct mthp_bloat_candidate *c, struct mthp_bloat_stats *stats) {
+/* Read e's stat file again, in place: e->pid -1 when it is gone, a
+ * zombie or a thread; a kthread is marked and not read again. Whether it
+ * is a candidate (then in *c): grown under the raise by more than the
+ * floor and the ratio, quiet since its last read, not offered again too
+ * soon. A first read under the raise takes its baseline (from nothing for
+ * a process started after the raise) and is no candidate: its rate is
+ * unknown until the next. */
+static bool check_proc(struct mthp_bloat *b, int dfd, struct entry *e, pid_t self, uint64_t t_usec,
+                       double quiet_rate, struct mthp_bloat_candidate *c, struct mthp_bloat_stats *stats) {
         char path[32];
-        if (b->host->real && pid == self)
+        pid_t pid = e->pid;
+        if (b->host->real && pid == self) {
+                e->kthread = true;    /* not read, never offered */
                 return false;
+        }
         snprintf(path, sizeof(path), "%d/stat", (int) pid);
         int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+                e->pid = -1;
                 return false;
+        }
         ssize_t len = read(fd, b->buf, sizeof(b->buf) - 1);
         close(fd);
         stats->scanned++;
-        if (len <= 0)
-                return false;
-        b->buf[len] = 0;
         struct mthp_proc_stat st;
-        if (mthp_proc_parse_stat(b->buf, &st) < 0 || (st.flags & PF_KTHREAD) || st.state == 'Z')
+        if (len > 0)
+                b->buf[len] = 0;
+        if (len <= 0 || mthp_proc_parse_stat(b->buf, &st) < 0 || st.thread || st.state == 'Z' || st.state == 'X') {
+                e->pid = -1;
                 return false;
-        const struct entry *old = find(b, pid);
-        struct entry *e = &b->spare[(*u)++];
-        if (old && old->starttime == st.starttime)
-                *e = *old;
-        else {
+        }
+        if (st.flags & PF_KTHREAD) {
+                e->kthread = true;
+                return false;
+        }
+        bool fresh = !e->read || e->starttime != st.starttime;
+        if (fresh) {
                 /* first sight: started after the raise, it grew from nothing */
                 bool after = st.starttime >= b->raise_ticks;
                 uint64_t anon = 0;
                 if (!after && statm_anon(dfd, pid, &anon) < 0)
                         anon = st.rss_pages;
-                *e = (struct entry) { .pid = pid, .starttime = st.starttime,
+                *e = (struct entry) { .pid = pid, .read = true, .starttime = st.starttime,
                                       .base_rss_pages = after ? 0 : st.rss_pages, .base_anon_pages = anon,
                                       .base_minflt = after ? 0 : st.minflt, .minflt = st.minflt,
                                       .t_usec = t_usec };
+                return false;   /* its rate is unknown until the next read */
         }
         double rate = t_usec > e->t_usec && st.minflt >= e->minflt
                               ? (double) (st.minflt - e->minflt) * 1e6 / (double) (t_usec - e->t_usec)
                               : 0;
-        bool fresh = !old || old->starttime != st.starttime;
         e->minflt = st.minflt;
         e->t_usec = t_usec;
         uint64_t grown = st.rss_pages > e->base_rss_pages ? st.rss_pages - e->base_rss_pages : 0;
         uint64_t faults = st.minflt > e->base_minflt ? st.minflt - e->base_minflt : 0;
-        if (fresh)
-                return false;   /* its rate is unknown until the next read */
         if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults ||
             !(rate < quiet_rate))
                 return false;
@@ -202,6 +233,48 @@ static bool check_proc(struct mthp_bloat *b, int dfd, pid_t pid, pid_t self, uin
         return true;
 }
 
+/* List /proc into the table: the entries of processes still listed are
+ * kept (their baselines), gone ones dropped, new ones added unread. */
+static int relist(struct mthp_bloat *b, int dfd) {
+        size_t np = 0;
+        int r = mthp_proc_list_pids(dfd, &b->pids, &b->cap_pids, &np);
+        if (r < 0)
+                return r;
+        if (np > 1)
+                qsort(b->pids, np, sizeof(pid_t), cmp_pid);
+        r = mthp_grow((void **) &b->spare, &b->cap_spare, np ? np : 1, sizeof(struct entry));
+        if (r < 0)
+                return r;
+        size_t u = 0, i = 0;
+        for (size_t j = 0; j < np; j++) {
+                if (j && b->pids[j] == b->pids[j - 1])
+                        continue;
+                while (i < b->n_tab && b->tab[i].pid < b->pids[j])
+                        i++;
+                if (i < b->n_tab && b->tab[i].pid == b->pids[j])
+                        b->spare[u++] = b->tab[i++];
+                else
+                        b->spare[u++] = (struct entry) { .pid = b->pids[j] };
+        }
+        struct entry *tmp = b->tab;
+        size_t cap = b->cap_tab;
+        b->tab = b->spare;
+        b->cap_tab = b->cap_spare;
+        b->n_tab = u;
+        b->spare = tmp;
+        b->cap_spare = cap;
+        return 0;
+}
+
+static void offer(struct mthp_bloat_candidate *out, unsigned max, unsigned *n, const struct mthp_bloat_candidate *c) {
+        if (*n < max)
+                out[(*n)++] = *c;
+        else if (max && c->grown_kb > out[max - 1].grown_kb)
+                out[max - 1] = *c;
+        if (max)
+                qsort(out, *n, sizeof(*out), cmp_cand);
+}
+
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats) {
         *n = 0;
@@ -213,53 +286,135 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
                 return 0;
         }
         uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
+        bool all = false;
         /* a raise that comes back soon after a step-down keeps the
          * baselines: a process grown under the first is still grown */
         if (!b->raised && (!b->episode || t_usec >= b->lowered_usec + MTHP_BLOAT_FORGET_USEC)) {
                 b->n_tab = 0;
                 b->episode = true;
                 b->raise_ticks = mthp_now_usec(CLOCK_BOOTTIME) * (uint64_t) b->clk_tck / 1000000;
+                all = true;   /* the baselines at the raise, every one */
         }
+        if (!b->raised)
+                b->next = b->n_tab;   /* back under a raise: a new listing */
+        uint64_t dt = b->raised && t_usec > b->last_usec ? t_usec - b->last_usec : MTHP_BLOAT_PASS_USEC;
         b->raised = true;
+        b->last_usec = t_usec;
         _cleanup_close_ int dfd = mthp_host_open_file(b->host, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return dfd;
-        size_t np = 0;
-        int r = mthp_proc_list_pids(dfd, &b->pids, &b->cap_pids, &np);
-        if (r < 0)
-                return r;
-        if (np > 1)
-                qsort(b->pids, np, sizeof(pid_t), cmp_pid);
-        r = mthp_grow((void **) &b->spare, &b->cap_spare, np ? np : 1, sizeof(struct entry));
-        if (r < 0)
-                return r;
-        pid_t self = getpid();
-        size_t u = 0;
-        for (size_t i = 0; i < np; i++) {
-                struct mthp_bloat_candidate c;
-                if (!check_proc(b, dfd, b->pids[i], self, t_usec, quiet_rate, &u, &c, stats))
-                        continue;
-                if (*n < max)
-                        out[(*n)++] = c;
-                else if (max && c.grown_kb > out[max - 1].grown_kb)
-                        out[max - 1] = c;
-                if (max)
-                        qsort(out, *n, sizeof(*out), cmp_cand);
+        /* A pass: list /proc, then read its processes in PID order over
+         * the ticks of MTHP_BLOAT_PASS_USEC (a stat file is ~5 us: each
+         * tick reading every one was 1% of a core at 2,000 processes).
+         * Growth comes from faults, so a process grown and gone quiet is
+         * offered within a pass of the tick it went quiet; a quiet rate
+         * is measured over the pass. */
+        long last = mthp_proc_last_pid(b->host);
+        if (all)
+                b->last_pid = -1;   /* every process is read now */
+        /* Between listings, the IDs handed out since the last tick (as the
+         * fault-rate scan finds them): a process started under the raise
+         * is read now and every tick of its first YOUNG_USEC, so that one
+         * that grows and goes quiet at its start (a sparse program
+         * touching its memory once) is offered within seconds, not a pass
+         * or two later. */
+        long from = b->last_pid >= 0 && last > b->last_pid ? b->last_pid + 1 : -1;
+        if (from >= 0 && b->next < b->n_tab &&
+            (last - from >= NEW_MAX || (b->n_tab && from <= b->tab[b->n_tab - 1].pid)))
+                b->next = b->n_tab;   /* a fork storm, or IDs wrapped: list now */
+        size_t n0;
+        if (b->next >= b->n_tab) {
+                int r = relist(b, dfd);
+                if (r < 0)
+                        return r;
+                b->next = 0;
+                n0 = b->n_tab;
+                while (from >= 0 && n0 > 0 && b->tab[n0 - 1].pid >= from)
+                        n0--;
+        } else {
+                n0 = b->n_tab;
+                if (from >= 0) {
+                        int r = mthp_grow((void **) &b->tab, &b->cap_tab, b->n_tab + (size_t) (last - from + 1),
+                                          sizeof(struct entry));
+                        if (r < 0)
+                                return r;
+                        for (long p = from; p <= last; p++)
+                                b->tab[b->n_tab++] = (struct entry) { .pid = (pid_t) p };
+                }
         }
-        /* the offered ones remember it */
-        for (unsigned j = 0; j < *n; j++)
-                for (size_t i = 0; i < u; i++)
-                        if (b->spare[i].pid == out[j].pid) {
-                                b->spare[i].offered_usec = t_usec ? t_usec : 1;
-                                b->spare[i].offered_rss_pages = out[j].rss_kb / (PAGE / 1024);
-                        }
-        struct entry *tmp = b->tab;
-        size_t cap = b->cap_tab;
-        b->tab = b->spare;
-        b->cap_tab = b->cap_spare;
+        if (last >= 0)
+                b->last_pid = last;
+        /* the new ones: read (their baselines), kept young; those gone out
+         * at once (the table stays sorted for find: only its tail moves) */
+        size_t u0 = n0;
+        for (size_t i = n0; i < b->n_tab; i++) {
+                struct mthp_bloat_candidate c;
+                struct entry *e = &b->tab[i];
+                if (!e->read)
+                        (void) check_proc(b, dfd, e, getpid(), t_usec, quiet_rate, &c, stats);
+                if (e->pid > 0 && !e->kthread && b->n_young < YOUNG_MAX)
+                        b->young[b->n_young++] = (typeof(b->young[0])) { e->pid, t_usec + YOUNG_USEC };
+                if (e->pid > 0)
+                        b->tab[u0++] = *e;
+        }
+        b->n_tab = u0;
+        size_t quota = all ? b->n_tab : (size_t) ((b->n_tab * dt + MTHP_BLOAT_PASS_USEC - 1) / MTHP_BLOAT_PASS_USEC);
+        if (quota < MTHP_BLOAT_MIN_READS)
+                quota = MTHP_BLOAT_MIN_READS;
+        pid_t self = getpid();
+        /* those asked again first (a give-back cut short by its budget) */
+        struct entry *again[MTHP_BLOAT_AGAIN_MAX + YOUNG_MAX];
+        unsigned n_again = 0;
+        for (unsigned i = 0; i < b->n_again; i++)   /* all found before a read marks one gone (-1) */
+                if ((again[n_again] = (struct entry *) find(b, b->again[i])))
+                        n_again++;
+        b->n_again = 0;
+        /* and the young ones still young and there */
+        unsigned ny = 0;
+        for (unsigned i = 0; i < b->n_young; i++) {
+                struct entry *e;
+                if (t_usec >= b->young[i].until_usec || !(e = (struct entry *) find(b, b->young[i].pid)))
+                        continue;   /* no longer young, or gone */
+                b->young[ny++] = b->young[i];
+                if (e->t_usec != t_usec && n_again < MTHP_BLOAT_AGAIN_MAX + YOUNG_MAX)
+                        again[n_again++] = e;
+        }
+        b->n_young = ny;
+        for (unsigned i = 0; i < n_again; i++) {
+                struct mthp_bloat_candidate c;
+                struct entry *e = again[i];
+                if (e->pid < 0 || !e->read || e->kthread || e->t_usec == t_usec)
+                        continue;   /* gone, or read this tick already (asked again and young) */
+                if (check_proc(b, dfd, e, self, t_usec, quiet_rate, &c, stats))
+                        offer(out, max, n, &c);
+        }
+        for (; b->next < b->n_tab && stats->scanned < quota; b->next++) {
+                struct entry *e = &b->tab[b->next];
+                struct mthp_bloat_candidate c;
+                if (e->kthread || e->pid < 0 || (e->read && e->t_usec == t_usec))
+                        continue;   /* read this tick already */
+                if (check_proc(b, dfd, e, self, t_usec, quiet_rate, &c, stats))
+                        offer(out, max, n, &c);
+        }
+        /* the gone ones out (the table stays sorted for find); next
+         * follows the entry it pointed at */
+        size_t u = 0, next = b->next;
+        for (size_t i = 0; i < b->n_tab; i++) {
+                if (i == b->next)
+                        next = u;
+                if (b->tab[i].pid > 0)
+                        b->tab[u++] = b->tab[i];
+        }
+        b->next = b->next >= b->n_tab ? u : next;
         b->n_tab = u;
-        b->spare = tmp;
-        b->cap_spare = cap;
+        /* the offered ones remember it */
+        for (unsigned j = 0; j < *n; j++) {
+                struct entry *e = (struct entry *) find(b, out[j].pid);
+                if (e) {
+                        e->offered_usec = t_usec ? t_usec : 1;
+                        e->offered_rss_pages = out[j].rss_kb / (PAGE / 1024);
+                }
+        }
         stats->usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
         return 0;
 }

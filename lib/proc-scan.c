@@ -108,8 +108,7 @@ static int merge(struct mthp_proc_scan *s, size_t n, bool whole) {
         return 0;
 }
 
-/* The last PID handed out in our PID namespace: /proc/loadavg's last field. */
-static long read_last_pid(const struct mthp_host *h) {
+long mthp_proc_last_pid(const struct mthp_host *h) {
         char buf[128];
         ssize_t k = mthp_host_read(h, "/proc/loadavg", buf, sizeof(buf));
         if (k <= 0)
@@ -128,7 +127,7 @@ static long read_last_pid(const struct mthp_host *h) {
 /* Bring the table up to date with /proc: new processes in, gone ones out. */
 static int discover(struct mthp_proc_scan *s, uint64_t t_usec, bool *full) {
         /* read before listing: what starts meanwhile is in the next range */
-        long last = read_last_pid(s->host);
+        long last = mthp_proc_last_pid(s->host);
         long range = last - s->last_pid;
         size_t n = 0;
         int r;
@@ -201,6 +200,7 @@ static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64
                 double age = uptime - (double) st.starttime / (double) s->clk_tck;
                 e->rate = (double) st.minflt / (age > 1 ? age : 1);
                 e->from_lifetime = true;
+                e->young = age < MTHP_PROC_SCAN_YOUNG_SEC;
         }
 }
 
@@ -282,7 +282,7 @@ int mthp_proc_scan_tick(struct mthp_proc_scan *s, const struct mthp_density_targ
         for (size_t i = 0; i < n; i++) {
                 const struct mthp_proc_entry *e = &s->tab[i];
                 if (!done[i] && e->seen && !e->kthread && !e->zombie && e->rate > 0 &&
-                    (!e->from_lifetime || e->rate >= b->min_hot_rate))
+                    (!e->from_lifetime || e->rate >= b->min_hot_rate || e->young))
                         s->order[nh++] = i;
         }
         nh = mthp_proc_scan_top(s->tab, s->order, nh, b->max_hot);

@@ -29,7 +29,11 @@
  *
  * A process's rate is its minor faults per second since the scan last read
  * it, or at first sight its lifetime average (minflt / age), so a
- * short-lived process that faults hard (a compiler) is seen at all. */
+ * short-lived process that faults hard (a compiler) is seen at all. One
+ * first seen younger than MTHP_PROC_SCAN_YOUNG_SEC counts as hot at any
+ * lifetime rate: read at its start (83 faults: the loader's), a dense
+ * program would wait for the rotation, which the time budget of a busy
+ * host's tick may never reach. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,10 +45,15 @@
 #include "mthp/procfs.h"
 
 #define MTHP_PROC_SCAN_RELIST_USEC (60 * 1000000ULL)
+#define MTHP_PROC_SCAN_YOUNG_SEC 2.0
 
 struct mthp_proc_entry {
         pid_t pid;                   /* -1: gone, dropped at the end of the tick */
         bool kthread, from_lifetime;
+        /* from_lifetime over less than MTHP_PROC_SCAN_YOUNG_SEC of life: a
+         * program just started has only its loader's faults to show, so it
+         * is read again at the next sampling tick whatever that rate */
+        bool young;
         bool seen;                   /* its stat was read at least once */
         bool zombie;                 /* exited, not reaped: never a candidate */
         /* the density sampler's memory of the process, kept while it lives:
@@ -86,6 +95,10 @@ double mthp_proc_entry_rank(const struct mthp_proc_entry *e);
 /* Reorder idx[0..n) (indexes into tab) so that its first k, returned as
  * the count, are the highest ranked, highest first. */
 size_t mthp_proc_scan_top(const struct mthp_proc_entry *tab, size_t *idx, size_t n, size_t k);
+
+/* The last PID handed out in our PID namespace (/proc/loadavg's last
+ * field), -1 if it cannot be read. */
+long mthp_proc_last_pid(const struct mthp_host *h);
 
 void mthp_proc_scan_init(struct mthp_proc_scan *s, const struct mthp_host *h);
 void mthp_proc_scan_free(struct mthp_proc_scan *s);

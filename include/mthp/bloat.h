@@ -5,7 +5,13 @@
  * whether or not they fault now, and the give-back of their zero subpages.
  *
  * The tracker (the observer owns it) reads /proc/PID/stat of every process
- * on each tick while an anon size is raised, and nothing otherwise. A
+ * while an anon size is raised, and nothing otherwise: all of them on the
+ * raise's first tick (the baselines), then in rotation, each once in
+ * MTHP_BLOAT_PASS_USEC (at least MTHP_BLOAT_MIN_READS a tick; /proc
+ * listed once a pass), so that a raise held on a host of thousands of
+ * processes costs a tenth of reading them all each tick; a process
+ * started under the raise (a new ID in /proc/loadavg) is read at once and
+ * every tick of its first 5 s. A
  * process's growth since the raise (since its start when it started after
  * it) is its RSS now against its RSS then; its faults since are the pages
  * a 4K kernel would have given it. Its anonymous share (statm's resident
@@ -14,8 +20,9 @@
  * process is a candidate when it grew
  * by more than MTHP_BLOAT_FLOOR_KB and by more than MTHP_BLOAT_RATIO times
  * what its faults since would have mapped at 4K (large folios filled it),
- * and is quiet now (fewer faults a second than the quiet rate given): the
- * fault-driven density sampler does not see such a process. A candidate is
+ * and is quiet now (fewer faults a second than the quiet rate given, since
+ * its last read): the fault-driven density sampler does not see such a
+ * process. A candidate is
  * offered once, then again after MTHP_BLOAT_RECHECK_USEC (or at once after
  * mthp_bloat_again: a give-back cut short by its budget).
  *
@@ -40,6 +47,8 @@
 #define MTHP_BLOAT_RATIO 4                         /* RSS grown over 4x what its faults map at 4K */
 #define MTHP_BLOAT_RECHECK_USEC (10 * 1000000ULL)  /* a candidate offered again after this */
 #define MTHP_BLOAT_FORGET_USEC (60 * 1000000ULL)   /* baselines outlive a step-down this long */
+#define MTHP_BLOAT_PASS_USEC (10 * 1000000ULL)    /* every process read once in this, while raised */
+#define MTHP_BLOAT_MIN_READS 128                   /* stat files a tick at least (a small host: all) */
 #define MTHP_BLOAT_CANDIDATES 8                    /* offered per tick, largest growth first */
 #define MTHP_BLOAT_READS 16                        /* subpages read per 2M window */
 #define MTHP_BLOAT_ADVISE_KB (32u * 1024)          /* one process_madvise call at most */

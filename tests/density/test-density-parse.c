@@ -748,6 +748,39 @@ static void test_fake_quiet_samples_capped(void **state) {
         mthp_density_free(s);
 }
 
+/* A process read in its first second (a program just started, before it
+ * faults) has a lifetime average of its loader's faults, under the hot
+ * floor: it is read again on the next sampling tick whatever that rate,
+ * so that a dense program started on a busy host is sampled at its real
+ * rate at once. Before, it waited for the rotation, which a busy host's
+ * time budget cuts before it comes round (a dense program sampled at its
+ * first sight's 83 faults/s for 8 s, never raised for). */
+static void test_fake_young_read_again(void **state) {
+        struct fake *f = *state;
+        struct mthp_density_sampler *s;
+        struct mthp_density_report rep;
+        struct mthp_density_budget b = untimed();
+        unsigned long hz = (unsigned long) sysconf(_SC_CLK_TCK);
+        unsigned tick = 0;
+
+        b.max_rescan = 8;   /* the rotation, as a busy host's budget leaves it */
+        assert_int_equal(mthp_density_new(f->h, sizes, 3, &b, &s), 0);
+        run_ticks(f, s, &tick, 2, &rep);
+        /* started half a second before this uptime (1000 s), 83 faults so far */
+        put_stat(f, 1400, "dense", 'R', 0, 83, 999 * hz + hz / 2);
+        put_mem(f, 1400);
+        put_loadavg(f, 1400);
+        run_ticks(f, s, &tick, 1, &rep);
+        put_stat(f, 1400, "dense", 'R', 0, 83 + 1000000, 999 * hz + hz / 2);
+        run_ticks(f, s, &tick, 1, &rep);
+        bool measured = false;
+        for (unsigned i = 0; i < rep.n_procs; i++)
+                if (rep.procs[i].pid == 1400)
+                        measured = !rep.procs[i].rate_from_lifetime && rep.procs[i].minflt_rate > 900000;
+        assert_true(measured);
+        mthp_density_free(s);
+}
+
 /* /proc is listed whole at the first tick, when more IDs were handed out
  * than reading them costs, after MTHP_PROC_SCAN_RELIST_USEC, and on every
  * tick where /proc/loadavg cannot tell; else the new IDs are read. */
@@ -894,6 +927,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fake_idle_ticks_keep_table, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_hot_rate_follows_config, fake_many_setup, fake_teardown),
                 cmocka_unit_test_setup_teardown(test_fake_quiet_samples_capped, fake_many_setup, fake_teardown),
+                cmocka_unit_test_setup_teardown(test_fake_young_read_again, fake_many_setup, fake_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,6 +122,77 @@ static void test_started_after(void **state) {
         mthp_bloat_free(b);
 }
 
+static unsigned tick_stats(struct mthp_bloat *b, uint64_t t, struct mthp_bloat_candidate *c,
+                           struct mthp_bloat_stats *st) {
+        unsigned n = 99;
+        assert_int_equal(mthp_bloat_tick(b, true, t, 100, c, MTHP_BLOAT_CANDIDATES, &n, st), 0);
+        return n;
+}
+
+/* A raise held on a host of many processes: the baselines are read all at
+ * once at the raise, then each tick reads a share of the processes, every
+ * one within MTHP_BLOAT_PASS_USEC, not all of them (a stat file each,
+ * ~5 us: 2,000 processes were 1% of a core while raised), and a process
+ * grown and quiet is still offered within a pass or two. */
+#define MANY 2000
+static void test_many_processes_in_rotation(void **state) {
+        struct fixture *f = *state;
+        struct mthp_bloat *b;
+        struct mthp_bloat_candidate c[MTHP_BLOAT_CANDIDATES];
+        struct mthp_bloat_stats st;
+        assert_int_equal(mthp_bloat_new(f->host, &b), 0);
+        for (int pid = 1000; pid < 1000 + MANY; pid++)
+                put_stat(f, pid, "sleep", 100, 1, 100);
+        uint64_t t = 1000000;
+        assert_int_equal(tick_stats(b, t, c, &st), 0);
+        assert_int_equal(st.scanned, MANY);                   /* the baselines, at the raise */
+        put_stat(f, 1500, "sparse", 200, 1, 100 + 500 * PAGES_MB);
+        unsigned most = 0, total = 0, ticks = 0, offered_at = 0;
+        uint64_t pass_ticks = MTHP_BLOAT_PASS_USEC / 1000000;
+        for (unsigned i = 1; i <= 3 * pass_ticks; i++) {
+                unsigned n = tick_stats(b, t + i * 1000000ULL, c, &st);
+                most = st.scanned > most ? st.scanned : most;
+                total += st.scanned;
+                ticks++;
+                if (n && !offered_at) {
+                        assert_int_equal(c[0].pid, 1500);
+                        assert_int_equal(c[0].grown_kb, 500 * 1024);
+                        offered_at = i;
+                }
+        }
+        /* each process about once a pass, with a pass's listing of /proc */
+        assert_true(most <= MANY / pass_ticks + MTHP_BLOAT_MIN_READS);
+        assert_true(total <= 4 * MANY);
+        assert_true(offered_at > 0 && offered_at <= 2 * pass_ticks + 1);
+        /* a give-back cut short by its budget: offered again at the next
+         * tick, not at its turn in the rotation */
+        mthp_bloat_again(b, 1500);
+        assert_int_equal(tick_stats(b, t + (3 * pass_ticks + 1) * 1000000ULL, c, &st), 1);
+        assert_int_equal(c[0].pid, 1500);
+        /* a process started under the raise (a new ID in /proc/loadavg)
+         * that grows and goes quiet at once: offered within seconds, not
+         * at the next pass's listing */
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/proc/loadavg", f->dir);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "0.00 0.00 0.00 1/%d %d\n", MANY, 1000 + MANY - 1);
+        fclose(fp);
+        t += (3 * pass_ticks + 2) * 1000000ULL;
+        assert_int_equal(tick_stats(b, t, c, &st), 0);
+        put_stat(f, 1000 + MANY + 5, "late", 300, ~0ULL >> 8, 200 * PAGES_MB);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "0.00 0.00 0.00 1/%d %d\n", MANY + 1, 1000 + MANY + 9);
+        fclose(fp);
+        unsigned late_at = 0;
+        for (unsigned i = 1; i <= pass_ticks && !late_at; i++)
+                if (tick_stats(b, t + i * 1000000ULL, c, &st) && c[0].pid == 1000 + MANY + 5)
+                        late_at = i;
+        assert_true(late_at > 0 && late_at <= 3);
+        mthp_bloat_free(b);
+}
+
 static void test_swap(void **state) {
         struct fixture *f = *state;
         char path[PATH_MAX + 32];
@@ -147,6 +218,7 @@ static void test_swap(void **state) {
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_grown_quiet_offered, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_started_after, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_many_processes_in_rotation, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_swap, fixture_setup, fixture_teardown),
 };
 UNIT_MAIN(tests, tests)
