@@ -570,9 +570,23 @@ static void persistent_evidence(const struct mthp_engine_config *cfg, const stru
         v->raise_at = raise_at;
         v->sampler = st->procs_seen_tick != 0;
         double young_best = 0;
+        double persist_any = 0;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
                 const struct mthp_engine_proc *m = &st->proc[j];
-                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS || m->fs_pending)
+                if (!m->pid || st->tick > m->seen_tick + PROC_RECENT_TICKS)
+                        continue;
+                /* Persistent and faulting, its faults not known to be
+                 * split between the kinds yet: the sampler cannot say the
+                 * demand is short-lived. A process holding shared memory waits for
+                 * fault samples to split its faults (fs_pending), and one
+                 * just started may have them all on the other kind: a
+                 * shmem writer was held at 4K for good otherwise. */
+                double stake = fmax(engine_stake_kb(caps, m, MTHP_ANON), engine_stake_kb(caps, m, MTHP_SHMEM));
+                if ((m->fs_pending || !m->fs_known) &&
+                    (m->seen_usec >= m->first_usec + ENGINE_PERSIST_USEC || stake >= v->min_bloat_kb ||
+                     m->fault_rate * mthp_caps_page_kb(caps) >= v->min_bloat_kb))
+                        persist_any += m->fault_rate;
+                if (m->fs_pending)
                         continue;
                 double r = kind_rate(m, kind, caps, top, keep_default);
                 if (!(r > 0))
@@ -593,7 +607,8 @@ static void persistent_evidence(const struct mthp_engine_config *cfg, const stru
         unsigned blind = 0;
         while (blind < n_ladder && caps->sizes[ladder[blind]].kb <= cfg->unmeasured_max_kb)
                 blind++;
-        v->blind_held = v->sampler && !v->measured && v->unknown < 0 && level < blind && v->persist_rate < raise_at;
+        v->blind_held = v->sampler && !v->measured && v->unknown < 0 && level < blind &&
+                       v->persist_rate < raise_at && persist_any < raise_at;
 }
 
 void engine_judge_density(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
