@@ -153,11 +153,16 @@ e = {x[0]: x for x in json.load(sys.stdin)["data"][0]}
 assert set(e) == {"16K/anon", "16K/shmem"}, e
 assert e["16K/anon"][1] == "always" and e["16K/anon"][2], e' || fail "Explain 16K: $(call Explain s 16K)"
 # ExplainRules: Explain's rows with the rules behind them (Explain kept for older clients)
-paste <(call_json Explain s 16K) <(call_json ExplainRules s 16K) | python3 -c 'import json, sys
+# the two calls may fall on either side of a tick (a reason's streaks
+# change then): the same rows within three tries
+explain_rules_match() {
+        paste <(call_json Explain s 16K) <(call_json ExplainRules s 16K) | python3 -c 'import json, sys
 a, b = (json.loads(x)["data"][0] for x in sys.stdin.read().split("\t"))
 assert [x[:3] for x in b] == a, (a, b)
 r = {x[0]: x[3:] for x in b}
-assert r["16K/anon"][0] and r["16K/anon"][1] == "size-in-use", r' ||
+assert r["16K/anon"][0] and r["16K/anon"][1] == "size-in-use", r'
+}
+explain_rules_match 2>/dev/null || explain_rules_match 2>/dev/null || explain_rules_match ||
         fail "ExplainRules 16K: $(call ExplainRules s 16K)"
 [ "$(call_json Explain s "" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"][0]))')" -ge 4 ] ||
         fail "Explain \"\" lists too few knobs"
