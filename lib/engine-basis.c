@@ -243,3 +243,20 @@ bool mthp_engine_thp_off(const struct mthp_engine_config *cfg, enum mthp_kind ki
 const char *mthp_rule_name(enum mthp_rule rule) {
         return (unsigned) rule < _MTHP_RULE_MAX && rule_names[rule] ? rule_names[rule] : "?";
 }
+
+#define BACKOFF_MAX_TICKS 3600
+
+/* Step down after a failure (pressure, fragmentation, a probe that did not
+ * verify) and bar the level that failed for a while, longer each time it
+ * fails again. */
+void engine_step_down_failed(const struct mthp_engine_config *cfg, struct mthp_engine_kind *st, unsigned to,
+                             uint64_t tick) {
+        unsigned base = cfg->dwell_ticks ? 4 * cfg->dwell_ticks : 4;
+        if (st->ceiling == st->level && st->backoff)
+                st->backoff = st->backoff * 2 > BACKOFF_MAX_TICKS ? BACKOFF_MAX_TICKS : st->backoff * 2;
+        else
+                st->backoff = base;
+        st->ceiling = st->level;
+        st->ceiling_until = tick + st->backoff;
+        st->level = to;
+}

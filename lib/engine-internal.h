@@ -314,3 +314,30 @@ void engine_emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
 void engine_decide_defrag(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, struct mthp_engine_state *next, bool want_defer,
                           const char *defer_why, struct mthp_decision *out, size_t *n, size_t n_out);
+
+/* engine-basis.c: down to level `to` after a failure (pressure, a failed probe,
+ * fragmentation, a flap), and bar the level that failed for a while,
+ * longer each time it fails again. */
+void engine_step_down_failed(const struct mthp_engine_config *cfg, struct mthp_engine_kind *st, unsigned to,
+                             uint64_t tick);
+
+/* engine-sparse.c: a density step-down and what sets it aside. */
+/* The remembered process of a pid, or NULL. */
+const struct mthp_engine_proc *engine_churn_proc(const struct mthp_engine_state *st, int pid);
+/* A churner stepped down for reading sparse may raise back without the
+ * dwell, once it reads dense again (k->churn_note says why). */
+void engine_churn_raise_back(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                             struct kind_step *k);
+/* A faulting process reads sparse at the level: down to what the density
+ * keeps (the bloat guard, no dwell). */
+void engine_step_down_sparse(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k);
+/* Whether a sparse reading is set aside (MTHP_RULE_HOLD or
+ * MTHP_RULE_HOLD_DWELL, why in aside) or steps down (MTHP_RULE_NONE). */
+enum mthp_rule engine_sparse_set_aside(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                                       const struct mthp_snapshot *snap, const struct mthp_engine_state *next,
+                                       const struct kind_step *k, char *buf, size_t n);
+/* The level holds though a party reads sparse: the reason with aside. */
+void engine_hold_aside(const struct mthp_engine_config *cfg, struct kind_step *k, enum mthp_rule rule,
+                       const char *aside);
