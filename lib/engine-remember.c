@@ -96,9 +96,38 @@ static bool churns(const struct mthp_caps *caps, const struct mthp_snapshot *sna
         return kb >= ENGINE_CHURN_TURNOVER * (double) p->rss_kb[kind];
 }
 
+/* Which of two remembered processes gives its slot up: a free slot first,
+ * one sampled earlier in this tick last; then one that is not persistent
+ * (engine_persistent: seen under 5 s with less than MinBloatBytes at
+ * stake) before one that is, then the one seen longest ago. On a build box
+ * up to 8 compiler jobs a tick are sampled: by age alone two ticks of them
+ * evicted a service seen for minutes, whose faults then counted as a
+ * newcomer's again for 5 s. */
+static bool evict_before(const struct mthp_caps *caps, const struct mthp_engine_state *st,
+                         const struct mthp_snapshot *snap, const struct mthp_engine_proc *c,
+                         const struct mthp_engine_proc *best) {
+        if (!best)
+                return true;
+        if (!c->pid || !best->pid)
+                return !c->pid; /* the last free slot, as ever */
+        /* one sampled earlier in this tick keeps its sample for this decision */
+        bool nc = snap->tick && c->seen_tick == snap->tick, nb = snap->tick && best->seen_tick == snap->tick;
+        if (nc != nb)
+                return !nc;
+        bool pc = engine_persistent(caps, c, MTHP_ANON, st->min_bloat_kb) ||
+                  engine_persistent(caps, c, MTHP_SHMEM, st->min_bloat_kb);
+        bool pb = engine_persistent(caps, best, MTHP_ANON, st->min_bloat_kb) ||
+                  engine_persistent(caps, best, MTHP_SHMEM, st->min_bloat_kb);
+        if (pc != pb)
+                return !pc;
+        return c->seen_tick < best->seen_tick;
+}
+
 /* Its slot for a sampled process: the one it had, emptied when the pid
- * now names another process, else the oldest or a free one. */
-static struct mthp_engine_proc *remember_slot(struct mthp_engine_state *st, const struct mthp_snapshot *snap,
+ * now names another process, else a free one or the one evict_before
+ * picks. */
+static struct mthp_engine_proc *remember_slot(const struct mthp_caps *caps, struct mthp_engine_state *st,
+                                              const struct mthp_snapshot *snap,
                                               const struct mthp_proc_density *p) {
         struct mthp_engine_proc *m = NULL, *oldest = NULL;
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++) {
@@ -107,7 +136,7 @@ static struct mthp_engine_proc *remember_slot(struct mthp_engine_state *st, cons
                         m = c;
                         break;
                 }
-                if (!oldest || c->pid == 0 || (oldest->pid && c->seen_tick < oldest->seen_tick))
+                if (evict_before(caps, st, snap, c, oldest))
                         oldest = c;
         }
         /* The pid was reused (or exec'd: fork+exec keeps the pid and
@@ -355,7 +384,7 @@ void engine_remember(const struct mthp_engine_config *cfg, const struct mthp_cap
                 on[k] = mthp_engine_largest_always(caps, snap, k);
         for (unsigned i = 0; dv->valid && i < dv->n_procs; i++) {
                 const struct mthp_proc_density *p = &dv->proc[i];
-                struct mthp_engine_proc *m = remember_slot(st, snap, p);
+                struct mthp_engine_proc *m = remember_slot(caps, st, snap, p);
                 remember_basics(m, p);
                 /* its MaxBloat's keep threshold: what reads dense */
                 double dense = engine_keep_threshold(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0));

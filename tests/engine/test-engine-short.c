@@ -178,6 +178,45 @@ static void test_net_for_large(void **state) {
         assert_string_equal(net_value_of(s), "118");
 }
 
+/* Eight small processes seen for 6 s (persistent by age), then a compile
+ * stream: 8 new cc1 jobs sampled in each of 3 ticks, none gone yet. The
+ * 16 remembered slots go to the jobs, not the services: each service is
+ * still remembered from its first sample. On main the second tick of jobs
+ * evicted every service (the oldest seen), and each started its 5 s over. */
+static void test_persistent_kept_through_compile_stream(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 8 };
+        struct workload w = anon_hot;
+        wide(s);
+        w.dens = &v;
+        for (unsigned i = 0; i < 8; i++) {
+                dens_proc(&v.proc[i], 2000 + (int) i, 1, 0);
+                v.proc[i].fault_rate = 3750;
+                v.proc[i].rss_kb[MTHP_ANON] = 8 * 1024;
+        }
+        sim_run(s, &w, 7);
+        uint64_t first = 0;
+        for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                if (s->st.proc[j].pid == 2000)
+                        first = s->st.proc[j].first_usec;
+        assert_true(first > 0);
+        for (int t = 0; t < 3; t++) {
+                for (unsigned i = 0; i < 8; i++)
+                        cc1(&v.proc[i], 3000 + t * 8 + (int) i, 4000, 15 * 1024);
+                sim_run(s, &w, 1);
+        }
+        for (int pid = 2000; pid < 2008; pid++) {
+                bool found = false;
+                for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
+                        if (s->st.proc[j].pid == pid) {
+                                found = true;
+                                assert_int_equal(s->st.proc[j].first_usec, first);
+                        }
+                if (!found)
+                        fail_msg("service pid %d evicted by the compile stream", pid);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_compile_stream_no_raise),
@@ -187,6 +226,7 @@ int main(void) {
                 T(test_dense_at_stake_raised_at_once),
                 T(test_net_not_for_small),
                 T(test_net_for_large),
+                T(test_persistent_kept_through_compile_stream),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
