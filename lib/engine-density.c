@@ -301,18 +301,6 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
         return blocks;
 }
 
-/* The bloat (kB) a process would hold at rung r: its stake, times
- * 1/usage - 1 (no block of the size: none; a usage below one page a folio
- * reads as one page, so a usage of 0 costs a finite amount). */
-static double rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
-                            unsigned size, bool madvised) {
-        double u = engine_remembered_raise(m, kind, size, madvised);
-        if (isnan(u))
-                return 0;
-        u = fmax(u, (double) mthp_caps_page_kb(caps) / (double) caps->sizes[size].kb);
-        return u >= 1 ? 0 : engine_stake_kb(caps, m, kind) * (1 / u - 1);
-}
-
 /* Bytes at stake, not a ratio, give a process a say: its density's
  * objection at a rung stands only where the bloat it would hold there
  * reaches MinBloatBytes=. A compiler of a few MB reading 0.66 of each 16K
@@ -330,9 +318,9 @@ static void small_party(const struct mthp_caps *caps, const struct mthp_engine_p
         if (pt->raise >= cap || floor_kb <= 0)
                 return; /* no objection of its density, or every process has its say */
         unsigned keep = pt->keep, raise = pt->raise;
-        while (keep < cap && rung_bloat_kb(caps, m, kind, ladder[keep], madvised[keep]) < floor_kb)
+        while (keep < cap && engine_rung_bloat_kb(caps, m, kind, ladder[keep], madvised[keep]) < floor_kb)
                 keep++;
-        while (raise < cap && rung_bloat_kb(caps, m, kind, ladder[raise], madvised[raise]) < floor_kb)
+        while (raise < cap && engine_rung_bloat_kb(caps, m, kind, ladder[raise], madvised[raise]) < floor_kb)
                 raise++;
         if (raise > keep)
                 raise = keep;
@@ -340,7 +328,7 @@ static void small_party(const struct mthp_caps *caps, const struct mthp_engine_p
                 return;
         *alone = *pt;
         pt->small = true;
-        pt->bloat_kb = rung_bloat_kb(caps, m, kind, ladder[pt->raise], madvised[pt->raise]);
+        pt->bloat_kb = engine_rung_bloat_kb(caps, m, kind, ladder[pt->raise], madvised[pt->raise]);
         v->small_kb += pt->bloat_kb;
         v->n_small++;
         if (keep != pt->keep && keep < cap) {

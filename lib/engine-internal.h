@@ -142,6 +142,13 @@ unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struc
 void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                          struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out);
 
+/* ---- engine-budget.c: the host's bloat budget (uses the basis and what is remembered) ---- */
+
+/* The bloat (kB) a process would hold with caps size `size` at always
+ * (madvised: at madvise now): its stake times 1/usage - 1. */
+double engine_rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                            unsigned size, bool madvised);
+
 /* ---- engine-density.c: the density judgement and the descriptions reasons quote (uses the basis and
  * what is remembered) ---- */
 
