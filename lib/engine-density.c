@@ -395,11 +395,15 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
                 pt->blocks = ahead ? 0 : blocks;
+                engine_proc_host_bloat(caps, m, kind, ladder, cap, n_ladder, madvised, bloat, keep_thr, existing,
+                                       pt->host_kb);
+                pt->host_raise_only = ahead || m->new_proc;
                 small_party(caps, m, kind, ladder, cap, n_ladder, madvised, v->min_bloat_kb, pt,
                             &alone[v->n_parties - 1], v);
         }
-        /* the small ones together: their sum of bloat reaches the floor */
-        v->small_say = v->n_small && v->small_kb >= v->min_bloat_kb;
+        /* the small ones together: their sum of bloat reaches the floor;
+         * under a host budget their bytes count there instead (engine-budget.c) */
+        v->small_say = !v->host_budget && v->n_small && v->small_kb >= v->min_bloat_kb;
         for (unsigned p = 0; p < v->n_parties; p++) {
                 struct party *pt = &v->party[p];
                 if (pt->proc < 0)
@@ -611,6 +615,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         v->holder = v->raise_holder = v->best = v->unknown = v->grace = -1;
         v->keep = v->raise = n_ladder;
         v->min_bloat_kb = engine_min_bloat_kb(cfg, snap);
+        v->host_budget = isfinite(engine_max_host_bloat_kb(cfg, snap));
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
                         total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
@@ -619,6 +624,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         for (unsigned r = 0; r < n_ladder; r++)
                 madvised[r] = engine_size_madvised(caps, snap, kind, ladder[r]);
         process_parties(cfg, caps, snap, st, kind, ladder, n_ladder, level, keep_default, total, madvised, v);
+        engine_host_bloat_sum(v, n_ladder);
 
         engine_madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
         cgroup_parties(cfg, caps, snap, st, kind, ladder, n_ladder, v);

@@ -84,6 +84,16 @@ struct mthp_engine_config {
         /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
          * Owned by whoever loaded them; the engine only reads. */
         const struct mthp_policy_set *policies;
+        /* MaxHostBloat= (mthpd.conf(5)): the bloat the host as a whole
+         * may hold, summed over the processes that get a size
+         * (engine-budget.c). Not set (the zero value): auto, 2.5% of
+         * MemTotal; max_host_bloat_is_pct: max_host_bloat_pct percent of
+         * MemTotal; else max_host_bloat_kb, UINT64_MAX for infinity (no
+         * host budget: MinBloatBytes= alone, as before it). */
+        bool max_host_bloat_set;
+        bool max_host_bloat_is_pct;
+        double max_host_bloat_pct;
+        uint64_t max_host_bloat_kb;
 };
 
 /* In the state directory: the outcome of mthpd's last reload, for
