@@ -32,7 +32,8 @@ struct mthp_engine_config {
         double max_bloat;             /* percent of extra RSS a size may cost a faulting process */
         /* The bloat (kB) a process's density must predict at a size, its
          * memory there x (1/usage - 1), before it alone may hold that size
-         * back or step it down; processes under it are added up and object
+         * back or step it down; processes under it count against the host's
+         * budget (max_host_bloat_*), or without one are added up and object
          * together once their sum reaches it. min_bloat_auto: the larger of
          * 16 MiB and 0.1% of MemTotal (engine_min_bloat_kb). 0: every
          * process has its say, however small. */

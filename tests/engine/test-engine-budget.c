@@ -126,12 +126,50 @@ static void test_budget_infinity_and_size(void **state) {
         assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_STEP_DOWN_BUDGET, "MaxHostBloat 300");
 }
 
+/* Bloat the observer measured after the fact (a quiet process grown
+ * under a raise, not given back: 300 MiB) uses the budget up for a raise,
+ * and the largest such process sets the allowance for one started later;
+ * but it steps nothing down: a smaller size would not give it back (the
+ * give-back does, GiveBack=). */
+static void grown(struct sim *s, double mib) {
+        s->st.grown_kb = s->st.grown_max_kb = mib * 1024;
+        s->st.grown_pid = 1777;
+        snprintf(s->st.grown_comm, sizeof(s->st.grown_comm), "sparse");
+        s->st.grown_usec = 1000000 * (s->tick + 1);
+}
+
+static void test_budget_grown_bars_raise_not_hold(void **state) {
+        struct sim *s = *state;
+        struct mthp_density_view v = { .valid = true, .n_procs = 1 };
+        struct workload w = anon_hot;
+        wide(s);
+        dens_proc(&v.proc[0], 1700, 1, 0);
+        w.dens = &v;
+        grown(s, 300);
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_ANON), 0);
+        assert_rule(kind_decisions(s, MTHP_ANON), MTHP_RULE_HOLD_BUDGET,
+                    "16K 600 MaxHostBloat 391 300 1777 sparse");
+        /* raised before it grew: the level holds */
+        s->st.grown_kb = s->st.grown_max_kb = 0;
+        s->st.grown_usec = 0;
+        sim_climb(s, &w, MTHP_ANON, 8);
+        grown(s, 300);
+        unsigned downs = s->downs[MTHP_ANON];
+        sim_run(s, &w, 5);
+        assert_int_equal(level(s, MTHP_ANON), 8);
+        assert_int_equal(s->downs[MTHP_ANON], downs);
+        /* the bus's figure includes it */
+        assert_true(s->st.host_bloat_kb[MTHP_ANON][8] >= 300 * 1024);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_budget_small_sparse_costs_bytes),
                 T(test_budget_big_process_holds_largest_fit),
                 T(test_budget_big_process_steps_down),
                 T(test_budget_infinity_and_size),
+                T(test_budget_grown_bars_raise_not_hold),
         };
         return cmocka_run_group_tests_name("engine-budget", tests, NULL, NULL);
 }
