@@ -118,10 +118,10 @@ static void describe(const struct mthp_caps *caps, const struct mthp_snapshot *s
         /* the gain the size would buy: the kind's 4K faults it saves, at
          * most all but one of each folio's (FaultCost=) */
         double pages = caps->sizes[k->ladder[r]].kb / (double) mthp_caps_page_kb(caps);
-        int w = snprintf(gain, sizeof(gain), "; %s fault demand %.0f pages/s", k->kname, k->sig.demand);
+        int w = snprintf(gain, sizeof(gain), "; its gain: %s fault demand %.0f pages/s", k->kname, k->sig.demand);
         if (snap->fault_cost_ns > 0 && k->sig.demand > 0 && w > 0 && (size_t) w < sizeof(gain))
-                snprintf(gain + w, sizeof(gain) - (size_t) w, ": at most %.1f%% of a core saved at %s",
-                         k->sig.demand * (1 - 1 / pages) * snap->fault_cost_ns / 1e7, at);
+                snprintf(gain + w, sizeof(gain) - (size_t) w, ", at most %.1f%% of a core in 4K faults",
+                         k->sig.demand * (1 - 1 / pages) * snap->fault_cost_ns / 1e7);
         snprintf(k->lim_why, sizeof(k->lim_why), "host bloat at %s %.0f MiB of MaxHostBloat %.0f MiB (predicted "
                  "%.0f MiB%s%s%s)%s", at, need / 1024, budget / 1024, predicted / 1024, who, g, later, gain);
 }
