@@ -176,6 +176,27 @@ static int read_knob_writes(sd_bus_message *m, struct ctl_bus_props *p) {
         return r;
 }
 
+/* HostBloat (a variant): at most 2 x MTHP_SIZES_MAX entries, the rest skipped. */
+static int read_host_bloat(sd_bus_message *m, struct ctl_bus_props *p) {
+        const char *kind, *size;
+        uint64_t bytes;
+        int r = sd_bus_message_enter_container(m, 'v', "a" MTHP_DBUS_HOST_BLOAT_SIG);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', MTHP_DBUS_HOST_BLOAT_SIG);
+        while (r >= 0 && (r = sd_bus_message_read(m, MTHP_DBUS_HOST_BLOAT_SIG, &kind, &size, &bytes)) > 0)
+                if (p->n_host_bloat < sizeof(p->host_bloat) / sizeof(p->host_bloat[0])) {
+                        struct ctl_bus_host_bloat *h = &p->host_bloat[p->n_host_bloat++];
+                        bus_text(h->kind, sizeof(h->kind), kind);
+                        bus_text(h->size, sizeof(h->size), size);
+                        h->bytes = bytes;
+                }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r;
+}
+
 static int read_number(sd_bus_message *m, double *x, bool *ok) {
         double v;
         int r = sd_bus_message_read(m, "v", "d", &v);
@@ -277,6 +298,12 @@ int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus
                 else if (strcmp(contents, "s") == 0 && strcmp(name, MTHP_DBUS_PROP_RATES_BY) == 0) {
                         if ((r = sd_bus_message_read(m, "v", "s", &s)) >= 0)
                                 p->rates_by_time = strcmp(s, "RaiseFaultTime") == 0;
+                } else if (strcmp(contents, "a" MTHP_DBUS_HOST_BLOAT_SIG) == 0 &&
+                           strcmp(name, MTHP_DBUS_PROP_HOST_BLOAT) == 0)
+                        r = read_host_bloat(m, p);
+                else if (strcmp(contents, "t") == 0 && strcmp(name, MTHP_DBUS_PROP_HOST_BLOAT_BUDGET) == 0) {
+                        if ((r = sd_bus_message_read(m, "v", "t", &p->host_bloat_budget)) >= 0)
+                                p->host_bloat_known = true;
                 } else if (coverage_prop(name, contents, m, &p->coverage, &r))
                         ;
                 else

@@ -60,6 +60,15 @@ struct ctl_bus_props {
          * that does not say them (cgroups_known: DescriptorLimit > 0,
          * guard_known: GuardScannedCgroups > 0) */
         struct mthp_status_coverage coverage;
+        /* HostBloat and HostBloatBudget (bytes, UINT64_MAX: none), from an
+         * mthpd that says them (host_bloat_known) */
+        bool host_bloat_known;
+        uint64_t host_bloat_budget;
+        unsigned n_host_bloat;
+        struct ctl_bus_host_bloat {
+                char kind[8], size[16];
+                uint64_t bytes;
+        } host_bloat[2 * MTHP_SIZES_MAX];
 };
 int ctl_bus_get_props(struct ctl_bus *b, struct ctl_bus_props *p, struct ctl_bus_error *e);
 

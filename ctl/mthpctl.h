@@ -164,6 +164,10 @@ struct daemon_view {
         double raise_rate, lower_rate;  /* 4K pages/s: a raise needs, a step-down falls below */
         bool rates_by_time;             /* RaiseFaultTime= at that cost set them */
         struct mthp_status_coverage coverage; /* the managed cgroups' descriptors, the guard's scan */
+        bool host_bloat_known;          /* on the bus, from an mthpd that says HostBloat */
+        uint64_t host_bloat_budget;     /* bytes; UINT64_MAX: none */
+        unsigned n_host_bloat;
+        struct ctl_bus_host_bloat host_bloat[2 * MTHP_SIZES_MAX];
         unsigned n_knobs;               /* on the bus: ListKnobs */
         struct ctl_bus_knob knob[MTHP_KNOBS_MAX];
         unsigned n_reasons;             /* Explain("") or the status file */

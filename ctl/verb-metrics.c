@@ -259,6 +259,27 @@ static void collect_coverage(struct metric_set *set, const struct daemon_view *v
         }
 }
 
+/* The host's bloat budget (MaxHostBloat=), from an mthpd on the bus that says it. */
+static void collect_host_bloat(struct metric_set *set, const struct daemon_view *v) {
+        if (!v->host_bloat_known)
+                return;
+        if (v->host_bloat_budget != UINT64_MAX)
+                one_sample(set, "mthpd_host_bloat_budget_bytes", "gauge",
+                           "MaxHostBloat=: the bloat the host may hold for a kind's sizes (absent: no budget).",
+                           (double) v->host_bloat_budget, -1);
+        if (!v->n_host_bloat)
+                return;
+        struct metric_family *f = metric_family_add(set, "mthpd_host_bloat_bytes", "gauge",
+                "The bloat the host would hold with the kind's level at this size, as mthpd's last tick predicted "
+                "it (the sampled processes', and for anon the bloat measured and not given back).");
+        for (unsigned i = 0; i < v->n_host_bloat; i++) {
+                struct metric_sample *s = metric_sample_add(f);
+                metric_label(s, "kind", v->host_bloat[i].kind);
+                metric_label(s, "size", v->host_bloat[i].size);
+                metric_set_uint(s, v->host_bloat[i].bytes);
+        }
+}
+
 static void collect_daemon(const struct ctl *c, struct metric_set *set, const struct daemon_view *v) {
         one_sample(set, "mthpd_up", "gauge", "1 if mthpd is running.", v->running, -1);
         if (!v->running)
@@ -303,6 +324,7 @@ static void collect_daemon(const struct ctl *c, struct metric_set *set, const st
                 metric_set_uint(s, strcmp(v->mode, modes[i]) == 0);
         }
         collect_coverage(set, v);
+        collect_host_bloat(set, v);
         collect_cgroups(set);
 }
 

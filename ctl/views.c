@@ -114,6 +114,10 @@ void daemon_look(const struct ctl *c, struct ctl_bus *bus, unsigned what, struct
                 v->lower_rate = p.lower_rate;
                 v->rates_by_time = p.rates_by_time;
                 v->coverage = p.coverage;
+                v->host_bloat_known = p.host_bloat_known;
+                v->host_bloat_budget = p.host_bloat_budget;
+                v->n_host_bloat = p.n_host_bloat;
+                memcpy(v->host_bloat, p.host_bloat, sizeof(v->host_bloat));
                 return;
         }
         if (bus && r != -ESRCH && !(what & LOOK_QUIET))

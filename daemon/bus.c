@@ -5,6 +5,7 @@
  * trusted alone: every method that changes something checks the caller's
  * effective UID here. */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,6 +424,31 @@ static int property_get_knob_writes(sd_bus *bus, const char *path, const char *i
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+/* The host's bloat budget the last tick decided with (engine-budget.c):
+ * per kind and size of its ladder, the bloat the host would hold with the
+ * kind's level there; and MaxHostBloat= in bytes (UINT64_MAX: none). */
+static int property_get_host_bloat(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const struct daemon *d = userdata;
+        (void) bus, (void) path, (void) interface, (void) error;
+        if (strcmp(property, MTHP_DBUS_PROP_HOST_BLOAT_BUDGET) == 0) {
+                double b = d->engine.host_budget_kb;
+                return sd_bus_message_append(reply, "t", isfinite(b) && b >= 0 ? (uint64_t) b * 1024 : UINT64_MAX);
+        }
+        int r = sd_bus_message_open_container(reply, 'a', MTHP_DBUS_HOST_BLOAT_SIG);
+        for (int kind = 0; r >= 0 && kind < _MTHP_KIND_MAX; kind++) {
+                unsigned ladder[MTHP_SIZES_MAX], n = mthp_engine_ladder(&d->cfg.engine, &d->caps, kind, ladder);
+                for (unsigned i = 0; r >= 0 && i < n; i++) {
+                        char sz[16];
+                        double kb = d->engine.host_bloat_kb[kind][ladder[i]];
+                        mthp_format_size(d->caps.sizes[ladder[i]].kb, sz, sizeof(sz));
+                        r = sd_bus_message_append(reply, MTHP_DBUS_HOST_BLOAT_SIG, mthp_kind_name(kind), sz,
+                                                  isfinite(kb) && kb > 0 ? (uint64_t) kb * 1024 : (uint64_t) 0);
+                }
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 /* Every method is marked unprivileged: sd-bus would otherwise check
  * CAP_SYS_ADMIN itself and answer with a message that does not say what
  * was refused. The writes check the caller in check_root(). */
@@ -454,6 +480,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_WEIGHED, "u", property_get_coverage, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_UNSEEN, "u", property_get_coverage, 0, 0),
         SD_BUS_PROPERTY(MTHP_DBUS_PROP_GUARD_SCAN, "t", property_get_coverage, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_HOST_BLOAT, "a" MTHP_DBUS_HOST_BLOAT_SIG, property_get_host_bloat, 0, 0),
+        SD_BUS_PROPERTY(MTHP_DBUS_PROP_HOST_BLOAT_BUDGET, "t", property_get_host_bloat, 0, 0),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_LIST_KNOBS, SD_BUS_NO_ARGS, SD_BUS_RESULT("a" MTHP_DBUS_KNOB_SIG, knobs), method_list_knobs,
                                 OPEN),
         SD_BUS_METHOD_WITH_ARGS(MTHP_DBUS_EXPLAIN, SD_BUS_ARGS(MTHP_DBUS_EXPLAIN_ARGS, size), SD_BUS_RESULT("a" MTHP_DBUS_DECISION_SIG, decisions), method_explain,

@@ -352,6 +352,43 @@ static int key_min_bloat(const struct key *k, struct mthp_config *c, const char 
         return 0;
 }
 
+/* MaxHostBloat=: auto, infinity, a percent of MemTotal (2.5%) or a size
+ * (600M; 0: no bloat at all). */
+static int key_max_host_bloat(const struct key *k, struct mthp_config *c, const char *value) {
+        struct mthp_engine_config *e = &c->engine;
+        size_t len = strlen(value);
+        (void) k;
+        if (strcmp(value, "auto") == 0) {
+                e->max_host_bloat_set = e->max_host_bloat_is_pct = false;
+                e->max_host_bloat_pct = 0;
+                e->max_host_bloat_kb = 0;
+                return 0;
+        }
+        if (strcmp(value, "infinity") == 0) {
+                e->max_host_bloat_set = true;
+                e->max_host_bloat_is_pct = false;
+                e->max_host_bloat_kb = UINT64_MAX;
+                return 0;
+        }
+        if (len > 1 && value[len - 1] == '%') {
+                double v;
+                if (strspn(value, "0123456789") == 0 || mthp_parse_percent(value, &v) < 0 || !(v > 0) || v > 100)
+                        return -EINVAL;
+                e->max_host_bloat_set = e->max_host_bloat_is_pct = true;
+                e->max_host_bloat_pct = v;
+                return 0;
+        }
+        unsigned kb;
+        if (strcmp(value, "0") == 0)
+                kb = 0;
+        else if (strspn(value, "0123456789") == 0 || mthp_parse_size(value, &kb) < 0)
+                return -EINVAL;
+        e->max_host_bloat_set = true;
+        e->max_host_bloat_is_pct = false;
+        e->max_host_bloat_kb = kb;
+        return 0;
+}
+
 static int key_collapse_budget(const struct key *k, struct mthp_config *c, const char *value) {
         (void) k;
         return parse_budget(value, &c->collapse_budget_kb);
@@ -448,6 +485,8 @@ static const struct key keys[] = {
         { "Engine", "MaxBloat", key_max_bloat, ENGINE(max_bloat), 0, 0,
           "a percentage of extra RSS, 0-10000 (e.g. 20%)" },
         { "Engine", "MinBloatBytes", key_min_bloat, 0, 0, 0, "auto, 0, or a size like 16M" },
+        { "Engine", "MaxHostBloat", key_max_host_bloat, 0, 0, 0,
+          "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
         { "Engine", "MinProcessFaultRate", key_rate, ENGINE(min_proc_fault_rate), 0, 0,
           "faults per second (e.g. 100)" },
         { "Engine", "MinProcessShare", key_percent, ENGINE(min_proc_share), 0, 0, "a percentage of the kind's faults" },

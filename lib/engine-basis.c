@@ -234,6 +234,8 @@ static const char *const rule_names[_MTHP_RULE_MAX] = {
         [MTHP_RULE_SIZE_OFF] = "size-off",
         [MTHP_RULE_SIZE_OUTSIDE] = "size-outside",
         [MTHP_RULE_HOLD_SHORT_LIVED] = "hold-short-lived",
+        [MTHP_RULE_STEP_DOWN_BUDGET] = "step-down-budget",
+        [MTHP_RULE_HOLD_BUDGET] = "hold-budget",
 };
 
 bool mthp_engine_thp_off(const struct mthp_engine_config *cfg, enum mthp_kind kind) {

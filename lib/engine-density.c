@@ -301,18 +301,6 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
         return blocks;
 }
 
-/* The bloat (kB) a process would hold at rung r: its stake, times
- * 1/usage - 1 (no block of the size: none; a usage below one page a folio
- * reads as one page, so a usage of 0 costs a finite amount). */
-static double rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
-                            unsigned size, bool madvised) {
-        double u = engine_remembered_raise(m, kind, size, madvised);
-        if (isnan(u))
-                return 0;
-        u = fmax(u, (double) mthp_caps_page_kb(caps) / (double) caps->sizes[size].kb);
-        return u >= 1 ? 0 : engine_stake_kb(caps, m, kind) * (1 / u - 1);
-}
-
 /* Bytes at stake, not a ratio, give a process a say: its density's
  * objection at a rung stands only where the bloat it would hold there
  * reaches MinBloatBytes=. A compiler of a few MB reading 0.66 of each 16K
@@ -330,9 +318,9 @@ static void small_party(const struct mthp_caps *caps, const struct mthp_engine_p
         if (pt->raise >= cap || floor_kb <= 0)
                 return; /* no objection of its density, or every process has its say */
         unsigned keep = pt->keep, raise = pt->raise;
-        while (keep < cap && rung_bloat_kb(caps, m, kind, ladder[keep], madvised[keep]) < floor_kb)
+        while (keep < cap && engine_rung_bloat_kb(caps, m, kind, ladder[keep], madvised[keep]) < floor_kb)
                 keep++;
-        while (raise < cap && rung_bloat_kb(caps, m, kind, ladder[raise], madvised[raise]) < floor_kb)
+        while (raise < cap && engine_rung_bloat_kb(caps, m, kind, ladder[raise], madvised[raise]) < floor_kb)
                 raise++;
         if (raise > keep)
                 raise = keep;
@@ -340,7 +328,7 @@ static void small_party(const struct mthp_caps *caps, const struct mthp_engine_p
                 return;
         *alone = *pt;
         pt->small = true;
-        pt->bloat_kb = rung_bloat_kb(caps, m, kind, ladder[pt->raise], madvised[pt->raise]);
+        pt->bloat_kb = engine_rung_bloat_kb(caps, m, kind, ladder[pt->raise], madvised[pt->raise]);
         v->small_kb += pt->bloat_kb;
         v->n_small++;
         if (keep != pt->keep && keep < cap) {
@@ -407,11 +395,15 @@ static void process_parties(const struct mthp_engine_config *cfg, const struct m
                 if (pt->raise > pt->keep)
                         pt->raise = pt->keep;
                 pt->blocks = ahead ? 0 : blocks;
+                engine_proc_host_bloat(caps, m, kind, ladder, cap, n_ladder, madvised, bloat, keep_thr, existing,
+                                       pt->host_kb);
+                pt->host_raise_only = ahead || m->new_proc;
                 small_party(caps, m, kind, ladder, cap, n_ladder, madvised, v->min_bloat_kb, pt,
                             &alone[v->n_parties - 1], v);
         }
-        /* the small ones together: their sum of bloat reaches the floor */
-        v->small_say = v->n_small && v->small_kb >= v->min_bloat_kb;
+        /* the small ones together: their sum of bloat reaches the floor;
+         * under a host budget their bytes count there instead (engine-budget.c) */
+        v->small_say = !v->host_budget && v->n_small && v->small_kb >= v->min_bloat_kb;
         for (unsigned p = 0; p < v->n_parties; p++) {
                 struct party *pt = &v->party[p];
                 if (pt->proc < 0)
@@ -623,6 +615,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         v->holder = v->raise_holder = v->best = v->unknown = v->grace = -1;
         v->keep = v->raise = n_ladder;
         v->min_bloat_kb = engine_min_bloat_kb(cfg, snap);
+        v->host_budget = isfinite(engine_max_host_bloat_kb(cfg, snap));
         for (unsigned j = 0; j < MTHP_ENGINE_PROCS; j++)
                 if (st->proc[j].pid && st->tick <= st->proc[j].seen_tick + PROC_RECENT_TICKS)
                         total += kind_rate(&st->proc[j], kind, caps, top, keep_default);
@@ -631,6 +624,7 @@ void engine_judge_density(const struct mthp_engine_config *cfg, const struct mth
         for (unsigned r = 0; r < n_ladder; r++)
                 madvised[r] = engine_size_madvised(caps, snap, kind, ladder[r]);
         process_parties(cfg, caps, snap, st, kind, ladder, n_ladder, level, keep_default, total, madvised, v);
+        engine_host_bloat_sum(v, n_ladder);
 
         engine_madvise_wishes(cfg, caps, snap, kind, ladder, n_ladder, v->madvise);
         cgroup_parties(cfg, caps, snap, st, kind, ladder, n_ladder, v);

@@ -142,6 +142,20 @@ unsigned engine_limited_afford(const struct mthp_engine_config *cfg, const struc
 void engine_shrinker_net(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                          struct mthp_engine_state *st, struct mthp_decision *out, size_t *n, size_t n_out);
 
+/* ---- engine-budget.c: the host's bloat budget (uses the basis and what is remembered) ---- */
+
+/* The bloat (kB) a process would hold with caps size `size` at always
+ * (madvised: at madvise now): its stake times 1/usage - 1. */
+double engine_rung_bloat_kb(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                            unsigned size, bool madvised);
+/* What a process would hold in bloat with the level at each rung of
+ * the ladder (host_kb[r]: its largest at rung r or below; up to cap, its
+ * policy's Sizes=; none where it churns, or, existing, maps page cache
+ * already there): engine-density.c, for each party. */
+void engine_proc_host_bloat(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
+                            const unsigned *ladder, unsigned cap, unsigned n_ladder, const bool *madvised,
+                            double bloat_pct, double keep_thr, bool existing, double *host_kb);
+
 /* ---- engine-density.c: the density judgement and the descriptions reasons quote (uses the basis and
  * what is remembered) ---- */
 
@@ -171,6 +185,12 @@ struct party {
          * reaches it (engine-density.c small_party) */
         bool small;
         double bloat_kb;
+        /* auto: the bloat (kB) it would hold with the level at each rung
+         * (its largest at that rung or below; none where it churns or
+         * maps page cache already there): its part of the host's bloat
+         * (engine-budget.c) */
+        double host_kb[MTHP_SIZES_MAX];
+        bool host_raise_only;     /* seen once, or counts only ahead: it weighs on a raise, not on a hold */
 };
 struct density_verdict {
         bool measured;            /* at least one party with a say */
@@ -210,6 +230,14 @@ struct density_verdict {
         int young;
         unsigned n_young;
         bool sampler, blind_held;
+        /* The host's bloat per rung: the parties' host_kb added up, and
+         * the party holding the most of it (-1: none); host_budget: a
+         * finite MaxHostBloat=, so the small objectors' sum goes to the
+         * budget instead of objecting together (engine-budget.c) */
+        double host_kb[MTHP_SIZES_MAX];
+        double host_keep_kb[MTHP_SIZES_MAX];   /* the same without the parties host_raise_only */
+        int host_top[MTHP_SIZES_MAX];
+        bool host_budget;
 };
 /* Shmem: a process whose fault pages are more than 1/this the kind's mTHP
  * allocation pages (host-wide) maps page cache already there, and cannot
@@ -301,6 +329,9 @@ struct kind_step {
         char churn_note[200];
         char why[MTHP_REASON_MAX - 96];
         enum mthp_rule rule;            /* the rule why says */
+        /* the host's bloat budget, not a limited cgroup, set afford
+         * (engine_budget_afford); lim_why then says the host's figures */
+        bool budget_capped;
 };
 
 /* Whether the kind's top size goes to advise for alignment (ShmemAlign=). */
@@ -314,6 +345,21 @@ void engine_emit_size_decisions(const struct mthp_caps *caps, const struct mthp_
 void engine_decide_defrag(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, struct mthp_engine_state *next, bool want_defer,
                           const char *defer_why, struct mthp_decision *out, size_t *n, size_t n_out);
+
+/* ---- engine-budget.c: the host's bloat budget, MaxHostBloat= (uses the basis, what is remembered and
+ * the density verdict) ---- */
+
+/* MaxHostBloat= in kB for this snapshot: auto's 2.5% of MemTotal, a
+ * percent of it, a size; INFINITY for infinity or where MemTotal is
+ * unknown (auto, a percent). */
+double engine_max_host_bloat_kb(const struct mthp_engine_config *cfg, const struct mthp_snapshot *snap);
+/* The parties' host_kb added up per rung (v->host_kb), and who holds the most (v->host_top). */
+void engine_host_bloat_sum(struct density_verdict *v, unsigned n_ladder);
+/* The largest level whose host bloat fits the budget, if below k->afford:
+ * k->afford lowered, k->budget_capped set, k->lim_why the figures; the
+ * host's figures kept in next for the bus and the metrics. */
+void engine_budget_afford(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                          const struct mthp_snapshot *snap, struct mthp_engine_state *next, struct kind_step *k);
 
 /* engine-basis.c: down to level `to` after a failure (pressure, a failed probe,
  * fragmentation, a flap), and bar the level that failed for a while,

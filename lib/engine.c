@@ -241,6 +241,7 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
          * (arbitration trades memory within a limit, never a process) */
         k->afford = engine_limited_afford(cfg, caps, next, k->kind, k->ladder, k->n_ladder, &k->lim_blocker, k->lim_why,
                                    sizeof(k->lim_why));
+        engine_budget_afford(cfg, caps, snap, next, k); /* MaxHostBloat=, under the limited cgroups' */
         k->lim_capped = k->target > k->afford;
         if (k->lim_capped)
                 k->target = k->afford;
@@ -376,8 +377,8 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
         if (k->sig.pressure) {
                 k->rule = MTHP_RULE_HOLD_PRESSURE;
                 snprintf(extra, sizeof(extra), "; pressure: %s", k->sig.pressure_why);
-        } else if (k->lim_blocker >= 0 && k->afford <= st->level) {
-                k->rule = MTHP_RULE_HOLD_LIMIT;
+        } else if ((k->lim_blocker >= 0 || k->budget_capped) && k->afford <= st->level) {
+                k->rule = k->budget_capped ? MTHP_RULE_HOLD_BUDGET : MTHP_RULE_HOLD_LIMIT;
                 snprintf(extra, sizeof(extra), "; held back by %s", k->lim_why);
         } else if (k->dens.measured && k->dens.holder >= 0 && k->dens.keep <= st->level) {
                 char hd[320];
@@ -455,7 +456,7 @@ static void step_down_limited(const struct mthp_caps *caps, struct kind_step *k)
         char to[16];
         /* no dwell, no confirmation: the cgroup pays at once */
         engine_level_name(caps, k->ladder, k->afford, to, sizeof(to));
-        k->rule = MTHP_RULE_STEP_DOWN_LIMIT;
+        k->rule = k->budget_capped ? MTHP_RULE_STEP_DOWN_BUDGET : MTHP_RULE_STEP_DOWN_LIMIT;
         snprintf(k->why, sizeof(k->why), "%s: step %s down from %s to %s", k->lim_why, k->kname, k->top, to);
         st->level = k->afford;
         st->verify_left = 0;

@@ -460,6 +460,16 @@ int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mt
         take_density(o, t_usec, st, flags, snap);
         faults_steer(o, snap);
         take_grown(o, t_usec, st, flags);
+        for (unsigned i = 0; i < o->n_grown; i++) {   /* for the host's bloat budget (engine-budget.c) */
+                const struct mthp_bloat_candidate *c = &o->grown[i];
+                uint64_t b = c->grown_kb > c->faults_kb ? c->grown_kb - c->faults_kb : 0;
+                snap->grown_bloat_kb += b;
+                if (b > snap->grown_max_kb) {
+                        snap->grown_max_kb = b;
+                        snap->grown_pid = c->pid;
+                        mthp_strcpy(snap->grown_comm, sizeof(snap->grown_comm), c->comm);
+                }
+        }
         return 0;
 }
 

@@ -32,7 +32,8 @@ struct mthp_engine_config {
         double max_bloat;             /* percent of extra RSS a size may cost a faulting process */
         /* The bloat (kB) a process's density must predict at a size, its
          * memory there x (1/usage - 1), before it alone may hold that size
-         * back or step it down; processes under it are added up and object
+         * back or step it down; processes under it count against the host's
+         * budget (max_host_bloat_*), or without one are added up and object
          * together once their sum reaches it. min_bloat_auto: the larger of
          * 16 MiB and 0.1% of MemTotal (engine_min_bloat_kb). 0: every
          * process has its say, however small. */
@@ -84,6 +85,16 @@ struct mthp_engine_config {
         /* per-cgroup policy files (mthpd.policy(5)); NULL or empty: none.
          * Owned by whoever loaded them; the engine only reads. */
         const struct mthp_policy_set *policies;
+        /* MaxHostBloat= (mthpd.conf(5)): the bloat the host as a whole
+         * may hold, summed over the processes that get a size
+         * (engine-budget.c). Not set (the zero value): auto, 2.5% of
+         * MemTotal; max_host_bloat_is_pct: max_host_bloat_pct percent of
+         * MemTotal; else max_host_bloat_kb, UINT64_MAX for infinity (no
+         * host budget: MinBloatBytes= alone, as before it). */
+        bool max_host_bloat_set;
+        bool max_host_bloat_is_pct;
+        double max_host_bloat_pct;
+        uint64_t max_host_bloat_kb;
 };
 
 /* In the state directory: the outcome of mthpd's last reload, for

@@ -48,6 +48,10 @@
 #define MTHP_DBUS_PROP_GUARD_WEIGHED "GuardWeighedCgroups"   /* u: of them, weighed by the engine (least headroom) */
 #define MTHP_DBUS_PROP_GUARD_UNSEEN "GuardUnseenCgroups"     /* u: directories no path can name, with their subtrees */
 #define MTHP_DBUS_PROP_GUARD_SCAN "GuardScanUSec"            /* t: what the last scan cost (wall); 0: none yet */
+/* the host's bloat budget (MaxHostBloat=, lib/engine-budget.c) */
+#define MTHP_DBUS_PROP_HOST_BLOAT "HostBloat"                /* a(sst): kind, size, bytes of bloat at that level */
+#define MTHP_DBUS_HOST_BLOAT_SIG "(sst)"
+#define MTHP_DBUS_PROP_HOST_BLOAT_BUDGET "HostBloatBudget"   /* t: MaxHostBloat= in bytes; UINT64_MAX: none */
 
 /* methods: name, arguments, reply */
 #define MTHP_DBUS_LIST_KNOBS "ListKnobs"

@@ -247,6 +247,19 @@ struct mthp_engine_state {
          * faults comes from processes too short-lived to be seen (a fake
          * host, or a /proc mounted hidepid, shows none) */
         uint64_t procs_seen_tick;
+        /* The host's bloat budget (engine-budget.c): MaxHostBloat= in kB
+         * for the last snapshot (INFINITY: none), and per kind and caps
+         * size the bloat the host would hold with the kind's level at that
+         * size (the processes' predictions, and for anon the bloat
+         * measured and not given back); 0 off the ladder or unmeasured.
+         * grown_*: what the observer last found grown and quiet under a
+         * raise (mthp_snapshot grown_*), kept ENGINE_GROWN_KEEP_USEC. */
+        double host_budget_kb;
+        double host_bloat_kb[_MTHP_KIND_MAX][MTHP_SIZES_MAX];
+        double grown_kb, grown_max_kb;
+        uint64_t grown_usec;
+        int grown_pid;
+        char grown_comm[16];
 };
 
 /* The rule behind a decision: a stable name for what its reason says, so
@@ -302,6 +315,9 @@ enum mthp_rule {
         MTHP_RULE_SIZE_OUTSIDE,         /* not on the ladder: original value */
         /* the kind's rule again (appended: the values above stay): */
         MTHP_RULE_HOLD_SHORT_LIVED,     /* ... demand due, but from short-lived processes with little at stake */
+        /* the host's bloat budget (MaxHostBloat=, engine-budget.c) */
+        MTHP_RULE_STEP_DOWN_BUDGET,     /* the host's bloat at the level is over MaxHostBloat */
+        MTHP_RULE_HOLD_BUDGET,          /* ... a raise is due, but the host's bloat above would be over it */
         _MTHP_RULE_MAX
 };
 

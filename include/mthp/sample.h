@@ -207,6 +207,15 @@ struct mthp_snapshot {
         bool limited_valid;
         unsigned n_limited;
         struct mthp_limited_cgroup limited[MTHP_SNAP_LIMITED];
+        /* Bloat measured after the fact (bloat.h): the processes the
+         * observer offered this tick as grown and quiet under a raise,
+         * their anon growth beyond what their faults would have mapped at
+         * 4K, summed (kB), the largest one's, and its pid and comm. 0:
+         * none this tick (or not read: no anon size raised, an early tick,
+         * a recording). Read by the host's bloat budget (engine-budget.c). */
+        uint64_t grown_bloat_kb, grown_max_kb;
+        int grown_pid;
+        char grown_comm[16];
 };
 
 /* Keeps persistent fds for the hot files; pread each tick. */

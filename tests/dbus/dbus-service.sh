@@ -87,6 +87,8 @@ sort > "$T/expected" <<'EOF'
 .GuardWeighedCgroups property u 
 .GuardUnseenCgroups property u 
 .GuardScanUSec property t 
+.HostBloat property a(sst) 
+.HostBloatBudget property t 
 .KnobChanged signal tssss -
 EOF
 diff -u "$T/expected" "$T/members" || fail "org.mthpd.Manager1 members differ from the spec"
@@ -114,6 +116,13 @@ import json, sys
 d = {k: (w, e) for k, w, e in json.load(sys.stdin)["data"]}
 assert "64K/anon" in d and "global/enabled" in d and all(e == 0 for w, e in d.values()), d' ||
         fail "KnobWrites $(busctl get-property "${OBJ[@]:0:2}" org.mthpd.Manager1 KnobWrites)"
+# the host's bloat budget: a byte count (UINT64_MAX: none), a figure per kind and size of the ladder
+prop HostBloatBudget | grep -Eq '^[0-9]+$' || fail "HostBloatBudget $(prop HostBloatBudget)"
+busctl --json=short get-property "${OBJ[@]:0:2}" org.mthpd.Manager1 HostBloat | python3 -c '
+import json, sys
+d = {(k, s): b for k, s, b in json.load(sys.stdin)["data"]}
+assert ("anon", "64K") in d and ("shmem", "2M") in d and all(b >= 0 for b in d.values()), d' ||
+        fail "HostBloat $(busctl get-property "${OBJ[@]:0:2}" org.mthpd.Manager1 HostBloat)"
 # a fake host tree is not this machine: no fault cost, the configured rates
 [ "$(prop FaultCostNSec)" = 0 ] || fail "FaultCostNSec $(prop FaultCostNSec) on a fake host"
 [ "$(prop RaiseFaultRate)" = 1000 ] || fail "RaiseFaultRate $(prop RaiseFaultRate), configured 1000"
@@ -125,7 +134,7 @@ assert set(d) == {"Version", "Mode", "NotWritable", "IntervalUSec", "Tick", "Fau
                   "WriteErrors", "GuardTrips", "KnobWrites", "FaultCostNSec", "RaiseFaultRate", "LowerFaultRate", "FaultRatesBy",
                   "ManagedCgroups", "ManagedCgroupsReopened", "ManagedCgroupsUnmonitored", "CgroupDescriptors",
                   "DescriptorLimit", "DescriptorReserve", "GuardScannedCgroups", "GuardLimitedCgroups",
-                  "GuardWeighedCgroups", "GuardUnseenCgroups", "GuardScanUSec"}, d' ||
+                  "GuardWeighedCgroups", "GuardUnseenCgroups", "GuardScanUSec", "HostBloat", "HostBloatBudget"}, d' ||
         fail "GetAll"
 ok "properties: Version, Mode, IntervalUSec, Tick advancing, FaultPagesPerSecond, Changes, WriteErrors, GuardTrips, the fault cost and rates"
 

@@ -165,6 +165,10 @@ static void test_policy_auto_own_maxbloat_and_sizes(void **state) {
          * (MaxBloat=300%) up to 16K only (Sizes=16K); the dense one may go to 64K */
         v.proc[1].fault_rate = 200000; /* still >= MinProcessShare once /dense gets 64K folios */
         policy_add(s, "[Match]\nCgroup=/sparse\n[Policy]\nMaxBloat=300%\nSizes=16K\n");
+        /* its 1.4 GiB of bloat at 16K is over the host's budget (2.5% of
+         * MemTotal, 391 MiB here): none, for the policies alone */
+        s->cfg.max_host_bloat_set = true;
+        s->cfg.max_host_bloat_kb = UINT64_MAX;
         policy_add(s, "[Match]\nCgroup=/dense\n[Policy]\nSizes=16K-64K\nPriority=60\n");
         sim_run(s, &w, 10);
         /* 32K: /sparse (priority 50) objects (Sizes), /dense (60) accepts: outranked;

@@ -108,6 +108,9 @@ static void test_net_follows_measured_zero_share(void **state) {
         wide(s);
         add_shrinker_knobs(s);
         s->cfg.max_bloat = 100; /* a process using half of each block may hold 2M */
+        /* ... and its 420 MiB of bloat the host too (MaxHostBloat=infinity) */
+        s->cfg.max_host_bloat_set = true;
+        s->cfg.max_host_bloat_kb = UINT64_MAX;
         dens_proc(&v.proc[0], 100, 1, 0.20);
         w.dens = &v;
         sim_run(s, &w, 6);

@@ -243,6 +243,15 @@ static void test_bad_values(void **state) {
                 { "Engine", "CollapseBudget", "lots", "a size per tick like 64M, or none" },
                 { "Engine", "MinBloatBytes", "lots", "auto, 0, or a size like 16M" },
                 { "Engine", "MinBloatBytes", "-16M", "auto, 0, or a size like 16M" },
+                { "Engine", "MaxHostBloat", "lots", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "-5%", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "0%", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "101%", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "2.5%%", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "600X", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "-600M", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "inf", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
+                { "Engine", "MaxHostBloat", "", "auto, infinity, a percentage of MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M" },
                 /* a share of one core: 0 would be no time (CollapseBudget=none is off) */
                 { "Engine", "CollapseCPU", "0", "a share of one core above 0% and at most 100% (e.g. 2% or 0.5%)" },
                 { "Engine", "CollapseCPU", "0%", "a share of one core above 0%" },
@@ -272,6 +281,51 @@ static void test_bad_values(void **state) {
                 assert_contains(err, want);
                 assert_memory_equal(&c, &before, sizeof(c));
         }
+}
+
+/* MaxHostBloat=: auto (the default: 2.5% of MemTotal, engine-budget.c),
+ * infinity (no host budget), a percent of MemTotal, or a size; a bad
+ * value names the file and line and keeps the last good config. */
+static void test_max_host_bloat(void **state) {
+        (void) state;
+        struct mthp_config c;
+        char err[1024];
+        mthp_config_defaults(&c);
+        assert_false(c.engine.max_host_bloat_set); /* auto */
+        static const struct {
+                const char *value;
+                bool pct;
+                double v;
+                uint64_t kb;
+        } good[] = { { "2.5%", true, 2.5, 0 },        { "10%", true, 10, 0 },        { "100%", true, 100, 0 },
+                     { "600M", false, 0, 600 * 1024 }, { "1G", false, 0, 1024 * 1024 }, { "0", false, 0, 0 },
+                     { "infinity", false, 0, UINT64_MAX } };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                char text[64];
+                mthp_config_defaults(&c);
+                snprintf(text, sizeof(text), "[Engine]\nMaxHostBloat=%s\n", good[i].value);
+                if (mthp_config_load_string("host.conf", text, &c, err, sizeof(err)) != 0)
+                        fail_msg("MaxHostBloat=%s refused: %s", good[i].value, err);
+                assert_true(c.engine.max_host_bloat_set);
+                assert_int_equal(c.engine.max_host_bloat_is_pct, good[i].pct);
+                if (good[i].pct)
+                        assert_double_equal(c.engine.max_host_bloat_pct, good[i].v);
+                else
+                        assert_true(c.engine.max_host_bloat_kb == good[i].kb);
+        }
+        /* auto again after a value */
+        assert_int_equal(mthp_config_load_string("host.conf", "[Engine]\nMaxHostBloat=auto\n", &c, err, sizeof(err)), 0);
+        assert_false(c.engine.max_host_bloat_set);
+        /* a reload with a bad value on line 4 keeps what the last good one set */
+        assert_int_equal(mthp_config_load_string("host.conf", "[Engine]\nMaxHostBloat=600M\n", &c, err, sizeof(err)), 0);
+        struct mthp_config before = c;
+        assert_int_equal(mthp_config_load_string("mthpd.conf", "[Engine]\nMaxBloat=30%\n\nMaxHostBloat=2.5 %\n", &c,
+                                                 err, sizeof(err)),
+                         -EINVAL);
+        assert_contains(err, "mthpd.conf:4: key 'MaxHostBloat' in [Engine]: expected auto, infinity, a percentage of "
+                             "MemTotal above 0 up to 100% (e.g. 2.5%), or a size like 600M, got '2.5 %'");
+        assert_memory_equal(&c, &before, sizeof(c));
+        assert_int_equal(c.engine.max_host_bloat_kb, 600 * 1024);
 }
 
 /* CollapseCPU=: a percentage of one core, decimals allowed, above 0 and
@@ -824,6 +878,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_duration_keys),
         cmocka_unit_test(test_parse_percent),
+        cmocka_unit_test(test_max_host_bloat),
         cmocka_unit_test(test_parse_size_range),
         cmocka_unit_test(test_dropin_order_override),
         cmocka_unit_test(test_dropin_masking),
