@@ -145,6 +145,23 @@ static void test_plan_shmem_pmd(void **state) {
         assert_true(plan.shmem_pmd_on);
 }
 
+/* Young processes with less than MinBloatBytes at stake wait 2 s to be
+ * sampled; MinBloatBytes=0 (every process's faults count at once): none
+ * waits. */
+static void test_plan_young_wait(void **state) {
+        struct ofix *x = *state;
+        struct mthp_observe_plan plan;
+        take(x, 5 * SEC, 0);
+        x->cfg.engine.min_bloat_auto = false;
+        x->cfg.engine.min_bloat_kb = 32768;
+        mthp_observe_plan(&x->cfg.engine, &x->f->caps, &x->snap, &x->st, 0, &plan);
+        assert_int_equal(plan.young_usec, MTHP_OBSERVE_YOUNG_USEC);
+        assert_int_equal(plan.young_stake_kb, 32768);
+        x->cfg.engine.min_bloat_kb = 0;
+        mthp_observe_plan(&x->cfg.engine, &x->f->caps, &x->snap, &x->st, 0, &plan);
+        assert_int_equal(plan.young_usec, 0);
+}
+
 /* The per-size counters may be read cold only while no size below the
  * PMD can allocate. */
 static void test_sizes_idle(void **state) {
@@ -189,6 +206,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_density_when_faulting, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_remembered_process_gone, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_plan_shmem_pmd, ofix_setup, ofix_teardown),
+                cmocka_unit_test_setup_teardown(test_plan_young_wait, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_sizes_idle, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_decide_on_snapshot, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_counters_unreadable, ofix_setup, ofix_teardown),
