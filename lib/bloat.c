@@ -56,6 +56,8 @@ struct mthp_bloat {
         pid_t again[MTHP_BLOAT_AGAIN_MAX]; /* mthp_bloat_again: read at the next tick */
         unsigned n_again;
         long last_pid;                /* /proc/loadavg's at the last tick; -1 unknown */
+        long given_last_pid;          /* mthp_bloat_set_last_pid, for this tick if given */
+        bool last_pid_given;
         struct { pid_t pid; uint64_t until_usec; } young[YOUNG_MAX];
         unsigned n_young;
         struct entry *tab, *spare;
@@ -64,6 +66,11 @@ struct mthp_bloat {
         size_t cap_pids;
         char buf[1024];
 };
+
+void mthp_bloat_set_last_pid(struct mthp_bloat *b, long last_pid) {
+        b->given_last_pid = last_pid;
+        b->last_pid_given = true;
+}
 
 int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret) {
         struct mthp_bloat *b = calloc(1, sizeof(*b));
@@ -279,6 +286,8 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats) {
         *n = 0;
         memset(stats, 0, sizeof(*stats));
+        bool given = b->last_pid_given;
+        b->last_pid_given = false;   /* for this tick only */
         if (!raised) {
                 if (b->raised)
                         b->lowered_usec = t_usec;
@@ -309,7 +318,7 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
          * Growth comes from faults, so a process grown and gone quiet is
          * offered within a pass of the tick it went quiet; a quiet rate
          * is measured over the pass. */
-        long last = mthp_proc_last_pid(b->host);
+        long last = given ? b->given_last_pid : mthp_proc_last_pid(b->host);
         if (all)
                 b->last_pid = -1;   /* every process is read now */
         /* Between listings, the IDs handed out since the last tick (as the

@@ -688,7 +688,13 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         int r = density_tick(s, t_usec, out);
         mthp_density_set_fault_samples(s, NULL, 0);   /* given for one tick */
         s->n_first = 0;
+        s->ps.last_pid_given = false;
         return r;
+}
+
+void mthp_density_set_last_pid(struct mthp_density_sampler *s, long last_pid) {
+        s->ps.given_last_pid = last_pid;
+        s->ps.last_pid_given = true;
 }
 
 static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out) {
@@ -803,6 +809,7 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         if (first)
                 b.max_scan = UINT_MAX;
         int r = mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, first ? NULL : scan_stop, s, &ps);
+        s->ps.last_pid_given = false;
         if (r == 0)
                 s->scan_usec = t_usec;
         return r;

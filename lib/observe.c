@@ -17,6 +17,7 @@
 #include "mthp/procinfo.h"
 
 #include "engine-internal.h"   /* engine_min_bloat_kb: the floor the engine's persistence uses */
+#include "proc-scan.h"        /* mthp_proc_last_pid */
 
 #define FAULT_FREQ_HZ 250        /* samples per second and CPU, about (lib/faults.c retunes the period) */
 #define FAULT_RING_PAGES 8       /* 32 KiB a CPU: 1,300 samples, 5 s of them */
@@ -465,6 +466,17 @@ int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mt
         if (r < 0)
                 return r;
         snap->fault_cost_ns = fault_cost(o);
+        /* /proc/loadavg's last PID, read once for the tick: the density
+         * scan finds new processes by it (every tick, idle ones too), the
+         * bloat tracker those started under a raise (while one holds) */
+        bool grown = st && st->kind[MTHP_ANON].level > 0 && !(flags & MTHP_OBSERVE_EARLY);
+        if (o->density || grown) {
+                long last = mthp_proc_last_pid(o->host);
+                if (o->density)
+                        mthp_density_set_last_pid(o->density, last);
+                if (grown)
+                        mthp_bloat_set_last_pid(o->bloat, last);
+        }
         take_cgroups(o, t_usec, snap);
         take_density(o, t_usec, st, flags, snap);
         faults_steer(o, snap);

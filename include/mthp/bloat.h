@@ -81,6 +81,11 @@ void mthp_bloat_free(struct mthp_bloat *b);
  * growth first, *n their number. 0 or a negative errno (/proc unreadable). */
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats);
+/* The last PID handed out (/proc/loadavg's last field, -1 unreadable) as
+ * the caller read it for the next tick, which then reads none of its own
+ * (the observer reads it once a tick for the fault-rate scan and this).
+ * Given for that one tick. */
+void mthp_bloat_set_last_pid(struct mthp_bloat *b, long last_pid);
 /* Offer pid again on the next tick (its give-back stopped at the budget). */
 void mthp_bloat_again(struct mthp_bloat *b, pid_t pid);
 

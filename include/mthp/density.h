@@ -259,6 +259,12 @@ void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, siz
  * and targets never wait. wait_usec 0 (the default): none waits. */
 void mthp_density_set_young(struct mthp_density_sampler *s, uint64_t wait_usec, uint64_t stake_kb);
 
+/* The last PID handed out (/proc/loadavg's last field, -1 unreadable) as
+ * the caller read it for the next tick (mthp_density_tick or _idle_tick),
+ * which then reads no /proc/loadavg of its own (the observer reads it once
+ * a tick for this scan and the bloat tracker). Given for that one tick. */
+void mthp_density_set_last_pid(struct mthp_density_sampler *s, long last_pid);
+
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);
