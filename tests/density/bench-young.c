@@ -11,10 +11,21 @@
  *
  * "second": the waiting sampler ticks first (the order's bias, if any).
  *
+ *   bench-young dense [trials (8)]
+ *
+ * The first-sample time of a dense program: a child maps, touches and
+ * unmaps 64 MiB in a loop (a churning dense program), started at a random
+ * point of the tick grid; each sampler's time from its start to the first
+ * tick that samples it, per trial and median.
+ *
  * Reads other processes' pagemap and smaps: root. Prints one line per
  * sampler. */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,8 +60,82 @@ static void tick(struct run *r) {
         r->young += rep.procs_young;
 }
 
+static pid_t spawn_dense(void) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        for (;;) {
+                size_t len = 64u << 20;
+                char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED)
+                        _exit(1);
+                for (size_t i = 0; i < len; i += 4096)
+                        m[i] = 1;
+                munmap(m, len);
+        }
+}
+
+static bool samples(struct mthp_density_sampler *s, pid_t pid) {
+        struct mthp_density_report rep;
+        if (mthp_density_tick(s, mthp_now_usec(CLOCK_MONOTONIC), &rep) < 0)
+                return false;
+        for (unsigned i = 0; i < rep.n_procs; i++)
+                if (rep.procs[i].pid == pid)
+                        return true;
+        return false;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* dense mode: the two samplers in turn as above; a child started at a
+ * random offset; each one's delay to its first sample of it */
+static int dense_trials(struct run *runs, unsigned trials) {
+        uint64_t d[2][64];
+        if (trials > 64)
+                trials = 64;
+        srand(1);
+        for (unsigned t = 0; t < trials; t++) {
+                for (int k = 0; k < 4; k++) {   /* settle: the tables current */
+                        tick(&runs[k % 2]);
+                        usleep(500000);
+                }
+                usleep((useconds_t) (rand() % 500000));
+                uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
+                pid_t pid = spawn_dense();
+                if (pid < 0)
+                        return 1;
+                d[0][t] = d[1][t] = UINT64_MAX;
+                unsigned own[2] = { 0, 0 };
+                uint64_t nth[2] = { 0, 0 };
+                for (unsigned k = 0; k < 20 && (d[0][t] == UINT64_MAX || d[1][t] == UINT64_MAX); k++) {
+                        usleep(k ? 500000 : 500000 - (mthp_now_usec(CLOCK_MONOTONIC) - t0) % 500000);
+                        unsigned i = (k + t) % 2;   /* each goes first in half the trials */
+                        own[i]++;
+                        if (d[i][t] == UINT64_MAX && samples(runs[i].s, pid)) {
+                                d[i][t] = mthp_now_usec(CLOCK_MONOTONIC) - t0;
+                                nth[i] = own[i];
+                        }
+                }
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                printf("trial %u: at-first-sight %.2f s (its tick %llu after the start), young-wait %.2f s (its "
+                       "tick %llu)\n", t, (double) d[0][t] / 1e6, (unsigned long long) nth[0], (double) d[1][t] / 1e6,
+                       (unsigned long long) nth[1]);
+        }
+        for (int i = 0; i < 2; i++) {
+                qsort(d[i], trials, sizeof(uint64_t), cmp_u64);
+                printf("%-15s first sample of the dense program: median %.2f s (min %.2f, max %.2f)\n", runs[i].name,
+                       (double) d[i][trials / 2] / 1e6, (double) d[i][0] / 1e6, (double) d[i][trials - 1] / 1e6);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
-        unsigned seconds = argc > 1 ? (unsigned) atoi(argv[1]) : 60;
+        bool dense = argc > 1 && strcmp(argv[1], "dense") == 0;
+        unsigned seconds = argc > 1 && !dense ? (unsigned) atoi(argv[1]) : 60;
         struct mthp_host *h;
         struct mthp_caps caps;
         if (mthp_host_open("/", &h) < 0 || mthp_probe(h, &caps) < 0) {
@@ -61,7 +146,7 @@ int main(int argc, char **argv) {
         uint64_t stake_kb = mem_total_kb(h) / 1000;
         if (stake_kb < 16 * 1024)
                 stake_kb = 16 * 1024;
-        if (argc > 2)
+        if (argc > 2 && !dense)
                 stake_kb = strtoull(argv[2], NULL, 10) * 1024;
         unsigned sizes[MTHP_SIZES_MAX], n = 0;
         for (unsigned i = 0; i < caps.n_sizes; i++)
@@ -74,6 +159,13 @@ int main(int argc, char **argv) {
                         return 1;
                 }
         mthp_density_set_young(runs[1].s, 2000000, stake_kb);
+        if (dense) {
+                int r = dense_trials(runs, argc > 2 ? (unsigned) atoi(argv[2]) : 8);
+                for (int i = 0; i < 2; i++)
+                        mthp_density_free(runs[i].s);
+                mthp_host_free(h);
+                return r;
+        }
         unsigned first = argc > 3 && strcmp(argv[3], "second") == 0;
         for (unsigned t = 0; t < 2 * seconds; t++) {
                 tick(&runs[(t + first) % 2]);
