@@ -83,6 +83,9 @@ struct daemon {
         } give_back_last, give_back_total;
         int give_back_error;                /* the last distinct error logged */
         bool give_back_swap_logged;         /* "swap: not paging out", once */
+        /* memory.reclaim with swap (giveback-tick.c): the last distinct
+         * error logged; -EINVAL (no swappiness= key) or -EOPNOTSUPP: not tried again */
+        int give_back_reclaim_error;
         /* the shmem repair's bookkeeping (collapse-tick.c): kB collapsed
          * per process and mapping, and the passes in a row that found
          * nothing left; the snapshot carries kb to the engine */

@@ -4,15 +4,21 @@
  * paged out with process_madvise(MADV_PAGEOUT), within GiveBackBudget= a
  * tick, only on a host without swap: there the kernel splits the large
  * folios and frees their zero subpages, keeping the touched ones; with swap
- * the same call would swap touched data out, and the bloat is left to the
+ * the same call would swap touched data out: there, on a cgroup v2 memory
+ * controller, the process's cgroup is asked to reclaim its bloat with
+ * swappiness=0 (memory.reclaim), which runs that memcg's THP deferred-split
+ * shrinker without swapping anon (it reclaims page cache of the cgroup
+ * too); elsewhere (v1, hybrid, the root cgroup) the bloat is left to the
  * PMD size's shrinker (max_ptes_none below 511 while 2M is raised). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "daemon.h"
 #include "mthp/bloat.h"
+#include "mthp/escape.h"
 #include "mthp/log.h"
 #include "mthp/observe.h"
+#include "mthp/procinfo.h"
 #include "mthp/util.h"
 
 /* A window is sparse when at least half of the present pages read in it
@@ -24,6 +30,87 @@
  * bytes left waiting for the next tick. MADV_PAGEOUT costs 0.3 ms a MB on
  * an idle host and up to 2.5 ms a MB on a loaded one (measured). */
 #define GIVE_BACK_TIME_SHARE 10
+
+/* memory.reclaim asks below this much bloat are not worth a reclaim pass
+ * (one 2M folio split is 2 MiB at most) */
+#define GIVE_BACK_RECLAIM_MIN_KB 2048
+
+/* With swap: each candidate's bloat (growth beyond what its faults would
+ * have mapped at 4K), within the tick's GiveBackBudget= and time share,
+ * as a memory.reclaim of its cgroup with swappiness=0; a cgroup once a
+ * tick. Returns false where the host cannot (not v2, no swappiness= key):
+ * the caller logs the shrinker fallback. Not measured on a real v2 host. */
+static bool give_back_reclaim(struct daemon *d, const struct mthp_bloat_candidate *c, unsigned n) {
+        if (d->give_back_reclaim_error == -EINVAL || d->give_back_reclaim_error == -EOPNOTSUPP ||
+            d->caps.cg_layout != MTHP_CG_V2)
+                return false;
+        uint64_t budget = d->cfg.give_back_budget_kb;
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC), max_usec = d->cfg.interval_usec / GIVE_BACK_TIME_SHARE;
+        char done[4][256];
+        unsigned n_done = 0;
+        for (unsigned i = 0; i < n && budget >= GIVE_BACK_RECLAIM_MIN_KB; i++) {
+                uint64_t bloat = c[i].grown_kb > c[i].faults_kb ? c[i].grown_kb - c[i].faults_kb : 0;
+                if (bloat < GIVE_BACK_RECLAIM_MIN_KB)
+                        continue;
+                if (mthp_now_usec(CLOCK_MONOTONIC) - t0 >= max_usec) {
+                        mthp_observer_grown_again(d->observer, c[i].pid);   /* its turn next tick */
+                        continue;
+                }
+                uint64_t ask = bloat < budget ? bloat : budget;
+                struct mthp_bloat_reclaim res;
+                bool again = false;
+                /* a cgroup once a tick: its reclaim already ran its queue */
+                char cg[256] = "";
+                char path[64], text[2048];
+                snprintf(path, sizeof(path), "/proc/%d/cgroup", c[i].pid);
+                if (mthp_host_read(d->host, path, text, sizeof(text)) > 0)
+                        (void) mthp_procinfo_parse_cgroup(text, d->caps.cg_layout, cg, sizeof(cg));
+                for (unsigned j = 0; j < n_done && !again; j++)
+                        again = strcmp(done[j], cg) == 0;
+                if (again)
+                        continue;
+                int r = mthp_bloat_memcg_reclaim(d->host, &d->caps, c[i].pid, ask, &res);
+                if (n_done < 4)
+                        mthp_strcpy(done[n_done++], sizeof(done[0]), res.cgroup);
+                if (r == -ESRCH || r == -EPERM)
+                        continue;   /* gone; or the root cgroup: the whole host's reclaim, not done */
+                if (r < 0 && r != -EAGAIN) {
+                        if (r != d->give_back_reclaim_error)
+                                mthp_log(LOG_WARNING, "give-back: memory.reclaim of pid %d (%s)'s cgroup failed: %s%s",
+                                         c[i].pid, c[i].comm, mthp_errno_words(r),
+                                         r == -EINVAL ? " (no swappiness= key: Linux 6.13 or later); left to the "
+                                                        "THP shrinker from now on" : "");
+                        d->give_back_reclaim_error = r;
+                        if (r == -EINVAL || r == -EOPNOTSUPP)
+                                return false;
+                        continue;
+                }
+                d->give_back_reclaim_error = 0;
+                budget -= ask;
+                d->give_back_last.advised_kb += ask;
+                d->give_back_last.usec += res.usec;
+                uint64_t freed = res.anon_thp_before_kb > res.anon_thp_after_kb ?
+                                 res.anon_thp_before_kb - res.anon_thp_after_kb : 0;
+                d->give_back_last.freed_kb += freed;
+                d->give_back_total.processes++;
+                d->give_back_total.advised_kb += ask;
+                d->give_back_total.freed_kb += freed;
+                char esc[512];
+                mthp_log(LOG_NOTICE, "give-back: pid %d (%s) grew %llu MiB under the raise with faults for %llu MiB "
+                         "at 4K, quiet (%.0f faults/s), on a host with swap: cgroup %s asked to reclaim %llu MiB "
+                         "with swappiness=0 (its THP shrinker splits underused 2M folios; page cache of the cgroup "
+                         "may go too): anon_thp %llu -> %llu MiB, memory.current %llu -> %llu MiB in %.1f ms%s",
+                         c[i].pid, c[i].comm, (unsigned long long) c[i].grown_kb >> 10,
+                         (unsigned long long) c[i].faults_kb >> 10, c[i].fault_rate,
+                         mthp_escape(esc, sizeof(esc), res.cgroup), (unsigned long long) ask >> 10,
+                         (unsigned long long) res.anon_thp_before_kb >> 10,
+                         (unsigned long long) res.anon_thp_after_kb >> 10,
+                         (unsigned long long) res.current_before_kb >> 10,
+                         (unsigned long long) res.current_after_kb >> 10, (double) res.usec / 1000,
+                         r == -EAGAIN ? " (less than asked was reclaimable)" : "");
+        }
+        return true;
+}
 
 void daemon_give_back(struct daemon *d) {
         const struct mthp_bloat_candidate *c;
@@ -37,6 +124,8 @@ void daemon_give_back(struct daemon *d) {
                 return;
         uint64_t swap_kb = 0;
         int r = mthp_bloat_swap_kb(d->host, &swap_kb);
+        if (r == 0 && swap_kb > 0 && give_back_reclaim(d, c, n))
+                return;
         if (r < 0 || swap_kb > 0) {
                 if (!d->give_back_swap_logged) {
                         d->give_back_swap_logged = true;

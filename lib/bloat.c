@@ -16,6 +16,7 @@
 #include "mthp/bloat.h"
 #include "mthp/density.h"
 #include "mthp/procfs.h"
+#include "mthp/procinfo.h"
 #include "mthp/util.h"
 
 #include "pagemap-scan.h"
@@ -56,6 +57,8 @@ struct mthp_bloat {
         pid_t again[MTHP_BLOAT_AGAIN_MAX]; /* mthp_bloat_again: read at the next tick */
         unsigned n_again;
         long last_pid;                /* /proc/loadavg's at the last tick; -1 unknown */
+        long given_last_pid;          /* mthp_bloat_set_last_pid, for this tick if given */
+        bool last_pid_given;
         struct { pid_t pid; uint64_t until_usec; } young[YOUNG_MAX];
         unsigned n_young;
         struct entry *tab, *spare;
@@ -64,6 +67,11 @@ struct mthp_bloat {
         size_t cap_pids;
         char buf[1024];
 };
+
+void mthp_bloat_set_last_pid(struct mthp_bloat *b, long last_pid) {
+        b->given_last_pid = last_pid;
+        b->last_pid_given = true;
+}
 
 int mthp_bloat_new(const struct mthp_host *h, struct mthp_bloat **ret) {
         struct mthp_bloat *b = calloc(1, sizeof(*b));
@@ -279,6 +287,8 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats) {
         *n = 0;
         memset(stats, 0, sizeof(*stats));
+        bool given = b->last_pid_given;
+        b->last_pid_given = false;   /* for this tick only */
         if (!raised) {
                 if (b->raised)
                         b->lowered_usec = t_usec;
@@ -309,7 +319,7 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
          * Growth comes from faults, so a process grown and gone quiet is
          * offered within a pass of the tick it went quiet; a quiet rate
          * is measured over the pass. */
-        long last = mthp_proc_last_pid(b->host);
+        long last = given ? b->given_last_pid : mthp_proc_last_pid(b->host);
         if (all)
                 b->last_pid = -1;   /* every process is read now */
         /* Between listings, the IDs handed out since the last tick (as the
@@ -443,6 +453,63 @@ int mthp_bloat_swap_kb(const struct mthp_host *h, uint64_t *kb) {
                 return -EBADMSG;
         *kb = c.kb;
         return 0;
+}
+
+struct memstat_ctx {
+        uint64_t anon_thp;
+};
+
+static void memstat_cb(void *user, const char *key, unsigned long long value) {
+        struct memstat_ctx *c = user;
+        if (strcmp(key, "anon_thp") == 0)
+                c->anon_thp = value;
+}
+
+/* memory.current and memory.stat's anon_thp of the cgroup at dir, in kB
+ * (0 where unreadable: they only report) */
+static void memcg_figures(const struct mthp_host *h, const char *dir, uint64_t *current_kb, uint64_t *thp_kb) {
+        char path[MTHP_PATH_MAX + 300], buf[8192];
+        struct memstat_ctx c = { 0 };
+        *current_kb = *thp_kb = 0;
+        snprintf(path, sizeof(path), "%s/memory.current", dir);
+        if (mthp_host_read(h, path, buf, sizeof(buf)) > 0)
+                *current_kb = strtoull(buf, NULL, 10) / 1024;
+        snprintf(path, sizeof(path), "%s/memory.stat", dir);
+        if (mthp_host_read(h, path, buf, sizeof(buf)) > 0) {
+                mthp_parse_kv(buf, memstat_cb, &c);
+                *thp_kb = c.anon_thp / 1024;
+        }
+}
+
+int mthp_bloat_memcg_reclaim(const struct mthp_host *h, const struct mthp_caps *caps, pid_t pid, uint64_t kb,
+                             struct mthp_bloat_reclaim *res) {
+        char path[MTHP_PATH_MAX + 300], dir[MTHP_PATH_MAX + 260], text[2048];
+        memset(res, 0, sizeof(*res));
+        if (caps->cg_layout != MTHP_CG_V2 || !caps->cg_memory[0])
+                return -EOPNOTSUPP;
+        if (pid <= 0 || kb == 0)
+                return -EINVAL;
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        int r = mthp_host_read(h, path, text, sizeof(text));
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        if (mthp_procinfo_parse_cgroup(text, caps->cg_layout, res->cgroup, sizeof(res->cgroup)) < 0)
+                return -EBADMSG;
+        if (strcmp(res->cgroup, "/") == 0)
+                return -EPERM;
+        snprintf(dir, sizeof(dir), "%s%s", caps->cg_memory, res->cgroup);
+        snprintf(path, sizeof(path), "%s/memory.reclaim", dir);
+        if (!mthp_host_exists(h, path))
+                return -EOPNOTSUPP;   /* before Linux 5.19, or no memory controller here */
+        memcg_figures(h, dir, &res->current_before_kb, &res->anon_thp_before_kb);
+        char value[64];
+        snprintf(value, sizeof(value), "%llu swappiness=0", (unsigned long long) kb * 1024);
+        res->asked_kb = kb;
+        uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
+        r = mthp_host_write(h, path, value);
+        res->usec = mthp_now_usec(CLOCK_MONOTONIC) - t0;
+        memcg_figures(h, dir, &res->current_after_kb, &res->anon_thp_after_kb);
+        return r;
 }
 
 static int rss_kb(int dfd, uint64_t *kb) {

@@ -181,11 +181,15 @@ struct mthp_density_sampler {
         /* sampled first on the next tick (mthp_density_set_first) */
         pid_t first[MTHP_DENSITY_FIRST_MAX];
         size_t n_first;
+        /* mthp_density_set_young(): a process younger than young_usec with
+         * less than young_stake_kb at stake waits (0: none waits) */
+        uint64_t young_usec, young_stake_kb;
         struct mthp_density_proc *procs;
 
         /* per tick */
         uint64_t t0_ns, t0_cpu_ns, tick_examined, tick_queued, tick_reads;
         bool exhausted;
+        double uptime;                      /* /proc/uptime, read at the first young candidate; NAN: not yet */
         /* density_spent()'s last CPU clock reading, the wall time then
          * (density_elapsed_usec's measures, in ns) and the /proc listing's
          * wall time they left out; valid when cpu_read */

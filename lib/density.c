@@ -165,6 +165,36 @@ void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, siz
                         s->first[s->n_first++] = pids[i];
 }
 
+void mthp_density_set_young(struct mthp_density_sampler *s, uint64_t wait_usec, uint64_t stake_kb) {
+        s->young_usec = wait_usec;
+        s->young_stake_kb = stake_kb;
+}
+
+/* sample_proc: young and small (mthp_density_set_young), not sampled */
+#define YOUNG_WAITS 1
+
+/* Does e wait, young and small? From what the scan read of it: -1 no
+ * (old enough, or it faults its stake in a second: sampled), 0 yes (its
+ * whole RSS is under the stake), 1 young with an RSS that reaches the
+ * stake: its anon and shmem RSS (status, which sample_proc reads first)
+ * decide. /proc/uptime is read once a tick, at the first candidate that
+ * needs it: ages are in the host's boot clock, as stat's start time is. */
+static int young_check(struct mthp_density_sampler *s, const struct mthp_proc_entry *e) {
+        const double page_kb = MTHP_DENSITY_PAGE / 1024.0;
+        if (!s->young_usec || e->rate * page_kb >= (double) s->young_stake_kb)
+                return -1;
+        if (isnan(s->uptime)) {
+                char buf[128];
+                s->uptime = mthp_host_read(s->host, "/proc/uptime", buf, sizeof(buf)) > 0 ? strtod(buf, NULL) : -1;
+        }
+        if (!(s->uptime > 0) || s->ps.clk_tck <= 0)
+                return -1;   /* no age: sampled, as before */
+        double age = s->uptime - (double) e->starttime / (double) s->ps.clk_tck;
+        if (age * 1e6 >= (double) s->young_usec)
+                return -1;
+        return (double) e->rss_pages * page_kb < (double) s->young_stake_kb ? 0 : 1;
+}
+
 /* The processes set first (mthp_density_set_first) that are in the table,
  * in that order, then the rest of order[0, nc) as ranked. Leads leave the
  * tick's last process slot to the ranked ones (the busiest process is not
@@ -486,8 +516,10 @@ static int sample_proc_regions(struct mthp_density_sampler *s, struct proc_ctx *
                                const struct mthp_proc_entry *e, struct mthp_density_proc *out, uint64_t t0,
                                uint64_t t0_cpu);
 
+/* young: the status read decides whether it waits (young_check 1):
+ * YOUNG_WAITS before anything else is read */
 static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e, const struct mthp_density_target *t,
-                       struct mthp_density_proc *out) {
+                       bool young, struct mthp_density_proc *out) {
         uint64_t t0 = mthp_now_nsec(CLOCK_MONOTONIC), t0_cpu = mthp_now_nsec(CLOCK_THREAD_CPUTIME_ID);
         struct proc_ctx c = { .pid = e->pid, .fd = -1, .dfd = -1, .unlisted = e->unlisted };
         char path[32];
@@ -504,6 +536,8 @@ static int sample_proc(struct mthp_density_sampler *s, struct mthp_proc_entry *e
         if (r < 0)
                 return r;
         mthp_parse_kv(s->text, rss_cb, &c);
+        if (young && (double) (c.rss[MTHP_ANON] + c.rss[MTHP_SHMEM]) / 1024 < (double) s->young_stake_kb)
+                return YOUNG_WAITS;
         if (c.thp_disabled && !s->b.measure_thp_disabled) {
                 /* no large folio for it whatever the knobs say: nothing to measure */
                 memset(s->acc, 0, sizeof(s->acc));
@@ -654,7 +688,13 @@ int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mt
         int r = density_tick(s, t_usec, out);
         mthp_density_set_fault_samples(s, NULL, 0);   /* given for one tick */
         s->n_first = 0;
+        s->ps.last_pid_given = false;
         return r;
+}
+
+void mthp_density_set_last_pid(struct mthp_density_sampler *s, long last_pid) {
+        s->ps.given_last_pid = last_pid;
+        s->ps.last_pid_given = true;
 }
 
 static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out) {
@@ -666,6 +706,7 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
         s->cpu_read = false;
         s->tick_examined = s->tick_queued = s->tick_reads = 0;
         s->exhausted = false;
+        s->uptime = NAN;
         memset(out, 0, sizeof(*out));
         out->t_usec = t_usec;
         out->n_sizes = s->n_sizes;
@@ -707,13 +748,23 @@ static int density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct 
                         break;
                 }
                 struct mthp_proc_entry *e = &s->ps.tab[order[j]];
+                /* young and small: later, if it lives (leads and targets never wait) */
+                int young = s->n_targets || j < n_lead ? -1 : young_check(s, e);
+                if (young == 0) {
+                        out->procs_young++;
+                        continue;
+                }
                 if (!s->n_targets && j >= n_lead && e->from_lifetime && e->rate < s->b.min_hot_rate &&
                     quiet++ >= s->b.max_quiet)
                         continue;
-                r = sample_proc(s, e, find_target(s, e->pid), &s->procs[out->n_procs]);
+                r = sample_proc(s, e, find_target(s, e->pid), young > 0, &s->procs[out->n_procs]);
                 if (r == -ENOMEM) {
                         free(order);
                         return r;
+                }
+                if (r == YOUNG_WAITS) {
+                        out->procs_young++;
+                        continue;
                 }
                 if (r < 0) {   /* exited, or not ours to read: skip quietly */
                         out->procs_skipped++;
@@ -758,6 +809,7 @@ int mthp_density_idle_tick(struct mthp_density_sampler *s, uint64_t t_usec) {
         if (first)
                 b.max_scan = UINT_MAX;
         int r = mthp_proc_scan_tick(&s->ps, NULL, 0, t_usec, &b, first ? NULL : scan_stop, s, &ps);
+        s->ps.last_pid_given = false;
         if (r == 0)
                 s->scan_usec = t_usec;
         return r;

@@ -34,6 +34,22 @@ void engine_kind_align(const struct mthp_engine_config *cfg, const struct mthp_c
         st->align_advised = k->align;
 }
 
+unsigned engine_level_in_use(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, const struct kind_step *k, unsigned top,
+                             double *pages_rate) {
+        const char *stat = k->kind == MTHP_ANON ? "anon_fault_alloc" : "shmem_alloc";
+        *pages_rate = 0;
+        for (unsigned l = (top < k->n_ladder ? top : k->n_ladder) + 1; l-- > 1;) {
+                unsigned z = k->ladder[l - 1];
+                double pages = mthp_stat_rate(caps, snap, z, stat) * caps->sizes[z].kb / mthp_caps_page_kb(caps);
+                if (pages >= cfg->min_proc_fault_rate) {
+                        *pages_rate = pages;
+                        return l;
+                }
+        }
+        return 0;
+}
+
 /* One decision for every per-size knob of this kind: sizes off the ladder
  * (e.g. after a reload narrowed it) go back to their original value
  * instead of staying as we left them. */

@@ -341,6 +341,14 @@ void engine_kind_align(const struct mthp_engine_config *cfg, const struct mthp_c
 void engine_emit_size_decisions(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
                                 const struct mthp_engine_state *st_all, const struct kind_step *k,
                                 struct mthp_decision *out, size_t *n, size_t n_out);
+/* The level a kind still uses, at most level `top`: the largest size on
+ * its ladder whose folios were allocated this
+ * tick at MinProcessFaultRate 4K pages a second or more (the rate from
+ * which the engine counts a process's faults at all), its rate in
+ * *pages_rate; 0 (the boot or policy values) when none is. */
+unsigned engine_level_in_use(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, const struct kind_step *k, unsigned top,
+                             double *pages_rate);
 /* The defrag decision, with the sizes' confirm/lower hysteresis. */
 void engine_decide_defrag(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                           const struct mthp_snapshot *snap, struct mthp_engine_state *next, bool want_defer,

@@ -540,14 +540,37 @@ static void raise_level(const struct mthp_engine_config *cfg, const struct mthp_
                      (v->holder >= 0 && v->party[v->holder].proc >= 0 && !v->party[v->holder].capped));
 }
 
-/* Fault demand under LowerFaultRate for LowerTicks: one step down. */
-static void step_down_demand(struct kind_step *k) {
+/* Fault demand under LowerFaultRate for LowerTicks: a step down. While
+ * the top size is still allocated at MinProcessFaultRate pages/s or more
+ * (engine_level_in_use), one size, where those faults go next, as before.
+ * Otherwise in one step to the largest size still allocated that much, or
+ * to the boot or policy values if none is: the sizes above it are idle,
+ * and taking them away one every LowerTicks only delays the same end.
+ * When pgbench stopped, shmem took 80 ticks and 8 level changes (with
+ * ShmemAlign= 2 knob writes each) to come down from 2M; anon alike after a
+ * dense program exits, and a sparse program started meanwhile got the
+ * sizes still raised. A raise goes to its target in one step too. */
+static void step_down_demand(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, struct kind_step *k) {
         struct mthp_engine_kind *st = k->st;
         const struct signals *sig = &k->sig;
-        st->level--;
+        double in_use;
+        unsigned from = st->level, used = engine_level_in_use(cfg, caps, snap, k, st->level, &in_use);
+        st->level = used >= from ? from - 1 : used;
         k->rule = MTHP_RULE_STEP_DOWN_DEMAND;
-        snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
-                 k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
+        char to[16];
+        engine_level_name(caps, k->ladder, st->level, to, sizeof(to));
+        int n = snprintf(k->why, sizeof(k->why), "%s fault demand %.0f pages/s < %.0f%s for %u ticks: step down",
+                         k->kname, sig->demand, sig->lower_at, sig->rate_why, st->lower_streak);
+        if (n < 0 || (size_t) n >= sizeof(k->why) || from == st->level + 1)
+                return;   /* one size: as it always read */
+        if (st->level)
+                snprintf(k->why + n, sizeof(k->why) - (size_t) n,
+                         " to %s, the largest size still allocated (%.0f pages/s >= %.0f)", to, in_use,
+                         cfg->min_proc_fault_rate);
+        else
+                snprintf(k->why + n, sizeof(k->why) - (size_t) n,
+                         " to %s, no size allocated at %.0f pages/s or more", to, cfg->min_proc_fault_rate);
 }
 
 /* The administrator turned THP of the kind off (mthp_engine_thp_off): the
@@ -593,7 +616,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 else if (sig->fragmented && k->dwell_ok)
                         step_down_fragmented(cfg, snap, k);
                 else if (st->lower_streak >= cfg->lower_ticks && k->dwell_ok)
-                        step_down_demand(k);
+                        step_down_demand(cfg, caps, snap, k);
                 else {
                         engine_hold_aside(cfg, k, r, aside);
                         if (r == MTHP_RULE_HOLD)
@@ -608,7 +631,7 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                  (k->dwell_ok || (k->dens.measured && st->last_dir > 0) || k->churn_back))
                 raise_level(cfg, caps, snap, next, k);
         else if (st->level > 0 && st->lower_streak >= cfg->lower_ticks && k->dwell_ok && !grace_holds(k))
-                step_down_demand(k);
+                step_down_demand(cfg, caps, snap, k);
         else
                 explain_hold(cfg, caps, snap, next, k);
 }

@@ -16,6 +16,9 @@
 #include "mthp/observe.h"
 #include "mthp/procinfo.h"
 
+#include "engine-internal.h"   /* engine_min_bloat_kb: the floor the engine's persistence uses */
+#include "proc-scan.h"        /* mthp_proc_last_pid */
+
 #define FAULT_FREQ_HZ 250        /* samples per second and CPU, about (lib/faults.c retunes the period) */
 #define FAULT_RING_PAGES 8       /* 32 KiB a CPU: 1,300 samples, 5 s of them */
 #define FAULT_BUF 8192           /* samples handed over a tick */
@@ -323,6 +326,12 @@ void mthp_observe_plan(const struct mthp_engine_config *cfg, const struct mthp_c
          * first: not forever for one whose samples never reach 8 */
         if (plan->density && (flags & (MTHP_OBSERVE_EARLY | MTHP_OBSERVE_AWAITS)))
                 plan->n_first = mthp_engine_awaited_pids(cfg, st, plan->first, MTHP_DENSITY_FIRST_MAX);
+        /* young and small processes wait: the same floor the engine's
+         * persistence applies (engine_persistent), so that what is
+         * sampled at once is what could count at once */
+        double floor_kb = engine_min_bloat_kb(cfg, snap);
+        plan->young_stake_kb = floor_kb > 0 ? (uint64_t) floor_kb : 0;
+        plan->young_usec = plan->young_stake_kb ? MTHP_OBSERVE_YOUNG_USEC : 0;
 }
 
 /* Reduce the density sampler's report to what the engine and a recording
@@ -409,6 +418,7 @@ static void take_density(struct mthp_observer *o, uint64_t t, const struct mthp_
         }
         struct mthp_density_report rep;
         mthp_density_set_first(o->density, plan.first, plan.n_first);
+        mthp_density_set_young(o->density, plan.young_usec, plan.young_stake_kb);
         faults_give(o);
         int r = mthp_density_tick(o->density, t, &rep);
         if (r == 0) {
@@ -456,6 +466,17 @@ int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mt
         if (r < 0)
                 return r;
         snap->fault_cost_ns = fault_cost(o);
+        /* /proc/loadavg's last PID, read once for the tick: the density
+         * scan finds new processes by it (every tick, idle ones too), the
+         * bloat tracker those started under a raise (while one holds) */
+        bool grown = st && st->kind[MTHP_ANON].level > 0 && !(flags & MTHP_OBSERVE_EARLY);
+        if (o->density || grown) {
+                long last = mthp_proc_last_pid(o->host);
+                if (o->density)
+                        mthp_density_set_last_pid(o->density, last);
+                if (grown)
+                        mthp_bloat_set_last_pid(o->bloat, last);
+        }
         take_cgroups(o, t_usec, snap);
         take_density(o, t_usec, st, flags, snap);
         faults_steer(o, snap);

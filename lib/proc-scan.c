@@ -127,8 +127,9 @@ long mthp_proc_last_pid(const struct mthp_host *h) {
 /* Bring the table up to date with /proc: new processes in, gone ones out. */
 static int discover(struct mthp_proc_scan *s, uint64_t t_usec, bool *full) {
         /* read before listing: what starts meanwhile is in the next range */
-        long last = mthp_proc_last_pid(s->host);
+        long last = s->last_pid_given ? s->given_last_pid : mthp_proc_last_pid(s->host);
         long range = last - s->last_pid;
+        s->last_pid_given = false;
         size_t n = 0;
         int r;
 

@@ -81,6 +81,10 @@ struct mthp_proc_scan {
         size_t *order;                      /* scratch: hot entries by rank */
         size_t cap_order;
         long last_pid;                      /* /proc/loadavg at the last tick, -1 unknown */
+        /* /proc/loadavg's last PID as the observer read it for this tick
+         * (mthp_density_set_last_pid), used instead of a read of its own */
+        long given_last_pid;
+        bool last_pid_given;
         uint64_t listed_usec;               /* last whole listing */
         bool listed_once;
         /* what this tick's whole listing cost (0 without one): a sampler

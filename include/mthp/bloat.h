@@ -42,6 +42,7 @@
 #include <sys/types.h>
 #include "mthp/host.h"
 #include "mthp/procfs.h"
+#include "mthp/types.h"
 
 #define MTHP_BLOAT_FLOOR_KB (8u * 1024)            /* growth below this is no bloat worth a look */
 #define MTHP_BLOAT_RATIO 4                         /* RSS grown over 4x what its faults map at 4K */
@@ -81,8 +82,36 @@ void mthp_bloat_free(struct mthp_bloat *b);
  * growth first, *n their number. 0 or a negative errno (/proc unreadable). */
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats);
+/* The last PID handed out (/proc/loadavg's last field, -1 unreadable) as
+ * the caller read it for the next tick, which then reads none of its own
+ * (the observer reads it once a tick for the fault-rate scan and this).
+ * Given for that one tick. */
+void mthp_bloat_set_last_pid(struct mthp_bloat *b, long last_pid);
 /* Offer pid again on the next tick (its give-back stopped at the budget). */
 void mthp_bloat_again(struct mthp_bloat *b, pid_t pid);
+
+/* On a host with swap, where MADV_PAGEOUT would swap touched data out:
+ * ask the process's cgroup v2 memory controller to reclaim kb with
+ * swappiness=0 ("<bytes> swappiness=0" to memory.reclaim, Linux 6.13+).
+ * That reclaim runs the shrinkers of that memcg alone, the THP
+ * deferred-split one among them, which splits underused 2M folios and
+ * frees their zero subpages; anon is not swapped, but the cgroup's page
+ * cache is reclaimed too, up to kb (docs/kernel-bloat.md, sections 2 and
+ * 5). Not measured on a real v2 host (this project's test host has the v1
+ * memory controller). memory.stat's anon_thp before and after in res.
+ * -EOPNOTSUPP: not a v2 memory controller (or no memory.reclaim); -EPERM:
+ * the process is in the root cgroup (that would be the whole host's
+ * reclaim: not done); -EINVAL from the write: the kernel has no
+ * swappiness= key; -EAGAIN: the kernel reclaimed less than kb (res says
+ * what moved); -ESRCH: gone. */
+struct mthp_bloat_reclaim {
+        char cgroup[256];             /* the cgroup, relative to the memory controller's mount */
+        uint64_t asked_kb;
+        uint64_t anon_thp_before_kb, anon_thp_after_kb, current_before_kb, current_after_kb;
+        uint64_t usec;
+};
+int mthp_bloat_memcg_reclaim(const struct mthp_host *h, const struct mthp_caps *caps, pid_t pid, uint64_t kb,
+                             struct mthp_bloat_reclaim *res);
 
 /* The swap the host offers anon memory, from /proc/meminfo's SwapTotal
  * through the host root: 0 none. Negative errno when unreadable. */

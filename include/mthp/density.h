@@ -208,6 +208,7 @@ struct mthp_density_report {
         unsigned procs_scanned;       /* /proc/PID/stat read this tick */
         bool procs_full_list;         /* /proc was listed whole this tick */
         unsigned procs_skipped;       /* candidates gone or not readable mid-tick */
+        unsigned procs_young;         /* candidates young and small, not sampled (mthp_density_set_young) */
         uint64_t pages_examined, pages_read, usec;
         bool budget_exhausted;        /* pages or time ran out before every candidate was done */
         /* Per kind over all sampled processes, each weighted by its fault rate
@@ -245,6 +246,25 @@ void mthp_density_set_fault_samples(struct mthp_density_sampler *s, const struct
  * /proc only (set_targets wins). n 0: none. */
 #define MTHP_DENSITY_FIRST_MAX 8
 void mthp_density_set_first(struct mthp_density_sampler *s, const int *pids, size_t n);
+/* Young and small processes wait. A candidate younger than wait_usec
+ * (its age from /proc/PID/stat's start time) is not sampled while its
+ * stake is under stake_kb: the memory it holds (stat's RSS, then RssAnon +
+ * RssShmem from status where that is not already under) and what it
+ * faults in a second (its rate x 4K) both under it. On a build box 46 %
+ * of mthpd's CPU was smaps and pagemap reads of compilers and scripts at
+ * first sight, whose samples decide nothing (the engine counts a process's
+ * faults only once it was seen 5 s or has MinBloatBytes at stake,
+ * docs/engine.md "Persistent evidence"); a big or fast-faulting program is
+ * sampled at once, so a first raise is not delayed. Processes set first
+ * and targets never wait. wait_usec 0 (the default): none waits. */
+void mthp_density_set_young(struct mthp_density_sampler *s, uint64_t wait_usec, uint64_t stake_kb);
+
+/* The last PID handed out (/proc/loadavg's last field, -1 unreadable) as
+ * the caller read it for the next tick (mthp_density_tick or _idle_tick),
+ * which then reads no /proc/loadavg of its own (the observer reads it once
+ * a tick for this scan and the bloat tracker). Given for that one tick. */
+void mthp_density_set_last_pid(struct mthp_density_sampler *s, long last_pid);
+
 /* One tick at t_usec (CLOCK_MONOTONIC); rates are against this sampler's
  * previous ticks. Processes that exit or deny access mid-tick are skipped. */
 int mthp_density_tick(struct mthp_density_sampler *s, uint64_t t_usec, struct mthp_density_report *out);

@@ -73,7 +73,19 @@ struct mthp_observe_plan {
         bool shmem_pmd_on;
         int first[MTHP_DENSITY_FIRST_MAX]; /* sampled before any other: those awaiting fault samples */
         size_t n_first;
+        /* mthp_density_set_young(): a process younger than young_usec
+         * (MTHP_OBSERVE_YOUNG_USEC) waits while its stake is under
+         * young_stake_kb (MinBloatBytes=; 0: none waits) */
+        uint64_t young_usec, young_stake_kb;
 };
+/* How old a process with less than MinBloatBytes at stake must be before it
+ * is sampled. Its faults count toward a raise only once the engine has seen
+ * it for 5 s (ENGINE_PERSIST_USEC), so a sample before then decides nothing
+ * unless it lives on; in the recorded build box each cc1 lived 0.2-3 s, and
+ * the shell and Python processes less. Waiting 2 s leaves most of them
+ * unsampled and delays the evidence of a small process that lives on by 2 s
+ * at most; a big one is sampled at once. */
+#define MTHP_OBSERVE_YOUNG_USEC 2000000ULL
 /* Pure: the plan for snap (counters and cgroups taken) under the engine's
  * cfg and the state st its last decision left; flags: MTHP_OBSERVE_*. */
 void mthp_observe_plan(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,

@@ -405,12 +405,15 @@ static void test_grace_new_always_cgroup_raises_before_faults(void **state) {
         assert_int_equal(level(s, MTHP_SHMEM), 8);
         assert_int_equal(changes(s, MTHP_SHMEM), 1);
         assert_rule(kind_decisions(s, MTHP_SHMEM), MTHP_RULE_HOLD_GRACE, "/db 29 0 p0");
-        /* ... then it has no say: no demand for 10 ticks steps down at once */
+        /* ... then it has no say: no demand for 10 ticks steps down at
+         * once, in one step (no size was ever allocated) */
         sim_step(s, &w);
-        assert_int_equal(level(s, MTHP_SHMEM), 7);
-        assert_rule(kind_decisions(s, MTHP_SHMEM), MTHP_RULE_STEP_DOWN_DEMAND, NULL);
-        sim_run(s, &w, 100); /* a step each LowerTicks */
         assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_rule(kind_decisions(s, MTHP_SHMEM), MTHP_RULE_STEP_DOWN_DEMAND, NULL);
+        assert_contains(kind_reason(s, MTHP_SHMEM), "to 4K, no size allocated");
+        sim_run(s, &w, 100);
+        assert_int_equal(level(s, MTHP_SHMEM), 0);
+        assert_int_equal(changes(s, MTHP_SHMEM), 2);
         /* a cgroup present (populated) when mthpd started: its start was not seen */
         cg.appeared_usec = 0;
         sim_run(s, &w, 5);

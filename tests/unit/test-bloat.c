@@ -215,10 +215,58 @@ static void test_swap(void **state) {
         assert_int_equal(mthp_bloat_give_back(f->host, &cand, 0.5, 1024, 100000, &res), -EOPNOTSUPP);
 }
 
+/* With swap, on a v2 memory controller: the process's cgroup is asked to
+ * reclaim the bloat with swappiness=0 through memory.reclaim (the fake
+ * tree's file records what was written); anon_thp and memory.current are
+ * read before and after. The root cgroup is never asked (the whole host);
+ * a v1 host has no memory.reclaim. Not measured on a real v2 host. */
+static void test_memcg_reclaim(void **state) {
+        struct fixture *f = *state;
+        char memdir[PATH_MAX], path[PATH_MAX + 64], buf[256];
+        struct mthp_bloat_reclaim res;
+        assert_ok(fakehost_add_cgroup(f->dir, "mthpd-test-bloat.slice/app", memdir, sizeof(memdir)));
+        snprintf(path, sizeof(path), "%s/memory.stat", memdir);
+        assert_ok(fakehost_write_file(f->dir, path, "anon 1207959552\nanon_thp 1073741824\n"));
+        snprintf(path, sizeof(path), "%s/memory.current", memdir);
+        assert_ok(fakehost_write_file(f->dir, path, "1342177280\n"));
+        snprintf(path, sizeof(path), "%s/memory.reclaim", memdir);
+        assert_ok(fakehost_write_file(f->dir, path, ""));
+        assert_ok(fakehost_write_file(f->dir, "/proc/100/cgroup", "0::/mthpd-test-bloat.slice/app\n"));
+        assert_int_equal(mthp_bloat_memcg_reclaim(f->host, &f->caps, 100, 64 * 1024, &res), 0);
+        assert_ok(fakehost_read_file(f->dir, path, buf, sizeof(buf)));
+        assert_string_equal(buf, "67108864 swappiness=0\n");   /* the kernel strips the newline */
+        assert_string_equal(res.cgroup, "/mthpd-test-bloat.slice/app");
+        assert_int_equal(res.asked_kb, 64 * 1024);
+        assert_int_equal(res.anon_thp_before_kb, 1024 * 1024);
+        assert_int_equal(res.current_before_kb, 1280 * 1024);
+        /* the root cgroup: the whole host's reclaim, not done */
+        assert_ok(fakehost_write_file(f->dir, "/proc/101/cgroup", "0::/\n"));
+        assert_int_equal(mthp_bloat_memcg_reclaim(f->host, &f->caps, 101, 64 * 1024, &res), -EPERM);
+        /* no memory.reclaim (before 5.19) */
+        assert_ok(fakehost_remove_file(f->dir, path));
+        assert_int_equal(mthp_bloat_memcg_reclaim(f->host, &f->caps, 100, 64 * 1024, &res), -EOPNOTSUPP);
+        /* gone */
+        assert_int_equal(mthp_bloat_memcg_reclaim(f->host, &f->caps, 102, 64 * 1024, &res), -ESRCH);
+}
+
+static void test_memcg_reclaim_v1(void **state) {
+        struct fixture *f = *state;
+        struct mthp_bloat_reclaim res;
+        assert_ok(fakehost_write_file(f->dir, "/proc/100/cgroup", "5:memory:/app\n"));
+        assert_int_equal(mthp_bloat_memcg_reclaim(f->host, &f->caps, 100, 64 * 1024, &res), -EOPNOTSUPP);
+}
+
+static int v1_setup(void **state) {
+        struct fakehost_opts o = { .cg_layout = FAKEHOST_CG_V1 };
+        return fixture_setup_opts(state, &o);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_grown_quiet_offered, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_started_after, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_many_processes_in_rotation, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_swap, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_memcg_reclaim, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_memcg_reclaim_v1, v1_setup, fixture_teardown),
 };
 UNIT_MAIN(tests, tests)

@@ -5,6 +5,9 @@
  * it, as a tick of mthpd and a replay of its recording do. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include "mthp/config.h"
 #include "mthp/engine.h"
@@ -145,6 +148,61 @@ static void test_plan_shmem_pmd(void **state) {
         assert_true(plan.shmem_pmd_on);
 }
 
+/* Young processes with less than MinBloatBytes at stake wait 2 s to be
+ * sampled; MinBloatBytes=0 (every process's faults count at once): none
+ * waits. */
+static void test_plan_young_wait(void **state) {
+        struct ofix *x = *state;
+        struct mthp_observe_plan plan;
+        take(x, 5 * SEC, 0);
+        x->cfg.engine.min_bloat_auto = false;
+        x->cfg.engine.min_bloat_kb = 32768;
+        mthp_observe_plan(&x->cfg.engine, &x->f->caps, &x->snap, &x->st, 0, &plan);
+        assert_int_equal(plan.young_usec, MTHP_OBSERVE_YOUNG_USEC);
+        assert_int_equal(plan.young_stake_kb, 32768);
+        x->cfg.engine.min_bloat_kb = 0;
+        mthp_observe_plan(&x->cfg.engine, &x->f->caps, &x->snap, &x->st, 0, &plan);
+        assert_int_equal(plan.young_usec, 0);
+}
+
+/* Reads of the fake host's /proc/loadavg during one take. The host keeps
+ * its descriptor open, so reads are counted (IN_ACCESS: a read that
+ * returned data), on the directory: inotify merges an event identical to
+ * the last one queued, and the scan's read of /proc/uptime, between the
+ * scan's loadavg and the tracker's, keeps two apart. */
+static unsigned loadavg_reads(struct ofix *x, uint64_t t) {
+        char path[PATH_MAX + 32], buf[8192] __attribute__((aligned(8)));
+        snprintf(path, sizeof(path), "%s/proc", x->f->dir);
+        int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_true(inotify_add_watch(fd, path, IN_ACCESS) >= 0);
+        take(x, t, 0);
+        unsigned n = 0;
+        ssize_t k;
+        while ((k = read(fd, buf, sizeof(buf))) > 0)
+                for (char *p = buf; p < buf + k; p += sizeof(struct inotify_event) + ((struct inotify_event *) p)->len) {
+                        const struct inotify_event *e = (const struct inotify_event *) p;
+                        n += e->len && strcmp(e->name, "loadavg") == 0;
+                }
+        close(fd);
+        return n;
+}
+
+/* While an anon size is raised, the density scan and the tracker of
+ * processes grown under the raise both want the last PID handed out:
+ * /proc/loadavg is read once a tick for both (twice before). */
+static void test_loadavg_once_a_tick(void **state) {
+        struct ofix *x = *state;
+        assert_ok(fakehost_write_file(x->f->dir, "/proc/loadavg", "0.00 0.00 0.00 1/100 4000\n"));
+        assert_ok(fakehost_write_file(x->f->dir, "/proc/uptime", "1000.00 1900.00\n"));
+        take(x, 5 * SEC, 0);
+        x->st.kind[MTHP_ANON].level = 1;   /* raised */
+        for (unsigned t = 6; t < 9; t++)
+                assert_int_equal(loadavg_reads(x, t * SEC), 1);
+        x->st.kind[MTHP_ANON].level = 0;
+        assert_int_equal(loadavg_reads(x, 9 * SEC), 1);   /* the scan's, as before */
+}
+
 /* The per-size counters may be read cold only while no size below the
  * PMD can allocate. */
 static void test_sizes_idle(void **state) {
@@ -189,7 +247,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_density_when_faulting, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_remembered_process_gone, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_plan_shmem_pmd, ofix_setup, ofix_teardown),
+                cmocka_unit_test_setup_teardown(test_plan_young_wait, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_sizes_idle, ofix_setup, ofix_teardown),
+                cmocka_unit_test_setup_teardown(test_loadavg_once_a_tick, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_decide_on_snapshot, ofix_setup, ofix_teardown),
                 cmocka_unit_test_setup_teardown(test_counters_unreadable, ofix_setup, ofix_teardown),
         };
