@@ -173,13 +173,19 @@ static void trial_add(const struct mthp_caps *caps, const struct mthp_snapshot *
 
 /* A process's CPU verdict: the ratio against before (0: it paid or
  * cannot be judged); per_mb says which rule. */
-static double proc_cost(const struct mthp_engine_trial_proc *t, bool *per_mb) {
+static double proc_cost(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                        const struct mthp_engine_trial_proc *t, bool *per_mb) {
         if (t->dt < ENGINE_PAY_MIN_S / 2)
                 return 0;
         double sys1 = t->sys / t->dt, cpu1 = t->cpu / t->dt, mb1 = t->mb / t->dt;
+        /* what its faults before cost at the host's 4K fault cost: only
+         * where they made most of its system CPU does that CPU per MB
+         * measure the faults (memcached's is its network I/O: 1 % faults) */
+        double cost_ns = snap->fault_cost_ns > 0 ? snap->fault_cost_ns : ENGINE_PAY_FAULT_NS;
+        double fault_sys0 = t->mb0 * 1024 / mthp_caps_page_kb(caps) * cost_ns * 1e-9;
         /* system CPU per MB faulted in, at a comparable fault demand */
         if (t->mb0 >= ENGINE_PAY_MIN_MB && mb1 >= ENGINE_PAY_MIN_MB && mb1 <= t->mb0 * ENGINE_PAY_DEMAND_BAND &&
-            mb1 * ENGINE_PAY_DEMAND_BAND >= t->mb0 && t->sys0 > 0) {
+            mb1 * ENGINE_PAY_DEMAND_BAND >= t->mb0 && t->sys0 > 0 && fault_sys0 >= ENGINE_PAY_FAULT_SHARE * t->sys0) {
                 double r = (sys1 / mb1) / (t->sys0 / t->mb0);
                 if (r >= ENGINE_PAY_SYS_MARGIN && sys1 - t->sys0 * mb1 / t->mb0 >= ENGINE_PAY_MIN_SYS) {
                         *per_mb = true;
@@ -234,7 +240,7 @@ void engine_pay_judge(const struct mthp_engine_config *cfg, const struct mthp_ca
         double worst = 0, best_mb = NAN;
         for (unsigned i = 0; !u.rule && i < tr->n_procs; i++) {
                 bool per_mb = false;
-                double r = proc_cost(&tr->proc[i], &per_mb);
+                double r = proc_cost(caps, snap, &tr->proc[i], &per_mb);
                 if (r > worst) {
                         worst = r;
                         u.value = r;
