@@ -47,7 +47,10 @@ static bool trial_holds(const struct mthp_caps *caps, const struct mthp_snapshot
 /* MB/s of the kind a process faults in at the level on now: its faults of
  * the kind a size can change, each a folio of the top size where it uses
  * that size densely and the kernel gave it (the top size's allocations
- * against its fallbacks this tick), else a page. */
+ * against its fallbacks this tick), else a page; and no more pages a fault
+ * than the host's faults brought in on average (memcached at 2M: 150
+ * faults/s, most of them not of its heap, and its RSS grew 16 MB/s, not
+ * the 300 MB/s of 150 2M folios). */
 static double proc_mb_rate(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                            const struct mthp_snapshot *snap, const struct mthp_engine_proc *m, enum mthp_kind kind,
                            unsigned level) {
@@ -61,6 +64,9 @@ static double proc_mb_rate(const struct mthp_engine_config *cfg, const struct mt
                 double got = alloc + fb > 0 ? alloc / (alloc + fb) : 1;
                 if (!isnan(u) && u >= engine_keep_threshold(cfg, mthp_engine_policy(cfg, m->cgroup, NULL, 0)))
                         ppf = 1 + ((double) caps->sizes[z].kb / page_kb - 1) * got;
+                double events = snap->vm[MTHP_VM_PGFAULT].rate;
+                if (events > 0 && snap->fault_pages_rate >= events && snap->fault_pages_rate / events < ppf)
+                        ppf = snap->fault_pages_rate / events;
         }
         return m->fault_rate * engine_fault_share(m, kind, true) * ppf * page_kb / 1024;
 }
@@ -171,38 +177,47 @@ static void trial_add(const struct mthp_caps *caps, const struct mthp_snapshot *
         }
 }
 
-/* A process's CPU verdict: the ratio against before (0: it paid or
- * cannot be judged); per_mb says which rule. */
-static double proc_cost(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
-                        const struct mthp_engine_trial_proc *t, bool *per_mb) {
+/* What a process's CPU says of the trial: which comparison holds (per MB
+ * faulted at a comparable demand where its faults made its system CPU;
+ * per second with its faults and RSS steady) and its ratio. */
+struct pay_look {
+        bool per_mb, per_s;
+        double r_mb, r_s;
+        double mb1, fault_share;
+        bool fail_mb, fail_s;
+};
+
+static bool proc_look(const struct mthp_caps *caps, const struct mthp_snapshot *snap,
+                      const struct mthp_engine_trial_proc *t, struct pay_look *o) {
+        memset(o, 0, sizeof(*o));
         if (t->dt < ENGINE_PAY_MIN_S / 2)
-                return 0;
+                return false;
         double sys1 = t->sys / t->dt, cpu1 = t->cpu / t->dt, mb1 = t->mb / t->dt;
+        o->mb1 = mb1;
         /* what its faults before cost at the host's 4K fault cost: only
          * where they made most of its system CPU does that CPU per MB
          * measure the faults (memcached's is its network I/O: 1 % faults) */
         double cost_ns = snap->fault_cost_ns > 0 ? snap->fault_cost_ns : ENGINE_PAY_FAULT_NS;
         double fault_sys0 = t->mb0 * 1024 / mthp_caps_page_kb(caps) * cost_ns * 1e-9;
+        o->fault_share = t->sys0 > 0 ? fault_sys0 / t->sys0 : 0;
         /* system CPU per MB faulted in, at a comparable fault demand */
         if (t->mb0 >= ENGINE_PAY_MIN_MB && mb1 >= ENGINE_PAY_MIN_MB && mb1 <= t->mb0 * ENGINE_PAY_DEMAND_BAND &&
-            mb1 * ENGINE_PAY_DEMAND_BAND >= t->mb0 && t->sys0 > 0 && fault_sys0 >= ENGINE_PAY_FAULT_SHARE * t->sys0) {
-                double r = (sys1 / mb1) / (t->sys0 / t->mb0);
-                if (r >= ENGINE_PAY_SYS_MARGIN && sys1 - t->sys0 * mb1 / t->mb0 >= ENGINE_PAY_MIN_SYS) {
-                        *per_mb = true;
-                        return r;
-                }
+            mb1 * ENGINE_PAY_DEMAND_BAND >= t->mb0 && t->sys0 > 0 && o->fault_share >= ENGINE_PAY_FAULT_SHARE) {
+                o->per_mb = true;
+                o->r_mb = (sys1 / mb1) / (t->sys0 / t->mb0);
+                o->fail_mb = o->r_mb >= ENGINE_PAY_SYS_MARGIN && sys1 - t->sys0 * mb1 / t->mb0 >= ENGINE_PAY_MIN_SYS;
         }
         /* the CPU a second, its faults and RSS steady */
         bool flt_steady = (mb1 < ENGINE_PAY_MIN_MB && t->mb0 < ENGINE_PAY_MIN_MB) ||
                           fabs(mb1 - t->mb0) <= ENGINE_PAY_STEADY * t->mb0;
         double rss0 = (double) t->rss0_kb, rss1 = (double) t->rss_kb;
         bool rss_steady = rss0 > 0 && fabs(rss1 - rss0) <= ENGINE_PAY_STEADY * rss0;
-        if (flt_steady && rss_steady && t->cpu0 > 0 && cpu1 >= ENGINE_PAY_CPU_MARGIN * t->cpu0 &&
-            cpu1 - t->cpu0 >= ENGINE_PAY_MIN_CPU) {
-                *per_mb = false;
-                return cpu1 / t->cpu0;
+        if (flt_steady && rss_steady && t->cpu0 > 0) {
+                o->per_s = true;
+                o->r_s = cpu1 / t->cpu0;
+                o->fail_s = o->r_s >= ENGINE_PAY_CPU_MARGIN && cpu1 - t->cpu0 >= ENGINE_PAY_MIN_CPU;
         }
-        return 0;
+        return true;
 }
 
 void engine_pay_judge(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
@@ -237,36 +252,49 @@ void engine_pay_judge(const struct mthp_engine_config *cfg, const struct mthp_ca
                 u.value = fb_pct;
                 u.charge_pct = 100.0 * tr->charge / attempts;
         }
-        double worst = 0, best_mb = NAN;
+        int first = -1;
+        struct pay_look first_look = { 0 };
         for (unsigned i = 0; !u.rule && i < tr->n_procs; i++) {
-                bool per_mb = false;
-                double r = proc_cost(caps, snap, &tr->proc[i], &per_mb);
-                if (r > worst) {
-                        worst = r;
+                struct pay_look o;
+                if (!proc_look(caps, snap, &tr->proc[i], &o))
+                        continue;
+                if (first < 0) {
+                        first = (int) i;
+                        first_look = o;
+                }
+                double r = o.fail_mb ? o.r_mb : o.fail_s ? o.r_s : 0;
+                if (r > u.value) {
                         u.value = r;
-                        u.per_mb = per_mb;
+                        u.per_mb = o.fail_mb;
                         u.pid = tr->proc[i].pid;
                         memcpy(u.comm, tr->proc[i].comm, sizeof(u.comm));
                 }
-                const struct mthp_engine_trial_proc *t = &tr->proc[i];
-                if (t->dt > 0 && t->mb > 0 && t->sys0 > 0 && t->mb0 > 0 && isnan(best_mb))
-                        best_mb = (t->sys / t->mb) / (t->sys0 / t->mb0);
         }
-        if (!u.rule && worst > 0)
+        if (!u.rule && u.value > 0)
                 u.rule = MTHP_RULE_STEP_BACK_CPU;
         if (u.rule) {
                 st->unpaid = u;
                 k->pay_failed = true;
                 return;
         }
-        /* it paid, or nothing said it did not */
-        int l = snprintf(k->pay_note, sizeof(k->pay_note), "; %s kept after a %u-tick trial (fallback %.0f%% of %.0f",
-                         to, tr->ticks, fb_pct, attempts);
-        if (l > 0 && (size_t) l < sizeof(k->pay_note) && !isnan(best_mb))
-                snprintf(k->pay_note + l, sizeof(k->pay_note) - (size_t) l,
-                         "; %.2fx the system CPU per MB faulted as before)", best_mb);
-        else if (l > 0 && (size_t) l < sizeof(k->pay_note))
-                snprintf(k->pay_note + l, sizeof(k->pay_note) - (size_t) l, ")");
+        /* it paid, or nothing said it did not: what the hardest faulting
+         * process's CPU said, or why it could not say */
+        char cpu[120] = "";
+        if (first >= 0) {
+                const struct mthp_engine_trial_proc *t = &tr->proc[first];
+                char comm[ENGINE_NAME_QUOTED];
+                int l = snprintf(cpu, sizeof(cpu), "; pid %d (%s): ", t->pid, engine_quote_name(t->comm, comm, sizeof(comm)));
+                size_t o = l > 0 && (size_t) l < sizeof(cpu) ? (size_t) l : 0;
+                if (first_look.per_mb)
+                        snprintf(cpu + o, sizeof(cpu) - o, "%.2fx the system CPU per MB faulted", first_look.r_mb);
+                else if (first_look.per_s)
+                        snprintf(cpu + o, sizeof(cpu) - o, "%.2fx the CPU a second", first_look.r_s);
+                else
+                        snprintf(cpu + o, sizeof(cpu) - o, "not comparable (%.0f MB/s faulted, %.0f before; faults "
+                                 "%.0f%% of its system CPU)", first_look.mb1, t->mb0, 100 * first_look.fault_share);
+        }
+        snprintf(k->pay_note, sizeof(k->pay_note), "; %s kept after a %u-tick trial (fallback %.0f%% of %.0f%s)", to,
+                 tr->ticks, fb_pct, attempts, cpu);
         tr->to = 0;
 }
 

@@ -162,7 +162,7 @@ static void test_paid_is_kept(void **state) {
         assert_int_equal(level(s, MTHP_ANON), 3);
         run(s, &p, &w, 3);
         assert_contains(kind_reason(s, MTHP_ANON), "64K kept after a 3-tick trial (fallback 0% of");
-        assert_contains(kind_reason(s, MTHP_ANON), "1.25x the system CPU per MB faulted as before");
+        assert_contains(kind_reason(s, MTHP_ANON), "pid 100 (kv): 1.25x the system CPU per MB faulted)");
         run(s, &p, &w, 30);
         assert_int_equal(level(s, MTHP_ANON), 3);
         assert_int_equal(changes(s, MTHP_ANON), 1);
