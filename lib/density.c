@@ -505,6 +505,9 @@ static void proc_done(const struct mthp_proc_entry *e, const struct proc_ctx *c,
         memcpy(out->comm, e->comm, sizeof(out->comm));
         out->minflt_rate = e->rate;
         out->rate_from_lifetime = e->from_lifetime;
+        out->utime_rate = e->utime_rate;
+        out->stime_rate = e->stime_rate;
+        out->cpu_known = e->cpu_known && !e->from_lifetime;
         out->thp_disabled = c->thp_disabled;
         /* measured as the tick's cost is (elapsed_usec): CPU time, at least a
          * quarter of the wall time, so a process never costs more than its tick */
@@ -821,6 +824,9 @@ void mthp_density_proc_view(const struct mthp_caps *caps, const struct mthp_dens
         mthp_strcpy(o->comm, sizeof(o->comm), p->comm);
         o->fault_rate = p->minflt_rate;
         o->new_proc = p->rate_from_lifetime;
+        o->cpu_known = p->cpu_known;
+        o->utime_rate = p->utime_rate;
+        o->stime_rate = p->stime_rate;
         o->shm = p->shm;
         o->thp_disabled = p->thp_disabled;
         memcpy(o->fault_samples, p->fault_samples, sizeof(o->fault_samples));

@@ -236,6 +236,10 @@ static const char *const rule_names[_MTHP_RULE_MAX] = {
         [MTHP_RULE_HOLD_SHORT_LIVED] = "hold-short-lived",
         [MTHP_RULE_STEP_DOWN_BUDGET] = "step-down-budget",
         [MTHP_RULE_HOLD_BUDGET] = "hold-budget",
+        /* a raise is a trial (engine-pay.c) */
+        [MTHP_RULE_STEP_BACK_FALLBACK] = "step-back-fallback",
+        [MTHP_RULE_STEP_BACK_CPU] = "step-back-cpu",
+        [MTHP_RULE_HOLD_UNPAID] = "hold-unpaid",
 };
 
 bool mthp_engine_thp_off(const struct mthp_engine_config *cfg, enum mthp_kind kind) {

@@ -332,6 +332,10 @@ struct kind_step {
         /* the host's bloat budget, not a limited cgroup, set afford
          * (engine_budget_afford); lim_why then says the host's figures */
         bool budget_capped;
+        /* the trial of the last raise (engine-pay.c): it did not pay
+         * (st->unpaid says how), or a note for a hold's reason */
+        bool pay_failed;
+        char pay_note[200];
 };
 
 /* Whether the kind's top size goes to advise for alignment (ShmemAlign=). */
@@ -395,3 +399,60 @@ enum mthp_rule engine_sparse_set_aside(const struct mthp_engine_config *cfg, con
 /* The level holds though a party reads sparse: the reason with aside. */
 void engine_hold_aside(const struct mthp_engine_config *cfg, struct kind_step *k, enum mthp_rule rule,
                        const char *aside);
+
+/* ---- engine-pay.c: a raise is a trial (the file's head says how it is judged) ---- */
+
+/* Ticks measured at the new level before the verdict, and at least these
+ * seconds of them: a climb's quarter-Interval ticks count for less. With
+ * USER_HZ 100 a process using 0.3 of a core shows 60 clock ticks of CPU in
+ * 2 s: the quantum is under 2 % of it. The dwell (DwellTicks, 5) is
+ * longer: a step back comes before any other move would. */
+#define ENGINE_PAY_TICKS 3
+#define ENGINE_PAY_MIN_S 2.0
+/* The new top size's fallback verdict needs this many attempts (its
+ * allocations and fallbacks over the trial); the threshold is
+ * MaxFallback= (50 %). */
+#define ENGINE_PAY_MIN_ATTEMPTS 32
+/* The CPU rules (margins measured, docs/engine.md "A raise is a trial"):
+ * system CPU per MB faulted in at least ENGINE_PAY_SYS_MARGIN times
+ * before's, at a fault demand within a factor ENGINE_PAY_DEMAND_BAND of
+ * before's and at least ENGINE_PAY_MIN_MB MB/s both times, and at least
+ * ENGINE_PAY_MIN_SYS of a core more than before's cost at that demand;
+ * or the CPU a second at least ENGINE_PAY_CPU_MARGIN times before's and
+ * ENGINE_PAY_MIN_CPU of a core more, its MB/s faulted and RSS within
+ * ENGINE_PAY_STEADY of before's. */
+#define ENGINE_PAY_SYS_MARGIN 1.5
+#define ENGINE_PAY_CPU_MARGIN 1.5
+#define ENGINE_PAY_DEMAND_BAND 2.0
+#define ENGINE_PAY_STEADY 0.25
+#define ENGINE_PAY_MIN_MB 8.0
+#define ENGINE_PAY_MIN_SYS 0.05
+#define ENGINE_PAY_MIN_CPU 0.10
+/* The per-MB rule judges a process whose faults before made at least this
+ * share of its system CPU at the host's 4K fault cost (FaultCost=, else
+ * ENGINE_PAY_FAULT_NS, what FaultCost measured on this VM): a dense fault
+ * loop's were 77 %, memcached's under memcaslap 1 % (its system CPU is
+ * its network I/O, and its CPU per MB moved 0.35-4.1x tick to tick). */
+#define ENGINE_PAY_FAULT_SHARE 0.5
+#define ENGINE_PAY_FAULT_NS 1500.0
+/* The sampled processes' CPU into what the engine remembers of them
+ * (after engine_remember, before the kinds decide). */
+void engine_pay_remember(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                         const struct mthp_snapshot *snap, struct mthp_engine_state *st);
+/* A raise to k->target (before st->level moves): a trial starts, or a
+ * climb's goes on at the new top. */
+void engine_pay_start(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                      const struct mthp_snapshot *snap, const struct mthp_engine_state *next, struct kind_step *k);
+/* This tick's figures into the trial, and its verdict once due:
+ * k->pay_failed (st->unpaid says why) or a note in k->pay_note. */
+void engine_pay_judge(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                      const struct mthp_snapshot *snap, const struct mthp_engine_state *next, struct kind_step *k);
+/* The step back after a trial that did not pay, and the bar. */
+void engine_step_back_unpaid(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
+                             const struct mthp_snapshot *snap, struct kind_step *k);
+/* "anon 64K not taken: ..." for a failed trial. */
+void engine_pay_unpaid_note(const struct mthp_caps *caps, const struct mthp_engine_unpaid *u, const char *kname,
+                            char *buf, size_t n);
+/* While the level above is barred by a failed trial: the reason's tail. */
+bool engine_pay_barred_note(const struct mthp_caps *caps, const struct kind_step *k, uint64_t tick, char *buf,
+                            size_t n);

@@ -283,6 +283,7 @@ static void kind_target(const struct mthp_engine_config *cfg, const struct mthp_
                 else if (k->sig.demand >= k->sig.raise_at && --st->verify_left == 0)
                         k->probe_failed = true;
         }
+        engine_pay_judge(cfg, caps, snap, next, k);
         engine_churn_raise_back(cfg, caps, snap, next, k);
 }
 
@@ -406,6 +407,8 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
         } else if (k->keeper[0]) {
                 k->rule = MTHP_RULE_HOLD_WANTED;
                 snprintf(extra, sizeof(extra), "; wanted by %s", k->keeper);
+        } else if (k->barred && engine_pay_barred_note(caps, k, snap->tick, extra, sizeof(extra))) {
+                k->rule = MTHP_RULE_HOLD_UNPAID;
         } else if (k->barred) {
                 k->rule = MTHP_RULE_HOLD_BARRED;
                 snprintf(extra, sizeof(extra), "; level %u failed before, barred for %llu more ticks", st->ceiling,
@@ -419,6 +422,10 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
                  "below %.0f for %u: streak %u), fallback %.0f%%%s",
                  k->kname, k->top, k->sig.demand, k->sig.raise_at, k->sig.rate_why, cfg->confirm_ticks,
                  st->raise_streak, k->sig.lower_at, cfg->lower_ticks, st->lower_streak, k->sig.fallback_pct, extra);
+        if (k->pay_note[0]) {
+                size_t l = strlen(k->why);
+                snprintf(k->why + l, sizeof(k->why) - l, "%s", k->pay_note);
+        }
 }
 
 /* A failed probe: back to the largest enabled size the kernel did use. */
@@ -528,6 +535,7 @@ static void raise_level(const struct mthp_engine_config *cfg, const struct mthp_
                 }
         }
         explain_raise(caps, snap, next, k);
+        engine_pay_start(cfg, caps, snap, next, k);
         st->verify_from = st->level;
         st->verify_left = cfg->verify_ticks;
         st->level = k->target;
@@ -608,6 +616,8 @@ static void decide_kind(const struct mthp_engine_config *cfg, const struct mthp_
                 step_down_pressure(cfg, snap, k);
         else if (k->probe_failed)
                 step_back_probe(cfg, caps, snap, next, k);
+        else if (k->pay_failed)
+                engine_step_back_unpaid(cfg, caps, snap, k);
         else if (st->level > 0 && st->sparse_streak >= SPARSE_CONFIRM_TICKS) {
                 char aside[MTHP_REASON_MAX - 256];
                 enum mthp_rule r = engine_sparse_set_aside(cfg, caps, snap, next, k, aside, sizeof(aside));
@@ -649,6 +659,8 @@ static void settle_kind(const struct mthp_caps *caps, const struct mthp_snapshot
                 st->raise_streak = st->lower_streak = st->sparse_streak = 0;
                 if (st->level < k->old_level && st->level <= st->verify_from)
                         st->verify_left = 0;
+                if (st->level < k->old_level)
+                        st->trial.to = 0; /* a step down ends a trial: nothing raised to judge */
         }
         if (st->ceiling && snap->tick >= st->ceiling_until + 10 * st->backoff)
                 st->ceiling = st->backoff = 0; /* long clean spell: forget the failure */
@@ -675,7 +687,7 @@ static bool kind_steady(const struct kind_step *k) {
         const struct mthp_engine_kind *st = k->st;
         return st->level == k->old_level && !st->sparse_streak && !st->pressure_streak &&
                !st->verify_left && !k->probe_failed && (!st->raise_streak || k->target <= st->level) &&
-               k->dens.grace < 0;
+               k->dens.grace < 0 && !st->trial.to;
 }
 
 /* The density back-off's memory: when the last sample was taken and what
@@ -720,6 +732,7 @@ int mthp_engine_decide(const struct mthp_engine_config *cfg, const struct mthp_c
         engine_remember(cfg, caps, snap, next);
         engine_remember_cgroups(cfg, snap, next);
         engine_remember_limited(snap, next);
+        engine_pay_remember(cfg, caps, snap, next);
         bool steady = snap->dt > 0;
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {
                 struct kind_step k = { .kind = kind, .kname = mthp_kind_name(kind), .st = &next->kind[kind] };

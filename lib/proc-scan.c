@@ -189,12 +189,22 @@ static void read_one(struct mthp_proc_scan *s, struct mthp_proc_entry *e, uint64
                 .minflt = st.minflt,
                 .rss_pages = st.rss_pages,
                 .t_usec = t_usec,
+                .utime = st.utime,
+                .stime = st.stime,
         };
         memcpy(e->comm, st.comm, sizeof(e->comm));
         if (same)
                 memcpy(e->unlisted, old.unlisted, sizeof(e->unlisted));
         if (same && t_usec > old.t_usec && st.minflt >= old.minflt) {
                 e->rate = (double) (st.minflt - old.minflt) * 1e6 / (double) (t_usec - old.t_usec);
+                /* its CPU over the same interval (engine-pay.c: what a
+                 * size costs it); clock ticks of 1/clk_tck s */
+                if (s->clk_tck > 0 && st.utime >= old.utime && st.stime >= old.stime) {
+                        double sec = (double) (t_usec - old.t_usec) / 1e6;
+                        e->utime_rate = (double) (st.utime - old.utime) / (double) s->clk_tck / sec;
+                        e->stime_rate = (double) (st.stime - old.stime) / (double) s->clk_tck / sec;
+                        e->cpu_known = true;
+                }
         } else if (uptime > 0 && s->clk_tck > 0) {
                 /* first sight: its lifetime average, so that a short-lived
                  * process that faults hard (a compiler) is seen at all */

@@ -62,6 +62,14 @@ struct mthp_proc_entry {
         char comm[MTHP_PROC_COMM_MAX];
         uint64_t starttime, minflt, t_usec, rss_pages;
         double rate;
+        /* user and system CPU (clock ticks, /proc/PID/stat 14 and 15) and
+         * their rates over the same interval as rate, in cores (CPU
+         * seconds a second); cpu_known: measured since its last read
+         * (false at first sight: no lifetime average, the CPU of a
+         * program's start says nothing of a size) */
+        uint64_t utime, stime;
+        double utime_rate, stime_rate;
+        bool cpu_known;
 };
 
 struct mthp_proc_scan_stats {

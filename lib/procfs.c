@@ -86,7 +86,8 @@ int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st) {
         st->comm[len] = 0;
 
         /* Fields after comm, numbered as in proc(5): 3 state, 9 flags,
-         * 10 minflt, 22 starttime. Some are signed (tpgid, nice). */
+         * 10 minflt, 14 utime, 15 stime, 22 starttime. Some are signed
+         * (tpgid, nice). */
         const char *p = close + 1;
         for (unsigned field = 3; field <= 22; field++) {
                 while (*p == ' ')
@@ -95,7 +96,7 @@ int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st) {
                         return -EBADMSG;
                 if (field == 3)
                         st->state = *p;
-                else if (field == 9 || field == 10 || field == 22) {
+                else if (field == 9 || field == 10 || field == 14 || field == 15 || field == 22) {
                         errno = 0;
                         unsigned long long v = strtoull(p, &end, 10);
                         if (end == p || errno || (*end != ' ' && *end != '\n' && *end))
@@ -104,6 +105,10 @@ int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st) {
                                 st->flags = (unsigned) v;
                         else if (field == 10)
                                 st->minflt = v;
+                        else if (field == 14)
+                                st->utime = v;
+                        else if (field == 15)
+                                st->stime = v;
                         else
                                 st->starttime = v;
                 }

@@ -10,7 +10,7 @@
 #include "mthp/record.h"
 
 #define RECORD_MAGIC "mthp-record"
-#define MAX_FIELDS 48   /* a proc line has 40 */
+#define MAX_FIELDS 48   /* a proc line has 43 */
 /* a knobs line (one word per knob) or a proc line (one per field) */
 #define MAX_TOKENS (MTHP_KNOBS_MAX + 8 > MAX_FIELDS + 1 ? MTHP_KNOBS_MAX + 8 : MAX_FIELDS + 1)
 

@@ -180,6 +180,10 @@ unsigned record_proc_fields(struct mthp_proc_density *p, unsigned n_sizes, struc
         for (int k = 0; k < _MTHP_KIND_MAX; k++)
                 f[n++] = SCALAR(fault_samples_keys[k], FIELD_UNSIGNED, &p->fault_samples[k]);
         f[n++] = SCALAR("fs_other", FIELD_UNSIGNED, &p->fault_samples_other);
+        /* its CPU (engine-pay.c): left out when not measured */
+        f[n++] = SCALAR("cpu_known", FIELD_BOOL, &p->cpu_known);
+        f[n++] = SCALAR("utime_rate", FIELD_DOUBLE, &p->utime_rate);
+        f[n++] = SCALAR("stime_rate", FIELD_DOUBLE, &p->stime_rate);
         return n;
 }
 

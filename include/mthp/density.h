@@ -199,6 +199,10 @@ struct mthp_density_proc {
          * MTHP_PROC_TEXT_MAX, ~16,000 mappings). */
         unsigned mappings;
         uint64_t maps_age_usec;
+        /* its CPU as the /proc scan read it with minflt_rate (cores);
+         * cpu_known false: not measured (first sight) */
+        double utime_rate, stime_rate;
+        bool cpu_known;
 };
 
 struct mthp_density_report {

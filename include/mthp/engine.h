@@ -6,6 +6,46 @@
 #include "mthp/sample.h"
 #include "mthp/types.h"
 
+/* A raise on trial (lib/engine-pay.c): what the processes that drove it
+ * paid before it, and what they and the new top size pay since. */
+#define MTHP_ENGINE_TRIAL_PROCS 4
+struct mthp_engine_trial_proc {
+        int pid;                        /* 0: free */
+        char comm[16];
+        /* before the raise (its smoothed samples): system and total CPU
+         * (cores), the MB/s of the kind it faulted in, its RSS of the kind */
+        double sys0, cpu0, mb0;
+        uint64_t rss0_kb;
+        /* since: sums of rate x seconds over the trial's ticks it was
+         * measured in, those seconds, and its latest RSS of the kind */
+        double sys, cpu, mb, dt;
+        uint64_t rss_kb;
+};
+struct mthp_engine_trial {
+        unsigned from, to;              /* levels; to 0: no trial */
+        uint64_t start_tick;            /* the first raise of it */
+        uint64_t tick;                  /* the latest raise (a climb goes on trial as one) */
+        unsigned ticks;                 /* ticks measured at `to` */
+        double dt;                      /* their seconds */
+        double alloc, fallback, charge; /* the top size's allocations, fallbacks, memcg-charge fallbacks */
+        unsigned n_procs;
+        struct mthp_engine_trial_proc proc[MTHP_ENGINE_TRIAL_PROCS];
+};
+/* The last trial that failed, for the reasons of the holds while its
+ * level is barred: rule 0 none (a value of enum mthp_rule below). */
+struct mthp_engine_unpaid {
+        int rule;
+        unsigned level, from;           /* the level barred, the level it went back to */
+        unsigned kb, from_kb;           /* their top sizes (0: 4K) */
+        uint64_t tick;                  /* when it was judged */
+        unsigned ticks;                 /* the trial's length in ticks */
+        double value;                   /* fallback %, or the CPU ratio */
+        double charge_pct;              /* of the faults, those the memcg charge refused */
+        int pid;
+        char comm[16];
+        bool per_mb;                    /* the CPU rule: per MB faulted in (else per second) */
+};
+
 /* Per kind, the engine keeps a level: level L enables the L smallest sizes of
  * the allowed ladder ("always"); sizes above stay at their original value.
  * The kernel tries the largest enabled size first and falls back to smaller
@@ -79,6 +119,12 @@ struct mthp_engine_kind {
          * cgroup, a barred level, a blind step or a start grace):
          * mthp_engine_climbing */
         bool climb;
+        /* A raise is a trial (lib/engine-pay.c): judged after
+         * ENGINE_PAY_TICKS at the new level, kept if it paid, else the
+         * level goes back to trial.from and the level barred as after a
+         * failure; unpaid: the last verdict against a level */
+        struct mthp_engine_trial trial;
+        struct mthp_engine_unpaid unpaid;
 };
 
 /* What the engine remembers of a process the density sampler saw: one
@@ -179,6 +225,13 @@ struct mthp_engine_proc {
          * alive a while or with MinBloatBytes at stake, not a compiler
          * job's (docs/engine.md, "Persistent evidence"). */
         uint64_t first_usec, seen_usec;
+        /* Its CPU (lib/engine-pay.c): the last sample's system and total
+         * CPU (cores) and MB/s faulted in per kind at the level then on;
+         * pay_*: the same smoothed (half each sample); pay_tick: the tick
+         * of the last sample that measured them (0: never) */
+        double sys_rate, cpu_rate, mb_rate[_MTHP_KIND_MAX];
+        double pay_sys, pay_cpu, pay_mb[_MTHP_KIND_MAX];
+        uint64_t pay_tick;
 };
 
 /* What the engine remembers of a managed cgroup: memcg statistics are
@@ -318,6 +371,10 @@ enum mthp_rule {
         /* the host's bloat budget (MaxHostBloat=, engine-budget.c) */
         MTHP_RULE_STEP_DOWN_BUDGET,     /* the host's bloat at the level is over MaxHostBloat */
         MTHP_RULE_HOLD_BUDGET,          /* ... a raise is due, but the host's bloat above would be over it */
+        /* a raise is a trial (lib/engine-pay.c): */
+        MTHP_RULE_STEP_BACK_FALLBACK,   /* the new top size fell back on most faults of its trial */
+        MTHP_RULE_STEP_BACK_CPU,        /* it cost the processes that drove it more CPU */
+        MTHP_RULE_HOLD_UNPAID,          /* ... the level above failed its trial: barred */
         _MTHP_RULE_MAX
 };
 

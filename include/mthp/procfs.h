@@ -38,6 +38,7 @@ struct mthp_proc_stat {
         uint64_t starttime;           /* clock ticks since boot */
         uint64_t rss_pages;           /* field 24 (0 if the line stops before it) */
         bool thread;                  /* field 38 exit_signal is -1: a thread, not a process */
+        uint64_t utime, stime;        /* fields 14 and 15: user and system CPU, clock ticks */
 };
 /* /proc/PID/stat: comm may hold spaces and ')'. 0 or -EBADMSG. */
 int mthp_proc_parse_stat(const char *text, struct mthp_proc_stat *st);

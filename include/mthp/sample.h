@@ -102,6 +102,12 @@ struct mthp_proc_density {
          * split is then by the memory it holds of each kind. */
         unsigned fault_samples[_MTHP_KIND_MAX];
         unsigned fault_samples_other;
+        /* Its user and system CPU over the interval fault_rate was
+         * measured on (/proc/PID/stat utime, stime), in cores: what a raise
+         * costs it (lib/engine-pay.c). cpu_known false: not measured (a
+         * first sight, or a recording without these fields). */
+        bool cpu_known;
+        double utime_rate, stime_rate;
 };
 
 /* A process holding at least this much shared memory: memory held cannot

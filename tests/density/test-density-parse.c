@@ -65,6 +65,27 @@ static void test_stat_tricky_comm(void **state) {
         assert_int_equal(st.starttime, 11);
 }
 
+/* utime and stime (fields 14 and 15, clock ticks): the CPU a size costs a
+ * process (lib/engine-pay.c); large values, and a comm that looks like
+ * fields before them */
+static void test_stat_cpu(void **state) {
+        (void) state;
+        struct mthp_proc_stat st;
+        const char *t = "4242 (memcached) S 1 4242 4242 0 -1 4194560 91011 0 3 0 123456 7890 0 0 20 0 6 0 "
+                        "4321 1000000 2000 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 0 0 0\n";
+        assert_int_equal(mthp_proc_parse_stat(t, &st), 0);
+        assert_int_equal(st.minflt, 91011);
+        assert_int_equal(st.utime, 123456);
+        assert_int_equal(st.stime, 7890);
+        assert_int_equal(st.starttime, 4321);
+        t = "5 (a) 1 2) R 1 5 5 0 -1 0 1 0 0 0 18446744073709551610 42 0 0 20 0 1 0 9 0 0\n";
+        assert_int_equal(mthp_proc_parse_stat(t, &st), 0);
+        assert_true(st.utime == 18446744073709551610ULL);
+        assert_int_equal(st.stime, 42);
+        /* a stime that is not a number is an error, not 0 */
+        assert_int_equal(mthp_proc_parse_stat("12 (a) S 1 2 3 4 5 6 7 0 0 0 5 x 0 0 20 0 1 0 9\n", &st), -EBADMSG);
+}
+
 static void test_stat_bad(void **state) {
         (void) state;
         struct mthp_proc_stat st;
@@ -91,6 +112,7 @@ static void test_stat_self(void **state) {
         assert_int_equal(st.pid, getpid());
         assert_true(st.minflt > 0);
         assert_true(st.starttime > 0);
+        assert_true(st.utime + st.stime < 1000000000ULL);
 }
 
 /* ---- /proc/PID/maps ---- */
@@ -909,6 +931,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_plain),
                 cmocka_unit_test(test_stat_tricky_comm),
+                cmocka_unit_test(test_stat_cpu),
                 cmocka_unit_test(test_stat_bad),
                 cmocka_unit_test(test_stat_self),
                 cmocka_unit_test(test_maps_lines),
