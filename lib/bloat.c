@@ -49,10 +49,11 @@ struct mthp_bloat {
         const struct mthp_host *host;
         long clk_tck;
         bool raised;
+        bool active;                  /* read at the last tick: raised, or within MTHP_BLOAT_AFTER_USEC of it */
         bool episode;                 /* a raise was seen: the table holds its baselines */
         uint64_t lowered_usec;        /* when the last raise ended */
         uint64_t raise_ticks;         /* clock ticks since boot at the raise */
-        uint64_t last_usec;           /* the last raised tick */
+        uint64_t last_usec;           /* the last tick read */
         size_t next;                  /* the rotation: the entry to read next; n_tab: list /proc first */
         pid_t again[MTHP_BLOAT_AGAIN_MAX]; /* mthp_bloat_again: read at the next tick */
         unsigned n_again;
@@ -283,32 +284,50 @@ static void offer(struct mthp_bloat_candidate *out, unsigned max, unsigned *n, c
                 qsort(out, *n, sizeof(*out), cmp_cand);
 }
 
+bool mthp_bloat_tracking(const struct mthp_bloat *b) {
+        return b && b->active;
+}
+
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats) {
         *n = 0;
         memset(stats, 0, sizeof(*stats));
         bool given = b->last_pid_given;
         b->last_pid_given = false;   /* for this tick only */
+        if (b->active && !b->raised && t_usec >= b->lowered_usec + MTHP_BLOAT_AFTER_USEC)
+                b->active = false;   /* the reads after the last step-down are over */
         if (!raised) {
                 if (b->raised)
                         b->lowered_usec = t_usec;
                 b->raised = false;
-                return 0;
+                /* After a step-down the reads go on for a while: a process
+                 * that grew under the raise and went quiet only after it
+                 * (a sparse program still touching when the guard or its
+                 * own density stepped the host down) holds its bloat for
+                 * as long as it lives, and in a limited cgroup keeps the
+                 * host at 4K; its baselines are still in the table. A
+                 * process growing at 4K grows by what it faults: never a
+                 * candidate. */
+                if (!b->episode || !b->active) {
+                        b->active = false;
+                        return 0;
+                }
         }
         uint64_t t0 = mthp_now_usec(CLOCK_MONOTONIC);
         bool all = false;
         /* a raise that comes back soon after a step-down keeps the
          * baselines: a process grown under the first is still grown */
-        if (!b->raised && (!b->episode || t_usec >= b->lowered_usec + MTHP_BLOAT_FORGET_USEC)) {
+        if (!b->active && (!b->episode || t_usec >= b->lowered_usec + MTHP_BLOAT_FORGET_USEC)) {
                 b->n_tab = 0;
                 b->episode = true;
                 b->raise_ticks = mthp_now_usec(CLOCK_BOOTTIME) * (uint64_t) b->clk_tck / 1000000;
                 all = true;   /* the baselines at the raise, every one */
         }
-        if (!b->raised)
+        if (!b->active)
                 b->next = b->n_tab;   /* back under a raise: a new listing */
-        uint64_t dt = b->raised && t_usec > b->last_usec ? t_usec - b->last_usec : MTHP_BLOAT_PASS_USEC;
-        b->raised = true;
+        uint64_t dt = b->active && t_usec > b->last_usec ? t_usec - b->last_usec : MTHP_BLOAT_PASS_USEC;
+        b->raised = raised;
+        b->active = true;
         b->last_usec = t_usec;
         _cleanup_close_ int dfd = mthp_host_open_file(b->host, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)

@@ -430,7 +430,7 @@ static void take_density(struct mthp_observer *o, uint64_t t, const struct mthp_
 }
 
 /* The processes grown and quiet under a raise: read only while an anon
- * size is raised (a stat file each), nothing otherwise; not on an early
+ * size is raised and shortly after (a stat file each), nothing otherwise; not on an early
  * tick (a quarter Interval after the last: the give-back is a regular
  * tick's, and a candidate is offered once). */
 static void take_grown(struct mthp_observer *o, uint64_t t, const struct mthp_engine_state *st, unsigned flags) {
@@ -468,8 +468,10 @@ int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mt
         snap->fault_cost_ns = fault_cost(o);
         /* /proc/loadavg's last PID, read once for the tick: the density
          * scan finds new processes by it (every tick, idle ones too), the
-         * bloat tracker those started under a raise (while one holds) */
-        bool grown = st && st->kind[MTHP_ANON].level > 0 && !(flags & MTHP_OBSERVE_EARLY);
+         * bloat tracker those started under a raise (while one holds, and
+         * shortly after) */
+        bool grown = st && (st->kind[MTHP_ANON].level > 0 || mthp_bloat_tracking(o->bloat)) &&
+                     !(flags & MTHP_OBSERVE_EARLY);
         if (o->density || grown) {
                 long last = mthp_proc_last_pid(o->host);
                 if (o->density)

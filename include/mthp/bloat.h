@@ -5,7 +5,9 @@
  * whether or not they fault now, and the give-back of their zero subpages.
  *
  * The tracker (the observer owns it) reads /proc/PID/stat of every process
- * while an anon size is raised, and nothing otherwise: all of them on the
+ * while an anon size is raised and for MTHP_BLOAT_AFTER_USEC after a
+ * step-down (a process that grew under the raise may go quiet only after
+ * it), and nothing otherwise: all of them on the
  * raise's first tick (the baselines), then in rotation, each once in
  * MTHP_BLOAT_PASS_USEC (at least MTHP_BLOAT_MIN_READS a tick; /proc
  * listed once a pass), so that a raise held on a host of thousands of
@@ -48,6 +50,7 @@
 #define MTHP_BLOAT_RATIO 4                         /* RSS grown over 4x what its faults map at 4K */
 #define MTHP_BLOAT_RECHECK_USEC (10 * 1000000ULL)  /* a candidate offered again after this */
 #define MTHP_BLOAT_FORGET_USEC (60 * 1000000ULL)   /* baselines outlive a step-down this long */
+#define MTHP_BLOAT_AFTER_USEC (30 * 1000000ULL)    /* and are read on this long after it (< FORGET) */
 #define MTHP_BLOAT_PASS_USEC (10 * 1000000ULL)    /* every process read once in this, while raised */
 #define MTHP_BLOAT_MIN_READS 128                   /* stat files a tick at least (a small host: all) */
 #define MTHP_BLOAT_CANDIDATES 8                    /* offered per tick, largest growth first */
@@ -80,6 +83,8 @@ void mthp_bloat_free(struct mthp_bloat *b);
  * under a changing load, and dropped after). quiet_rate: a candidate
  * faults less than this a second. Up to max candidates in out[], largest
  * growth first, *n their number. 0 or a negative errno (/proc unreadable). */
+/* It read processes at its last tick (raised, or shortly after). */
+bool mthp_bloat_tracking(const struct mthp_bloat *b);
 int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double quiet_rate,
                     struct mthp_bloat_candidate *out, unsigned max, unsigned *n, struct mthp_bloat_stats *stats);
 /* The last PID handed out (/proc/loadavg's last field, -1 unreadable) as

@@ -102,6 +102,32 @@ static void test_grown_quiet_offered(void **state) {
         mthp_bloat_free(b);
 }
 
+/* Stepped down while it still faulted (the guard, or its own density):
+ * it goes quiet after the step-down and is offered then, its bloat still
+ * counted from the raise's baseline; MTHP_BLOAT_AFTER_USEC later the
+ * tracker reads nothing. On main it was never offered: the tracker
+ * stopped at the step-down and the bloat stayed for the process's life. */
+static void test_quiet_after_step_down(void **state) {
+        struct fixture *f = *state;
+        struct mthp_bloat *b;
+        struct mthp_bloat_candidate c[MTHP_BLOAT_CANDIDATES];
+        assert_int_equal(mthp_bloat_new(f->host, &b), 0);
+        put_stat(f, 100, "sparse", 1000, 1, 10 * PAGES_MB);
+        assert_int_equal(tick(b, true, 1000000, c), 0);        /* the baseline */
+        put_stat(f, 100, "sparse", 11000, 1, 510 * PAGES_MB);  /* faulting as it grows */
+        assert_int_equal(tick(b, true, 2000000, c), 0);
+        put_stat(f, 100, "sparse", 21000, 1, 520 * PAGES_MB);  /* still, at the step-down */
+        assert_int_equal(tick(b, false, 3000000, c), 0);
+        assert_true(mthp_bloat_tracking(b));
+        assert_int_equal(tick(b, false, 4000000, c), 1);       /* quiet now */
+        assert_int_equal(c[0].pid, 100);
+        assert_true(c[0].grown_kb >= 500 * 1024);
+        mthp_bloat_again(b, 100);
+        assert_int_equal(tick(b, false, 3000000 + MTHP_BLOAT_AFTER_USEC, c), 0);
+        assert_false(mthp_bloat_tracking(b));
+        mthp_bloat_free(b);
+}
+
 /* started after the raise: grown from nothing, offered from its second
  * sight (its rate known); under the floor: never */
 static void test_started_after(void **state) {
@@ -264,6 +290,7 @@ static int v1_setup(void **state) {
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_grown_quiet_offered, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_started_after, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_quiet_after_step_down, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_many_processes_in_rotation, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_swap, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_memcg_reclaim, fixture_setup, fixture_teardown),
