@@ -740,7 +740,7 @@ void engine_describe_short_lived(const struct mthp_caps *caps, const struct mthp
         }
         snprintf(buf, n, "; no step up: the processes seen %.0f s or more or with MinBloatBytes %.1f MiB at stake "
                  "fault %.0f of the %.0f pages/s (a raise needs %.0f); the rest comes from short-lived processes: "
-                 "%sgone before a sample saw them",
+                 "%sgone before a sample saw them or too young for one (under 2 s)",
                  ENGINE_PERSIST_USEC / 1e6, v->min_bloat_kb / 1024, v->persist_rate, demand, v->raise_at, seen);
 }
 
