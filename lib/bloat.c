@@ -171,6 +171,18 @@ static int cmp_cand(const void *a, const void *c) {
  * soon. A first read under the raise takes its baseline (from nothing for
  * a process started after the raise) and is no candidate: its rate is
  * unknown until the next. */
+/* Grown (pages) against what its faults since (pages) would have mapped at
+ * 4K: by more than the floor, and by more than MTHP_BLOAT_RATIO times
+ * that, or by MTHP_BLOAT_EXCESS_KB beyond it (a process that grew partly
+ * under the raise and partly at 4K after a step-down: a sparse program
+ * the guard stepped down for after 0.4 s held 730 MiB for a 4K need of
+ * 528, 1.4 times its faults, and its limited cgroup's lost headroom kept
+ * the host at 4K). */
+static bool grown_enough(uint64_t grown, uint64_t faults) {
+        uint64_t kb = grown * (PAGE / 1024), excess = grown > faults ? (grown - faults) * (PAGE / 1024) : 0;
+        return kb > MTHP_BLOAT_FLOOR_KB && (grown > MTHP_BLOAT_RATIO * faults || excess >= MTHP_BLOAT_EXCESS_KB);
+}
+
 static bool check_proc(struct mthp_bloat *b, int dfd, struct entry *e, pid_t self, uint64_t t_usec,
                        double quiet_rate, struct mthp_bloat_candidate *c, struct mthp_bloat_stats *stats) {
         char path[32];
@@ -219,8 +231,7 @@ static bool check_proc(struct mthp_bloat *b, int dfd, struct entry *e, pid_t sel
         e->t_usec = t_usec;
         uint64_t grown = st.rss_pages > e->base_rss_pages ? st.rss_pages - e->base_rss_pages : 0;
         uint64_t faults = st.minflt > e->base_minflt ? st.minflt - e->base_minflt : 0;
-        if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults ||
-            !(rate < quiet_rate))
+        if (!grown_enough(grown, faults) || !(rate < quiet_rate))
                 return false;
         /* offered once, again after the recheck time or a further floor's growth */
         if (e->offered_usec && t_usec < e->offered_usec + MTHP_BLOAT_RECHECK_USEC &&
@@ -232,7 +243,7 @@ static bool check_proc(struct mthp_bloat *b, int dfd, struct entry *e, pid_t sel
         if (statm_anon(dfd, pid, &anon) < 0)
                 return false;
         grown = anon > e->base_anon_pages ? anon - e->base_anon_pages : 0;
-        if (grown * (PAGE / 1024) <= MTHP_BLOAT_FLOOR_KB || grown <= MTHP_BLOAT_RATIO * faults)
+        if (!grown_enough(grown, faults))
                 return false;
         *c = (struct mthp_bloat_candidate) { .pid = pid, .starttime = st.starttime,
                                              .rss_kb = st.rss_pages * (PAGE / 1024),

@@ -22,6 +22,7 @@
  * process is a candidate when it grew
  * by more than MTHP_BLOAT_FLOOR_KB and by more than MTHP_BLOAT_RATIO times
  * what its faults since would have mapped at 4K (large folios filled it),
+ * or by MTHP_BLOAT_EXCESS_KB beyond that (it grew partly under the raise),
  * and is quiet now (fewer faults a second than the quiet rate given, since
  * its last read): the fault-driven density sampler does not see such a
  * process. A candidate is
@@ -48,6 +49,7 @@
 
 #define MTHP_BLOAT_FLOOR_KB (8u * 1024)            /* growth below this is no bloat worth a look */
 #define MTHP_BLOAT_RATIO 4                         /* RSS grown over 4x what its faults map at 4K */
+#define MTHP_BLOAT_EXCESS_KB (64u * 1024)          /* ... or this much beyond it */
 #define MTHP_BLOAT_RECHECK_USEC (10 * 1000000ULL)  /* a candidate offered again after this */
 #define MTHP_BLOAT_FORGET_USEC (60 * 1000000ULL)   /* baselines outlive a step-down this long */
 #define MTHP_BLOAT_AFTER_USEC (30 * 1000000ULL)    /* and are read on this long after it (< FORGET) */

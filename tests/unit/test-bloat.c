@@ -128,6 +128,27 @@ static void test_quiet_after_step_down(void **state) {
         mthp_bloat_free(b);
 }
 
+/* Grown partly under the raise, partly at 4K after a step-down: 1.5
+ * times what its faults map at 4K, but 100 MiB beyond it: offered; one
+ * only 40 MiB beyond: not (on the code before, neither was: under 4x). */
+static void test_partly_grown(void **state) {
+        struct fixture *f = *state;
+        struct mthp_bloat *b;
+        struct mthp_bloat_candidate c[MTHP_BLOAT_CANDIDATES];
+        assert_int_equal(mthp_bloat_new(f->host, &b), 0);
+        put_stat(f, 100, "limited", 1000, 1, 10 * PAGES_MB);
+        put_stat(f, 200, "modest", 1000, 1, 10 * PAGES_MB);
+        assert_int_equal(tick(b, true, 1000000, c), 0);        /* the baselines */
+        put_stat(f, 100, "limited", 1000 + 200 * PAGES_MB, 1, 310 * PAGES_MB);
+        put_stat(f, 200, "modest", 1000 + 200 * PAGES_MB, 1, 250 * PAGES_MB);
+        assert_int_equal(tick(b, false, 2000000, c), 0);       /* faulting while it grew */
+        assert_int_equal(tick(b, false, 3000000, c), 1);       /* quiet now */
+        assert_int_equal(c[0].pid, 100);
+        assert_int_equal(c[0].grown_kb, 300 * 1024);
+        assert_int_equal(c[0].faults_kb, 200 * 1024);
+        mthp_bloat_free(b);
+}
+
 /* started after the raise: grown from nothing, offered from its second
  * sight (its rate known); under the floor: never */
 static void test_started_after(void **state) {
@@ -291,6 +312,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_grown_quiet_offered, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_started_after, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_quiet_after_step_down, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_partly_grown, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_many_processes_in_rotation, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_swap, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_memcg_reclaim, fixture_setup, fixture_teardown),
