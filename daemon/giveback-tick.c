@@ -157,6 +157,8 @@ void daemon_give_back(struct daemon *d) {
                 d->give_back_last.usec += res.usec;
                 uint64_t freed = res.rss_before_kb > res.rss_after_kb ? res.rss_before_kb - res.rss_after_kb : 0;
                 d->give_back_last.freed_kb += freed;
+                if (freed)
+                        mthp_observer_given_back(d->observer, c[i].pid, freed);
                 if (res.budget_hit)
                         mthp_observer_grown_again(d->observer, c[i].pid);
                 if (r < 0 && r != -ESRCH) {

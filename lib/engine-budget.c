@@ -81,6 +81,22 @@ double engine_max_host_bloat_kb(const struct mthp_engine_config *cfg, const stru
 #define ENGINE_GROWN_KEEP_USEC (15 * 1000000ULL)
 
 static void remember_grown(const struct mthp_snapshot *snap, struct mthp_engine_state *next) {
+        /* what the give-back freed since is bloat no longer there: held
+         * for 15 s it kept a dense program at 4K after a sparse one it
+         * stepped down for had been given back (realkernel
+         * sparse-after-raise: no raise back within 15 s in 1 run of 3) */
+        if (snap->given_back_kb && next->grown_usec) {
+                double given = (double) snap->given_back_kb;
+                next->grown_kb = next->grown_kb > given ? next->grown_kb - given : 0;
+                if (snap->given_back_pid == next->grown_pid)
+                        next->grown_max_kb = next->grown_max_kb > given ? next->grown_max_kb - given : 0;
+                if (next->grown_kb <= 0 && next->grown_max_kb <= 0) {
+                        next->grown_kb = next->grown_max_kb = 0;
+                        next->grown_pid = 0;
+                        next->grown_comm[0] = 0;
+                        next->grown_usec = 0;
+                }
+        }
         bool stale = next->grown_usec && snap->t_usec > next->grown_usec + ENGINE_GROWN_KEEP_USEC;
         if (snap->grown_bloat_kb && (stale || !next->grown_usec || (double) snap->grown_bloat_kb >= next->grown_kb)) {
                 next->grown_kb = (double) snap->grown_bloat_kb;

@@ -52,6 +52,8 @@ struct mthp_observer {
         unsigned n_grown;
         struct mthp_bloat_stats bloat_stats;
         bool bloat_error_logged;
+        uint64_t given_kb, given_max_kb;    /* mthp_observer_given_back since the last take */
+        int given_pid;
 };
 
 /* FaultSampling=: page-fault addresses (lib/faults.c, perf) for the density
@@ -458,6 +460,14 @@ void mthp_observer_grown_again(struct mthp_observer *o, int pid) {
         mthp_bloat_again(o->bloat, pid);
 }
 
+void mthp_observer_given_back(struct mthp_observer *o, int pid, uint64_t kb) {
+        o->given_kb += kb;
+        if (kb > o->given_max_kb) {
+                o->given_max_kb = kb;
+                o->given_pid = pid;
+        }
+}
+
 int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mthp_engine_state *st, unsigned flags,
                        struct mthp_snapshot *snap) {
         o->ticks++;
@@ -483,6 +493,10 @@ int mthp_observer_take(struct mthp_observer *o, uint64_t t_usec, const struct mt
         take_density(o, t_usec, st, flags, snap);
         faults_steer(o, snap);
         take_grown(o, t_usec, st, flags);
+        snap->given_back_kb = o->given_kb;
+        snap->given_back_pid = o->given_pid;
+        o->given_kb = o->given_max_kb = 0;
+        o->given_pid = 0;
         for (unsigned i = 0; i < o->n_grown; i++) {   /* for the host's bloat budget (engine-budget.c) */
                 const struct mthp_bloat_candidate *c = &o->grown[i];
                 uint64_t b = c->grown_kb > c->faults_kb ? c->grown_kb - c->faults_kb : 0;

@@ -125,3 +125,6 @@ unsigned mthp_observer_grown(const struct mthp_observer *o, const struct mthp_bl
                              struct mthp_bloat_stats *stats);
 /* Offer pid again on the next take (its give-back stopped at the budget). */
 void mthp_observer_grown_again(struct mthp_observer *o, int pid);
+/* The give-back freed kb of pid's memory this tick: the next snapshot
+ * says so (given_back_kb), for the host's bloat budget. */
+void mthp_observer_given_back(struct mthp_observer *o, int pid, uint64_t kb);

@@ -222,6 +222,11 @@ struct mthp_snapshot {
         uint64_t grown_bloat_kb, grown_max_kb;
         int grown_pid;
         char grown_comm[16];
+        /* What the give-back freed since the last tick (RSS before less
+         * after, kB, summed), and the pid that gave the most: the budget
+         * takes it off the bloat it remembers. */
+        uint64_t given_back_kb;
+        int given_back_pid;
 };
 
 /* Keeps persistent fds for the hot files; pread each tick. */

@@ -83,6 +83,8 @@ void kernel_model(struct sim *s, const struct workload *w, struct mthp_snapshot 
         memset(snap, 0, sizeof(*snap));
         snap->tick = s->tick;
         snap->t_usec = 1000000 * (s->tick + 1);
+        snap->given_back_kb = w->given_back_kb;
+        snap->given_back_pid = w->given_back_pid;
         snap->dt = s->tick ? 1.0 : 0.0; /* the sampler's first snapshot has no rates */
 
         for (int kind = 0; kind < _MTHP_KIND_MAX; kind++) {

@@ -41,6 +41,9 @@ struct workload {
         /* 4K pages/s faulted as PMD folios by MADV_HUGEPAGE mappings while
          * the PMD size is at madvise (the boot default): no demand either */
         double madvised_pages[_MTHP_KIND_MAX];
+        /* what the give-back freed since the last tick (snapshot given_back_kb) */
+        uint64_t given_back_kb;
+        int given_back_pid;
 };
 
 /* What the reason of a kind should quote this tick. */
