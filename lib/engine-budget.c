@@ -34,9 +34,7 @@ void engine_proc_host_bloat(const struct mthp_caps *caps, const struct mthp_engi
                  * party_rungs); a shmem process mapping page cache already
                  * there allocates nothing (quiet_shmem_alloc); above its
                  * policy's Sizes= it gets no larger folio */
-                bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
-                             (double) m->rss_kb[kind] <= (1.0 + bloat_pct / 100.0) * (double) m->peak_rss_kb[kind][z] &&
-                             m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
+                bool churn = engine_churn_dense(m, kind, z, bloat_pct, keep_thr);
                 if (r < cap && !existing && !churn)
                         most = fmax(most, engine_rung_bloat_kb(caps, m, kind, z, madvised[r]));
                 host_kb[r] = most;

@@ -265,14 +265,11 @@ static unsigned party_rungs(const struct mthp_engine_proc *m, enum mthp_kind kin
                  * had not finished, in memory it holds at any size
                  * (struct mthp_engine_proc churn) */
                 unsigned z = ladder[r];
-                double held = (1.0 + bloat / 100.0) * (double) m->peak_rss_kb[kind][z];
                 /* ...unless its zeros sit beside its data, sample
                  * after sample: it turned sparse (a phased workload:
                  * 0.05-0.08 of each 2M block, for 5 s at 13x its 4K
                  * RSS) */
-                bool churn = m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
-                             (double) m->rss_kb[kind] <= held &&
-                             m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
+                bool churn = engine_churn_dense(m, kind, z, bloat, keep_thr);
                 /* and a raise through a size on now that it keeps
                  * so, with the raise threshold: what keeps a size
                  * must not bar a raise past it (stress-ng --vm was

@@ -119,6 +119,18 @@ double engine_stake_kb(const struct mthp_caps *caps, const struct mthp_engine_pr
  * a python3 or a shell script between ticks. 0 floor_kb: everything has
  * its say (MinBloatBytes=0). */
 #define ENGINE_PERSIST_USEC 5000000ULL
+
+/* A churner that read dense at size z once and holds no more than it
+ * held then (MaxBloat bloat_pct on top), its zeros not beside its data
+ * sample after sample: the zeros are a write it had not finished, in
+ * memory it holds at any size (struct mthp_engine_proc churn). Shared by
+ * the density judgement and the host's bloat budget. */
+static inline bool engine_churn_dense(const struct mthp_engine_proc *m, enum mthp_kind kind, unsigned z,
+                                      double bloat_pct, double keep_thr) {
+        return m->churn[kind] && m->peak_u[kind][z] >= keep_thr &&
+               (double) m->rss_kb[kind] <= (1.0 + bloat_pct / 100.0) * (double) m->peak_rss_kb[kind][z] &&
+               m->data_sparse[kind][z] < ENGINE_DATA_SPARSE_SAMPLES;
+}
 /* Seconds between its first and its latest sample. */
 double engine_seen_s(const struct mthp_engine_proc *m);
 bool engine_persistent(const struct mthp_caps *caps, const struct mthp_engine_proc *m, enum mthp_kind kind,
@@ -451,8 +463,8 @@ void engine_pay_judge(const struct mthp_engine_config *cfg, const struct mthp_ca
 void engine_step_back_unpaid(const struct mthp_engine_config *cfg, const struct mthp_caps *caps,
                              const struct mthp_snapshot *snap, struct kind_step *k);
 /* "anon 64K not taken: ..." for a failed trial. */
-void engine_pay_unpaid_note(const struct mthp_caps *caps, const struct mthp_engine_unpaid *u, const char *kname,
+void engine_pay_unpaid_note(const struct mthp_engine_unpaid *u, const char *kname,
                             char *buf, size_t n);
 /* While the level above is barred by a failed trial: the reason's tail. */
-bool engine_pay_barred_note(const struct mthp_caps *caps, const struct kind_step *k, uint64_t tick, char *buf,
+bool engine_pay_barred_note(const struct kind_step *k, uint64_t tick, char *buf,
                             size_t n);

@@ -138,7 +138,6 @@ void engine_pay_start(const struct mthp_engine_config *cfg, const struct mthp_ca
         if (!climb) {
                 memset(tr, 0, sizeof(*tr));
                 tr->from = k->st->level;
-                tr->start_tick = snap->tick;
                 trial_pick(cfg, caps, next, k->kind, tr);
         }
         /* a climb: judged at its new top, against what they paid before it */
@@ -298,12 +297,11 @@ void engine_pay_judge(const struct mthp_engine_config *cfg, const struct mthp_ca
         tr->to = 0;
 }
 
-void engine_pay_unpaid_note(const struct mthp_caps *caps, const struct mthp_engine_unpaid *u, const char *kname,
+void engine_pay_unpaid_note(const struct mthp_engine_unpaid *u, const char *kname,
                             char *buf, size_t n) {
         char size[16], from[16], comm[ENGINE_NAME_QUOTED];
         mthp_format_size(u->kb, size, sizeof(size));
         mthp_format_size(u->from_kb, from, sizeof(from));
-        (void) caps;
         if (u->rule == MTHP_RULE_STEP_BACK_FALLBACK) {
                 int l = snprintf(buf, n, "%s %s not taken: fell back on %.0f%% of its faults in a %u-tick trial at tick %llu",
                                  kname, size, u->value, u->ticks, (unsigned long long) u->tick);
@@ -327,7 +325,7 @@ void engine_step_back_unpaid(const struct mthp_engine_config *cfg, const struct 
         struct mthp_engine_kind *st = k->st;
         char note[MTHP_REASON_MAX / 2], back[16];
         engine_level_name(caps, k->ladder, st->unpaid.from, back, sizeof(back));
-        engine_pay_unpaid_note(caps, &st->unpaid, k->kname, note, sizeof(note));
+        engine_pay_unpaid_note(&st->unpaid, k->kname, note, sizeof(note));
         k->rule = (enum mthp_rule) st->unpaid.rule;
         /* the level that failed is barred, longer at each repeat */
         engine_step_down_failed(cfg, st, st->unpaid.from, snap->tick);
@@ -338,13 +336,13 @@ void engine_step_back_unpaid(const struct mthp_engine_config *cfg, const struct 
         st->verify_left = 0;
 }
 
-bool engine_pay_barred_note(const struct mthp_caps *caps, const struct kind_step *k, uint64_t tick, char *buf,
+bool engine_pay_barred_note(const struct kind_step *k, uint64_t tick, char *buf,
                             size_t n) {
         const struct mthp_engine_kind *st = k->st;
         if (!st->unpaid.rule || !st->ceiling || st->unpaid.level != st->ceiling || tick >= st->ceiling_until)
                 return false;
         char note[MTHP_REASON_MAX / 2];
-        engine_pay_unpaid_note(caps, &st->unpaid, k->kname, note, sizeof(note));
+        engine_pay_unpaid_note(&st->unpaid, k->kname, note, sizeof(note));
         snprintf(buf, n, "; %s; barred for %llu more ticks", note, (unsigned long long) (st->ceiling_until - tick));
         return true;
 }

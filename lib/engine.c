@@ -407,7 +407,7 @@ static void explain_hold(const struct mthp_engine_config *cfg, const struct mthp
         } else if (k->keeper[0]) {
                 k->rule = MTHP_RULE_HOLD_WANTED;
                 snprintf(extra, sizeof(extra), "; wanted by %s", k->keeper);
-        } else if (k->barred && engine_pay_barred_note(caps, k, snap->tick, extra, sizeof(extra))) {
+        } else if (k->barred && engine_pay_barred_note(k, snap->tick, extra, sizeof(extra))) {
                 k->rule = MTHP_RULE_HOLD_UNPAID;
         } else if (k->barred) {
                 k->rule = MTHP_RULE_HOLD_BARRED;

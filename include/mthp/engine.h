@@ -23,7 +23,6 @@ struct mthp_engine_trial_proc {
 };
 struct mthp_engine_trial {
         unsigned from, to;              /* levels; to 0: no trial */
-        uint64_t start_tick;            /* the first raise of it */
         uint64_t tick;                  /* the latest raise (a climb goes on trial as one) */
         unsigned ticks;                 /* ticks measured at `to` */
         double dt;                      /* their seconds */
@@ -36,7 +35,7 @@ struct mthp_engine_trial {
 struct mthp_engine_unpaid {
         int rule;
         unsigned level, from;           /* the level barred, the level it went back to */
-        unsigned kb, from_kb;           /* their top sizes (0: 4K) */
+        unsigned kb, from_kb;           /* their top sizes (the page size at level 0) */
         uint64_t tick;                  /* when it was judged */
         unsigned ticks;                 /* the trial's length in ticks */
         double value;                   /* fallback %, or the CPU ratio */
