@@ -92,6 +92,10 @@ static bool give_back_reclaim(struct daemon *d, const struct mthp_bloat_candidat
                 uint64_t freed = res.anon_thp_before_kb > res.anon_thp_after_kb ?
                                  res.anon_thp_before_kb - res.anon_thp_after_kb : 0;
                 d->give_back_last.freed_kb += freed;
+                /* the budget's remembered bloat loses it too, as after a
+                 * page-out; the cgroup's drop may be other processes' too */
+                if (freed)
+                        mthp_observer_given_back(d->observer, c[i].pid, freed < bloat ? freed : bloat);
                 d->give_back_total.processes++;
                 d->give_back_total.advised_kb += ask;
                 d->give_back_total.freed_kb += freed;
