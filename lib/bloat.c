@@ -358,7 +358,9 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
          * that grows and goes quiet at its start (a sparse program
          * touching its memory once) is offered within seconds, not a pass
          * or two later. */
-        long from = b->last_pid >= 0 && last > b->last_pid ? b->last_pid + 1 : -1;
+        /* (after a step-down none are taken: a process started at 4K
+         * grows by what it faults and is never a candidate) */
+        long from = b->raised && b->last_pid >= 0 && last > b->last_pid ? b->last_pid + 1 : -1;
         if (from >= 0 && b->next < b->n_tab &&
             (last - from >= NEW_MAX || (b->n_tab && from <= b->tab[b->n_tab - 1].pid)))
                 b->next = b->n_tab;   /* a fork storm, or IDs wrapped: list now */
@@ -392,7 +394,7 @@ int mthp_bloat_tick(struct mthp_bloat *b, bool raised, uint64_t t_usec, double q
                 struct entry *e = &b->tab[i];
                 if (!e->read)
                         (void) check_proc(b, dfd, e, getpid(), t_usec, quiet_rate, &c, stats);
-                if (e->pid > 0 && !e->kthread && b->n_young < YOUNG_MAX)
+                if (b->raised && e->pid > 0 && !e->kthread && b->n_young < YOUNG_MAX)
                         b->young[b->n_young++] = (typeof(b->young[0])) { e->pid, t_usec + YOUNG_USEC };
                 if (e->pid > 0)
                         b->tab[u0++] = *e;
